@@ -1,0 +1,36 @@
+"""THREAD-RAG user settings.
+
+Uncomment and edit a line to change a setting. Each name can also be set with an environment
+variable THREAD_RAG_<NAME> (which wins over this file). This file is read, never executed:
+only plain literal values are allowed. Every setting and its default: thread_rag/settings.py.
+"""
+
+# --- where things live ---
+# HOME = "./local_rag_db"          # data dir (catalog, Chroma, indexes); --data-dir / THREAD_RAG_HOME
+# CACHE_PATH = "./doc_cache"       # summary cache (JSON per document)
+# ALLOWED_ROOTS = []               # folders the agent may index from ([] = current dir + data dir)
+
+# --- models (all offline; nothing is downloaded at run time) ---
+# EMBEDDER_MODEL = "packaged:all-MiniLM-L6-v2"   # or a local sentence-transformers directory
+# EMBEDDER_DTYPE = "auto"          # auto picks bfloat16 on CPUs with AVX512-BF16/AMX, else float32
+# MAIN_MODEL = "qwen2.5-coder-1.5b" # embedded GGUF, or an Ollama model name with CHAT_BACKEND = "ollama"
+# CHAT_BACKEND = "auto"            # auto | embedded | ollama  (auto: Ollama if OLLAMA_HOST answers)
+# OLLAMA_HOST = ""                 # e.g. "http://127.0.0.1:11434"
+# SUMMARY_BACKEND = "extractive"   # extractive | llm | ollama
+# SUMMARY_MODEL = "qwen2.5:0.5b"   # Ollama model for summaries
+# TEMPERATURE = 0.0
+
+# --- chunking ---
+# CHUNK_STRATEGY = "sentence"      # sentence | semantic | parent_child
+# CHUNK_TOKENS = 200               # in embedder (MiniLM word-piece) tokens
+# CHUNK_OVERLAP = 32
+
+# --- retrieval ---
+# STAGE1_K = 200
+# RRF_K = 60
+# DENSE_WEIGHT = 1.0
+# BM25_WEIGHT = 1.0
+# STAGE2 = True                    # MaxSim rescoring from the int8 token cache
+# RERANKER = "none"                # none | llm | /path/to/cross-encoder
+# EARLY_EXIT_MARGIN = 0.15
+# SEARCH_K = 5

@@ -1,0 +1,116 @@
+"""The one place that writes files: atomic replace and inter-process locks.
+
+Writes go to a temporary file in the same directory, are fsynced, then renamed over the
+target, so a reader (or a process killed mid-write) sees either the old or the new file,
+never a torn one. ``file_lock`` is an advisory ``fcntl`` lock usable across processes.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import CorruptFileError
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> None:
+    data = json.dumps(obj, ensure_ascii=False, indent=indent, sort_keys=False).encode("utf-8")
+    atomic_write_bytes(path, data)
+
+
+def read_json(path: str | os.PathLike, default: Any = None) -> Any:
+    """Read JSON; a missing file gives ``default``; an unreadable one is set aside and reported."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return default
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        aside = set_aside(path)
+        raise CorruptFileError(f"{path} is corrupt ({exc.__class__.__name__}); moved to {aside}") from exc
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a damaged file to ``<name>.corrupt-<timestamp>`` and return the new path."""
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(path, aside)
+    return aside
+
+
+def atomic_replace_dir(tmp_dir: Path, final_dir: Path) -> None:
+    """Move a fully written directory into place (old one removed after the swap)."""
+    final_dir.parent.mkdir(parents=True, exist_ok=True)
+    old = None
+    if final_dir.exists():
+        old = final_dir.with_name(f".{final_dir.name}.old-{os.getpid()}")
+        os.replace(final_dir, old)
+    os.replace(tmp_dir, final_dir)
+    _fsync_dir(final_dir.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, *, shared: bool = False, timeout: float | None = None) -> Iterator[None]:
+    """Hold an advisory lock on ``path`` (created if needed) for the duration of the block."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        if timeout is None:
+            fcntl.flock(fd, mode)
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"timed out waiting for lock {path}")
+                    time.sleep(0.05)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

@@ -1,0 +1,244 @@
+"""``thread-rag`` command line: one subcommand per engine operation, ``--json`` and ``--data-dir`` on all.
+
+Errors a user can cause print one line (``error: ...``) and exit 1; no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from .errors import ThreadRagError
+
+
+def _common(p: argparse.ArgumentParser, top: bool) -> None:
+    d = None if top else argparse.SUPPRESS
+    p.add_argument("--data-dir", dest="data_dir", default=d, help="data directory (default ./local_rag_db; "
+                   "env THREAD_RAG_HOME)")
+    p.add_argument("--json", dest="json", action="store_true", default=False if top else argparse.SUPPRESS,
+                   help="print JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="thread-rag", description="Terminal RAG agent for long procedural documents.")
+    _common(ap, True)
+    sub = ap.add_subparsers(dest="cmd")
+
+    def cmd(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        _common(p, False)
+        return p
+
+    p = cmd("index", "index files or directories (PDF, DOCX, TXT, Markdown)")
+    p.add_argument("paths", nargs="+")
+    cmd("docs", "list indexed documents")
+    p = cmd("delete", "delete a document")
+    p.add_argument("doc_id")
+    p = cmd("search", "three-stage search (rag_search)")
+    p.add_argument("query")
+    p.add_argument("--doc", dest="doc_id")
+    p.add_argument("--k", type=int, default=None)
+    p.add_argument("--pages", help="page range, e.g. 10-20")
+    p.add_argument("--heading", help="only chunks whose heading path contains this text")
+    p = cmd("fetch", "fetch context windows for chunk ids")
+    p.add_argument("chunk_ids", nargs="+")
+    p.add_argument("--budget", type=int, default=None, help="token budget for all windows")
+    p = cmd("nested", "hierarchical retrieval with ancestor/descendant exclusion")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--doc", dest="doc_id")
+    p.add_argument("--offset", type=int, default=0)
+    p = cmd("preheat", "summarise every chunk now so windows are instant later")
+    p.add_argument("doc_id", nargs="?")
+    p = cmd("chat", "interactive chat (same as python runner.py)")
+    p = cmd("ask", "answer one question")
+    p.add_argument("question")
+    p = cmd("script", "run a JSONL file of tool calls and questions")
+    p.add_argument("file")
+    p = cmd("bench", "benchmarks on ../shared/data")
+    p.add_argument("kind", choices=["retrieval", "context", "answers", "ingest", "windows", "routing", "latency"])
+    p.add_argument("--dataset", default=None)
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--markdown", action="store_true")
+    p.add_argument("--configs", default=None, help="comma-separated configurations")
+    p.add_argument("--file", default=None, help="document for ingest/windows benchmarks")
+    p.add_argument("--seed", type=int, default=13)
+    cmd("doctor", "check the installation and print what to fix")
+    cmd("stats", "store statistics")
+    return ap
+
+
+def _engine(args):
+    from .engine import Engine
+    from .settings import load_settings
+
+    return Engine(load_settings({"HOME": args.data_dir} if args.data_dir else None))
+
+
+def _print_json(obj: Any) -> None:
+    from .records import to_dict
+
+    print(json.dumps(to_dict(obj), ensure_ascii=False, indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.cmd is None:
+        args.cmd = "chat"
+    try:
+        return _dispatch(args)
+    except ThreadRagError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args) -> int:
+    from rich.console import Console
+
+    from . import tools
+
+    out = Console()
+    if args.cmd == "chat":
+        from .repl import run_repl
+
+        return run_repl(_engine(args))
+    if args.cmd == "doctor":
+        from .doctor import run_doctor
+
+        return run_doctor(args)
+    if args.cmd == "bench":
+        from .bench.cli import run_bench
+
+        return run_bench(args)
+    engine = _engine(args)
+    if args.cmd == "index":
+        return _cmd_index(engine, args, out)
+    if args.cmd == "docs":
+        res = tools.list_available_documents(engine)
+        if args.json:
+            _print_json(res)
+        else:
+            from rich.table import Table
+
+            if not res["documents"]:
+                out.print("No documents indexed. Try: thread-rag index docs/")
+                return 0
+            t = Table("id", "name", "chunks", "pages", "indexed")
+            for d in res["documents"]:
+                t.add_row(d["doc_id"], d["name"], str(d["chunks"]), str(d["pages"] or "-"), d["indexed_at"])
+            out.print(t)
+        return 0
+    if args.cmd == "delete":
+        rec = engine.delete(args.doc_id)
+        if args.json:
+            _print_json({"deleted": rec.doc_id, "name": rec.name})
+        else:
+            out.print(f"deleted {rec.doc_id} ({rec.name})")
+        return 0
+    if args.cmd == "search":
+        filters = {}
+        if args.pages:
+            try:
+                a, _, b = args.pages.partition("-")
+                filters["pages"] = (int(a), int(b or a))
+            except ValueError:
+                raise ThreadRagError(f"--pages {args.pages!r}: expected a range like 10-20") from None
+        if args.heading:
+            filters["heading"] = args.heading
+        res = tools.rag_search(engine, args.query, doc_id=args.doc_id, k=args.k, **filters)
+        if args.json:
+            _print_json(res)
+        else:
+            from .render import render_search
+
+            render_search(out, res)
+        return 0
+    if args.cmd == "fetch":
+        res = tools.fetch_chunks_by_id(engine, args.chunk_ids, token_budget=args.budget)
+        if args.json:
+            _print_json(res)
+        else:
+            from .render import render_windows
+
+            render_windows(out, res)
+        return 1 if res.get("errors") and not res.get("windows") else 0
+    if args.cmd == "nested":
+        res = tools.nested_retrieve(engine, args.query, limit=args.limit, doc_id=args.doc_id, offset=args.offset)
+        if args.json:
+            _print_json(res)
+        else:
+            from .render import render_nested
+
+            render_nested(out, res)
+        return 0
+    if args.cmd == "preheat":
+        from .render import progress_bar
+
+        with progress_bar(out, disable=args.json) as bar:
+            res = tools.pre_heat_summaries(engine, args.doc_id, progress=bar)
+        if args.json:
+            _print_json(res)
+        else:
+            out.print(f"summaries made {res['made']}, already cached {res['cached']}, failed {res['failed']}, "
+                      f"{res['seconds']:.1f} s ({res['summarizer']})")
+        return 1 if res["failed"] else 0
+    if args.cmd == "ask":
+        from .agent.loop import Agent
+
+        ans = Agent(engine).ask(args.question)
+        if args.json:
+            _print_json(ans)
+        else:
+            out.print(ans.answer)
+        return 0
+    if args.cmd == "script":
+        from .agent.script import run_script
+
+        return run_script(engine, args.file)
+    if args.cmd == "stats":
+        docs = engine.documents()
+        stats = {"documents": len(docs), "chunks": sum(d.chunk_count for d in docs), "home": str(engine.home)}
+        _print_json(stats) if args.json else out.print(stats)
+        return 0
+    raise ThreadRagError(f"unknown command {args.cmd}")
+
+
+def _cmd_index(engine, args, out) -> int:
+    from .render import progress_bar
+
+    t0 = time.perf_counter()
+    files, _ = engine.expand_paths(args.paths)
+    if not files:
+        raise ThreadRagError(f"no supported files in {', '.join(args.paths)}")
+    results = []
+    with progress_bar(out, disable=args.json) as bar:
+        for f in files:
+            def prog(stage, done, total, _f=f):
+                bar(f"{_f.name}: {stage}", done, total)
+            try:
+                results.append(engine.index_file(f, progress=prog))
+            except ThreadRagError as exc:
+                from .records import IndexResult
+
+                results.append(IndexResult(path=str(f), status="failed", error=str(exc)))
+    failed = [r for r in results if r.status == "failed"]
+    if args.json:
+        _print_json({"results": results, "seconds": round(time.perf_counter() - t0, 3)})
+    else:
+        for r in results:
+            if r.status == "failed":
+                continue
+            out.print(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {r.path}")
+        for r in failed:
+            print(f"error: {r.error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

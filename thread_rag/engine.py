@@ -1,0 +1,392 @@
+"""The Engine: the only place that wires the parts together.
+
+Front doors (REPL, scripted sessions, CLI) call the tool functions in :mod:`thread_rag.tools`,
+which call the Engine. Data path: file -> loader -> chunker -> thread (DOCn_i) -> store ->
+retrieve -> windows -> agent.
+
+Indexing is crash-safe: the expensive work (load, chunk, embed) happens outside the write lock;
+under the lock a pending marker is written, the new generation's chunks and token cache are
+stored beside the old ones, and the catalog commit switches readers over. A process killed at
+any point leaves either the old document or the new one; recovery removes the leftovers.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .atomic import atomic_write_json, file_lock
+from .errors import IngestError, ThreadRagError, UnknownDocumentError
+from .ids import ChunkId, format_doc_id, parse_doc_id
+from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
+from .records import Chunk, DocumentRecord, IndexResult
+from .settings import Settings, load_settings
+from .store import Catalog, ChunkStore, TokenCache
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class Thread:
+    """One document's ordered chunks at its committed generation."""
+
+    record: DocumentRecord
+    chunks: list
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+
+class Engine:
+    def __init__(self, settings: Settings | None = None, *, embedder=None, summarizer=None, chat_model=None):
+        self.settings = settings or load_settings()
+        self.home = self.settings.home
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(self.home / "catalog.json")
+        self._store: ChunkStore | None = None
+        self.token_cache = TokenCache(self.home / "tokcache")
+        self._embedder = embedder
+        self._summarizer = summarizer
+        self._chat_model = chat_model
+        self._threads: dict[int, Thread] = {}
+        self._retriever = None
+        self._windows = None
+        self._nested = None
+        self.recover()
+
+    # -- lazily built parts -----------------------------------------------------------------
+    @property
+    def store(self) -> ChunkStore:
+        if self._store is None:
+            self._store = ChunkStore(self.home / "chroma")
+        return self._store
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from .embedder import SentenceTransformerEmbedder
+
+            s = self.settings
+            self._embedder = SentenceTransformerEmbedder(s.EMBEDDER_MODEL, dtype=s.EMBEDDER_DTYPE,
+                                                         batch_size=s.EMBED_BATCH,
+                                                         threads=s.TORCH_THREADS or (os.cpu_count() or 1))
+        return self._embedder
+
+    @property
+    def retriever(self):
+        if self._retriever is None:
+            from .retrieve.pipeline import Retriever
+
+            self._retriever = Retriever(self)
+        return self._retriever
+
+    @property
+    def windows(self):
+        if self._windows is None:
+            from .threads.windows import WindowBuilder
+
+            self._windows = WindowBuilder(self)
+        return self._windows
+
+    @property
+    def summarizer(self):
+        if self._summarizer is None:
+            from .threads.summarizers import make_summarizer
+
+            self._summarizer = make_summarizer(self.settings)
+        return self._summarizer
+
+    @property
+    def nested(self):
+        if self._nested is None:
+            from .nested.tree import NestedIndex
+
+            self._nested = NestedIndex(self)
+        return self._nested
+
+    @property
+    def chat_model(self):
+        if self._chat_model is None:
+            from .llm.backends import make_chat_model
+
+            self._chat_model = make_chat_model(self.settings)
+        return self._chat_model
+
+    # -- locking & recovery -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def write_lock(self, timeout: float | None = None):
+        with file_lock(self.home / "write.lock", timeout=timeout):
+            yield
+
+    def _pending_dir(self) -> Path:
+        return self.home / "pending"
+
+    def recover(self, full: bool = False) -> list[str]:
+        """Remove what a killed writer left behind. Runs only if no writer holds the lock."""
+        notes: list[str] = []
+        pending = self._pending_dir()
+        if not full and not (pending.is_dir() and any(pending.iterdir())):
+            return notes
+        try:
+            ctx = self.write_lock(timeout=0)
+            ctx.__enter__()
+        except TimeoutError:
+            return notes  # a live writer holds the lock; it cleans up after itself
+        try:
+            self.catalog.reload()
+            committed = set(self.catalog.committed())
+            for marker in sorted(pending.glob("*.json")) if pending.is_dir() else []:
+                try:
+                    info = json.loads(marker.read_text())
+                    serial, gen = int(info["serial"]), int(info["generation"])
+                except (ValueError, KeyError, OSError):
+                    marker.unlink(missing_ok=True)
+                    continue
+                if (serial, gen) not in committed:
+                    self.store.delete_generation(serial, gen)
+                    self.token_cache.remove(serial, gen)
+                    self._tree_path(serial, gen).unlink(missing_ok=True)
+                    notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
+                else:  # committed, but the old generation may not have been cleaned
+                    self.store.delete_document(serial, keep_generation=gen)
+                    self._remove_stale_files(serial, gen)
+                marker.unlink(missing_ok=True)
+            if full:
+                for serial, gen in self.store.generations() - committed:
+                    self.store.delete_generation(serial, gen)
+                    notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
+                for serial, gen in self.token_cache.present() - committed:
+                    self.token_cache.remove(serial, gen)
+                    notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
+        finally:
+            ctx.__exit__(None, None, None)
+        return notes
+
+    def check_consistency(self) -> list[str]:
+        """Problems between catalog, Chroma and token cache (empty list = consistent)."""
+        self.catalog.reload()
+        problems = []
+        committed = set(self.catalog.committed())
+        in_store = self.store.generations()
+        for serial, gen in sorted(in_store - committed):
+            problems.append(f"orphan chunks {format_doc_id(serial)}@g{gen}")
+        for rec in self.catalog.documents():
+            chunks, _ = self.store.load(rec.serial, rec.generation)
+            if len(chunks) != rec.chunk_count:
+                problems.append(f"{rec.doc_id}: catalog says {rec.chunk_count} chunks, store has {len(chunks)}")
+            if [c.position for c in chunks] != list(range(len(chunks))):
+                problems.append(f"{rec.doc_id}: chunk positions are not 0..n-1")
+            if not self.token_cache.exists(rec.serial, rec.generation):
+                problems.append(f"{rec.doc_id}: token cache missing")
+            elif self.token_cache.n_chunks(rec.serial, rec.generation) != rec.chunk_count:
+                problems.append(f"{rec.doc_id}: token cache has a different chunk count")
+        for serial, gen in sorted(self.token_cache.present() - committed):
+            problems.append(f"orphan token cache {format_doc_id(serial)}@g{gen}")
+        return problems
+
+    # -- catalog views ----------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Pick up changes another process committed; True if anything changed."""
+        changed = self.catalog.reload()
+        if changed:
+            committed = dict(self.catalog.committed())
+            for serial in list(self._threads):
+                if committed.get(serial) != self._threads[serial].record.generation:
+                    del self._threads[serial]
+        return changed
+
+    def documents(self) -> list[DocumentRecord]:
+        self.refresh()
+        return self.catalog.documents()
+
+    def document(self, doc_id: str | int) -> DocumentRecord:
+        self.refresh()
+        return self.catalog.get(doc_id)
+
+    def thread(self, doc_id: str | int) -> Thread:
+        rec = self.document(doc_id)
+        cached = self._threads.get(rec.serial)
+        if cached is None or cached.record.generation != rec.generation:
+            chunks, _ = self.store.load(rec.serial, rec.generation)
+            cached = Thread(rec, chunks)
+            self._threads[rec.serial] = cached
+        return cached
+
+    def chunk(self, cid: ChunkId | str) -> Chunk:
+        cid = ChunkId.parse(cid) if isinstance(cid, str) else cid
+        try:
+            thread = self.thread(cid.serial)
+        except UnknownDocumentError:
+            raise UnknownDocumentError(f"{cid}: unknown document {cid.doc_id}") from None
+        if not 0 <= cid.position < len(thread):
+            from .errors import ChunkIdError
+
+            raise ChunkIdError(f"{cid}: out of range ({cid.doc_id} has chunks "
+                               f"{ChunkId(cid.serial, 0)}..{ChunkId(cid.serial, len(thread) - 1)})")
+        return thread.chunks[cid.position]
+
+    # -- indexing ---------------------------------------------------------------------------
+    def supported(self, path: Path) -> bool:
+        return path.suffix.lower() in SUPPORTED_SUFFIXES
+
+    def expand_paths(self, paths: Iterable[str | Path]) -> tuple[list[Path], list[IndexResult]]:
+        """Files to index (directories expanded, symlink loops and unsupported files skipped)."""
+        files: list[Path] = []
+        skipped: list[IndexResult] = []
+        for raw in paths:
+            p = Path(raw).expanduser()
+            if p.is_dir():
+                seen: set = set()
+                for root, dirs, names in os.walk(p, followlinks=True):
+                    real = os.path.realpath(root)
+                    if real in seen:
+                        dirs[:] = []
+                        continue
+                    seen.add(real)
+                    dirs.sort()
+                    for name in sorted(names):
+                        f = Path(root) / name
+                        if self.supported(f) and not name.startswith("."):
+                            files.append(f)
+            else:
+                files.append(p)
+        return files, skipped
+
+    def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None) -> list[IndexResult]:
+        files, results = self.expand_paths(paths)
+        for f in files:
+            try:
+                results.append(self.index_file(f, progress=progress))
+            except ThreadRagError as exc:
+                results.append(IndexResult(path=str(f), status="failed", error=str(exc)))
+        return results
+
+    def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
+        t0 = time.perf_counter()
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise IngestError(f"{p}: no such file")
+        resolved = p.resolve()
+        if resolved.is_dir():
+            raise IngestError(f"{p}: is a directory (use index_paths)")
+        if not self.supported(resolved):
+            raise IngestError(f"{p}: unsupported file type '{resolved.suffix or '(none)'}' "
+                              f"(supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")
+        try:
+            raw = resolved.read_bytes()
+        except OSError as exc:
+            raise IngestError(f"{p}: cannot read ({exc.strerror})") from None
+        content_hash = hashlib.sha256(raw).hexdigest()
+        recipe = self._recipe()
+        self.refresh()
+        same = self._unchanged(str(resolved), content_hash, recipe)
+        if same is not None:
+            return IndexResult(path=str(p), status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count,
+                               pages=same.pages, seconds=time.perf_counter() - t0)
+        if progress:
+            progress("load", 0, 1)
+        doc = load_document(resolved)
+        chunker = make_chunker(self.settings, self.embedder.count_tokens,
+                               embed=self.embedder.embed if self.settings.CHUNK_STRATEGY == "semantic" else None)
+        drafts = chunker.chunk(doc)
+        texts = [text_for_embedding(d.text) for d in drafts]
+        vectors, token_vectors = [], []
+        step = 64
+        for i in range(0, len(texts), step):
+            if progress:
+                progress("embed", i, len(texts))
+            v, t = self.embedder.embed_with_tokens(texts[i:i + step])
+            vectors.append(v)
+            token_vectors.extend(t)
+        if progress:
+            progress("embed", len(texts), len(texts))
+        import numpy as np
+
+        vectors = np.concatenate(vectors)
+        with self.write_lock():
+            self.recover()
+            self.catalog.reload()
+            same = self._unchanged(str(resolved), content_hash, recipe)
+            if same is not None:  # another process indexed it meanwhile
+                return IndexResult(path=str(p), status="unchanged", doc_id=same.doc_id,
+                                   chunks=same.chunk_count, pages=same.pages, seconds=time.perf_counter() - t0)
+            old = self.catalog.find_by_path(str(resolved))
+            serial = old.serial if old else self.catalog.allocate_serial()
+            gen = (old.generation + 1) if old else 1
+            doc_id = format_doc_id(serial)
+            marker = self._pending_dir() / f"DOC{serial}.g{gen}.json"
+            atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": str(resolved)})
+            chunks = [Chunk(chunk_id=str(ChunkId(serial, i)), doc_id=doc_id, position=i, text=d.text,
+                            page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
+                            char_start=d.char_start, char_end=d.char_end, parent=d.parent, n_tokens=d.n_tokens)
+                     for i, d in enumerate(drafts)]
+            if progress:
+                progress("store", 0, 1)
+            self.store.add(chunks, vectors, gen)
+            self.token_cache.write(serial, gen, token_vectors)
+            if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
+                if progress:
+                    progress("tree", 0, 1)
+                self.nested.build(serial, gen, chunks)
+            record = DocumentRecord(
+                serial=serial, doc_id=doc_id, name=resolved.name, path=str(resolved), content_hash=content_hash,
+                kind=doc.kind, chunk_count=len(chunks), pages=doc.pages, indexed_at=Catalog.now(), generation=gen,
+                chunk_strategy=recipe["chunk_strategy"], embedder=recipe["embedder"],
+                seconds=round(time.perf_counter() - t0, 3))
+            self.catalog.commit(record)  # <- the commit point
+            if old:
+                self.store.delete_document(serial, keep_generation=gen)
+                self._remove_stale_files(serial, gen)
+            marker.unlink(missing_ok=True)
+            self._threads.pop(serial, None)
+        if progress:
+            progress("done", 1, 1)
+        return IndexResult(path=str(p), status="replaced" if old else "indexed", doc_id=doc_id, chunks=len(chunks),
+                           pages=doc.pages, seconds=time.perf_counter() - t0)
+
+    def _recipe(self) -> dict:
+        s = self.settings
+        return {"chunk_strategy": f"{s.CHUNK_STRATEGY}:{s.CHUNK_TOKENS}/{s.CHUNK_OVERLAP}",
+                "embedder": s.EMBEDDER_MODEL}
+
+    def _unchanged(self, path: str, content_hash: str, recipe: dict) -> DocumentRecord | None:
+        """The committed record that makes indexing this file a no-op, if any."""
+        same_recipe = lambda r: r.chunk_strategy == recipe["chunk_strategy"] and r.embedder == recipe["embedder"]  # noqa: E731
+        rec = self.catalog.find_by_path(path)
+        if rec is not None:
+            return rec if rec.content_hash == content_hash and same_recipe(rec) else None
+        dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed from another path
+        return dup if dup is not None and same_recipe(dup) else None
+
+    def _tree_path(self, serial: int, gen: int) -> Path:
+        return self.home / "trees" / f"DOC{serial}.g{gen}.json"
+
+    def _remove_stale_files(self, serial: int, keep_gen: int) -> None:
+        for s, g in self.token_cache.present():
+            if s == serial and g != keep_gen:
+                self.token_cache.remove(s, g)
+        for f in (self.home / "trees").glob(f"DOC{serial}.g*.json"):
+            if f.name != f"DOC{serial}.g{keep_gen}.json":
+                f.unlink(missing_ok=True)
+
+    def delete(self, doc_id: str) -> DocumentRecord:
+        serial = parse_doc_id(doc_id)
+        with self.write_lock():
+            self.catalog.reload()
+            rec = self.catalog.get(serial)
+            self.catalog.remove(serial)  # commit point: readers stop seeing it
+            self.store.delete_document(serial)
+            self.token_cache.remove(serial)
+            for f in (self.home / "trees").glob(f"DOC{serial}.g*.json"):
+                f.unlink(missing_ok=True)
+            self._threads.pop(serial, None)
+        if self.settings.cache_path.is_dir():
+            from .threads.summary_cache import SummaryCache
+
+            SummaryCache(self.settings.cache_path).forget(rec.content_hash)
+        return rec

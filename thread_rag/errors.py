@@ -1,0 +1,38 @@
+"""User-facing errors.
+
+Every error a user can cause (bad file, bad id, bad argument, missing model) is a
+:class:`ThreadRagError` whose ``str()`` is one line that names the thing and the reason.
+Front doors print that line and exit non-zero; they never show a traceback for it.
+"""
+from __future__ import annotations
+
+
+class ThreadRagError(Exception):
+    """A one-line, user-facing error."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
+class SettingsError(ThreadRagError):
+    """An invalid setting (names the setting)."""
+
+
+class IngestError(ThreadRagError):
+    """A document could not be loaded or chunked (names the file and the reason)."""
+
+
+class ChunkIdError(ThreadRagError):
+    """A malformed or unknown chunk id."""
+
+
+class UnknownDocumentError(ThreadRagError):
+    """A document id that is not in the catalog."""
+
+
+class ModelUnavailableError(ThreadRagError):
+    """A model, runtime or server that is not installed or not reachable."""
+
+
+class CorruptFileError(ThreadRagError):
+    """A stored file that cannot be read (it is set aside, never silently emptied)."""

@@ -1,0 +1,406 @@
+"""Loaders: one function per format, each returning a :class:`LoadedDocument` of blocks in reading order.
+
+PDF (pypdf: page numbers per block, headings from the outline), DOCX (python-docx: paragraphs,
+headings and tables in body order), TXT/Markdown (encoding detection, Markdown heading paths).
+Every failure is an :class:`IngestError` naming the file and the reason in one line.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+from ..errors import IngestError
+from ..records import Block, LoadedDocument
+
+SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
+                      ".markdown": "markdown", ".rst": "text"}
+
+logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+
+def load_document(path: str | Path, password: str | None = None) -> LoadedDocument:
+    p = Path(path)
+    if not p.exists():
+        raise IngestError(f"{p}: no such file")
+    if p.is_dir():
+        raise IngestError(f"{p}: is a directory (index a directory with `thread-rag index DIR`)")
+    kind = SUPPORTED_SUFFIXES.get(p.suffix.lower())
+    if kind is None:
+        raise IngestError(f"{p}: unsupported file type '{p.suffix or '(none)'}' "
+                          f"(supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise IngestError(f"{p}: cannot read ({exc.strerror})") from None
+    if size == 0:
+        raise IngestError(f"{p}: empty file (0 bytes)")
+    try:
+        if kind == "pdf":
+            doc = _load_pdf(p, password)
+        elif kind == "docx":
+            doc = _load_docx(p)
+        else:
+            doc = _load_text(p, markdown=(kind == "markdown"))
+    except IngestError:
+        raise
+    except PermissionError:
+        raise IngestError(f"{p}: permission denied") from None
+    except Exception as exc:  # noqa: BLE001 - any parser failure becomes one clear line
+        raise IngestError(f"{p}: cannot be parsed as {kind.upper()} ({exc.__class__.__name__}: "
+                          f"{str(exc).splitlines()[0][:160] if str(exc) else 'no detail'})") from None
+    if not any(b.text.strip() for b in doc.blocks):
+        if kind == "pdf":
+            raise IngestError(f"{p}: no extractable text (scanned or image-only PDF? OCR it first)")
+        raise IngestError(f"{p}: no text content (empty or whitespace only)")
+    _assign_offsets(doc.blocks)
+    return doc
+
+
+def _assign_offsets(blocks: list[Block]) -> None:
+    pos = 0
+    for b in blocks:
+        b.char_start = pos
+        pos += len(b.text) + 2
+
+
+# ----------------------------------------------------------------------------------------- text
+_HEADING_MD = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_SETEXT = re.compile(r"^(=+|-+)\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
+    """Decode bytes to text, detecting the encoding; reject binary data."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return raw[3:].decode("utf-8", errors="replace"), "utf-8-sig"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16"), "utf-16"
+    sample = raw[:65536]
+    if sample.count(b"\x00") > max(1, len(sample) // 1000):
+        # UTF-16 without BOM looks like alternating NULs; anything else with NULs is binary
+        for enc in ("utf-16-le", "utf-16-be"):
+            try:
+                text = raw.decode(enc)
+            except UnicodeDecodeError:
+                continue
+            if _looks_like_text(text[:20000]):
+                return text, enc
+        raise IngestError(f"{p}: binary data, not text (NUL bytes found)")
+    try:
+        text = raw.decode("utf-8")
+        enc = "utf-8"
+    except UnicodeDecodeError:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(raw[:1_000_000]).best()
+        if best is None:
+            raise IngestError(f"{p}: binary data or unknown text encoding") from None
+        enc = best.encoding
+        text = raw.decode(enc, errors="replace")
+    if not _looks_like_text(text[:20000]):
+        raise IngestError(f"{p}: binary data, not text (too many control characters)")
+    return text, enc
+
+
+def _looks_like_text(sample: str) -> bool:
+    if not sample:
+        return True
+    bad = sum(1 for ch in sample if unicodedata.category(ch) in ("Cc", "Co", "Cn") and ch not in "\n\r\t\f")
+    return bad / len(sample) < 0.02
+
+
+def _load_text(p: Path, markdown: bool) -> LoadedDocument:
+    text, enc = decode_text(p, p.read_bytes())
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    blocks: list[Block] = []
+    headings: list[tuple[int, str]] = []
+    para: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        if para:
+            t = "\n".join(para).strip()
+            if t:
+                blocks.append(Block(text=t, heading_path=tuple(h for _, h in headings)))
+            para.clear()
+
+    def set_heading(level: int, title: str) -> None:
+        nonlocal headings
+        flush()
+        headings = [h for h in headings if h[0] < level] + [(level, title)]
+        blocks.append(Block(text=title, heading_path=tuple(h for _, h in headings), is_heading=True))
+
+    for i, line in enumerate(lines):
+        if markdown and _FENCE.match(line):
+            in_fence = not in_fence
+            para.append(line)
+            continue
+        if in_fence:
+            para.append(line)
+            continue
+        m = _HEADING_MD.match(line) if markdown else None
+        if m and m.group(2):
+            set_heading(len(m.group(1)), m.group(2).strip())
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and _SETEXT.match(nxt) and len(nxt.strip()) >= max(3, len(line.strip()) // 2) \
+                and len(line.strip()) < 120 and not para:
+            set_heading(1 if nxt.strip()[0] == "=" else 2, line.strip())
+            continue
+        if _SETEXT.match(line) and blocks and blocks[-1].is_heading and not para:
+            continue
+        if not line.strip():
+            flush()
+            continue
+        para.append(line.rstrip())
+    flush()
+    return LoadedDocument(path=str(p), kind="markdown" if markdown else "text", blocks=blocks, encoding=enc)
+
+
+# ------------------------------------------------------------------------------------------ pdf
+def _norm_line(s: str) -> str:
+    return re.sub(r"\d+", "#", " ".join(s.split())).lower()
+
+
+def _outline_entries(reader) -> list[tuple[int, int, str]]:
+    """(page_index, depth, title) for every outline (bookmark) entry, in order."""
+    out: list[tuple[int, int, str]] = []
+
+    def walk(items, depth):
+        for it in items:
+            if isinstance(it, list):
+                walk(it, depth + 1)
+                continue
+            try:
+                page = reader.get_destination_page_number(it)
+            except Exception:  # noqa: BLE001 - broken bookmarks are skipped
+                continue
+            title = " ".join(str(getattr(it, "title", "") or "").split())
+            if title and page is not None and page >= 0:
+                out.append((page, depth, title))
+
+    try:
+        walk(reader.outline, 0)
+    except Exception:  # noqa: BLE001
+        return []
+    return out
+
+
+def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError, PdfReadError
+
+    with p.open("rb") as fh:
+        head = fh.read(1024)
+    if b"%PDF" not in head:
+        raise IngestError(f"{p}: not a PDF (no %PDF header; corrupt or misnamed file)")
+    try:
+        reader = PdfReader(str(p), strict=False)
+    except PdfReadError as exc:
+        raise IngestError(f"{p}: corrupt PDF ({str(exc)[:120]})") from None
+    if reader.is_encrypted:
+        ok = 0
+        for pw in ([password] if password else []) + [""]:
+            try:
+                ok = reader.decrypt(pw)
+            except Exception:  # noqa: BLE001
+                ok = 0
+            if ok:
+                break
+        if not ok:
+            raise IngestError(f"{p}: encrypted PDF (password required)")
+    try:
+        n_pages = len(reader.pages)
+    except (PdfReadError, FileNotDecryptedError) as exc:
+        raise IngestError(f"{p}: corrupt PDF ({str(exc)[:120]})") from None
+    page_lines: list[list[str]] = []
+    for page in reader.pages:
+        try:
+            txt = page.extract_text() or ""
+        except Exception:  # noqa: BLE001 - one bad page does not sink the document
+            txt = ""
+        page_lines.append([ln.rstrip() for ln in txt.replace("\r", "\n").split("\n")])
+    # running headers/footers: a normalised line seen at the top/bottom of many pages
+    edge = Counter()
+    for lines in page_lines:
+        cand = [ln for ln in lines if ln.strip()]
+        for ln in set(cand[:2] + cand[-2:]):
+            edge[_norm_line(ln)] += 1
+    threshold = max(3, n_pages // 5)
+    running = {k for k, c in edge.items() if c >= threshold and len(k) < 160}
+    running |= {k for k in edge if re.fullmatch(r"[#ivxlc\s.\-–—]*", k)}  # bare page numbers
+    # running headers that carry the section title: same first words, mostly upper case, on many pages
+    prefix = Counter()
+    for lines in page_lines:
+        cand = [ln for ln in lines if ln.strip()]
+        for ln in set(cand[:1] + cand[-1:]):
+            if _mostly_upper(ln):
+                prefix[" ".join(_norm_line(ln).split()[:2])] += 1
+    running_prefix = {k for k, c in prefix.items() if c >= threshold and k}
+
+    entries = _outline_entries(reader)
+    by_page: dict[int, list[tuple[int, str]]] = {}
+    for pg, depth, title in entries:
+        by_page.setdefault(pg, []).append((depth, title))
+    path: list[tuple[int, str]] = []
+    blocks: list[Block] = []
+
+    def enter(depth: int, title: str) -> None:
+        nonlocal path
+        path = [h for h in path if h[0] < depth] + [(depth, title)]
+
+    for pg, lines in enumerate(page_lines):
+        pending = list(by_page.get(pg, []))
+        cand = [ln for ln in lines if ln.strip()]
+        edges = set(cand[:2] + cand[-2:])
+        para: list[str] = []
+        max_len = max((len(ln) for ln in lines), default=0)
+
+        def flush() -> None:
+            if para:
+                blocks.append(Block(text=_reflow(para), page=pg + 1, heading_path=tuple(t for _, t in path)))
+                para.clear()
+
+        for ln in lines:
+            s = ln.strip()
+            if not s:
+                flush()
+                continue
+            if ln in edges and (_norm_line(ln) in running or (
+                    _mostly_upper(ln) and " ".join(_norm_line(ln).split()[:2]) in running_prefix)):
+                continue
+            if _TOC_LINE.search(s):
+                continue  # table-of-contents line with dot leaders: navigation, not content
+            if pending and _title_match(s, pending[0][1]):
+                flush()
+                depth, title = pending.pop(0)
+                enter(depth, title)
+                blocks.append(Block(text=s, page=pg + 1, heading_path=tuple(t for _, t in path), is_heading=True))
+                continue
+            para.append(s)
+            if len(ln) < 0.6 * max_len and s[-1:] in ".:!?)" and max_len > 40:
+                flush()
+        flush()
+        for depth, title in pending:
+            enter(depth, title)
+    return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages)
+
+
+_TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
+
+
+def _mostly_upper(line: str) -> bool:
+    letters = [c for c in line if c.isalpha()]
+    return len(letters) >= 6 and sum(c.isupper() for c in letters) / len(letters) > 0.6
+
+
+def _title_match(line: str, title: str) -> bool:
+    a = re.sub(r"[^a-z0-9]+", " ", line.lower()).strip()
+    b = re.sub(r"[^a-z0-9]+", " ", title.lower()).strip()
+    if not a or not b:
+        return False
+    a = re.sub(r"^(chapter )?[0-9a-z]?[0-9. ]*\s", "", a + " ").strip() if len(a) > len(b) else a
+    return a == b or a.endswith(" " + b) or (len(b) > 12 and a.startswith(b) and len(a) < len(b) + 12)
+
+
+def _reflow(lines: list[str]) -> str:
+    out = ""
+    for ln in lines:
+        if not out:
+            out = ln
+        elif out.endswith("-") and ln[:1].islower() and len(out) > 1 and out[-2].isalpha():
+            out = out[:-1] + ln
+        else:
+            out += " " + ln
+    return out.replace("\xa0", " ")
+
+
+# ----------------------------------------------------------------------------------------- docx
+def _load_docx(p: Path) -> LoadedDocument:
+    if not zipfile.is_zipfile(p):
+        raise IngestError(f"{p}: not a DOCX (not a zip container; corrupt or misnamed file)")
+    try:
+        import docx
+        from docx.oxml.ns import qn
+    except ImportError as exc:  # pragma: no cover
+        raise IngestError(f"python-docx is not installed ({exc})") from None
+    try:
+        document = docx.Document(str(p))
+    except KeyError as exc:
+        if "officeDocument" in str(exc) or "strict" in str(exc).lower():
+            raise IngestError(f"{p}: DOCX cannot be opened (Strict OOXML is not supported by python-docx; "
+                              f"re-save it as a standard .docx)") from None
+        raise IngestError(f"{p}: DOCX cannot be opened ({str(exc)[:120]})") from None
+    except ValueError as exc:
+        msg = str(exc)
+        if "officeDocument" in msg:
+            raise IngestError(f"{p}: DOCX cannot be opened (Strict OOXML or not a Word document; "
+                              f"re-save it as a standard .docx)") from None
+        raise IngestError(f"{p}: DOCX cannot be opened ({msg[:120]})") from None
+    except zipfile.BadZipFile as exc:
+        raise IngestError(f"{p}: corrupt DOCX ({exc})") from None
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    blocks: list[Block] = []
+    path: list[tuple[int, str]] = []
+    body = document.element.body
+    for child in body.iterchildren():
+        if child.tag == qn("w:p"):
+            para = Paragraph(child, document)
+            text = _para_text(child, qn)
+            if not text.strip():
+                continue
+            style = (para.style.name if para.style is not None else "") or ""
+            level = _heading_level(style)
+            if level is not None:
+                path = [h for h in path if h[0] < level] + [(level, text.strip())]
+                blocks.append(Block(text=text.strip(), heading_path=tuple(t for _, t in path), is_heading=True))
+            else:
+                prefix = "- " if "List" in style else ""
+                blocks.append(Block(text=prefix + text.strip(), heading_path=tuple(t for _, t in path)))
+        elif child.tag == qn("w:tbl"):
+            table = Table(child, document)
+            for row in _table_rows(table):
+                blocks.append(Block(text=row, heading_path=tuple(t for _, t in path)))
+    return LoadedDocument(path=str(p), kind="docx", blocks=blocks)
+
+
+def _para_text(p_el, qn) -> str:
+    parts = []
+    for node in p_el.iter():
+        if node.tag == qn("w:t"):
+            parts.append(node.text or "")
+        elif node.tag in (qn("w:tab"),):
+            parts.append("\t")
+        elif node.tag in (qn("w:br"), qn("w:cr")):
+            parts.append("\n")
+    return "".join(parts)
+
+
+def _heading_level(style: str) -> int | None:
+    if style == "Title":
+        return 0
+    m = re.match(r"^Heading\s*(\d)", style)
+    return int(m.group(1)) if m else None
+
+
+def _table_rows(table) -> list[str]:
+    rows = []
+    for row in table.rows:
+        cells = []
+        prev = None
+        for cell in row.cells:
+            if prev is not None and cell._tc is prev:
+                continue  # merged cells repeat
+            prev = cell._tc
+            cells.append(" ".join(cell.text.split()))
+        line = " | ".join(c for c in cells)
+        if line.strip(" |"):
+            rows.append(line)
+    return rows

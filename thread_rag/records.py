@@ -1,0 +1,94 @@
+"""Result and record schemas: one dataclass per concept, serialised one way (``to_dict``).
+
+The same dicts go to ``--json`` output, scripted sessions and the agent's tool messages.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def to_dict(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+@dataclass
+class Block:
+    """A piece of loaded text in reading order (paragraph, list item, table row, heading)."""
+
+    text: str
+    page: int | None = None          # 1-based page (PDF)
+    heading_path: tuple = ()         # headings above this block, outermost first
+    is_heading: bool = False
+    char_start: int = 0              # offset of the block in the document's full text
+
+
+@dataclass
+class LoadedDocument:
+    path: str
+    kind: str                        # pdf | docx | text | markdown | html
+    blocks: list
+    pages: int | None = None
+    encoding: str | None = None
+
+    @property
+    def full_text(self) -> str:
+        return "\n\n".join(b.text for b in self.blocks)
+
+
+@dataclass
+class Chunk:
+    chunk_id: str
+    doc_id: str
+    position: int
+    text: str
+    page_start: int | None = None
+    page_end: int | None = None
+    heading_path: list = field(default_factory=list)
+    char_start: int = 0
+    char_end: int = 0
+    parent: int | None = None        # parent group (parent_child strategy)
+    n_tokens: int = 0
+
+    @property
+    def pages_label(self) -> str:
+        if self.page_start is None:
+            return ""
+        if self.page_end in (None, self.page_start):
+            return f"p.{self.page_start}"
+        return f"pp.{self.page_start}-{self.page_end}"
+
+
+@dataclass
+class DocumentRecord:
+    serial: int
+    doc_id: str
+    name: str
+    path: str
+    content_hash: str
+    kind: str
+    chunk_count: int
+    pages: int | None
+    indexed_at: str
+    generation: int
+    chunk_strategy: str = "sentence"
+    embedder: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class IndexResult:
+    path: str
+    status: str                      # indexed | replaced | unchanged | failed
+    doc_id: str | None = None
+    chunks: int = 0
+    pages: int | None = None
+    seconds: float = 0.0
+    error: str | None = None

@@ -1,0 +1,255 @@
+"""Settings: one dataclass holding every tunable.
+
+Precedence (later wins): the defaults below -> the user's ``config.py`` (top-level assignments
+such as ``CHUNK_TOKENS = 200``, read as literals, never executed) -> environment variables
+``THREAD_RAG_<NAME>`` -> explicit overrides (``--data-dir``). ``HOME`` is the data directory
+(``THREAD_RAG_HOME``). An invalid value fails at start with one line naming the setting.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import SettingsError
+
+ENV_PREFIX = "THREAD_RAG_"
+
+
+@dataclass
+class Settings:
+    # --- paths ---------------------------------------------------------------------------
+    HOME: str = "./local_rag_db"            # data dir: catalog, Chroma, indexes, token cache, tree
+    CACHE_PATH: str = "./doc_cache"         # summary cache (JSON, one file per document)
+    MODEL_DIR: str = ""                     # where joined GGUF files are cached ("" = <HOME>/models)
+    SHARED_DATA: str = "../shared/data"     # benchmark data sets
+    ALLOWED_ROOTS: list = field(default_factory=list)  # index_new_document roots ([] = cwd + HOME)
+    # --- embedder -------------------------------------------------------------------------
+    EMBEDDER_MODEL: str = "packaged:all-MiniLM-L6-v2"  # or a local sentence-transformers path
+    EMBEDDER_DTYPE: str = "auto"            # auto | float32 | bfloat16
+    EMBED_BATCH: int = 32
+    TORCH_THREADS: int = 0                  # 0 = number of cores
+    # --- chunking -------------------------------------------------------------------------
+    CHUNK_STRATEGY: str = "sentence"        # sentence | semantic | parent_child
+    CHUNK_TOKENS: int = 200                 # target chunk size in embedder tokens (MiniLM reads 256)
+    CHUNK_OVERLAP: int = 32                 # overlap in embedder tokens (whole sentences)
+    CHUNK_MIN_TOKENS: int = 48              # a heading starts a new chunk once this many are packed
+    PARENT_TOKENS: int = 800                # parent size for parent_child
+    SEMANTIC_PERCENTILE: float = 85.0       # breakpoint percentile of neighbour distance
+    # --- retrieval ------------------------------------------------------------------------
+    STAGE1_K: int = 200                     # candidates from each of dense and BM25
+    RRF_K: int = 60
+    DENSE_WEIGHT: float = 1.0
+    BM25_WEIGHT: float = 1.0
+    FUSION: str = "rrf"                     # rrf | dense | bm25
+    STAGE2: bool = True                     # MaxSim rescoring from the int8 token cache
+    STAGE2_K: int = 50
+    STAGE2_WEIGHT: float = 0.5              # blend of MaxSim with the stage-1 fused rank
+    COLBERT_MODEL: str = ""                 # local path of a ColBERT checkpoint ("" = embedder tokens)
+    RERANKER: str = "none"                  # none | llm | <local CrossEncoder path>
+    STAGE3_K: int = 20
+    EARLY_EXIT_MARGIN: float = 0.15         # skip stage 3 when top1 - median(stage 2) > margin
+    HNSW_THRESHOLD: int = 50000             # exact FAISS below, HNSW at or above
+    SEARCH_K: int = 5
+    # --- windows & summaries --------------------------------------------------------------
+    SUMMARY_BACKEND: str = "extractive"     # extractive | llm | ollama
+    SUMMARY_MODEL: str = "qwen2.5:0.5b"     # Ollama model when SUMMARY_BACKEND=ollama
+    SUMMARY_LLM: str = "qwen2.5-coder-0.5b" # embedded GGUF when SUMMARY_BACKEND=llm
+    SUMMARY_MAX_WORDS: int = 40
+    WINDOW_TOKEN_BUDGET: int = 3000         # cap for one fetch_chunks_by_id call (LLM tokens ~ words*1.3)
+    WALK_THRESHOLD: float = 0.35            # neighbour-continues signal threshold (cosine)
+    # --- nested tree ----------------------------------------------------------------------
+    NESTED: bool = True
+    NESTED_MIN_CHUNKS: int = 4              # build a tree for documents with at least this many chunks
+    NUM_SEMANTIC_CHUNKS: int = 2
+    MAX_DEPTH: int = 6
+    NESTED_MIN_WORDS: int = 40
+    SENTENCE_SPLIT_REGEX: str = r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])"
+    # --- LLM / agent ----------------------------------------------------------------------
+    CHAT_BACKEND: str = "auto"              # auto | embedded | ollama
+    MAIN_MODEL: str = "qwen2.5-coder-1.5b"  # embedded GGUF name, or an Ollama model name
+    OLLAMA_HOST: str = ""                   # e.g. http://127.0.0.1:11434 (also read from OLLAMA_HOST)
+    OLLAMA_NUM_CTX: int = 8192
+    TEMPERATURE: float = 0.0
+    LLM_CTX: int = 8192
+    LLM_THREADS: int = 0                    # 0 = number of cores
+    MAX_STEPS: int = 6
+    MAX_ANSWER_TOKENS: int = 400
+    HYDE: bool = False
+    LOST_IN_MIDDLE: bool = False
+    CONDENSE_FOLLOWUPS: bool = True
+
+    # ------------------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        def need(cond: bool, name: str, why: str) -> None:
+            if not cond:
+                raise SettingsError(f"invalid setting {name}={getattr(self, name)!r}: {why}")
+
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.type in ("int",) and (not isinstance(v, int) or isinstance(v, bool)):
+                raise SettingsError(f"invalid setting {f.name}={v!r}: must be an integer")
+            if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+                raise SettingsError(f"invalid setting {f.name}={v!r}: must be a number")
+            if f.type == "bool" and not isinstance(v, bool):
+                raise SettingsError(f"invalid setting {f.name}={v!r}: must be true or false")
+            if f.type == "str" and not isinstance(v, str):
+                raise SettingsError(f"invalid setting {f.name}={v!r}: must be a string")
+        need(self.EMBEDDER_DTYPE in ("auto", "float32", "bfloat16"), "EMBEDDER_DTYPE", "use auto, float32 or bfloat16")
+        need(self.CHUNK_STRATEGY in ("sentence", "semantic", "parent_child"), "CHUNK_STRATEGY",
+             "use sentence, semantic or parent_child")
+        need(16 <= self.CHUNK_TOKENS <= 4096, "CHUNK_TOKENS", "must be between 16 and 4096")
+        need(0 <= self.CHUNK_OVERLAP < self.CHUNK_TOKENS, "CHUNK_OVERLAP", "must be >= 0 and < CHUNK_TOKENS")
+        need(0 <= self.CHUNK_MIN_TOKENS <= self.CHUNK_TOKENS, "CHUNK_MIN_TOKENS", "must be between 0 and CHUNK_TOKENS")
+        need(self.PARENT_TOKENS >= self.CHUNK_TOKENS, "PARENT_TOKENS", "must be >= CHUNK_TOKENS")
+        need(0 < self.SEMANTIC_PERCENTILE < 100, "SEMANTIC_PERCENTILE", "must be between 0 and 100")
+        for name in ("STAGE1_K", "STAGE2_K", "STAGE3_K", "RRF_K", "SEARCH_K", "EMBED_BATCH", "MAX_STEPS",
+                     "LLM_CTX", "OLLAMA_NUM_CTX", "MAX_ANSWER_TOKENS", "SUMMARY_MAX_WORDS", "WINDOW_TOKEN_BUDGET",
+                     "NUM_SEMANTIC_CHUNKS", "MAX_DEPTH", "HNSW_THRESHOLD"):
+            need(getattr(self, name) > 0, name, "must be > 0")
+        need(self.NUM_SEMANTIC_CHUNKS >= 2, "NUM_SEMANTIC_CHUNKS", "must be >= 2")
+        for name in ("TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS"):
+            need(getattr(self, name) >= 0, name, "must be >= 0")
+        for name in ("DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN"):
+            need(getattr(self, name) >= 0, name, "must be >= 0")
+        need(self.STAGE2_WEIGHT <= 1, "STAGE2_WEIGHT", "must be between 0 and 1")
+        need(self.DENSE_WEIGHT + self.BM25_WEIGHT > 0, "DENSE_WEIGHT", "DENSE_WEIGHT + BM25_WEIGHT must be > 0")
+        need(self.FUSION in ("rrf", "dense", "bm25"), "FUSION", "use rrf, dense or bm25")
+        need(-1 < self.WALK_THRESHOLD < 1, "WALK_THRESHOLD", "must be between -1 and 1")
+        need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")
+        need(self.SUMMARY_BACKEND in ("extractive", "llm", "ollama"), "SUMMARY_BACKEND",
+             "use extractive, llm or ollama")
+        need(self.CHAT_BACKEND in ("auto", "embedded", "ollama"), "CHAT_BACKEND", "use auto, embedded or ollama")
+        need(bool(self.HOME.strip()), "HOME", "must not be empty")
+        need(self.RERANKER == "none" or self.RERANKER == "llm" or bool(self.RERANKER.strip()), "RERANKER",
+             "use none, llm or a local CrossEncoder path")
+        if not isinstance(self.ALLOWED_ROOTS, list) or not all(isinstance(x, str) for x in self.ALLOWED_ROOTS):
+            raise SettingsError(f"invalid setting ALLOWED_ROOTS={self.ALLOWED_ROOTS!r}: must be a list of paths")
+        import re
+
+        try:
+            re.compile(self.SENTENCE_SPLIT_REGEX)
+        except re.error as exc:
+            raise SettingsError(f"invalid setting SENTENCE_SPLIT_REGEX: {exc}") from None
+
+    # ------------------------------------------------------------------------------------
+    @property
+    def home(self) -> Path:
+        return Path(self.HOME).expanduser().resolve()
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(self.CACHE_PATH).expanduser().resolve()
+
+    @property
+    def model_dir(self) -> Path:
+        return Path(self.MODEL_DIR).expanduser().resolve() if self.MODEL_DIR else self.home / "models"
+
+    @property
+    def shared_data(self) -> Path:
+        return Path(self.SHARED_DATA).expanduser().resolve()
+
+    @property
+    def ollama_host(self) -> str:
+        return self.OLLAMA_HOST or os.environ.get("OLLAMA_HOST", "")
+
+    def replace(self, **changes: Any) -> "Settings":
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+_FIELD_TYPES = {f.name: f.type for f in fields(Settings)}
+
+
+def _coerce(name: str, raw: Any, source: str) -> Any:
+    kind = _FIELD_TYPES[name]
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "bool":
+            low = text.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if kind == "list":
+            return [p for p in (x.strip() for x in text.split(os.pathsep)) if p]
+    except ValueError:
+        raise SettingsError(f"invalid setting {name}={raw!r} (from {source}): expected {kind}") from None
+    return raw
+
+
+def read_config_file(path: Path) -> dict:
+    """Read ``NAME = literal`` assignments from a config.py without executing it."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"config file {path} cannot be read: {exc}") from None
+    values: dict = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if not name.isupper():
+                continue
+            if name not in _FIELD_TYPES:
+                raise SettingsError(f"config file {path}: unknown setting {name}")
+            try:
+                values[name] = ast.literal_eval(node.value)
+            except ValueError:
+                raise SettingsError(f"config file {path}: {name} must be a literal value") from None
+    return values
+
+
+def find_config_file(env: Mapping[str, str]) -> Path | None:
+    explicit = env.get(ENV_PREFIX + "CONFIG")
+    if explicit:
+        p = Path(explicit).expanduser()
+        if not p.is_file():
+            raise SettingsError(f"invalid setting THREAD_RAG_CONFIG={explicit!r}: no such file")
+        return p
+    cwd = Path.cwd() / "config.py"
+    if cwd.is_file():
+        return cwd
+    return None
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+                  config_file: Path | None | bool = None) -> Settings:
+    """Build Settings from defaults, config.py, ``THREAD_RAG_*`` environment and overrides.
+
+    ``config_file=False`` skips config.py; ``None`` looks for ``$THREAD_RAG_CONFIG`` or ./config.py.
+    """
+    env = os.environ if env is None else env
+    values: dict = {}
+    if config_file is not False:
+        path = config_file if isinstance(config_file, Path) else find_config_file(env)
+        if path is not None:
+            values.update(read_config_file(path))
+    for name in _FIELD_TYPES:
+        key = ENV_PREFIX + name
+        if key in env and key != ENV_PREFIX + "CONFIG":
+            values[name] = _coerce(name, env[key], f"${key}")
+    for name, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if name not in _FIELD_TYPES:
+            raise SettingsError(f"unknown setting {name}")
+        values[name] = _coerce(name, value, "command line")
+    try:
+        return Settings(**values)
+    except TypeError as exc:  # pragma: no cover - guarded by the name checks above
+        raise SettingsError(str(exc)) from None
