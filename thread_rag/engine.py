@@ -291,6 +291,17 @@ class Engine:
         if progress:
             progress("load", 0, 1)
         doc = load_document(resolved)
+        return self.index_loaded(doc, str(resolved), resolved.name, content_hash, progress=progress,
+                                 shown_path=str(p), t0=t0)
+
+    def index_loaded(self, doc, key: str, name: str, content_hash: str, progress: Progress | None = None,
+                     shown_path: str | None = None, t0: float | None = None) -> IndexResult:
+        """Chunk, embed and commit an already loaded document under ``key`` (its path, or any
+        unique name such as ``bench://musique/12``)."""
+        t0 = time.perf_counter() if t0 is None else t0
+        p = shown_path or key
+        resolved_key = key
+        recipe = self._recipe()
         chunker = make_chunker(self.settings, self.embedder.count_tokens,
                                embed=self.embedder.embed if self.settings.CHUNK_STRATEGY == "semantic" else None)
         drafts = chunker.chunk(doc)
@@ -311,16 +322,16 @@ class Engine:
         with self.write_lock():
             self.recover()
             self.catalog.reload()
-            same = self._unchanged(str(resolved), content_hash, recipe)
+            same = self._unchanged(resolved_key, content_hash, recipe)
             if same is not None:  # another process indexed it meanwhile
                 return IndexResult(path=str(p), status="unchanged", doc_id=same.doc_id,
                                    chunks=same.chunk_count, pages=same.pages, seconds=time.perf_counter() - t0)
-            old = self.catalog.find_by_path(str(resolved))
+            old = self.catalog.find_by_path(resolved_key)
             serial = old.serial if old else self.catalog.allocate_serial()
             gen = (old.generation + 1) if old else 1
             doc_id = format_doc_id(serial)
             marker = self._pending_dir() / f"DOC{serial}.g{gen}.json"
-            atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": str(resolved)})
+            atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": resolved_key})
             chunks = [Chunk(chunk_id=str(ChunkId(serial, i)), doc_id=doc_id, position=i, text=d.text,
                             page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
                             char_start=d.char_start, char_end=d.char_end, parent=d.parent, n_tokens=d.n_tokens)
@@ -334,7 +345,7 @@ class Engine:
                     progress("tree", 0, 1)
                 self.nested.build(serial, gen, chunks)
             record = DocumentRecord(
-                serial=serial, doc_id=doc_id, name=resolved.name, path=str(resolved), content_hash=content_hash,
+                serial=serial, doc_id=doc_id, name=name, path=resolved_key, content_hash=content_hash,
                 kind=doc.kind, chunk_count=len(chunks), pages=doc.pages, indexed_at=Catalog.now(), generation=gen,
                 chunk_strategy=recipe["chunk_strategy"], embedder=recipe["embedder"],
                 seconds=round(time.perf_counter() - t0, 3))

@@ -115,6 +115,11 @@ def _looks_like_text(sample: str) -> bool:
 
 def _load_text(p: Path, markdown: bool) -> LoadedDocument:
     text, enc = decode_text(p, p.read_bytes())
+    return parse_text(text, str(p), markdown, encoding=enc)
+
+
+def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None) -> LoadedDocument:
+    """Split already decoded text into blocks (Markdown headings give heading paths)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     blocks: list[Block] = []
@@ -159,7 +164,8 @@ def _load_text(p: Path, markdown: bool) -> LoadedDocument:
             continue
         para.append(line.rstrip())
     flush()
-    return LoadedDocument(path=str(p), kind="markdown" if markdown else "text", blocks=blocks, encoding=enc)
+    _assign_offsets(blocks)
+    return LoadedDocument(path=path, kind="markdown" if markdown else "text", blocks=blocks, encoding=encoding)
 
 
 # ------------------------------------------------------------------------------------------ pdf

@@ -1,0 +1,1 @@
+"""Benchmarks on the shared data sets: one harness (``thread-rag bench KIND``), one loader per set."""

@@ -1,0 +1,89 @@
+"""Dispatch for ``thread-rag bench``."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from ..errors import ThreadRagError
+from ..settings import load_settings
+
+
+def run_bench(args) -> int:
+    from rich.console import Console
+
+    from ..render import progress_bar
+    from .datasets import load_dataset
+
+    settings = load_settings({"HOME": args.data_dir} if args.data_dir else None)
+    err = Console(stderr=True)
+    if args.kind == "retrieval":
+        from ..retrieve.pipeline import PIPELINES
+        from .corpus import open_corpus_engine
+        from .retrieval import machine, run_retrieval
+
+        if not args.dataset:
+            raise ThreadRagError("bench retrieval needs --dataset (limit-small, aws-docs-qa, musique)")
+        ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed)
+        with progress_bar(err, disable=False) as bar:
+            engine, keymap, index_s = open_corpus_engine(settings, ds, progress=bar)
+        configs = args.configs.split(",") if args.configs else [c for c in PIPELINES if c != "three_stage" or
+                                                                   settings.RERANKER != "none"]
+        t0 = time.perf_counter()
+        res = run_retrieval(engine, keymap, ds, configs)
+        docs = engine.documents()
+        out = {"dataset": ds.name, "queries": len(ds.queries), "corpus_docs": len(docs),
+               "chunks": sum(d.chunk_count for d in docs), "index_seconds": round(index_s, 1),
+               "bench_seconds": round(time.perf_counter() - t0, 1), "configs": res, "machine": machine(),
+               "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
+                          "reranker": settings.RERANKER},
+               "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K",
+                                                                "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
+                                                                "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN")},
+               "command": "thread-rag " + " ".join(sys.argv[1:])}
+        if args.markdown:
+            print(retrieval_markdown(out))
+        else:
+            print(json.dumps(out, indent=1))
+        return 0
+    if args.kind == "ingest":
+        from .ingest import run_ingest_bench
+
+        out = run_ingest_bench(settings, args.file)
+        print(json.dumps(out, indent=1))
+        return 0
+    if args.kind == "windows":
+        from .windows import run_windows_bench
+
+        print(json.dumps(run_windows_bench(settings, args), indent=1))
+        return 0
+    if args.kind == "context":
+        from .context import run_context_bench
+
+        out = run_context_bench(settings, args)
+        print(context_markdown(out) if args.markdown else json.dumps(out, indent=1))
+        return 0
+    raise ThreadRagError(f"bench {args.kind} is not implemented yet")
+
+
+def retrieval_markdown(out: dict) -> str:
+    lines = [f"**{out['dataset']}** ({out['queries']} queries, {out['corpus_docs']} docs, {out['chunks']} chunks)",
+             "", "| config | nDCG@10 (95% CI) | R@1 | R@5 | R@10 | MRR@10 | all@10 | p50 ms | p95 ms |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in out["configs"].items():
+        ci = r["ndcg@10_ci95"]
+        lines.append(f"| {name} | {r['ndcg@10']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['recall@1']:.3f} | "
+                     f"{r['recall@5']:.3f} | {r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['all@10']:.3f} | "
+                     f"{r['p50_ms']:.1f} | {r['p95_ms']:.1f} |")
+    return "\n".join(lines)
+
+
+def context_markdown(out: dict) -> str:
+    lines = [f"**{out['dataset']}** ({out['queries']} queries)", "",
+             "| strategy | coverage (95% CI) | span found | context words | words vs parent-doc |", "|---|---|---|---|---|"]
+    base = out["strategies"].get("parent_doc", {}).get("words") or 1
+    for name, r in out["strategies"].items():
+        ci = r["coverage_ci95"]
+        lines.append(f"| {name} | {r['coverage']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['span_found']:.3f} | "
+                     f"{r['words']:.0f} | {r['words'] / base:.2f} |")
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""Data set adapters: every set becomes one shape, ``Dataset(corpus, queries)``.
+
+``corpus``: documents (key, title, text); ``queries``: (qid, text, gold doc keys, gold answers,
+gold evidence spans). Read from ``SHARED_DATA`` (default ../shared/data), never modified.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ThreadRagError
+
+
+@dataclass
+class Doc:
+    key: str
+    title: str
+    text: str
+    kind: str = "text"          # text | markdown
+
+
+@dataclass
+class Query:
+    qid: str
+    text: str
+    gold_docs: set
+    answers: list = field(default_factory=list)
+    spans: list = field(default_factory=list)
+
+
+@dataclass
+class Dataset:
+    name: str
+    corpus: list
+    queries: list
+
+
+DATASETS = ("limit-small", "aws-docs-qa", "musique", "leval-legal")
+
+LEVAL_BOILERPLATE = ("Highlight the parts (if any) of this contract related to",)
+
+
+def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13) -> Dataset:
+    root = Path(root)
+    if not root.is_dir():
+        raise ThreadRagError(f"shared data not found at {root} (set SHARED_DATA)")
+    if name == "limit-small":
+        ds = _limit_small(root / "limit-small")
+    elif name == "aws-docs-qa":
+        ds = _aws(root / "aws-docs-qa")
+    elif name == "musique":
+        ds = _musique(root / "musique-hipporag100")
+    elif name == "leval-legal":
+        ds = _leval_legal(root / "leval")
+    else:
+        raise ThreadRagError(f"unknown dataset {name!r} (known: {', '.join(DATASETS)})")
+    if limit is not None and limit < len(ds.queries):
+        rng = random.Random(seed)
+        ds.queries = sorted(rng.sample(ds.queries, limit), key=lambda q: q.qid)
+    return ds
+
+
+def _jsonl(path: Path):
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _limit_small(d: Path) -> Dataset:
+    corpus = [Doc(r["_id"], r.get("title", ""), r["text"]) for r in _jsonl(d / "corpus.jsonl")]
+    gold: dict[str, set] = {}
+    for r in _jsonl(d / "qrels.jsonl"):
+        if r.get("score", 1) > 0:
+            gold.setdefault(r["query-id"], set()).add(r["corpus-id"])
+    queries = [Query(r["_id"], r["text"], gold.get(r["_id"], set())) for r in _jsonl(d / "queries.jsonl")]
+    return Dataset("limit-small", corpus, [q for q in queries if q.gold_docs])
+
+
+def _aws(d: Path) -> Dataset:
+    docs_root = d / "documents"
+    corpus = []
+    for f in sorted(docs_root.glob("*/doc_source/*.md")):
+        key = f"{f.parent.parent.name}/{f.name}"
+        corpus.append(Doc(key, f.stem, f.read_text(encoding="utf-8", errors="replace"), kind="markdown"))
+    queries = []
+    with (d / "QA_true.csv").open(encoding="utf-8-sig", newline="") as fh:
+        for i, row in enumerate(csv.DictReader(fh)):
+            gold = row["Document_True"].strip()
+            queries.append(Query(f"aws_{i:03d}", row["Question"].strip(), {gold}, answers=[row["Answer_True"].strip()],
+                                 spans=[row["Answer_True"].strip()]))
+    return Dataset("aws-docs-qa", corpus, queries)
+
+
+def _musique(d: Path) -> Dataset:
+    paras = json.loads((d / "musique_train_corpus.json").read_text(encoding="utf-8"))
+    key_of = {}
+    corpus = []
+    for i, p in enumerate(paras):
+        key = f"para_{i:04d}"
+        key_of[(p["title"], p["text"])] = key
+        corpus.append(Doc(key, p["title"], f"{p['title']}\n{p['text']}"))
+    queries = []
+    for q in json.loads((d / "musique_train.json").read_text(encoding="utf-8")):
+        gold = {key_of[(p["title"], p["paragraph_text"])] for p in q["paragraphs"]
+                if p["is_supporting"] and (p["title"], p["paragraph_text"]) in key_of}
+        queries.append(Query(q["id"], q["question"], gold, answers=[q["answer"]] + list(q.get("answer_aliases", []))))
+    return Dataset("musique", corpus, queries)
+
+
+def _leval_legal(d: Path) -> Dataset:
+    corpus: list[Doc] = []
+    queries: list[Query] = []
+    seen: dict[str, str] = {}
+    for i, row in enumerate(_jsonl(d / "legal_contract_qa.jsonl")):
+        text = row["input"]
+        key = seen.get(text[:2000])
+        if key is None:
+            key = f"contract_{len(seen):02d}"
+            seen[text[:2000]] = key
+            corpus.append(Doc(key, key, text))
+        for j, (q, a) in enumerate(zip(row["instructions"], row["outputs"])):
+            queries.append(Query(f"legal_{i:02d}_{j:02d}", strip_leval(q), {key}, answers=[a], spans=[a]))
+    return Dataset("leval-legal", corpus, queries)
+
+
+def strip_leval(q: str) -> str:
+    """Remove L-Eval's instruction boilerplate (it hurts retrieval): keep the clause name and the question."""
+    import re
+
+    m = re.search(r'related to "([^"]+)".*?Details:\s*(.*)$', q, flags=re.S)
+    if m:
+        return f"{m.group(1)}: {' '.join(m.group(2).split())}"
+    return " ".join(q.split())

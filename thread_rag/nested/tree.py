@@ -1,0 +1,233 @@
+"""Hierarchical semantic chunk tree and ``nested_retrieve``.
+
+Build (at index time, for documents with >= ``NESTED_MIN_CHUNKS`` chunks): the root covers the
+whole thread; a node is split into ``NUM_SEMANTIC_CHUNKS`` contiguous parts at the chunk
+boundaries where the embedding distance between neighbouring chunks peaks (one cut searched near
+each equal-size cut point, so parts stay balanced), recursively to ``MAX_DEPTH`` or a single
+chunk. Every node therefore maps exactly to the thread chunks it covers (``DOC1_010..DOC1_014``),
+so the agent can WALK from a nested pick. A node's vector is the normalised mean of the raw-text
+embeddings of the chunks it covers (MiniLM reads only 256 word-pieces, so encoding a large
+node's text would see only its first lines). Persisted as JSON (structure) + .npy (vectors).
+
+Retrieve: one vector query scores every node of the allowed documents; greedy picks from a
+candidate pool of the best ``pool_factor * limit`` nodes exclude the ancestors and descendants of
+every pick (in a tree, exactly the nodes whose chunk ranges overlap it); when the pool runs out,
+the scan continues over the remaining nodes.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import atomic_write_bytes, atomic_write_json
+from ..errors import ThreadRagError
+from ..ids import ChunkId, format_doc_id
+
+MAX_LIMIT = 50
+
+
+@dataclass
+class NestedHit:
+    node_id: str
+    doc_id: str
+    level: int
+    score: float
+    chunk_ids: list
+    first_chunk: str
+    last_chunk: str
+    page_start: int | None
+    page_end: int | None
+    pages_label: str
+    text: str
+    words: int
+
+
+@dataclass
+class NestedResult:
+    query: str
+    limit: int
+    offset: int
+    hits: list
+    nodes_scored: int
+    pool_refills: int
+    timings_ms: dict = field(default_factory=dict)
+
+
+def _split_points(vecs: np.ndarray, a: int, b: int, parts: int) -> list[int]:
+    """Cut positions c (a < c <= b; a part ends at c-1) for range [a, b]."""
+    n = b - a + 1
+    parts = min(parts, n)
+    if parts < 2:
+        return []
+    dist = 1.0 - np.sum(vecs[a + 1:b + 1] * vecs[a:b], axis=1)  # dist[i] is the boundary before a+1+i
+    cuts: list[int] = []
+    lo = a + 1
+    for j in range(1, parts):
+        ideal = a + j * n / parts
+        half = max(0.5, 0.3 * n / parts)
+        cand = [c for c in range(int(np.floor(ideal - half)), int(np.ceil(ideal + half)) + 1) if lo <= c <= b
+                and (not cuts or c > cuts[-1]) and c <= b - (parts - 1 - j)]
+        if not cand:
+            cand = [c for c in range(lo, b + 1) if (not cuts or c > cuts[-1])]
+            if not cand:
+                break
+        best = max(cand, key=lambda c: (dist[c - a - 1], -abs(c - ideal)))
+        cuts.append(best)
+        lo = best + 1
+    return cuts
+
+
+def build_tree(vecs: np.ndarray, words: list[int], parts: int, max_depth: int, min_words: int) -> list[dict]:
+    nodes: list[dict] = []
+
+    def add(a: int, b: int, level: int, parent: int | None) -> int:
+        nid = len(nodes)
+        nodes.append({"id": nid, "parent": parent, "level": level, "first": a, "last": b, "children": []})
+        if parent is not None:
+            nodes[parent]["children"].append(nid)
+        if level < max_depth and b > a and sum(words[a:b + 1]) >= 2 * min_words:
+            cuts = _split_points(vecs, a, b, parts)
+            bounds = [a] + cuts + [b + 1]
+            if len(bounds) > 2:
+                for s, e in zip(bounds, bounds[1:]):
+                    add(s, e - 1, level + 1, nid)
+        return nid
+
+    add(0, len(vecs) - 1, 0, None)
+    return nodes
+
+
+def node_vectors(vecs: np.ndarray, nodes: list[dict]) -> np.ndarray:
+    csum = np.vstack([np.zeros((1, vecs.shape[1]), np.float64), np.cumsum(vecs, axis=0, dtype=np.float64)])
+    out = np.stack([(csum[n["last"] + 1] - csum[n["first"]]) for n in nodes]).astype(np.float32)
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out
+
+
+def tree_stats(nodes: list[dict]) -> dict:
+    levels: dict[int, int] = {}
+    for n in nodes:
+        levels[n["level"]] = levels.get(n["level"], 0) + 1
+    leaves = [n for n in nodes if not n["children"]]
+    return {"nodes": len(nodes), "depth": max(levels) if levels else 0, "per_level": levels,
+            "leaves": len(leaves), "mean_leaf_chunks": round(float(np.mean([n["last"] - n["first"] + 1 for n in leaves])), 2)
+            if leaves else 0}
+
+
+class NestedIndex:
+    def __init__(self, engine):
+        self.engine = engine
+        self.settings = engine.settings
+        self._loaded: dict[tuple[int, int], tuple[list[dict], np.ndarray]] = {}
+
+    def path(self, serial: int, gen: int) -> Path:
+        return self.engine.home / "trees" / f"DOC{serial}.g{gen}.json"
+
+    def build(self, serial: int, gen: int, chunks, vecs: np.ndarray | None = None) -> dict:
+        """Build and persist the tree of one document generation (vectors from the store if not given)."""
+        t0 = time.perf_counter()
+        if vecs is None:
+            _, vecs = self.engine.store.load(serial, gen, with_embeddings=True)
+        s = self.settings
+        words = [len(c.text.split()) for c in chunks]
+        nodes = build_tree(np.asarray(vecs, np.float32), words, s.NUM_SEMANTIC_CHUNKS, s.MAX_DEPTH, s.NESTED_MIN_WORDS)
+        nv = node_vectors(np.asarray(vecs, np.float32), nodes)
+        stats = tree_stats(nodes)
+        stats["build_seconds"] = round(time.perf_counter() - t0, 4)
+        p = self.path(serial, gen)
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, nv)
+        atomic_write_bytes(p.with_suffix(".npy"), buf.getvalue())
+        atomic_write_json(p, {"format": 1, "doc_id": format_doc_id(serial), "generation": gen, "stats": stats,
+                              "nodes": nodes}, indent=None)
+        self._loaded[(serial, gen)] = (nodes, nv)
+        return stats
+
+    def load(self, serial: int, gen: int) -> tuple[list[dict], np.ndarray]:
+        key = (serial, gen)
+        if key not in self._loaded:
+            p = self.path(serial, gen)
+            if not p.is_file() or not p.with_suffix(".npy").is_file():
+                rec = self.engine.document(serial)
+                if rec.chunk_count < 1:
+                    raise ThreadRagError(f"{rec.doc_id} has no chunks")
+                self.build(serial, gen, self.engine.thread(serial).chunks)
+            else:
+                data = json.loads(p.read_text())
+                self._loaded[key] = (data["nodes"], np.load(p.with_suffix(".npy")))
+        return self._loaded[key]
+
+    def stats(self, doc_id: str) -> dict:
+        rec = self.engine.document(doc_id)
+        nodes, _ = self.load(rec.serial, rec.generation)
+        return tree_stats(nodes)
+
+    def retrieve(self, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0,
+                 pool_factor: int = 8) -> NestedResult:
+        if not isinstance(query, str) or not query.strip():
+            raise ThreadRagError("nested_retrieve: query is empty")
+        for name, v, lo, hi in (("limit", limit, 1, MAX_LIMIT), ("offset", offset, 0, 1000)):
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise ThreadRagError(f"nested_retrieve: {name}={v!r} must be an integer from {lo} to {hi}")
+        t0 = time.perf_counter()
+        query = " ".join(query.split())[:2000]
+        docs = [self.engine.document(doc_id)] if doc_id else self.engine.documents()
+        if not docs:
+            raise ThreadRagError("no documents indexed")
+        owners, all_nodes, mats = [], [], []
+        for rec in docs:
+            nodes, nv = self.load(rec.serial, rec.generation)
+            owners.extend([rec.serial] * len(nodes))
+            all_nodes.extend(nodes)
+            mats.append(nv)
+        q = self.engine.embedder.embed([query])[0]
+        scores = np.concatenate(mats) @ q  # one vector query over every node
+        order = np.argsort(-scores, kind="stable")
+        want = limit + offset
+        pool = order[: max(pool_factor * want, want)]
+        picks: list[int] = []
+        taken: dict[int, list[tuple[int, int]]] = {}
+        refills = 0
+        pos = 0
+        cand = list(pool)
+        while len(picks) < want:
+            if pos >= len(cand):
+                if len(cand) >= len(order):
+                    break
+                refills += 1
+                cand = list(order[: min(len(order), 2 * len(cand))])
+                continue
+            i = int(cand[pos])
+            pos += 1
+            if i in picks:
+                continue
+            n, ser = all_nodes[i], owners[i]
+            if any(not (n["last"] < a or n["first"] > b) for a, b in taken.get(ser, [])):
+                continue  # an ancestor or descendant of a pick
+            picks.append(i)
+            taken.setdefault(ser, []).append((n["first"], n["last"]))
+        hits = []
+        for i in picks[offset:]:
+            n, ser = all_nodes[i], owners[i]
+            thread = self.engine.thread(ser)
+            chunks = thread.chunks[n["first"]:n["last"] + 1]
+            from ..threads.windows import pages_label, strip_overlap
+
+            text = chunks[0].text
+            for a, b in zip(chunks, chunks[1:]):
+                text += "\n" + strip_overlap(a.text, b.text)
+            pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]
+            hits.append(NestedHit(
+                node_id=f"{format_doc_id(ser)}#n{n['id']}", doc_id=format_doc_id(ser), level=n["level"],
+                score=round(float(scores[i]), 6), chunk_ids=[c.chunk_id for c in chunks],
+                first_chunk=str(ChunkId(ser, n["first"])), last_chunk=str(ChunkId(ser, n["last"])),
+                page_start=min(pages) if pages else None, page_end=max(pages) if pages else None,
+                pages_label=pages_label(min(pages), max(pages)) if pages else "", text=text, words=len(text.split())))
+        return NestedResult(query=query, limit=limit, offset=offset, hits=hits, nodes_scored=len(all_nodes),
+                            pool_refills=refills, timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)})

@@ -1,0 +1,241 @@
+"""The three-stage retriever behind ``rag_search``.
+
+stage 1: dense (FAISS over raw-chunk embeddings) + BM25 (bm25s), ``STAGE1_K`` each, fused by
+         weighted RRF (``RRF_K``);
+stage 2: MaxSim over the int8 token cache for the top ``STAGE2_K``, blended with the stage-1
+         fused score (``STAGE2_WEIGHT`` = weight of MaxSim; min-max normalised within the pool);
+stage 3: reranker (cross-encoder path or LLM) on the top ``STAGE3_K`` unless stage 2 is decisive
+         (top1 - median > ``EARLY_EXIT_MARGIN``).
+Every result uses one schema (:class:`SearchResult`), whatever ran.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ThreadRagError
+from ..ids import ChunkId, format_doc_id, parse_doc_id
+from .fusion import rrf
+from .maxsim import maxsim_many
+from .search_index import SearchIndex
+
+MAX_QUERY_CHARS = 2000
+
+
+@dataclass
+class SearchHit:
+    chunk_id: str
+    doc_id: str
+    rank: int
+    score: float
+    text: str
+    page_start: int | None
+    page_end: int | None
+    heading_path: list
+    scores: dict  # dense, bm25, rrf, maxsim, rerank: float or None
+
+
+@dataclass
+class SearchResult:
+    query: str
+    doc_id: str | None
+    k: int
+    hits: list
+    stages_run: list
+    early_exit: bool
+    candidates: int
+    timings_ms: dict = field(default_factory=dict)
+
+
+@dataclass
+class Pipeline:
+    """Which stages run; the benchmark compares these side by side."""
+
+    dense: bool = True
+    bm25: bool = True
+    maxsim: bool = True
+    rerank: bool = True
+
+
+PIPELINES = {
+    "dense_only": Pipeline(dense=True, bm25=False, maxsim=False, rerank=False),
+    "bm25_only": Pipeline(dense=False, bm25=True, maxsim=False, rerank=False),
+    "stage1_rrf": Pipeline(maxsim=False, rerank=False),
+    "stage1_2": Pipeline(rerank=False),
+    "three_stage": Pipeline(),
+}
+
+
+class Retriever:
+    def __init__(self, engine):
+        self.engine = engine
+        self.settings = engine.settings
+        self._index: SearchIndex | None = None
+        self._reranker = None
+        self._reranker_checked = False
+        self._colbert = None
+
+    # -- index lifecycle ---------------------------------------------------------------------
+    @property
+    def index(self) -> SearchIndex:
+        self.engine.refresh()
+        committed = self.engine.catalog.committed()
+        if self._index is None or self._index.committed != committed:
+            self._index = SearchIndex.open(self.engine.home / "index", self.engine, self.settings.HNSW_THRESHOLD)
+        return self._index
+
+    @property
+    def reranker(self):
+        if not self._reranker_checked:
+            self._reranker_checked = True
+            r = self.settings.RERANKER
+            if r == "llm":
+                from .rerank import LLMRelevanceReranker
+                from ..llm.model_files import load_llama
+
+                self._reranker = LLMRelevanceReranker(load_llama(self.settings, self.settings.MAIN_MODEL, n_ctx=1024))
+            elif r != "none":
+                from .rerank import CrossEncoderReranker
+
+                self._reranker = CrossEncoderReranker(r)
+        return self._reranker
+
+    def query_tokens(self, query: str) -> np.ndarray:
+        if self.settings.COLBERT_MODEL:
+            from .maxsim import ColbertEncoder
+
+            if self._colbert is None:
+                self._colbert = ColbertEncoder(self.settings.COLBERT_MODEL)
+            return self._colbert.encode([query], is_query=True)[0]
+        return self.engine.embedder.embed_with_tokens([query])[1][0]
+
+    def doc_tokens(self, serial: int, generation: int, position: int) -> np.ndarray:
+        cache = self.engine.token_cache
+        if not cache.exists(serial, generation):  # a miss is recomputed and saved, never skipped
+            chunks = self.engine.thread(serial).chunks
+            from ..ingest import text_for_embedding
+
+            _, toks = self.engine.embedder.embed_with_tokens([text_for_embedding(c.text) for c in chunks])
+            cache.write(serial, generation, toks)
+        return cache.get(serial, generation, position)
+
+    # -- search ------------------------------------------------------------------------------
+    def search(self, query: str, doc_id: str | None = None, k: int | None = None, pages: tuple | None = None,
+               heading: str | None = None, pipeline: Pipeline | str | None = None) -> SearchResult:
+        s = self.settings
+        if not isinstance(query, str) or not query.strip():
+            raise ThreadRagError("search query is empty")
+        query = " ".join(query.split())[:MAX_QUERY_CHARS]
+        k = s.SEARCH_K if k is None else k
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+            raise ThreadRagError(f"k={k!r}: must be an integer between 1 and 100")
+        if pages is not None:
+            try:
+                lo, hi = int(pages[0]), int(pages[1])
+            except (TypeError, ValueError, IndexError):
+                raise ThreadRagError(f"pages={pages!r}: expected (first, last)") from None
+            if lo > hi or lo < 1:
+                raise ThreadRagError(f"pages={pages!r}: expected 1 <= first <= last")
+            pages = (lo, hi)
+        if isinstance(pipeline, str):
+            if pipeline not in PIPELINES:
+                raise ThreadRagError(f"unknown pipeline {pipeline!r} (known: {', '.join(PIPELINES)})")
+            pipeline = PIPELINES[pipeline]
+        if pipeline is None:
+            pipeline = Pipeline(dense=s.FUSION in ("rrf", "dense"), bm25=s.FUSION in ("rrf", "bm25"),
+                                maxsim=s.STAGE2, rerank=s.RERANKER != "none")
+        timings: dict[str, float] = {}
+        serial = None
+        if doc_id:
+            serial = self.engine.document(doc_id).serial  # raises a clear error for unknown ids
+            doc_id = format_doc_id(serial)
+        t = time.perf_counter()
+        index = self.index
+        rows = index.allowed_rows(serial, pages, heading)
+        timings["load_ms"] = (time.perf_counter() - t) * 1000
+        stages = ["stage1"]
+        # ---- stage 1
+        t = time.perf_counter()
+        dense_rows = np.zeros(0, np.int64)
+        dense_scores = np.zeros(0, np.float32)
+        if pipeline.dense:
+            qvec = self.engine.embedder.embed([query])[0]
+            dense_rows, dense_scores = index.dense(qvec, s.STAGE1_K, rows)
+        lex_rows = np.zeros(0, np.int64)
+        lex_scores = np.zeros(0, np.float32)
+        if pipeline.bm25:
+            lex_rows, lex_scores = index.lexical(query, s.STAGE1_K, rows)
+        dense_map = dict(zip(dense_rows.tolist(), dense_scores.tolist()))
+        lex_map = dict(zip(lex_rows.tolist(), lex_scores.tolist()))
+        if pipeline.dense and pipeline.bm25:
+            fused = rrf([dense_rows.tolist(), lex_rows.tolist()], [s.DENSE_WEIGHT, s.BM25_WEIGHT], k=s.RRF_K)
+        else:
+            src = dense_map if pipeline.dense else lex_map
+            fused = {r: v for r, v in src.items()}
+        order = sorted(fused, key=lambda r: (-fused[r], r))
+        timings["stage1_ms"] = (time.perf_counter() - t) * 1000
+        cand = order[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]
+        final = {r: fused[r] for r in cand}
+        maxsim_map: dict[int, float] = {}
+        rerank_map: dict[int, float] = {}
+        early_exit = False
+        # ---- stage 2
+        if pipeline.maxsim and cand:
+            t = time.perf_counter()
+            pool = cand[: s.STAGE2_K]
+            qtok = self.query_tokens(query)
+            gen = dict(index.committed)
+            docs = [self.doc_tokens(int(index.meta.serial[r]), gen[int(index.meta.serial[r])],
+                                    int(index.meta.position[r])) for r in pool]
+            ms = maxsim_many(qtok, docs)
+            maxsim_map = dict(zip(pool, ms.tolist()))
+            w = s.STAGE2_WEIGHT
+            f = np.array([fused[r] for r in pool])
+            blended = w * _minmax(ms) + (1 - w) * _minmax(f)
+            final = {r: float(b) for r, b in zip(pool, blended)}
+            cand = sorted(pool, key=lambda r: (-final[r], r))
+            stages.append("stage2")
+            timings["stage2_ms"] = (time.perf_counter() - t) * 1000
+            # decisive = the leader's raw MaxSim stands out from the pool's median by the margin
+            early_exit = len(ms) > 1 and float(maxsim_map[cand[0]] - np.median(ms)) > s.EARLY_EXIT_MARGIN
+        # ---- stage 3
+        if pipeline.rerank and cand and not early_exit and self.reranker is not None:
+            t = time.perf_counter()
+            pool = cand[: s.STAGE3_K]
+            texts = [self._text(index, r) for r in pool]
+            rs = self.reranker.score(query, texts)
+            rerank_map = dict(zip(pool, rs.tolist()))
+            final = {r: float(v) for r, v in rerank_map.items()}
+            cand = sorted(pool, key=lambda r: (-final[r], r))
+            stages.append("stage3")
+            timings["stage3_ms"] = (time.perf_counter() - t) * 1000
+        hits = []
+        for rank, r in enumerate(cand[:k], start=1):
+            ser, pos = int(index.meta.serial[r]), int(index.meta.position[r])
+            ch = self.engine.thread(ser).chunks[pos]
+            hits.append(SearchHit(
+                chunk_id=str(ChunkId(ser, pos)), doc_id=format_doc_id(ser), rank=rank, score=round(final[r], 6),
+                text=ch.text, page_start=ch.page_start, page_end=ch.page_end, heading_path=ch.heading_path,
+                scores={"dense": _r(dense_map.get(r)), "bm25": _r(lex_map.get(r)), "rrf": _r(fused.get(r)),
+                        "maxsim": _r(maxsim_map.get(r)) if pipeline.maxsim else None,
+                        "rerank": _r(rerank_map.get(r)) if rerank_map else None}))
+        timings = {key: round(v, 3) for key, v in timings.items()}
+        return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=stages, early_exit=early_exit,
+                            candidates=len(fused), timings_ms=timings)
+
+    def _text(self, index: SearchIndex, row: int) -> str:
+        return self.engine.thread(int(index.meta.serial[row])).chunks[int(index.meta.position[row])].text
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    if len(x) == 0:
+        return x
+    lo, hi = x.min(), x.max()
+    return np.zeros_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
+
+
+def _r(v):
+    return None if v is None else round(float(v), 6)

@@ -1,0 +1,64 @@
+"""Stage 3 rerankers: a local cross-encoder, or pointwise LLM relevance; scores in 0..1."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import ModelUnavailableError
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray: ...
+
+
+class CrossEncoderReranker:
+    """``sentence_transformers.CrossEncoder`` from a local directory; batch size adapts to length."""
+
+    def __init__(self, path: str, max_tokens_per_batch: int = 8192):
+        p = Path(path).expanduser()
+        if not p.is_dir():
+            raise ModelUnavailableError(f"RERANKER {path!r} is not a local cross-encoder directory "
+                                        f"(models are never downloaded)")
+        from sentence_transformers import CrossEncoder
+
+        self.model = CrossEncoder(str(p), device="cpu", local_files_only=True)
+        self.name = f"cross-encoder:{p.name}"
+        self.max_tokens_per_batch = max_tokens_per_batch
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        if not passages:
+            return np.zeros(0, np.float32)
+        longest = max(len(p.split()) for p in passages) * 1.4 + len(query.split())
+        batch = int(max(1, min(64, self.max_tokens_per_batch // max(32, longest))))
+        raw = np.asarray(self.model.predict([(query, p) for p in passages], batch_size=batch,
+                                            show_progress_bar=False), dtype=np.float32)
+        if raw.min() < 0 or raw.max() > 1:  # logits -> probabilities
+            raw = 1.0 / (1.0 + np.exp(-raw))
+        return raw
+
+
+class LLMRelevanceReranker:
+    """Pointwise relevance from the embedded LLM: P(yes) for "does this passage answer the query?"."""
+
+    name = "llm-relevance"
+
+    def __init__(self, llama):
+        self.llama = llama  # a llama_cpp.Llama instance
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        out = []
+        for p in passages:
+            prompt = ("<|im_start|>system\nYou judge search results. Answer yes or no.<|im_end|>\n"
+                      f"<|im_start|>user\nQuestion: {query}\n\nPassage: {' '.join(p.split()[:220])}\n\n"
+                      "Does the passage help answer the question?<|im_end|>\n<|im_start|>assistant\n")
+            r = self.llama.create_completion(prompt, max_tokens=1, temperature=0.0, logprobs=10)
+            top = (r["choices"][0].get("logprobs") or {}).get("top_logprobs") or [{}]
+            yes = sum(math.exp(v) for k, v in top[0].items() if k.strip().lower() == "yes")
+            no = sum(math.exp(v) for k, v in top[0].items() if k.strip().lower() == "no")
+            out.append(yes / (yes + no) if yes + no > 0 else 0.0)
+        return np.asarray(out, np.float32)

@@ -1,0 +1,61 @@
+"""Pre-heat: summarise every chunk ahead of time (offline runs), resumable.
+
+Summaries are flushed to the cache every few seconds and on interruption, so a killed or
+Ctrl-C'd run keeps what it made; the next run skips what is cached.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .summary_cache import SummaryCache
+
+FLUSH_SECONDS = 2.0
+
+
+@dataclass
+class PreheatReport:
+    documents: list
+    summarizer: str
+    made: int = 0
+    cached: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    errors: list = field(default_factory=list)
+
+
+def preheat(engine, serial_id: str | None = None, progress=None) -> PreheatReport:
+    t0 = time.perf_counter()
+    docs = [engine.document(serial_id)] if serial_id else engine.documents()
+    summ = engine.summarizer
+    cache = SummaryCache(engine.settings.cache_path)
+    report = PreheatReport(documents=[d.doc_id for d in docs], summarizer=summ.id)
+    total = sum(d.chunk_count for d in docs)
+    done = 0
+    for rec in docs:
+        chunks = engine.thread(rec.serial).chunks
+        buffer: list = []
+        last = time.monotonic()
+        try:
+            for c in chunks:
+                done += 1
+                if cache.get(rec.content_hash, summ.id, c.text) is not None:
+                    report.cached += 1
+                else:
+                    try:
+                        s = summ.summarize(c.text, c.heading_path[-1] if c.heading_path else "")
+                        buffer.append((summ.id, c.text, c.chunk_id, s))
+                        report.made += 1
+                    except Exception as exc:  # noqa: BLE001 - one failure does not stop the run
+                        report.failed += 1
+                        report.errors.append(f"{c.chunk_id}: {str(exc).splitlines()[0][:160]}")
+                if buffer and time.monotonic() - last > FLUSH_SECONDS:
+                    cache.put_many(rec.content_hash, buffer)
+                    buffer, last = [], time.monotonic()
+                if progress:
+                    progress(f"preheat {rec.doc_id}", done, total)
+        finally:
+            cache.put_many(rec.content_hash, buffer)
+    report.errors.extend(cache.warnings)
+    report.seconds = round(time.perf_counter() - t0, 3)
+    return report

@@ -1,0 +1,75 @@
+"""The summary cache: one JSON file per document under ``CACHE_PATH`` (``doc_cache/``).
+
+An entry's key is ``sha256(summarizer id + chunk text)``, so a changed chunk or a changed
+summarizer can never be served a stale summary. Writes merge with what is on disk under a file
+lock and replace the file atomically, so two processes pre-heating the same document lose
+nothing. A corrupt file is moved aside (``*.corrupt-*``) and reported, never silently emptied.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+from ..atomic import atomic_write_json, file_lock, read_json
+from ..errors import CorruptFileError
+
+
+def entry_key(summarizer_id: str, text: str) -> str:
+    return hashlib.sha256(f"{summarizer_id}\n{text}".encode("utf-8")).hexdigest()[:32]
+
+
+class SummaryCache:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._mem: dict[str, dict] = {}
+        self._stamp: dict[str, float] = {}
+        self.warnings: list[str] = []
+
+    def path_for(self, content_hash: str) -> Path:
+        return self.root / f"summaries-{content_hash[:24]}.json"
+
+    def _read(self, content_hash: str) -> dict:
+        path = self.path_for(content_hash)
+        try:
+            data = read_json(path, default={"entries": {}})
+        except CorruptFileError as exc:
+            self.warnings.append(str(exc))
+            data = {"entries": {}}
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+            self.warnings.append(f"{path}: unexpected layout; ignored")
+            data = {"entries": {}}
+        return data["entries"]
+
+    def entries(self, content_hash: str) -> dict:
+        path = self.path_for(content_hash)
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            mtime = -1
+        if self._stamp.get(content_hash) != mtime:
+            self._mem[content_hash] = self._read(content_hash)
+            self._stamp[content_hash] = mtime
+        return self._mem[content_hash]
+
+    def get(self, content_hash: str, summarizer_id: str, text: str) -> str | None:
+        e = self.entries(content_hash).get(entry_key(summarizer_id, text))
+        return e["summary"] if e else None
+
+    def put_many(self, content_hash: str, items: list[tuple[str, str, str, str]]) -> None:
+        """Merge ``(summarizer_id, text, chunk_id, summary)`` items into the file (locked, atomic)."""
+        if not items:
+            return
+        path = self.path_for(content_hash)
+        with file_lock(path.with_name(path.name + ".lock")):
+            current = self._read(content_hash)
+            now = time.strftime("%Y-%m-%dT%H:%M:%S")
+            for sid, text, cid, summary in items:
+                current[entry_key(sid, text)] = {"summary": summary, "summarizer": sid, "chunk": cid, "at": now}
+            atomic_write_json(path, {"format": 1, "entries": current}, indent=None)
+        self._mem.pop(content_hash, None)
+        self._stamp.pop(content_hash, None)
+
+    def forget(self, content_hash: str) -> None:
+        self.path_for(content_hash).unlink(missing_ok=True)
+        self._mem.pop(content_hash, None)

@@ -1,0 +1,203 @@
+"""Context windows: [previous chunk's summary] + active text + [next chunk's summary].
+
+Consecutive ids merge into one window with no text repeated (the chunk overlap is removed).
+Bad ids get a per-id error with the document's valid range; valid ids are still returned.
+Each window carries walk signals: cosine similarity of the active (last) chunk's embedding to
+the next chunk's (and first to previous), ``continues_next`` when it reaches ``WALK_THRESHOLD``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ThreadRagError
+from ..ids import ChunkId
+from .summary_cache import SummaryCache
+
+MAX_IDS = 50
+
+
+@dataclass
+class WalkSignal:
+    prev_similarity: float | None
+    next_similarity: float | None
+    came_from_prev: bool
+    continues_next: bool
+    next_query_similarity: float | None = None
+
+
+@dataclass
+class Window:
+    doc_id: str
+    doc_name: str
+    chunk_ids: list
+    prev_id: str | None
+    prev_summary: str
+    text: str
+    next_id: str | None
+    next_summary: str
+    page_start: int | None
+    page_end: int | None
+    heading_path: list
+    walk: WalkSignal
+    tokens: int
+    rendered: str = ""
+
+
+@dataclass
+class FetchResult:
+    windows: list
+    errors: list
+    tokens: int
+    truncated: bool = False
+    omitted: list = field(default_factory=list)
+    timings_ms: dict = field(default_factory=dict)
+
+
+START = "[start of document]"
+END = "[end of document]"
+
+
+def strip_overlap(prev: str, nxt: str) -> str:
+    """``nxt`` without the leading sentences it repeats from the end of ``prev``."""
+    limit = min(len(prev), len(nxt))
+    best = 0
+    for i in range(1, limit + 1):
+        if i < len(nxt) and nxt[i] not in " \n":
+            continue
+        head = nxt[:i].strip()
+        if head and prev.rstrip().endswith(head):
+            best = i
+    return nxt[best:].lstrip()
+
+
+def pages_label(a, b) -> str:
+    if a is None:
+        return ""
+    return f"p.{a}" if b in (None, a) else f"pp.{a}-{b}"
+
+
+class WindowBuilder:
+    def __init__(self, engine):
+        self.engine = engine
+        self.settings = engine.settings
+        self.cache = SummaryCache(self.settings.cache_path)
+
+    # -- summaries ----------------------------------------------------------------------------
+    def summary(self, record, chunk, pending: list) -> str:
+        summ = self.engine.summarizer
+        got = self.cache.get(record.content_hash, summ.id, chunk.text)
+        if got is None:
+            got = summ.summarize(chunk.text, chunk.heading_path[-1] if chunk.heading_path else "")
+            pending.append((summ.id, chunk.text, chunk.chunk_id, got))
+        return got
+
+    def _vec(self, serial: int, position: int) -> np.ndarray | None:
+        idx = self.engine.retriever.index
+        row = idx.row_of.get((serial, position))
+        return None if row is None else np.asarray(idx.vectors[row])
+
+    # -- fetch --------------------------------------------------------------------------------
+    def fetch(self, chunk_ids, token_budget: int | None = None, query: str | None = None) -> FetchResult:
+        import time
+
+        t0 = time.perf_counter()
+        if isinstance(chunk_ids, str):
+            chunk_ids = [c for c in chunk_ids.replace(",", " ").split() if c]
+        if not isinstance(chunk_ids, (list, tuple)) or not chunk_ids:
+            raise ThreadRagError("fetch_chunks_by_id needs a non-empty list of chunk ids, e.g. [\"DOC1_006\"]")
+        if len(chunk_ids) > MAX_IDS:
+            raise ThreadRagError(f"too many chunk ids ({len(chunk_ids)}; at most {MAX_IDS} per call)")
+        budget = token_budget if token_budget is not None else self.settings.WINDOW_TOKEN_BUDGET
+        if not isinstance(budget, int) or budget <= 0:
+            raise ThreadRagError(f"token_budget={token_budget!r}: must be a positive integer")
+        errors, parsed = [], []
+        for raw in chunk_ids:
+            try:
+                cid = ChunkId.parse(str(raw))
+                self.engine.chunk(cid)  # validates the document and the range
+                parsed.append(cid)
+            except ThreadRagError as exc:
+                errors.append({"chunk_id": str(raw), "error": str(exc)})
+        runs: list[list[ChunkId]] = []
+        for cid in sorted(set(parsed)):
+            if runs and runs[-1][-1].serial == cid.serial and runs[-1][-1].position + 1 == cid.position:
+                runs[-1].append(cid)
+            else:
+                runs.append([cid])
+        # keep the caller's order of first appearance for the runs
+        first_seen = {c: i for i, c in reversed(list(enumerate(parsed)))}
+        runs.sort(key=lambda r: min(first_seen[c] for c in r))
+        qvec = self.engine.embedder.embed([query])[0] if query else None
+        windows, pending, used, omitted = [], [], 0, []
+        for run in runs:
+            w = self._window(run, pending, qvec)
+            if used + w.tokens > budget and windows:
+                omitted.extend(str(c) for c in run)
+                continue
+            if used + w.tokens > budget:  # a single window over budget: cut its text
+                keep = max(50, int(len(w.text) * budget / max(w.tokens, 1)))
+                w.text = w.text[:keep].rstrip() + " [...]"
+                w.tokens = budget
+                w.rendered = self.render(w)
+            used += w.tokens
+            windows.append(w)
+        for rec_hash, items in _group_pending(self.engine, pending).items():
+            self.cache.put_many(rec_hash, items)
+        return FetchResult(windows=windows, errors=errors, tokens=used, truncated=bool(omitted), omitted=omitted,
+                           timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)})
+
+    def _window(self, run: list[ChunkId], pending: list, qvec) -> "Window":
+        thread = self.engine.thread(run[0].serial)
+        rec, n = thread.record, len(thread)
+        chunks = [thread.chunks[c.position] for c in run]
+        text = chunks[0].text
+        for a, b in zip(chunks, chunks[1:]):
+            text += "\n" + strip_overlap(a.text, b.text)
+        prev_id = run[0].neighbour(-1, n)
+        next_id = run[-1].neighbour(+1, n)
+        prev_summary = self.summary(rec, thread.chunks[prev_id.position], pending) if prev_id else START
+        next_summary = self.summary(rec, thread.chunks[next_id.position], pending) if next_id else END
+        first_v, last_v = self._vec(run[0].serial, run[0].position), self._vec(run[-1].serial, run[-1].position)
+        ps = pv = nq = None
+        if prev_id is not None and first_v is not None:
+            v = self._vec(prev_id.serial, prev_id.position)
+            ps = None if v is None else round(float(first_v @ v), 4)
+        if next_id is not None and last_v is not None:
+            v = self._vec(next_id.serial, next_id.position)
+            pv = None if v is None else round(float(last_v @ v), 4)
+            if qvec is not None and v is not None:
+                nq = round(float(qvec @ v), 4)
+        t = self.settings.WALK_THRESHOLD
+        walk = WalkSignal(prev_similarity=ps, next_similarity=pv, came_from_prev=ps is not None and ps >= t,
+                          continues_next=pv is not None and pv >= t, next_query_similarity=nq)
+        pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]
+        w = Window(doc_id=rec.doc_id, doc_name=rec.name, chunk_ids=[str(c) for c in run],
+                   prev_id=str(prev_id) if prev_id else None, prev_summary=prev_summary, text=text,
+                   next_id=str(next_id) if next_id else None, next_summary=next_summary,
+                   page_start=min(pages) if pages else None, page_end=max(pages) if pages else None,
+                   heading_path=chunks[0].heading_path, walk=walk, tokens=0)
+        w.rendered = self.render(w)
+        w.tokens = self.engine.embedder.count_tokens([w.rendered])[0]
+        return w
+
+    @staticmethod
+    def render(w: "Window") -> str:
+        ids = w.chunk_ids[0] if len(w.chunk_ids) == 1 else f"{w.chunk_ids[0]}..{w.chunk_ids[-1]}"
+        head = " > ".join(w.heading_path)
+        loc = ", ".join(x for x in (w.doc_name, pages_label(w.page_start, w.page_end)) if x)
+        prev = f"[previous {w.prev_id}] {w.prev_summary}" if w.prev_id else START
+        cont = ""
+        if w.next_id and w.walk.next_similarity is not None:
+            cont = f"  (topic {'continues' if w.walk.continues_next else 'changes'}: {w.walk.next_similarity:.2f})"
+        nxt = f"[next {w.next_id}] {w.next_summary}{cont}" if w.next_id else END
+        return f"<<< {ids} ({loc}){' - ' + head if head else ''}\n{prev}\n[active]\n{w.text}\n{nxt}\n>>>"
+
+
+def _group_pending(engine, pending) -> dict:
+    out: dict = {}
+    for sid, text, cid, summary in pending:
+        rec = engine.document(ChunkId.parse(cid).serial)
+        out.setdefault(rec.content_hash, []).append((sid, text, cid, summary))
+    return out
