@@ -31,6 +31,15 @@ from .store import Catalog, ChunkStore, TokenCache
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
+def crash_point(name: str) -> None:
+    """Fault injection for crash-safety tests: SIGKILL this process at the named step when
+    ``THREAD_RAG_CRASH_AT`` names it. Costs one dict lookup otherwise."""
+    if os.environ.get("THREAD_RAG_CRASH_AT") == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 @dataclass
 class Thread:
     """One document's ordered chunks at its committed generation."""
@@ -332,6 +341,7 @@ class Engine:
             doc_id = format_doc_id(serial)
             marker = self._pending_dir() / f"DOC{serial}.g{gen}.json"
             atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": resolved_key})
+            crash_point("after_marker")
             chunks = [Chunk(chunk_id=str(ChunkId(serial, i)), doc_id=doc_id, position=i, text=d.text,
                             page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
                             char_start=d.char_start, char_end=d.char_end, parent=d.parent, n_tokens=d.n_tokens)
@@ -339,20 +349,25 @@ class Engine:
             if progress:
                 progress("store", 0, 1)
             self.store.add(chunks, vectors, gen)
+            crash_point("after_chroma")
             self.token_cache.write(serial, gen, token_vectors)
+            crash_point("after_tokens")
             if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
                 if progress:
                     progress("tree", 0, 1)
-                self.nested.build(serial, gen, chunks)
+                self.nested.build(serial, gen, chunks, vecs=vectors)
+                crash_point("after_tree")
             record = DocumentRecord(
                 serial=serial, doc_id=doc_id, name=name, path=resolved_key, content_hash=content_hash,
                 kind=doc.kind, chunk_count=len(chunks), pages=doc.pages, indexed_at=Catalog.now(), generation=gen,
                 chunk_strategy=recipe["chunk_strategy"], embedder=recipe["embedder"],
                 seconds=round(time.perf_counter() - t0, 3))
             self.catalog.commit(record)  # <- the commit point
+            crash_point("after_commit")
             if old:
                 self.store.delete_document(serial, keep_generation=gen)
                 self._remove_stale_files(serial, gen)
+            crash_point("after_cleanup")
             marker.unlink(missing_ok=True)
             self._threads.pop(serial, None)
         if progress:

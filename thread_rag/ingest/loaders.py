@@ -106,6 +106,28 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
     return text, enc
 
 
+_KEEP_BREAK = re.compile(r"^\s*([-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s|\||>|#|\$ |```|~~~)")
+
+
+def _reflow_lines(lines: list[str]) -> str:
+    """Join hard-wrapped lines of one paragraph; keep breaks before list items, table rows, quotes,
+    shell prompts and inside code (fenced or indented)."""
+    if any(_FENCE.match(ln) for ln in lines) or all(ln.startswith(("    ", "\t")) for ln in lines if ln.strip()):
+        return "\n".join(lines)
+    out: list[str] = []
+    for ln in lines:
+        if out and not _KEEP_BREAK.match(ln) and not ln.startswith(("    ", "\t")) and not out[-1].endswith("  ") \
+                and not out[-1].lstrip().startswith("|"):
+            prev = out[-1]
+            if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and ln[:1].islower():
+                out[-1] = prev + ln.strip()  # hyphenated wrap
+            else:
+                out[-1] = prev.rstrip() + " " + ln.strip()
+        else:
+            out.append(ln.rstrip())
+    return "\n".join(out)
+
+
 def _looks_like_text(sample: str) -> bool:
     if not sample:
         return True
@@ -129,7 +151,7 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
 
     def flush() -> None:
         if para:
-            t = "\n".join(para).strip()
+            t = _reflow_lines(para).strip()
             if t:
                 blocks.append(Block(text=t, heading_path=tuple(h for _, h in headings)))
             para.clear()

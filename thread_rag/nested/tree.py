@@ -217,11 +217,9 @@ class NestedIndex:
             n, ser = all_nodes[i], owners[i]
             thread = self.engine.thread(ser)
             chunks = thread.chunks[n["first"]:n["last"] + 1]
-            from ..threads.windows import pages_label, strip_overlap
+            from ..threads.windows import join_thread, pages_label
 
-            text = chunks[0].text
-            for a, b in zip(chunks, chunks[1:]):
-                text += "\n" + strip_overlap(a.text, b.text)
+            text = join_thread(chunks)
             pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]
             hits.append(NestedHit(
                 node_id=f"{format_doc_id(ser)}#n{n['id']}", doc_id=format_doc_id(ser), level=n["level"],

@@ -24,7 +24,9 @@ class PreheatReport:
     errors: list = field(default_factory=list)
 
 
-def preheat(engine, serial_id: str | None = None, progress=None) -> PreheatReport:
+def preheat(engine, serial_id: str | None = None, progress=None, flush_every: int = 64) -> PreheatReport:
+    from ..engine import crash_point
+
     t0 = time.perf_counter()
     docs = [engine.document(serial_id)] if serial_id else engine.documents()
     summ = engine.summarizer
@@ -49,9 +51,10 @@ def preheat(engine, serial_id: str | None = None, progress=None) -> PreheatRepor
                     except Exception as exc:  # noqa: BLE001 - one failure does not stop the run
                         report.failed += 1
                         report.errors.append(f"{c.chunk_id}: {str(exc).splitlines()[0][:160]}")
-                if buffer and time.monotonic() - last > FLUSH_SECONDS:
+                if buffer and (time.monotonic() - last > FLUSH_SECONDS or len(buffer) >= flush_every):
                     cache.put_many(rec.content_hash, buffer)
                     buffer, last = [], time.monotonic()
+                    crash_point("preheat_after_flush")
                 if progress:
                     progress(f"preheat {rec.doc_id}", done, total)
         finally:

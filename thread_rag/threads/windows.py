@@ -72,6 +72,17 @@ def strip_overlap(prev: str, nxt: str) -> str:
     return nxt[best:].lstrip()
 
 
+def join_thread(chunks) -> str:
+    """Consecutive chunks as one text, overlap removed; a space where the boundary falls inside
+    a paragraph (the next chunk continues the same line), else a newline."""
+    text = chunks[0].text
+    for a, b in zip(chunks, chunks[1:]):
+        rest = strip_overlap(a.text, b.text)
+        same_para = b.char_start < a.char_end and "\n" not in b.text[: max(0, len(b.text) - len(rest))].strip()
+        text += (" " if same_para and rest[:1].islower() else "\n") + rest
+    return text
+
+
 def pages_label(a, b) -> str:
     if a is None:
         return ""
@@ -152,9 +163,7 @@ class WindowBuilder:
         thread = self.engine.thread(run[0].serial)
         rec, n = thread.record, len(thread)
         chunks = [thread.chunks[c.position] for c in run]
-        text = chunks[0].text
-        for a, b in zip(chunks, chunks[1:]):
-            text += "\n" + strip_overlap(a.text, b.text)
+        text = join_thread(chunks)
         prev_id = run[0].neighbour(-1, n)
         next_id = run[-1].neighbour(+1, n)
         prev_summary = self.summary(rec, thread.chunks[prev_id.position], pending) if prev_id else START

@@ -1,0 +1,66 @@
+"""Shared fixtures: one real MiniLM embedder per session, isolated data dirs per test."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+SHARED = Path(os.environ.get("THREAD_RAG_TEST_SHARED", REPO.parent / "shared"))
+DATA = SHARED / "data"
+DOCS = REPO / "docs"
+DEBIAN_PDF = DATA / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"
+DEBIAN_TXT = DATA / "docs-debian-procedural/installation-guide-amd64-en/install.en.txt"
+
+needs_shared = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not beside the checkout")
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from thread_rag.embedder import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(threads=2)
+
+
+@pytest.fixture
+def settings_for(tmp_path):
+    from thread_rag.settings import load_settings
+
+    def make(**over):
+        base = {"HOME": str(tmp_path / "home"), "CACHE_PATH": str(tmp_path / "cache"),
+                "MODEL_DIR": str(REPO / "local_rag_db" / "models")}
+        base.update(over)
+        return load_settings(base, env={}, config_file=False)
+
+    return make
+
+
+@pytest.fixture
+def make_engine(settings_for, embedder):
+    from thread_rag.engine import Engine
+
+    def make(**over):
+        return Engine(settings_for(**over), embedder=embedder)
+
+    return make
+
+
+@pytest.fixture
+def manual_engine(make_engine):
+    """The project's own user manual (docs/), indexed."""
+    engine = make_engine()
+    results = engine.index_paths([DOCS])
+    assert all(r.status == "indexed" for r in results), results
+    return engine
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path

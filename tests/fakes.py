@@ -1,0 +1,50 @@
+"""A tiny deterministic chat model for unit tests of the agent loop (not the real LLM)."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict
+
+from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replies by the kind of request: routing steps pop ``routes``; the gate returns ``answerable``;
+    condensation returns ``standalone``; the answer calls ``answer(messages)``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    routes: list = []
+    answerable: bool = True
+    standalone: str | None = None
+    answer: Any = None
+    calls: list = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-fake"
+
+    def reply(self, messages, kwargs) -> str:
+        last = messages[-1].content
+        self.calls.append({"last": last[:200], "format": kwargs.get("format")})
+        if last == ROUTE:
+            r = self.routes.pop(0) if self.routes else {"tool": "answer"}
+            return r if isinstance(r, str) else json.dumps(r)
+        if last == GATE:
+            return json.dumps({"answerable": self.answerable})
+        if CONDENSE in last:
+            return json.dumps({"question": self.standalone or "?"})
+        fn: Callable = self.answer or (lambda msgs: "An answer.")
+        return fn(messages)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        text = self.reply(messages, kwargs)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(
+            content=text, usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}))])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        for word in self.reply(messages, kwargs).split(" "):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=word + " "))

@@ -1,0 +1,119 @@
+"""The agent loop with a deterministic fake chat model: routing, errors, bounds, fallback, refusal, follow-ups."""
+import json
+
+import pytest
+
+from fakes import ScriptedChatModel
+from thread_rag.agent.loop import REFUSAL, Agent, parse_json_lenient
+from thread_rag.agent.tools import call_tool, make_tools
+from thread_rag.errors import ThreadRagError
+
+
+def agent_with(engine, **kw):
+    model = ScriptedChatModel(**kw)
+    model.calls = []
+    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+    return Agent(engine, chat_model=model), model
+
+
+def cite_first_window(messages):
+    import re
+
+    ids = re.findall(r"<<< (DOC\d+_\d{3})", "\n".join(m.content for m in messages))
+    return f"Run thread-rag preheat to summarise every chunk [{ids[0]}]."
+
+
+def test_routing_fetch_then_answer_with_valid_citation(manual_engine):
+    top = manual_engine.retriever.search("how do I pre-heat summaries?", k=1).hits[0].chunk_id
+    agent, model = agent_with(manual_engine, routes=[{"tool": "fetch_chunks_by_id", "args": {"chunk_ids": [top]}},
+                                                    {"tool": "answer"}], answer=cite_first_window)
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert [t["tool"] for t in ans.tool_trace] == ["rag_search", "fetch_chunks_by_id"]
+    assert not ans.fallback_used and not ans.refused
+    assert ans.citations[0].chunk_id == top and not ans.citations[0].inferred
+    assert ans.invalid_citations == []
+    routing_calls = [c for c in model.calls if c["format"] and "anyOf" in c["format"]]
+    assert len(routing_calls) == 2  # every routing step was schema-constrained
+
+
+def test_argument_errors_and_unknown_tools_come_back_as_tool_errors(manual_engine):
+    agent, _ = agent_with(manual_engine, routes=[
+        {"tool": "rag_search", "args": {"q": "wrong key"}},
+        {"tool": "delete_everything", "args": {}},
+        {"tool": "fetch_chunks_by_id", "args": {"chunk_ids": "DOC1_000"}},
+        {"tool": "answer"}])
+    ans = agent.ask("what formats are supported?")
+    errs = [t for t in ans.tool_trace if not t["ok"]]
+    assert len(errs) == 3
+    assert "bad arguments" in errs[0]["error"] and "unknown tool" in errs[1]["error"]
+    assert ans.fallback_used and ans.answer  # no windows read -> deterministic walk, still an answer
+
+
+def test_step_bound(manual_engine):
+    agent, _ = agent_with(manual_engine, routes=[{"tool": "rag_search", "args": {"query": "x"}}] * 50)
+    ans = agent.ask("anything")
+    steps = [t for t in ans.tool_trace if t["step"] != "fallback"]
+    assert len(steps) == manual_engine.settings.MAX_STEPS
+
+
+def test_malformed_replies_trigger_fallback_walk(manual_engine):
+    agent, _ = agent_with(manual_engine, routes=["not json at all", "{{still not"], answer=cite_first_window)
+    ans = agent.ask("how do I delete a document?")
+    assert ans.routing_failures == 2 and ans.fallback_used
+    fb = [t for t in ans.tool_trace if t["tool"] == "jump_and_walk"]
+    assert fb and fb[0]["result"]
+    assert ans.citations and not ans.refused
+
+
+def test_refusal_when_documents_do_not_answer(manual_engine):
+    agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answerable=False)
+    ans = agent.ask("What is the boiling point of tungsten?")
+    assert ans.refused and ans.answer == REFUSAL and ans.citations == []
+    agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=lambda m: "NOT IN DOCUMENTS")
+    assert agent.ask("What is the boiling point of tungsten?").refused
+
+
+def test_followup_condensed_into_standalone_query(manual_engine):
+    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}, {"tool": "answer"}],
+                              standalone="How do I delete a document in THREAD-RAG?")
+    agent.ask("How do I index a folder?")
+    ans = agent.ask("and how do I remove one?")
+    assert ans.standalone_question == "How do I delete a document in THREAD-RAG?"
+    assert ans.tool_trace[0]["args"]["query"] == "How do I delete a document in THREAD-RAG?"
+
+
+def test_invalid_citations_are_reported(manual_engine):
+    agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=lambda m: "It is in [DOC9_999].")
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert ans.invalid_citations == ["DOC9_999"]
+
+
+def test_lenient_json():
+    assert parse_json_lenient('```json\n{"tool": "answer"}\n```') == {"tool": "answer"}
+    assert parse_json_lenient('{{"tool": "answer"}}') == {"tool": "answer"}
+    with pytest.raises(ValueError):
+        parse_json_lenient("no")
+
+
+def test_call_tool_validation(manual_engine, tmp_path):
+    tools = make_tools(manual_engine)
+    assert call_tool(tools, "rag_search", {"query": "x", "extra": 1}).error.startswith("rag_search: bad arguments")
+    assert not call_tool(tools, "rag_search", {"query": 5}).ok
+    assert not call_tool(tools, "rag_search", None).ok
+    assert not call_tool(tools, "rag_search", "query").ok
+    assert not call_tool(tools, "nested_retrieve", {"query": "x", "limit": "many"}).ok
+    assert call_tool(tools, "list_available_documents", {}).ok
+    r = call_tool(tools, "fetch_chunks_by_id", {"chunk_ids": ["DOC1_000", "nonsense"]})
+    assert r.ok and r.result["errors"][0]["chunk_id"] == "nonsense"
+    outside = call_tool(tools, "index_new_document", {"file_path": "/etc/passwd"})
+    assert not outside.ok and "outside the allowed folders" in outside.error
+    sneaky = call_tool(tools, "index_new_document", {"file_path": str(tmp_path / ".." / ".." / "etc" / "hosts")})
+    assert not sneaky.ok and "outside" in sneaky.error
+
+
+def test_empty_store_and_empty_question(make_engine):
+    agent, _ = agent_with(make_engine())
+    with pytest.raises(ThreadRagError, match="no documents"):
+        agent.ask("hello?")
+    with pytest.raises(ThreadRagError):
+        agent.ask("   ")

@@ -1,0 +1,70 @@
+import pytest
+
+from conftest import DEBIAN_PDF, needs_shared
+from thread_rag.ingest.chunker import (ParentChildChunker, SemanticChunker, SentenceChunker, semantic_breaks,
+                                       text_for_embedding)
+from thread_rag.ingest.loaders import load_document, parse_text
+
+PROC = """# Installing the widget
+
+## Before you start
+Make sure the power is off. Unplug the device from the wall. Read the safety notes first.
+
+## Steps
+Step 1: open the case with the supplied screwdriver. Step 2: remove the old widget carefully.
+Step 3: insert the new widget until it clicks. Step 4: close the case and tighten all four screws.
+Step 5: plug the device in and switch it on. Step 6: check that the green light blinks twice.
+
+## Troubleshooting
+If the light stays red, the widget is not seated. Open the case again and repeat step 3.
+"""
+
+
+def test_sentence_chunker_respects_sentences_and_limits(embedder):
+    doc = parse_text(PROC * 6, "proc.md", markdown=True)
+    ch = SentenceChunker(embedder.count_tokens, target=60, overlap=12, min_tokens=10).chunk(doc)
+    assert len(ch) > 3
+    for c in ch:
+        assert c.n_tokens <= 60
+        assert embedder.count_tokens([text_for_embedding(c.text)])[0] <= 64  # joiners may add a token or two
+    sentences = set(u.text for c in ch for u in c.units)
+    for c in ch:  # every chunk is whole sentences: its text is built only from units
+        assert all(u.text in c.text for u in c.units)
+    assert "Step 3: insert the new widget until it clicks." in sentences
+
+
+def test_overlap_and_heading_breaks(embedder):
+    doc = parse_text(PROC, "proc.md", markdown=True)
+    ch = SentenceChunker(embedder.count_tokens, target=40, overlap=15, min_tokens=5).chunk(doc)
+    starts = [c.text.split("\n")[0] for c in ch]
+    assert "Steps" in starts and "Troubleshooting" in starts  # headings open chunks
+    shared = [a for a, b in zip(ch, ch[1:]) if a.units[-1] in b.units]
+    assert shared, "no overlap carried between consecutive chunks"
+
+
+def test_long_sentence_is_split_only_when_needed(embedder):
+    long = "word " * 600 + "end."
+    doc = parse_text(long, "x.txt", markdown=False)
+    ch = SentenceChunker(embedder.count_tokens, target=100, overlap=10).chunk(doc)
+    assert len(ch) >= 6 and all(c.n_tokens <= 100 for c in ch)
+
+
+def test_semantic_and_parent_child(embedder):
+    doc = parse_text(PROC * 3, "proc.md", markdown=True)
+    sem = SemanticChunker(embedder.count_tokens, embedder.embed, percentile=80, target=80, overlap=10).chunk(doc)
+    assert sem and all(c.n_tokens <= 80 for c in sem)
+    pc = ParentChildChunker(embedder.count_tokens, parent_tokens=160, target=50, overlap=10).chunk(doc)
+    parents = [c.parent for c in pc]
+    assert parents == sorted(parents) and len(set(parents)) > 1
+    assert semantic_breaks(["a cat sat.", "a cat sat.", "quantum chromodynamics of quarks."], embedder.embed, 50) == {2}
+
+
+def test_markdown_links_stripped_for_embedding_only():
+    assert text_for_embedding("see [the guide](https://x/y.html) and \\_id\\_") == "see the guide and _id_"
+
+
+@needs_shared
+def test_debian_pdf_chunks_have_pages(embedder):
+    ch = SentenceChunker(embedder.count_tokens).chunk(load_document(DEBIAN_PDF))
+    assert 300 < len(ch) < 900
+    assert all(c.page_start is not None and 1 <= c.page_start <= c.page_end <= 113 for c in ch)

@@ -1,0 +1,109 @@
+"""A process killed (SIGKILL) at every step of indexing leaves a consistent store, and a rerun completes.
+
+Kills land at named crash points (``THREAD_RAG_CRASH_AT``: fault injection inside the write phase)
+and, in the slow part, at random times.
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import DOCS, REPO, write
+
+POINTS = ["after_marker", "after_chroma", "after_tokens", "after_tree", "after_commit", "after_cleanup"]
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {repo!r})
+from thread_rag.settings import load_settings
+from thread_rag.engine import Engine
+e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}, "NESTED_MIN_CHUNKS": 1}}, env={{}}, config_file=False))
+for p in {paths!r}:
+    e.index_file(p)
+print("done")
+"""
+
+
+def run_indexer(home, paths, crash_at=None, kill_after=None):
+    code = SCRIPT.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", paths=[str(p) for p in paths])
+    env = dict(os.environ)
+    env.pop("THREAD_RAG_CRASH_AT", None)
+    if crash_at:
+        env["THREAD_RAG_CRASH_AT"] = crash_at
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if kill_after is not None:
+        time.sleep(kill_after)
+        proc.send_signal(signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, out.decode(), err.decode()
+
+
+def rerun(home, embedder, paths):
+    """The rerun that must complete the work (in-process, same code path as the CLI)."""
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    e = Engine(load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache", "NESTED_MIN_CHUNKS": 1},
+                             env={}, config_file=False), embedder=embedder)
+    for p in paths:
+        e.index_file(p)
+    return e
+
+
+def check(home, embedder):
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    e = Engine(load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache"}, env={}, config_file=False),
+               embedder=embedder)
+    e.recover(full=False)
+    assert e.check_consistency() == [], e.check_consistency()
+    return e
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_at_each_step_of_a_new_document(tmp_path, embedder, point):
+    doc = DOCS / "04-windows-and-summaries.md"
+    rc, _, _ = run_indexer(tmp_path / "h", [doc], crash_at=point)
+    assert rc == -signal.SIGKILL
+    e = check(tmp_path / "h", embedder)
+    committed = [d.doc_id for d in e.documents()]
+    assert committed == (["DOC1"] if point in ("after_commit", "after_cleanup") else [])
+    rerun(tmp_path / "h", embedder, [doc])
+    e = check(tmp_path / "h", embedder)
+    assert len(e.documents()) == 1 and not any((tmp_path / "h/pending").iterdir())
+
+
+@pytest.mark.parametrize("point", ["after_chroma", "after_tree", "after_commit"])
+def test_kill_while_replacing_keeps_old_or_new_never_a_mix(tmp_path, embedder, point):
+    f = write(tmp_path / "g.md", (DOCS / "03-searching.md").read_text())
+    assert run_indexer(tmp_path / "h", [f])[0] == 0
+    write(f, (DOCS / "05-agent-and-chat.md").read_text())
+    rc, _, _ = run_indexer(tmp_path / "h", [f], crash_at=point)
+    assert rc == -signal.SIGKILL
+    e = check(tmp_path / "h", embedder)
+    text = " ".join(c.text for c in e.thread("DOC1").chunks)
+    old, new = "three stages" in text, "Slash commands" in text
+    assert old != new  # exactly one version visible
+    assert new == (point == "after_commit")
+    rerun(tmp_path / "h", embedder, [f])
+    e = check(tmp_path / "h", embedder)
+    assert "Slash commands" in " ".join(c.text for c in e.thread("DOC1").chunks)
+
+
+@pytest.mark.slow
+def test_random_kills_during_indexing(tmp_path, embedder):
+    trials = int(os.environ.get("THREAD_RAG_KILL_TRIALS", "6"))
+    rng = random.Random(7)
+    files = sorted(DOCS.glob("*.md"))
+    for t in range(trials):
+        home = tmp_path / f"h{t}"
+        run_indexer(home, files, kill_after=rng.uniform(3.0, 12.0))
+        check(home, embedder)
+        rerun(home, embedder, files)
+        e = check(home, embedder)
+        assert len(e.documents()) == len(files)

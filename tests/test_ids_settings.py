@@ -1,0 +1,66 @@
+import pytest
+
+from thread_rag.errors import ChunkIdError, SettingsError, UnknownDocumentError
+from thread_rag.ids import ChunkId, format_doc_id, parse_doc_id
+from thread_rag.settings import load_settings, read_config_file
+
+
+def test_format_and_parse_round_trip():
+    assert str(ChunkId(1, 6)) == "DOC1_006"
+    assert ChunkId.parse("DOC12_045") == ChunkId(12, 45)
+    assert ChunkId.parse(" doc3_007 ") == ChunkId(3, 7)
+
+
+def test_past_999_and_ends():
+    c = ChunkId(1, 999)
+    assert str(c.neighbour(+1, 1500)) == "DOC1_1000"
+    assert ChunkId.parse("DOC1_1000").neighbour(-1, 1500) == c
+    assert ChunkId(1, 0).neighbour(-1, 10) is None
+    assert ChunkId(1, 9).neighbour(+1, 10) is None
+    assert ChunkId(1, 9).neighbour(-1, 10) == ChunkId(1, 8)
+
+
+@pytest.mark.parametrize("bad", ["DOC1_", "DOC1_-1", "DOC0_001", "../x", "DOC1_01", "DOC1_0100", "", "DOC1",
+                                 "DOC1_abc", "DOC_001"])
+def test_malformed_chunk_ids(bad):
+    with pytest.raises(ChunkIdError) as e:
+        ChunkId.parse(bad)
+    assert "\n" not in str(e.value)
+
+
+def test_doc_ids():
+    assert parse_doc_id("doc7") == 7 and format_doc_id(7) == "DOC7"
+    with pytest.raises(UnknownDocumentError):
+        parse_doc_id("DOC1_000")
+
+
+def test_env_overrides_and_validation(tmp_path):
+    s = load_settings(env={"THREAD_RAG_CHUNK_TOKENS": "300", "THREAD_RAG_STAGE2": "false",
+                           "THREAD_RAG_HOME": str(tmp_path)}, config_file=False)
+    assert s.CHUNK_TOKENS == 300 and s.STAGE2 is False and s.home == tmp_path
+    with pytest.raises(SettingsError, match="CHUNK_TOKENS"):
+        load_settings(env={"THREAD_RAG_CHUNK_TOKENS": "many"}, config_file=False)
+    with pytest.raises(SettingsError, match="CHUNK_OVERLAP"):
+        load_settings(env={"THREAD_RAG_CHUNK_OVERLAP": "5000"}, config_file=False)
+    with pytest.raises(SettingsError, match="SUMMARY_BACKEND"):
+        load_settings({"SUMMARY_BACKEND": "gpt"}, env={}, config_file=False)
+
+
+def test_config_file_is_read_not_executed(tmp_path):
+    cfg = tmp_path / "config.py"
+    cfg.write_text("CHUNK_TOKENS = 150\nRERANKER = 'none'\nimport os\n")
+    assert read_config_file(cfg) == {"CHUNK_TOKENS": 150, "RERANKER": "none"}
+    s = load_settings(env={"THREAD_RAG_CONFIG": str(cfg), "THREAD_RAG_CHUNK_OVERLAP": "20"})
+    assert s.CHUNK_TOKENS == 150 and s.CHUNK_OVERLAP == 20
+    cfg.write_text("CHUNK_TOKENS = os.environ['X']\n")
+    with pytest.raises(SettingsError, match="literal"):
+        read_config_file(cfg)
+    cfg.write_text("NOT_A_SETTING = 1\n")
+    with pytest.raises(SettingsError, match="unknown setting"):
+        read_config_file(cfg)
+
+
+def test_repo_config_file_parses():
+    from pathlib import Path
+
+    read_config_file(Path(__file__).resolve().parents[1] / "config.py")

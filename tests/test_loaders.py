@@ -1,0 +1,132 @@
+"""Loaders on real fixtures (../shared/data) and generated bad input."""
+import zipfile
+
+import pytest
+
+from conftest import DATA, DEBIAN_PDF, DEBIAN_TXT, needs_shared, write
+from thread_rag.errors import IngestError
+from thread_rag.ingest.loaders import load_document
+
+DOCLING = DATA / "docfixtures-docling"
+PYPDF = DATA / "docfixtures-pypdf-samples"
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["amt_handbook_sample", "multi_page", "normal_4pages", "redp5110_sampled",
+                                  "code_and_formula"])
+def test_docling_pdfs_match_groundtruth_words(name):
+    doc = load_document(DOCLING / "pdf/sources" / f"{name}.pdf")
+    assert doc.kind == "pdf" and doc.pages >= 1
+    assert all(b.page is not None and 1 <= b.page <= doc.pages for b in doc.blocks)
+    ours = set(w.lower().strip(".,;:()") for w in doc.full_text.split())
+    truth = set(w.lower().strip(".,;:()#*|") for w in (DOCLING / "pdf/groundtruth" / f"{name}.md").read_text().split())
+    overlap = len(ours & truth) / max(1, len(truth))
+    assert overlap > 0.6, overlap
+
+
+@needs_shared
+def test_docx_reading_order_headings_and_tables():
+    doc = load_document(DOCLING / "docx/sources/unit_test_headers.docx")
+    heads = [b for b in doc.blocks if b.is_heading]
+    assert heads and all(b.heading_path for b in doc.blocks[doc.blocks.index(heads[0]):])
+    tables = load_document(DOCLING / "docx/sources/word_tables.docx")
+    assert any(" | " in b.text for b in tables.blocks)
+    truth = (DOCLING / "docx/groundtruth/lorem_ipsum.docx.md").read_text().split()
+    ours = load_document(DOCLING / "docx/sources/lorem_ipsum.docx").full_text.split()
+    assert abs(len(ours) - len(truth)) / len(truth) < 0.1
+
+
+@needs_shared
+def test_all_docling_docx_open_except_strict():
+    for f in sorted((DOCLING / "docx/sources").glob("*.docx")):
+        if f.name == "Strict.docx":
+            with pytest.raises(IngestError, match="Strict OOXML"):
+                load_document(f)
+        else:
+            assert load_document(f).blocks, f.name
+
+
+@needs_shared
+def test_encrypted_pdf_says_encrypted_and_opens_with_password():
+    f = PYPDF / "005-libreoffice-writer-password/libreoffice-writer-password.pdf"
+    with pytest.raises(IngestError, match="encrypted"):
+        load_document(f)
+    assert load_document(f, password="openpassword").blocks
+
+
+@needs_shared
+def test_pdf_outline_gives_heading_paths_and_pages():
+    doc = load_document(DEBIAN_PDF)
+    assert doc.pages == 113
+    with_heading = [b for b in doc.blocks if b.heading_path]
+    assert len(with_heading) / len(doc.blocks) > 0.9
+    assert any("Partitioning" in " ".join(b.heading_path) for b in doc.blocks)
+    assert not any("CHAPTER 3. BEFORE INSTALLING" in b.text[:40] for b in doc.blocks), "running header kept"
+
+
+@needs_shared
+def test_debian_txt_and_pdf_give_comparable_text():
+    pdf = load_document(DEBIAN_PDF).full_text.split()
+    txt = load_document(DEBIAN_TXT).full_text.split()
+    assert 0.8 < len(pdf) / len(txt) < 1.25
+    common = set(w.lower() for w in pdf) & set(w.lower() for w in txt)
+    assert len(common) / len(set(w.lower() for w in txt)) > 0.7
+
+
+def test_markdown_heading_paths(tmp_path):
+    f = write(tmp_path / "a.md", "# Top\nintro text here.\n\n## Sub\nbody text.\n\n### Deep\nmore.\n\n## Other\nend.\n")
+    doc = load_document(f)
+    paths = {b.text: b.heading_path for b in doc.blocks if not b.is_heading}
+    assert paths["body text."] == ("Top", "Sub")
+    assert paths["more."] == ("Top", "Sub", "Deep")
+    assert paths["end."] == ("Top", "Other")
+
+
+def test_text_encodings(tmp_path):
+    s = "Café déjà vu: install the naïve package.\n"
+    assert "Café" in load_document(write(tmp_path / "u16.txt", s.encode("utf-16"))).full_text
+    assert "Café" in load_document(write(tmp_path / "l1.txt", (s * 20).encode("latin-1"))).full_text
+    assert "Café" in load_document(write(tmp_path / "bom.txt", b"\xef\xbb\xbf" + s.encode())).full_text
+
+
+@pytest.mark.parametrize("name,data,match", [
+    ("empty.txt", b"", "empty file"),
+    ("blank.md", b"   \n\n\t \n", "no text content"),
+    ("bin.txt", bytes(range(256)) * 40, "binary"),
+    ("fake.pdf", b"this is not a pdf at all" * 10, "not a PDF"),
+    ("trunc.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n", "PDF"),
+    ("fake.docx", b"PK\x03\x04 not really a zip", "DOCX"),
+    ("text.docx", b"plain words", "not a DOCX"),
+    ("image.png", b"\x89PNG....", "unsupported file type"),
+])
+def test_bad_inputs_one_line_errors(tmp_path, name, data, match):
+    with pytest.raises(IngestError, match=match) as e:
+        load_document(write(tmp_path / name, data))
+    assert "\n" not in str(e.value) and name in str(e.value)
+
+
+def test_zip_that_is_not_a_word_document(tmp_path):
+    f = tmp_path / "renamed.docx"
+    with zipfile.ZipFile(f, "w") as z:
+        z.writestr("hello.txt", "hi")
+    with pytest.raises(IngestError, match="DOCX"):
+        load_document(f)
+
+
+def test_missing_and_directory(tmp_path):
+    with pytest.raises(IngestError, match="no such file"):
+        load_document(tmp_path / "nope.pdf")
+    with pytest.raises(IngestError, match="directory"):
+        load_document(tmp_path)
+
+
+def test_image_only_pdf_says_no_text(tmp_path):
+    from pypdf import PdfWriter
+
+    w = PdfWriter()
+    w.add_blank_page(width=200, height=200)
+    f = tmp_path / "scan.pdf"
+    with f.open("wb") as fh:
+        w.write(fh)
+    with pytest.raises(IngestError, match="no extractable text"):
+        load_document(f)

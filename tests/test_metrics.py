@@ -1,0 +1,48 @@
+"""Metric functions against hand-computed cases; data set loaders on tiny slices."""
+import math
+
+import pytest
+
+from conftest import DATA, needs_shared
+from thread_rag.bench.datasets import load_dataset, strip_leval
+from thread_rag.bench.metrics import (all_found_at_k, bootstrap_ci, exact_match, mrr_at_k, ndcg_at_k, normalize_answer,
+                                      recall_at_k, span_found, token_coverage, token_f1)
+
+
+def test_ndcg_recall_mrr():
+    ranked = ["a", "x", "b", "y"]
+    rel = {"a", "b"}
+    ideal = 1 + 1 / math.log2(3)
+    assert ndcg_at_k(ranked, rel, 10) == pytest.approx((1 + 1 / math.log2(4)) / ideal)
+    assert ndcg_at_k(["b", "a"], rel) == pytest.approx(1.0)
+    assert ndcg_at_k(["x"], rel) == 0.0
+    assert recall_at_k(ranked, rel, 1) == 0.5 and recall_at_k(ranked, rel, 3) == 1.0
+    assert mrr_at_k(["x", "y", "b"], rel) == pytest.approx(1 / 3) and mrr_at_k(["x"], rel) == 0.0
+    assert all_found_at_k(ranked, rel, 2) == 0.0 and all_found_at_k(ranked, rel, 3) == 1.0
+
+
+def test_f1_em_coverage():
+    assert normalize_answer("The  Cat, sat!") == "cat sat"
+    assert token_f1("the cat sat on the mat", "a cat sat") == pytest.approx(2 * (2 / 4) * (2 / 2) / (2 / 4 + 1))
+    assert token_f1("", "") == 1.0 and token_f1("dog", "cat") == 0.0
+    assert exact_match("The Cat.", "cat") == 1.0 and exact_match("cat s", "cat") == 0.0
+    assert token_coverage("cat sat there", "the cat sat on mat") == pytest.approx(2 / 4)
+    assert span_found("He said: the initial term is five (5) years.", "initial term is five (5) years") == 1.0
+    lo, hi = bootstrap_ci([0, 1] * 50)
+    assert lo < 0.5 < hi
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["limit-small", "aws-docs-qa", "musique", "leval-legal"])
+def test_loaders_on_slices(name):
+    ds = load_dataset(name, DATA, limit=5)
+    assert len(ds.queries) == 5 and ds.corpus
+    keys = {d.key for d in ds.corpus}
+    for q in ds.queries:
+        assert q.text and q.gold_docs and q.gold_docs <= keys
+
+
+def test_strip_leval():
+    q = ('Highlight the parts (if any) of this contract related to "Expiration Date" that should be reviewed by a '
+         'lawyer. Details: On what date will the contract\'s initial term expire?')
+    assert strip_leval(q) == "Expiration Date: On what date will the contract's initial term expire?"

@@ -1,0 +1,154 @@
+"""The REPL through prompt-toolkit's pipe input, scripted sessions, and the Ollama backend against a
+local stand-in server (a fake that speaks Ollama's HTTP API on loopback; not a real Ollama)."""
+import io
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from rich.console import Console
+
+from fakes import ScriptedChatModel
+from thread_rag.agent.loop import Agent
+from thread_rag.agent.script import run_script
+from thread_rag.repl import Repl
+
+
+def fake_agent(engine):
+    m = ScriptedChatModel(routes=[{"tool": "answer"}], answer=lambda msgs: "Run thread-rag preheat to summarise every chunk.")
+    m.calls = []
+    m.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+    return Agent(engine, chat_model=m)
+
+
+def test_repl_pipe_input_question_command_exit(manual_engine):
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=120, force_terminal=False)
+    manual_engine._chat_model = fake_agent(manual_engine).model
+    with create_pipe_input() as inp:
+        repl = Repl(manual_engine, console=console, agent=fake_agent(manual_engine), pt_input=inp,
+                    pt_output=DummyOutput())
+        inp.send_text("how do I pre-heat summaries?\n/docs\n/fetch DOC1_000 DOC1_\n/bogus\nexit\n")
+        assert repl.run() == 0
+    out = buf.getvalue()
+    print(out)
+    assert "Run thread-rag preheat to summarise every chunk." in out and "sources:" in out
+    assert "01-getting-started.md" in out
+    assert "[start of document]" in out and "'DOC1_' is not a chunk id" in out
+    assert "unknown command /bogus" in out and "bye" in out
+
+
+def test_repl_first_run_offers_manual(make_engine):
+    e = make_engine()
+    buf = io.StringIO()
+    answers = iter(["y", "/docs", None])
+    repl = Repl(e, console=Console(file=buf, width=120), input_fn=lambda prompt: next(answers),
+                agent=fake_agent(e))
+    e._chat_model = repl._agent.model
+    assert repl.run() == 0
+    out = buf.getvalue()
+    assert "No documents indexed yet" in out and "/index PATH" in out
+    assert len(e.documents()) == 6 and "06-configuration-and-troubleshooting.md" in out
+
+
+def test_script_runs_every_line_and_fails_at_end(manual_engine, tmp_path):
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join([
+        json.dumps({"tool": "list_available_documents"}),
+        json.dumps({"tool": "rag_search", "args": {"query": "pre-heat summaries"}}),
+        "# a comment",
+        json.dumps({"tool": "fetch_chunks_by_id", "args": {"chunk_ids": ["DOC4_001", "DOC2_002"]}}),
+        json.dumps({"tool": "nope", "args": {}}),
+        "{broken",
+        json.dumps({"ask": "how do I pre-heat?"}),
+    ]))
+    out = io.StringIO()
+    rc = run_script(manual_engine, str(f), out=out, chat_model=fake_agent(manual_engine).model)
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert rc == 1 and len(rows) == 6
+    assert [r["ok"] for r in rows] == [True, True, True, False, False, True]
+    assert rows[1]["result"]["hits"][0]["doc_id"] == "DOC4"
+    assert len(rows[2]["result"]["windows"]) == 2  # two documents compared side by side
+    assert rows[5]["result"]["answer"] == "Run thread-rag preheat to summarise every chunk."
+
+
+class OllamaStandIn(BaseHTTPRequestHandler):
+    """A stand-in for an Ollama server (loopback only), recording requests."""
+
+    requests: list = []
+    models = ["qwen2.5-coder:1.5b"]
+
+    def log_message(self, *a):
+        pass
+
+    def _json(self, obj, code=200):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/api/tags":
+            return self._json({"models": [{"name": m} for m in self.models]})
+        self._json({"error": "not found"}, 404)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        OllamaStandIn.requests.append((self.path, body))
+        if self.path != "/api/chat":
+            return self._json({"error": "not found"}, 404)
+        if body.get("model") not in self.models:
+            return self._json({"error": f"model '{body.get('model')}' not found"}, 404)
+        reply = '{"answerable": true}' if body.get("format") else "Pre-heat with thread-rag preheat."
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.end_headers()
+        for word in reply.split(" "):
+            self.wfile.write((json.dumps({"model": body["model"], "created_at": "2026-11-30T00:00:00Z",
+                                          "message": {"role": "assistant", "content": word + " "},
+                                          "done": False}) + "\n").encode())
+        self.wfile.write((json.dumps({"model": body["model"], "created_at": "2026-11-30T00:00:00Z",
+                                      "message": {"role": "assistant", "content": ""}, "done": True,
+                                      "done_reason": "stop", "prompt_eval_count": 12, "eval_count": 6}) + "\n").encode())
+
+
+@pytest.fixture
+def standin():
+    OllamaStandIn.requests = []
+    srv = HTTPServer(("127.0.0.1", 0), OllamaStandIn)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_ollama_backend_against_standin(settings_for, standin):
+    from langchain_core.messages import HumanMessage
+
+    from thread_rag.llm.backends import describe, make_chat_model
+
+    s = settings_for(CHAT_BACKEND="ollama", OLLAMA_HOST=standin, OLLAMA_NUM_CTX=4096)
+    m = make_chat_model(s)
+    assert "Ollama at http://127.0.0.1" in describe(m)
+    assert m.invoke([HumanMessage("hi")]).content.strip() == "Pre-heat with thread-rag preheat."
+    path, body = OllamaStandIn.requests[-1]
+    assert path == "/api/chat" and body["options"]["num_ctx"] == 4096  # never silently truncated
+    assert json.loads(m.invoke([HumanMessage("x")], format={"type": "object"}).content) == {"answerable": True}
+    assert OllamaStandIn.requests[-1][1]["format"] == {"type": "object"}
+
+
+def test_ollama_missing_model_and_server_down(settings_for, standin):
+    from thread_rag.errors import ModelUnavailableError
+    from thread_rag.llm.backends import describe, make_chat_model
+
+    with pytest.raises(ModelUnavailableError, match="ollama pull llama9"):
+        make_chat_model(settings_for(CHAT_BACKEND="ollama", OLLAMA_HOST=standin, MAIN_MODEL="llama9"))
+    with pytest.raises(ModelUnavailableError, match="not reachable"):
+        make_chat_model(settings_for(CHAT_BACKEND="ollama", OLLAMA_HOST="http://127.0.0.1:9"))
+    auto = make_chat_model(settings_for(CHAT_BACKEND="auto", OLLAMA_HOST="http://127.0.0.1:9"))
+    assert "embedded" in describe(auto)  # detected, not assumed

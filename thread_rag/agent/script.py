@@ -1,0 +1,60 @@
+"""Scripted sessions: a JSONL file of tool calls and questions, replayed without a person.
+
+Lines: ``{"tool": "rag_search", "args": {"query": "..."}}`` or ``{"ask": "question"}``; blank lines
+and lines starting with ``#`` are skipped. One JSON result per line on stdout; exit 1 if any line
+failed (after running the rest).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import ThreadRagError
+from ..records import to_dict
+from .tools import call_tool, make_tools
+
+
+def run_script(engine, path: str, out=None, chat_model=None) -> int:
+    out = out or sys.stdout
+    p = Path(path)
+    if not p.is_file():
+        raise ThreadRagError(f"{path}: no such script file")
+    tools = make_tools(engine)
+    agent = None
+    failed = 0
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict):
+                raise ValueError("a line must be a JSON object")
+        except ValueError as exc:
+            failed += 1
+            out.write(json.dumps({"line": n, "ok": False, "error": f"not valid JSON: {exc}"}) + "\n")
+            continue
+        if "ask" in item:
+            try:
+                if agent is None:
+                    from .loop import Agent
+
+                    agent = Agent(engine, chat_model=chat_model)
+                ans = agent.ask(str(item["ask"]))
+                out.write(json.dumps({"line": n, "ok": True, "ask": item["ask"], "result": to_dict(ans)},
+                                     ensure_ascii=False) + "\n")
+            except ThreadRagError as exc:
+                failed += 1
+                out.write(json.dumps({"line": n, "ok": False, "ask": item["ask"], "error": str(exc)}) + "\n")
+            continue
+        if "tool" not in item:
+            failed += 1
+            out.write(json.dumps({"line": n, "ok": False, "error": "a line needs \"tool\" (with \"args\") or \"ask\""}) + "\n")
+            continue
+        outcome = call_tool(tools, item["tool"], item.get("args", {}))
+        failed += not outcome.ok
+        row = {"line": n, "ok": outcome.ok, "tool": outcome.tool, "args": outcome.args}
+        row.update({"result": to_dict(outcome.result)} if outcome.ok else {"error": outcome.error})
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.flush()
+    return 1 if failed else 0

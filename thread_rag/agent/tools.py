@@ -1,0 +1,149 @@
+"""The six agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
+
+Each wraps a plain function of :mod:`thread_rag.tools`. ``call_tool`` is the single entry point
+used by the agent loop and scripted sessions: unknown tools, wrong or missing arguments and tool
+exceptions come back as error results (one line), never as crashes.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .. import tools as T
+from ..errors import ThreadRagError
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class NoArgs(_Args):
+    pass
+
+
+class IndexArgs(_Args):
+    file_path: str = Field(description="path of a PDF, DOCX, TXT or Markdown file (or folder) to index")
+
+
+class SearchArgs(_Args):
+    query: str = Field(min_length=1, max_length=10000, description="what to look for, in plain words")
+    doc_id: Optional[str] = Field(default=None, description="limit the search to one document, e.g. DOC1")
+
+
+class FetchArgs(_Args):
+    chunk_ids: list[str] = Field(min_length=1, max_length=50, description="chunk ids such as [\"DOC1_006\", \"DOC1_007\"]")
+
+
+class PreheatArgs(_Args):
+    serial_id: Optional[str] = Field(default=None, description="document id such as DOC1; omit for all documents")
+
+
+class NestedArgs(_Args):
+    query: str = Field(min_length=1, max_length=10000, description="what to look for")
+    limit: int = Field(default=3, ge=1, le=20, description="how many non-overlapping passages")
+    doc_id: Optional[str] = Field(default=None, description="limit to one document, e.g. DOC2")
+
+
+DESCRIPTIONS = {
+    "list_available_documents": "List the indexed documents with their ids (DOC1, DOC2, ...) and chunk ranges.",
+    "index_new_document": "Index a new file from disk so it can be searched. Only files the user names.",
+    "rag_search": "JUMP: search the documents and get entry chunk ids with scores and a text preview.",
+    "fetch_chunks_by_id": "WALK: read chunks inside their context window (previous summary, text, next summary, "
+                          "and whether the topic continues). Fetch the next id to keep walking.",
+    "pre_heat_summaries": "Summarise every chunk of a document ahead of time (slow; only when asked).",
+    "nested_retrieve": "Find several non-overlapping passages of adaptive size from the document tree.",
+}
+
+SCHEMAS = {"list_available_documents": NoArgs, "index_new_document": IndexArgs, "rag_search": SearchArgs,
+           "fetch_chunks_by_id": FetchArgs, "pre_heat_summaries": PreheatArgs, "nested_retrieve": NestedArgs}
+
+
+def make_tools(engine) -> dict[str, StructuredTool]:
+    fns = {
+        "list_available_documents": lambda: T.list_available_documents(engine),
+        "index_new_document": lambda file_path: T.index_new_document(engine, file_path, restrict=True),
+        "rag_search": lambda query, doc_id=None: T.rag_search(engine, query, doc_id=doc_id),
+        "fetch_chunks_by_id": lambda chunk_ids: T.fetch_chunks_by_id(engine, chunk_ids),
+        "pre_heat_summaries": lambda serial_id=None: T.pre_heat_summaries(engine, serial_id),
+        "nested_retrieve": lambda query, limit=3, doc_id=None: T.nested_retrieve(engine, query, limit=limit,
+                                                                                 doc_id=doc_id),
+    }
+    return {name: StructuredTool.from_function(func=fn, name=name, description=DESCRIPTIONS[name],
+                                               args_schema=SCHEMAS[name]) for name, fn in fns.items()}
+
+
+@dataclass
+class ToolOutcome:
+    tool: str
+    args: dict
+    ok: bool
+    result: Any
+    error: str | None
+    ms: float
+
+
+def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
+    t0 = time.perf_counter()
+    if not isinstance(name, str) or name not in tools:
+        return ToolOutcome(str(name), args if isinstance(args, dict) else {}, False, None,
+                           f"unknown tool {name!r}; available: {', '.join(tools)}", 0.0)
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return ToolOutcome(name, {}, False, None, f"{name}: arguments must be a JSON object, got {type(args).__name__}", 0.0)
+    try:
+        SCHEMAS[name].model_validate(args)
+    except ValidationError as exc:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'args'}: {e['msg']}" for e in exc.errors()[:3])
+        return ToolOutcome(name, args, False, None, f"{name}: bad arguments ({msgs})", 0.0)
+    try:
+        result = tools[name].invoke(args)
+        return ToolOutcome(name, args, True, result, None, (time.perf_counter() - t0) * 1000)
+    except ThreadRagError as exc:
+        return ToolOutcome(name, args, False, None, f"{name}: {exc}", (time.perf_counter() - t0) * 1000)
+    except Exception as exc:  # noqa: BLE001 - a tool bug must not crash the loop
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        return ToolOutcome(name, args, False, None, f"{name} failed: {type(exc).__name__}: {first}",
+                           (time.perf_counter() - t0) * 1000)
+
+
+def routing_schema(names: list[str]) -> dict:
+    """JSON schema for one routing step: one tool call or the decision to answer."""
+    props = {
+        "list_available_documents": {},
+        "index_new_document": {"file_path": {"type": "string"}},
+        "rag_search": {"query": {"type": "string"}, "doc_id": {"type": "string"}},
+        "fetch_chunks_by_id": {"chunk_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 6}},
+        "pre_heat_summaries": {"serial_id": {"type": "string"}},
+        "nested_retrieve": {"query": {"type": "string"}, "limit": {"type": "integer"}, "doc_id": {"type": "string"}},
+    }
+    required = {"index_new_document": ["file_path"], "rag_search": ["query"], "fetch_chunks_by_id": ["chunk_ids"],
+                "nested_retrieve": ["query"]}
+    options = [{"type": "object", "properties": {"tool": {"const": n}, "args": {
+        "type": "object", "properties": props[n], "required": required.get(n, [])}}, "required": ["tool", "args"]}
+        for n in names]
+    options.append({"type": "object", "properties": {"tool": {"const": "answer"}}, "required": ["tool"]})
+    return {"anyOf": options}
+
+
+def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
+    """What the model reads back from a tool: delimited, data only."""
+    if not outcome.ok:
+        return f"ERROR: {outcome.error}"
+    r = outcome.result
+    if outcome.tool == "rag_search":
+        lines = [f"{h['chunk_id']} (score {h['score']:.2f}, {('p.' + str(h['page_start'])) if h.get('page_start') else 'no page'}): "
+                 f"{' '.join(h['text'].split()[:40])}" for h in r["hits"]]
+        return "search results:\n" + ("\n".join(lines) if lines else "(nothing found)")
+    if outcome.tool == "fetch_chunks_by_id":
+        parts = [w["rendered"] for w in r["windows"]] + [f"ERROR {e['chunk_id']}: {e['error']}" for e in r["errors"]]
+        return "\n\n".join(parts)[:max_chars]
+    if outcome.tool == "nested_retrieve":
+        return "\n\n".join(f"<<< {h['first_chunk']}..{h['last_chunk']} {h['pages_label']}\n{h['text'][:1500]}\n>>>"
+                           for h in r["hits"])[:max_chars]
+    return json.dumps(r, ensure_ascii=False)[:max_chars]

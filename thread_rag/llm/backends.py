@@ -1,0 +1,155 @@
+"""Chat model backends behind langchain-core's ``BaseChatModel``.
+
+- :class:`EmbeddedChatModel`: llama.cpp (llama-cpp-python) with a packaged GGUF, no server.
+  ``invoke(messages, format=<JSON schema>)`` constrains the output to the schema (grammar).
+- Ollama: ``langchain_ollama.ChatOllama`` with ``num_ctx`` set explicitly so prompts are never
+  silently truncated; ``format=<schema>`` works the same way.
+``make_chat_model`` detects (never assumes) which one to use and ``describe`` says which.
+"""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any, Iterator
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+from ..errors import ModelUnavailableError
+from .model_files import MODELS, load_llama, model_label
+
+ROLE = {"human": "user", "ai": "assistant", "system": "system", "tool": "user"}
+
+
+def to_openai_messages(messages: list[BaseMessage]) -> list[dict]:
+    out = []
+    for m in messages:
+        role = ROLE.get(m.type, "user")
+        content = m.content if isinstance(m.content, str) else json.dumps(m.content)
+        if m.type == "tool":
+            content = f"<tool_result>\n{content}\n</tool_result>"
+        if out and out[-1]["role"] == role and role == "user":
+            out[-1]["content"] += "\n\n" + content
+        else:
+            out.append({"role": role, "content": content})
+    return out
+
+
+class EmbeddedChatModel(BaseChatModel):
+    """llama.cpp in-process. Greedy decoding at temperature 0 (repeatable)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_name: str = "qwen2.5-coder-1.5b"
+    settings: Any = None
+    temperature: float = 0.0
+    max_tokens: int = 400
+    n_ctx: int = 8192
+    _llama: Any = PrivateAttr(default=None)
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-embedded"
+
+    @property
+    def llama(self):
+        if self._llama is None:
+            self._llama = load_llama(self.settings, self.model_name, n_ctx=self.n_ctx)
+        return self._llama
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def _params(self, messages, stop, kwargs) -> dict:
+        p: dict = {"messages": to_openai_messages(messages), "temperature": self.temperature,
+                   "max_tokens": int(kwargs.get("max_tokens") or self.max_tokens), "seed": 0}
+        if self.temperature == 0:
+            p["top_k"] = 1
+        if stop:
+            p["stop"] = stop
+        fmt = kwargs.get("format")
+        if isinstance(fmt, dict):
+            p["response_format"] = {"type": "json_object", "schema": fmt}
+        elif fmt == "json":
+            p["response_format"] = {"type": "json_object"}
+        return p
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        r = self.llama.create_chat_completion(**self._params(messages, stop, kwargs))
+        text = r["choices"][0]["message"].get("content") or ""
+        u = r.get("usage") or {}
+        msg = AIMessage(content=text, usage_metadata={"input_tokens": u.get("prompt_tokens", 0),
+                                                       "output_tokens": u.get("completion_tokens", 0),
+                                                       "total_tokens": u.get("total_tokens", 0)})
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def _stream(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
+        for part in self.llama.create_chat_completion(stream=True, **self._params(messages, stop, kwargs)):
+            delta = part["choices"][0].get("delta", {}).get("content") or ""
+            if delta:
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
+                if run_manager:
+                    run_manager.on_llm_new_token(delta, chunk=chunk)
+                yield chunk
+
+
+def ollama_reachable(host: str, timeout: float = 1.5) -> tuple[bool, list[str], str]:
+    """(reachable, model names, error) from GET {host}/api/tags."""
+    url = host.rstrip("/") + "/api/tags"
+    if not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - user-configured local URL
+            data = json.loads(resp.read().decode("utf-8") or "{}")
+        return True, [m.get("name", "") for m in data.get("models", [])], ""
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return False, [], str(getattr(exc, "reason", exc))
+
+
+def ollama_error(exc: Exception, model: str) -> ModelUnavailableError:
+    text = str(exc)
+    if "not found" in text.lower() or "404" in text:
+        return ModelUnavailableError(f"Ollama has no model '{model}': run `ollama pull {model}`")
+    return ModelUnavailableError(f"Ollama request failed ({text.splitlines()[0][:160] if text else type(exc).__name__}); "
+                                 f"is `ollama serve` running? or set CHAT_BACKEND=embedded")
+
+
+def ollama_model_name(settings) -> str:
+    return "qwen2.5-coder:1.5b" if settings.MAIN_MODEL in MODELS else settings.MAIN_MODEL
+
+
+def make_chat_model(settings) -> BaseChatModel:
+    backend = settings.CHAT_BACKEND
+    host = settings.ollama_host
+    if backend in ("auto", "ollama") and host:
+        ok, names, err = ollama_reachable(host)
+        model = ollama_model_name(settings)
+        if ok:
+            if names and model not in names and f"{model}:latest" not in names:
+                if backend == "ollama":
+                    raise ModelUnavailableError(f"Ollama at {host} has no model '{model}': run `ollama pull {model}` "
+                                                f"(it has: {', '.join(names[:8]) or 'none'})")
+            else:
+                from langchain_ollama import ChatOllama
+
+                m = ChatOllama(model=model, base_url=host, num_ctx=settings.OLLAMA_NUM_CTX,
+                               temperature=settings.TEMPERATURE, num_predict=settings.MAX_ANSWER_TOKENS, seed=0)
+                m.metadata = {"backend": f"Ollama at {host}", "model": model, "ctx": settings.OLLAMA_NUM_CTX}
+                return m
+        elif backend == "ollama":
+            raise ModelUnavailableError(f"Ollama is not reachable at {host} ({err}); start `ollama serve` "
+                                        f"or set CHAT_BACKEND=embedded")
+    elif backend == "ollama":
+        raise ModelUnavailableError("CHAT_BACKEND=ollama needs OLLAMA_HOST (e.g. http://127.0.0.1:11434)")
+    m = EmbeddedChatModel(model_name=settings.MAIN_MODEL, settings=settings, temperature=settings.TEMPERATURE,
+                          max_tokens=settings.MAX_ANSWER_TOKENS, n_ctx=settings.LLM_CTX)
+    m.metadata = {"backend": "embedded llama.cpp (no server)", "model": model_label(settings.MAIN_MODEL),
+                  "ctx": settings.LLM_CTX}
+    return m
+
+
+def describe(model: BaseChatModel) -> str:
+    md = model.metadata or {}
+    return f"{md.get('backend', type(model).__name__)} · {md.get('model', '?')} · context {md.get('ctx', '?')} tokens"

@@ -1,0 +1,243 @@
+"""The REPL (``python runner.py`` / ``thread-rag chat``): prompt-toolkit input, rich output.
+
+Persistent history, completion of slash commands and doc ids, answers streamed token by token,
+tool calls shown as compact lines, Ctrl-C stops the current answer (not the session), ``exit``,
+``/exit`` and Ctrl-D leave.
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from rich.console import Console
+
+from . import tools
+from .errors import ThreadRagError
+from .render import progress_bar, render_nested, render_search, render_windows
+
+COMMANDS = {
+    "/docs": "list indexed documents",
+    "/index": "/index PATH  index a file or folder",
+    "/search": "/search QUERY  three-stage search",
+    "/fetch": "/fetch DOC1_004 [DOC1_005 ...]  read chunks in their windows",
+    "/nested": "/nested QUERY  non-overlapping passages from the document tree",
+    "/preheat": "/preheat [DOC1]  summarise chunks ahead of time",
+    "/delete": "/delete DOC1  remove a document",
+    "/stats": "store statistics",
+    "/clear": "forget the conversation",
+    "/help": "this list",
+    "/exit": "leave (also: exit, Ctrl-D)",
+}
+
+DEMO_DIR = Path(__file__).resolve().parents[1] / "docs"
+
+
+class Repl:
+    def __init__(self, engine, console: Console | None = None, input_fn=None, agent=None, pt_input=None,
+                 pt_output=None):
+        self.engine = engine
+        self._pt = (pt_input, pt_output)
+        self.console = console or Console()
+        self._agent = agent
+        self._input_fn = input_fn
+
+    @property
+    def agent(self):
+        if self._agent is None:
+            from .agent.loop import Agent
+
+            self._agent = Agent(self.engine, on_event=self._event)
+        return self._agent
+
+    def _event(self, kind: str, data: dict) -> None:
+        c = self.console
+        if kind == "tool":
+            args = data.get("args") or {}
+            arg = args.get("query") or ", ".join(args.get("chunk_ids", [])) or args.get("file_path") or ""
+            res = data.get("result")
+            res_s = ", ".join(res[:3]) if isinstance(res, list) else ""
+            mark = "[green]→[/green]" if data.get("ok") else "[red]✗[/red]"
+            c.print(f"  [dim]{data.get('tool')} {arg!r:.60} {mark} {res_s or data.get('error') or ''}[/dim]",
+                    highlight=False)
+        elif kind == "routing_error":
+            c.print(f"  [dim yellow]model reply not usable as a tool call ({data['error'][:60]})[/dim yellow]")
+
+    # ------------------------------------------------------------------------------------
+    def make_session(self):
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.completion import Completer, Completion
+        from prompt_toolkit.history import FileHistory
+
+        engine = self.engine
+
+        class SlashCompleter(Completer):
+            def get_completions(self, document, complete_event):
+                text = document.text_before_cursor
+                word = document.get_word_before_cursor(WORD=True)
+                if text.startswith("/") and " " not in text:
+                    for cmd in COMMANDS:
+                        if cmd.startswith(text):
+                            yield Completion(cmd, start_position=-len(text))
+                elif word.upper().startswith("DOC"):
+                    for d in engine.documents():
+                        if d.doc_id.startswith(word.upper()):
+                            yield Completion(d.doc_id, start_position=-len(word))
+
+        hist = self.engine.home / "chat_history.txt"
+        inp, outp = self._pt
+        return PromptSession(history=FileHistory(str(hist)), completer=SlashCompleter(), complete_while_typing=False,
+                             input=inp, output=outp)
+
+    def banner(self) -> None:
+        c = self.console
+        c.print("[bold]THREAD-RAG[/bold]: ask about your documents. /help for commands, /exit to leave.")
+        try:
+            from .llm.backends import describe
+
+            c.print(f"[dim]LLM: {describe(self.engine.chat_model)}[/dim]")
+        except ThreadRagError as exc:
+            c.print(f"[yellow]LLM unavailable: {exc}[/yellow]")
+        c.print(f"[dim]Embedder: {self.engine.settings.EMBEDDER_MODEL} · data: {self.engine.home}[/dim]")
+
+    def first_run(self, ask) -> None:
+        """On an empty store: say how to index, offer the user manual as a demo corpus."""
+        if self.engine.documents():
+            return
+        c = self.console
+        c.print("No documents indexed yet. Index yours with [bold]/index PATH[/bold] (a PDF, DOCX, TXT or Markdown "
+                "file, or a folder), or run [bold]thread-rag index PATH[/bold] in a shell.")
+        if DEMO_DIR.is_dir():
+            reply = ask(f"Index the THREAD-RAG user manual ({DEMO_DIR}) as a demo corpus? [Y/n] ")
+            if reply is None or reply.strip().lower() in ("", "y", "yes"):
+                self.do_index(str(DEMO_DIR))
+                c.print('Try: [italic]how do I pre-heat summaries?[/italic]')
+
+    def do_index(self, path: str) -> None:
+        with progress_bar(self.console) as bar:
+            res = tools.index_new_document(self.engine, path, progress=bar)
+        for r in res["results"]:
+            if r["status"] == "failed":
+                self.console.print(f"[red]{r['error']}[/red]", highlight=False)
+            else:
+                self.console.print(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {r['path']}", highlight=False)
+
+    def handle(self, line: str) -> bool:
+        """Run one input line; False means leave."""
+        line = line.strip()
+        if not line:
+            return True
+        if line in ("exit", "quit", "/exit", "/quit"):
+            return False
+        c = self.console
+        try:
+            if line.startswith("/"):
+                return self.command(line)
+            self.answer(line)
+        except ThreadRagError as exc:
+            c.print(f"[red]error: {exc}[/red]", highlight=False)
+        return True
+
+    def command(self, line: str) -> bool:
+        c = self.console
+        try:
+            parts = shlex.split(line)
+        except ValueError:
+            parts = line.split()
+        cmd, args = parts[0].lower(), parts[1:]
+        rest = line[len(parts[0]):].strip()
+        if cmd == "/help":
+            for k, v in COMMANDS.items():
+                c.print(f"  [bold]{k:9}[/bold] {v}")
+        elif cmd == "/docs":
+            docs = tools.list_available_documents(self.engine)["documents"]
+            if not docs:
+                c.print("no documents indexed")
+            for d in docs:
+                c.print(f"  {d['doc_id']:6} {d['name']}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}",
+                        highlight=False)
+        elif cmd == "/index":
+            if not args:
+                raise ThreadRagError("usage: /index PATH")
+            self.do_index(rest)
+        elif cmd == "/search":
+            if not rest:
+                raise ThreadRagError("usage: /search QUERY")
+            render_search(c, tools.rag_search(self.engine, rest))
+        elif cmd == "/fetch":
+            if not args:
+                raise ThreadRagError("usage: /fetch DOC1_004 [DOC1_005 ...]")
+            render_windows(c, tools.fetch_chunks_by_id(self.engine, args))
+        elif cmd == "/nested":
+            if not rest:
+                raise ThreadRagError("usage: /nested QUERY")
+            render_nested(c, tools.nested_retrieve(self.engine, rest, limit=5))
+        elif cmd == "/preheat":
+            with progress_bar(c) as bar:
+                r = tools.pre_heat_summaries(self.engine, args[0] if args else None, progress=bar)
+            c.print(f"summaries made {r['made']}, cached {r['cached']}, failed {r['failed']}, {r['seconds']:.1f} s")
+        elif cmd == "/delete":
+            if not args:
+                raise ThreadRagError("usage: /delete DOC1")
+            rec = self.engine.delete(args[0])
+            c.print(f"deleted {rec.doc_id} ({rec.name})")
+        elif cmd == "/stats":
+            docs = self.engine.documents()
+            c.print(f"{len(docs)} documents, {sum(d.chunk_count for d in docs)} chunks, data dir {self.engine.home}")
+        elif cmd == "/clear":
+            if self._agent is not None:
+                self._agent.clear()
+            c.print("conversation cleared")
+        elif cmd in ("/exit", "/quit"):
+            return False
+        else:
+            raise ThreadRagError(f"unknown command {cmd}; /help lists commands")
+        return True
+
+    def answer(self, question: str) -> None:
+        c = self.console
+        ans = self.agent.ask(question, on_token=lambda t: c.out(t, end="", highlight=False))
+        c.out("")
+        if ans.interrupted:
+            c.print("[yellow](stopped)[/yellow]")
+        if ans.citations and not ans.refused:
+            src = "; ".join(f"{x.chunk_id} {x.doc_name} {x.pages}".strip() + (" (matched)" if x.inferred else "")
+                            for x in ans.citations)
+            c.print(f"[dim]sources: {src}[/dim]", highlight=False)
+        c.print(f"[dim]{ans.timings['total_s']:.1f} s[/dim]")
+
+    def run(self) -> int:
+        session = None
+        if self._input_fn is None:
+            session = self.make_session()
+
+            def ask(prompt):
+                return session.prompt(prompt)
+        else:
+            ask = self._input_fn
+        self.banner()
+        try:
+            self.first_run(ask)
+        except (EOFError, KeyboardInterrupt):
+            return 0
+        except ThreadRagError as exc:
+            self.console.print(f"[red]error: {exc}[/red]")
+        while True:
+            try:
+                line = ask("› ")
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line
+            except EOFError:
+                break
+            if line is None:
+                break
+            try:
+                if not self.handle(line):
+                    break
+            except KeyboardInterrupt:
+                self.console.print("[yellow](stopped)[/yellow]")
+        self.console.print("bye")
+        return 0
+
+
+def run_repl(engine) -> int:
+    return Repl(engine).run()

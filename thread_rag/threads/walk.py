@@ -1,0 +1,29 @@
+"""The deterministic jump-and-walk: search, read each entry chunk's window, and walk forward while
+the window's walk signal says the topic continues. Used as the agent's fallback and as the
+``thread_walk`` context strategy in benchmarks."""
+from __future__ import annotations
+
+from ..ids import ChunkId
+
+
+def jump_and_walk(engine, query: str, k: int = 3, max_walk: int = 2, doc_id: str | None = None,
+                  token_budget: int | None = None, hits=None) -> tuple[list, list]:
+    """Return (windows, search hits). ``hits`` reuses an earlier search result."""
+    if hits is None:
+        hits = engine.retriever.search(query, doc_id=doc_id, k=k).hits
+    wanted: list[str] = []
+    for h in hits[:k]:
+        cid = ChunkId.parse(h.chunk_id)
+        run = [cid]
+        n = engine.document(cid.serial).chunk_count
+        while len(run) <= max_walk:
+            w = engine.windows.fetch([str(c) for c in run], token_budget=10**6, query=query).windows[-1]
+            if not w.walk.continues_next:
+                break
+            nxt = run[-1].neighbour(+1, n)
+            if nxt is None:
+                break
+            run.append(nxt)
+        wanted.extend(str(c) for c in run if str(c) not in wanted)
+    res = engine.windows.fetch(wanted, token_budget=token_budget, query=query) if wanted else None
+    return (res.windows if res else []), hits
