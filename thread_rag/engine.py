@@ -299,9 +299,12 @@ class Engine:
                                pages=same.pages, seconds=time.perf_counter() - t0)
         if progress:
             progress("load", 0, 1)
+        t_load = time.perf_counter()
         doc = load_document(resolved)
-        return self.index_loaded(doc, str(resolved), resolved.name, content_hash, progress=progress,
-                                 shown_path=str(p), t0=t0)
+        res = self.index_loaded(doc, str(resolved), resolved.name, content_hash, progress=progress,
+                                shown_path=str(p), t0=t0)
+        res.timings["load_s"] = round(time.perf_counter() - t_load - sum(res.timings.values()), 3)
+        return res
 
     def index_loaded(self, doc, key: str, name: str, content_hash: str, progress: Progress | None = None,
                      shown_path: str | None = None, t0: float | None = None) -> IndexResult:
@@ -311,10 +314,13 @@ class Engine:
         p = shown_path or key
         resolved_key = key
         recipe = self._recipe()
+        t_chunk = time.perf_counter()
         chunker = make_chunker(self.settings, self.embedder.count_tokens,
                                embed=self.embedder.embed if self.settings.CHUNK_STRATEGY == "semantic" else None)
         drafts = chunker.chunk(doc)
         texts = [text_for_embedding(d.text) for d in drafts]
+        timings = {"chunk_s": round(time.perf_counter() - t_chunk, 3)}
+        t_embed = time.perf_counter()
         vectors, token_vectors = [], []
         step = 64
         for i in range(0, len(texts), step):
@@ -328,6 +334,8 @@ class Engine:
         import numpy as np
 
         vectors = np.concatenate(vectors)
+        timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
+        t_store = time.perf_counter()
         with self.write_lock():
             self.recover()
             self.catalog.reload()
@@ -370,14 +378,17 @@ class Engine:
             crash_point("after_cleanup")
             marker.unlink(missing_ok=True)
             self._threads.pop(serial, None)
+        timings["store_s"] = round(time.perf_counter() - t_store, 3)
         if progress:
             progress("done", 1, 1)
         return IndexResult(path=str(p), status="replaced" if old else "indexed", doc_id=doc_id, chunks=len(chunks),
-                           pages=doc.pages, seconds=time.perf_counter() - t0)
+                           pages=doc.pages, seconds=time.perf_counter() - t0, timings=timings)
 
     def _recipe(self) -> dict:
         s = self.settings
-        return {"chunk_strategy": f"{s.CHUNK_STRATEGY}:{s.CHUNK_TOKENS}/{s.CHUNK_OVERLAP}",
+        from .ingest.loaders import LOADER_VERSION
+
+        return {"chunk_strategy": f"{s.CHUNK_STRATEGY}:{s.CHUNK_TOKENS}/{s.CHUNK_OVERLAP}:L{LOADER_VERSION}",
                 "embedder": s.EMBEDDER_MODEL}
 
     def _unchanged(self, path: str, content_hash: str, recipe: dict) -> DocumentRecord | None:

@@ -92,3 +92,4 @@ class IndexResult:
     pages: int | None = None
     seconds: float = 0.0
     error: str | None = None
+    timings: dict = field(default_factory=dict)  # load_s, chunk_s, embed_s, store_s

@@ -63,7 +63,19 @@ def run_bench(args) -> int:
         out = run_context_bench(settings, args)
         print(context_markdown(out) if args.markdown else json.dumps(out, indent=1))
         return 0
-    raise ThreadRagError(f"bench {args.kind} is not implemented yet")
+    if args.kind == "contextual":
+        from .contextual import run_contextual_bench
+
+        print(json.dumps(run_contextual_bench(settings, args), indent=1))
+        return 0
+    if args.kind in ("routing", "latency", "answers"):
+        from . import agent_bench
+
+        fn = {"routing": agent_bench.run_routing_bench, "latency": agent_bench.run_latency_bench,
+              "answers": agent_bench.run_answers_bench}[args.kind]
+        print(json.dumps(fn(settings, args), indent=1, ensure_ascii=False))
+        return 0
+    raise ThreadRagError(f"unknown benchmark {args.kind}")
 
 
 def retrieval_markdown(out: dict) -> str:

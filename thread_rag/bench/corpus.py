@@ -12,7 +12,9 @@ from ..settings import Settings
 
 def bench_home(settings: Settings, dataset: str) -> Path:
     s = settings
-    recipe = f"{s.CHUNK_STRATEGY}-{s.CHUNK_TOKENS}-{s.CHUNK_OVERLAP}"
+    from ..ingest.loaders import LOADER_VERSION
+
+    recipe = f"{s.CHUNK_STRATEGY}-{s.CHUNK_TOKENS}-{s.CHUNK_OVERLAP}-L{LOADER_VERSION}"
     return Path("bench_out") / f"{dataset}-{recipe}"
 
 

@@ -38,6 +38,8 @@ class Dataset:
     queries: list
 
 
+QUICK_CORPUS = 60  # documents kept by --limit runs (gold + distractors)
+
 DATASETS = ("limit-small", "aws-docs-qa", "musique", "leval-legal")
 
 LEVAL_BOILERPLATE = ("Highlight the parts (if any) of this contract related to",)
@@ -60,6 +62,12 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
     if limit is not None and limit < len(ds.queries):
         rng = random.Random(seed)
         ds.queries = sorted(rng.sample(ds.queries, limit), key=lambda q: q.qid)
+        # quick runs: the corpus shrinks to the gold documents plus seeded distractors
+        gold = set().union(*(q.gold_docs for q in ds.queries))
+        others = [d for d in ds.corpus if d.key not in gold]
+        keep = gold | {d.key for d in rng.sample(others, min(len(others), max(0, QUICK_CORPUS - len(gold))))}
+        ds.corpus = [d for d in ds.corpus if d.key in keep]
+        ds.name = f"{ds.name}-quick{limit}"
     return ds
 
 

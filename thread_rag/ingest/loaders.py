@@ -16,6 +16,8 @@ from pathlib import Path
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
 
+LOADER_VERSION = 2  # part of the index recipe: a changed loader re-indexes on the next run
+
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text"}
 

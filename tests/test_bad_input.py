@@ -1,0 +1,160 @@
+"""Bad input through every door: one clear message, no traceback, store and cache unchanged."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, write
+from thread_rag.agent.tools import call_tool, make_tools
+
+
+def snapshot(engine) -> str:
+    h = hashlib.sha256()
+    for root in (engine.home, engine.settings.cache_path):
+        for p in sorted(root.rglob("*")) if root.exists() else []:
+            if p.is_file() and "chroma" not in p.parts and p.name != "write.lock" and not p.name.endswith(".lock"):
+                h.update(str(p.relative_to(root)).encode())
+                h.update(p.read_bytes())
+    chunks = sorted((d.doc_id, d.generation, d.chunk_count) for d in engine.documents())
+    h.update(json.dumps(chunks).encode())
+    h.update(str(engine.store.count()).encode())
+    return h.hexdigest()
+
+
+BAD_TOOL_CALLS = [
+    ("rag_search", {}), ("rag_search", {"query": ""}), ("rag_search", {"query": 12}),
+    ("rag_search", {"query": "x", "doc_id": "DOC99"}), ("rag_search", {"query": "x", "doc_id": "../etc"}),
+    ("rag_search", {"query": "x", "k": 3}), ("fetch_chunks_by_id", {}), ("fetch_chunks_by_id", {"chunk_ids": []}),
+    ("fetch_chunks_by_id", {"chunk_ids": "DOC1_000"}), ("fetch_chunks_by_id", {"chunk_ids": [1, 2]}),
+    ("fetch_chunks_by_id", {"chunk_ids": ["x"] * 51}), ("nested_retrieve", {"query": "x", "limit": 0}),
+    ("nested_retrieve", {"query": "x", "limit": "five"}), ("nested_retrieve", {"query": "x", "doc_id": "DOC7"}),
+    ("pre_heat_summaries", {"serial_id": "DOC42"}), ("pre_heat_summaries", {"serial_id": 3}),
+    ("index_new_document", {}), ("index_new_document", {"file_path": "/etc/passwd"}),
+    ("index_new_document", {"file_path": "/root/.ssh/id_rsa"}), ("index_new_document", {"file_path": ""}),
+    ("list_available_documents", {"extra": True}), ("rm_rf", {"path": "/"}), (None, {}), ("rag_search", "query"),
+]
+
+
+@pytest.mark.parametrize("name,args", BAD_TOOL_CALLS)
+def test_bad_tool_calls_leave_store_unchanged(manual_engine, name, args):
+    tools = make_tools(manual_engine)
+    before = snapshot(manual_engine)
+    out = call_tool(tools, name, args)
+    assert not out.ok and out.error and "\n" not in out.error and "Traceback" not in out.error
+    assert snapshot(manual_engine) == before
+
+
+def test_fetch_malformed_ids_in_a_valid_call(manual_engine):
+    tools = make_tools(manual_engine)
+    out = call_tool(tools, "fetch_chunks_by_id", {"chunk_ids": ["DOC1_", "DOC1_-1", "DOC99_000", "../x", "DOC1_001"]})
+    assert out.ok and len(out.result["errors"]) == 4 and len(out.result["windows"]) == 1
+
+
+@pytest.mark.parametrize("query", ["", "   ", "x" * 10_000, "DROP TABLE chunks; --", "\x00\x01", "🙂" * 500])
+def test_odd_queries(manual_engine, query):
+    tools = make_tools(manual_engine)
+    out = call_tool(tools, "rag_search", {"query": query})
+    if query.strip() and query != "\x00\x01":
+        assert out.ok
+    else:
+        assert not out.ok or out.result["hits"] is not None
+
+
+@pytest.mark.parametrize("name,data", [
+    ("zero.txt", b""), ("ws.md", b" \n\t\n "), ("bin.md", os.urandom(4096).replace(b"\xff", b"\x00") + b"\x00" * 64),
+    ("bad-utf8.txt", b"ok \xff\xfe\xfd " * 3 + b"\x00" * 20), ("trunc.pdf", b"%PDF-1.7\n%\xe2\xe3\n1 0 obj"),
+    ("x.docx", b"PK\x03\x04garbage"), ("n.xyz", b"data"), ("dir name with spaces/ü.md", None),
+])
+def test_bad_files_via_the_agent_door(manual_engine, tmp_path, monkeypatch, name, data):
+    monkeypatch.chdir(tmp_path)
+    if data is None:
+        write(tmp_path / name, "")
+    else:
+        write(tmp_path / name, data)
+    tools = make_tools(manual_engine)
+    before = snapshot(manual_engine)
+    out = call_tool(tools, "index_new_document", {"file_path": str(tmp_path / name)})
+    if out.ok:  # a directory-less file door returns per-file results
+        assert all(r["status"] == "failed" for r in out.result["results"])
+        err = out.result["results"][0]["error"]
+    else:
+        err = out.error
+    assert err and "\n" not in err
+    assert snapshot(manual_engine) == before
+
+
+def test_unicode_path_with_spaces_indexes(make_engine, tmp_path):
+    e = make_engine()
+    f = write(tmp_path / "dossier avec espaces" / "guide-ü.md", "# Titre\n\nUne phrase complète sur l'installation.")
+    assert e.index_file(f).status == "indexed"
+
+
+def test_very_long_lines_and_big_file(make_engine, tmp_path):
+    e = make_engine(CHUNK_TOKENS=200)
+    f = write(tmp_path / "long.txt", ("word " * 20000) + "\n")
+    r = e.index_file(f)
+    assert r.chunks > 50 and all(c.n_tokens <= 200 for c in e.thread(r.doc_id).chunks)
+
+
+@pytest.mark.slow
+def test_fifty_megabyte_text_file_is_loaded_and_chunked(tmp_path, embedder):
+    from thread_rag.ingest.chunker import SentenceChunker
+    from thread_rag.ingest.loaders import load_document
+
+    line = "Step {i}: tighten bolt number {i} to the torque in table 4 before moving on.\n"
+    with (tmp_path / "big.txt").open("w") as fh:
+        i = 0
+        while fh.tell() < 50 * 1024 * 1024:
+            fh.write("".join(line.format(i=i + j) for j in range(1000)) + "\n")
+            i += 1000
+    doc = load_document(tmp_path / "big.txt")
+    assert len(doc.full_text) > 40_000_000
+    chunks = SentenceChunker(embedder.count_tokens).chunk(doc)
+    assert len(chunks) > 10_000
+
+
+def test_cli_bad_settings_and_args_one_line(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "THREAD_RAG_CHUNK_TOKENS": "lots"}
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path), "docs"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip() == \
+        "error: invalid setting CHUNK_TOKENS='lots' (from $THREAD_RAG_CHUNK_TOKENS): expected int"
+    env.pop("THREAD_RAG_CHUNK_TOKENS")
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path), "fetch", "DOC1_"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+
+
+CONCURRENT = """
+import sys
+sys.path.insert(0, {repo!r})
+from thread_rag.settings import load_settings
+from thread_rag.engine import Engine
+e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}}}, env={{}}, config_file=False))
+for p in {paths!r}:
+    e.index_file(p)
+"""
+
+
+def test_two_processes_index_different_files_at_once(tmp_path, embedder):
+    from conftest import DOCS
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    files = sorted(DOCS.glob("*.md"))
+    home, cache = str(tmp_path / "h"), str(tmp_path / "c")
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT.format(repo=str(REPO), home=home, cache=cache,
+                                                                       paths=[str(p) for p in part])],
+                              stderr=subprocess.PIPE) for part in (files[:3], files[3:])]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err.decode()[-2000:]
+    e = Engine(load_settings({"HOME": home, "CACHE_PATH": cache}, env={}, config_file=False), embedder=embedder)
+    docs = e.documents()
+    assert sorted(d.name for d in docs) == sorted(f.name for f in files)
+    assert sorted(d.doc_id for d in docs) == [f"DOC{i}" for i in range(1, 7)]
+    assert e.check_consistency() == []
+    assert e.retriever.search("pre-heat summaries", k=1).hits

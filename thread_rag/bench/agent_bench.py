@@ -1,0 +1,178 @@
+"""Agent benchmarks with the real chat model.
+
+- ``routing``: one constrained routing step for each of 30 fixed prompts; a call counts as a success
+  when it is well-formed (valid JSON, arguments pass the tool's schema) and names the expected tool.
+- ``latency``: time to first token and total answer time for 5 questions on the Debian guide.
+- ``answers``: the LLM answers from each context strategy's context; SQuAD token F1 / EM against gold,
+  the F1 >= 0.7 "correct" and F1 < 0.6 "wrong" rates, refusals, tokens, seconds per question.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+from langchain_core.messages import HumanMessage, SystemMessage
+
+ROUTING_PROMPTS = [
+    ("Which documents do I have?", "list_available_documents"),
+    ("List the indexed documents.", "list_available_documents"),
+    ("What files are in my library?", "list_available_documents"),
+    ("Show me what has been indexed so far.", "list_available_documents"),
+    ("Index the file ./notes/runbook.md", "index_new_document"),
+    ("Please add manuals/router.pdf to the library.", "index_new_document"),
+    ("Load docs/guide.docx so I can ask about it.", "index_new_document"),
+    ("Ingest the text file ./install.txt", "index_new_document"),
+    ("Search for how to partition a disk.", "rag_search"),
+    ("Find where the guide explains booting from USB.", "rag_search"),
+    ("Look up the minimum RAM requirement.", "rag_search"),
+    ("Search DOC1 for preseeding.", "rag_search"),
+    ("Where does it talk about network configuration?", "rag_search"),
+    ("Find the section about setting a root password.", "rag_search"),
+    ("Show me chunk DOC1_005.", "fetch_chunks_by_id"),
+    ("Read DOC2_010 and DOC2_011.", "fetch_chunks_by_id"),
+    ("Open chunk DOC1_120 with its context window.", "fetch_chunks_by_id"),
+    ("What comes after DOC3_004? Fetch DOC3_005.", "fetch_chunks_by_id"),
+    ("Fetch the chunks DOC1_000 and DOC1_001.", "fetch_chunks_by_id"),
+    ("Display DOC4_002 in its window.", "fetch_chunks_by_id"),
+    ("Pre-heat the summaries for DOC1.", "pre_heat_summaries"),
+    ("Summarise every chunk of all documents ahead of time.", "pre_heat_summaries"),
+    ("Warm up the summary cache for DOC2.", "pre_heat_summaries"),
+    ("Pre-compute neighbour summaries now so later answers are fast.", "pre_heat_summaries"),
+    ("Give me 3 non-overlapping passages about booting.", "nested_retrieve"),
+    ("Use nested retrieval to find passages on disk encryption.", "nested_retrieve"),
+    ("Find several separate passages of different sizes about installing packages.", "nested_retrieve"),
+    ("Nested retrieve 5 passages about mirrors in DOC1.", "nested_retrieve"),
+    ("Find non-overlapping sections of the document tree about the boot loader.", "nested_retrieve"),
+    ("Get distinct passages from different parts of DOC2 about time zones.", "nested_retrieve"),
+]
+
+
+def run_routing_bench(settings, args) -> dict:
+    from ..agent.loop import ROUTE, SYSTEM, parse_json_lenient
+    from ..agent.tools import SCHEMAS, routing_schema
+    from ..llm.backends import describe, make_chat_model
+    from .retrieval import machine
+
+    model = make_chat_model(settings)
+    names = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
+             "index_new_document", "pre_heat_summaries"]
+    schema = routing_schema(names)
+    system = SYSTEM.format(docs="DOC1 = install.en.pdf (535 chunks), DOC2 = maint-guide.en.pdf (150 chunks)")
+    rows = []
+    for prompt, want in ROUTING_PROMPTS[: args.limit or len(ROUTING_PROMPTS)]:
+        t = time.perf_counter()
+        raw = model.invoke([SystemMessage(system), HumanMessage(f"Request: {prompt}"), HumanMessage(ROUTE)],
+                           format=schema, max_tokens=120).content
+        s = time.perf_counter() - t
+        ok_json = ok_args = False
+        tool = None
+        try:
+            d = parse_json_lenient(raw)
+            ok_json = True
+            tool = d.get("tool")
+            if tool in SCHEMAS:
+                SCHEMAS[tool].model_validate(d.get("args") or {})
+                ok_args = True
+        except Exception:  # noqa: BLE001 - counted as a failure
+            pass
+        rows.append({"prompt": prompt, "expected": want, "got": tool, "well_formed": ok_json and ok_args,
+                     "correct": ok_json and ok_args and tool == want, "seconds": round(s, 2), "raw": raw[:200]})
+    n = len(rows)
+    return {"prompts": n, "well_formed_rate": round(sum(r["well_formed"] for r in rows) / n, 3),
+            "success_rate": round(sum(r["correct"] for r in rows) / n, 3),
+            "seconds_p50": round(float(np.median([r["seconds"] for r in rows])), 2),
+            "backend": describe(model), "machine": machine(), "rows": rows}
+
+
+LATENCY_QUESTIONS = [
+    "How much RAM and disk space does a desktop installation need at minimum?",
+    "How do I write the installer image to a USB stick?",
+    "How do I pass a preseed file to the installer at boot?",
+    "What does the guide say about setting the root password?",
+    "How can I install Debian from a hard disk without a CD?",
+]
+
+
+def run_latency_bench(settings, args) -> dict:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from ..agent.loop import Agent
+    from ..engine import Engine
+    from .retrieval import machine
+
+    home = Path(tempfile.mkdtemp(prefix="thread-rag-lat-"))
+    try:
+        e = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache"), MODEL_DIR=str(settings.model_dir)))
+        e.index_file(args.file or str(settings.shared_data /
+                                      "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
+        agent = Agent(e)
+        _ = agent.model.invoke([HumanMessage("hi")], max_tokens=1)  # load the model outside the timings
+        rows = []
+        for q in LATENCY_QUESTIONS[: args.limit or 5]:
+            agent.clear()
+            a = agent.ask(q)
+            rows.append({"question": q, "first_token_s": a.timings["first_token_s"], "total_s": a.timings["total_s"],
+                         "refused": a.refused, "fallback": a.fallback_used, "steps": len(a.tool_trace),
+                         "citations": [c.chunk_id + ("*" if c.inferred else "") for c in a.citations],
+                         "answer": a.answer[:300]})
+        ft = [r["first_token_s"] for r in rows if r["first_token_s"]]
+        return {"backend": agent.backend, "machine": machine(), "questions": len(rows),
+                "first_token_s_median": round(float(np.median(ft)), 2) if ft else None,
+                "total_s_median": round(float(np.median([r["total_s"] for r in rows])), 2), "rows": rows}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+ANSWER_PROMPT = ("Answer the question from the context only, in one or two sentences, quoting the document's words "
+                 "where possible. If the context does not contain the answer, reply exactly: NOT IN DOCUMENTS\n\n"
+                 "Context:\n{context}\n\nQuestion: {question}")
+
+
+def run_answers_bench(settings, args) -> dict:
+    from ..llm.backends import describe, make_chat_model
+    from .context import STRATEGIES, _token_counter, build_context
+    from .corpus import open_corpus_engine
+    from .datasets import load_dataset
+    from .metrics import bootstrap_ci, exact_match, token_f1
+    from .retrieval import machine
+
+    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 20, seed=args.seed)
+    engine, keymap, _ = open_corpus_engine(settings, ds)
+    doc_of = {v: k for k, v in keymap.items()}
+    per_doc = ds.name.startswith("leval-legal")
+    strategies = args.configs.split(",") if args.configs else ["topk", "thread_windows"]
+    model = make_chat_model(settings.replace(MAX_ANSWER_TOKENS=120))
+    count = _token_counter(settings)
+    res = {s: [] for s in strategies}
+    for q in ds.queries:
+        doc_id = doc_of.get(next(iter(q.gold_docs))) if per_doc else None
+        hits = engine.retriever.search(q.text, doc_id=doc_id, k=5).hits
+        for s in strategies:
+            ctx = build_context(engine, s, q.text, 5, doc_id, hits)
+            prompt = ANSWER_PROMPT.format(context=ctx, question=q.text)
+            t = time.perf_counter()
+            out = model.invoke([HumanMessage(prompt)], max_tokens=120)
+            sec = time.perf_counter() - t
+            text = out.content.strip()
+            refused = "NOT IN DOCUMENTS" in text.upper()
+            f1 = 0.0 if refused else max(token_f1(text, g) for g in q.answers)
+            em = 0.0 if refused else max(exact_match(text, g) for g in q.answers)
+            res[s].append({"f1": f1, "em": em, "refused": refused, "seconds": sec, "tokens_in": count(prompt),
+                           "tokens_out": count(text)})
+    out = {"dataset": ds.name, "questions": len(ds.queries), "backend": describe(model), "machine": machine(),
+           "strategies": {}}
+    for s, rows in res.items():
+        f1 = [r["f1"] for r in rows]
+        out["strategies"][s] = {
+            "f1": round(float(np.mean(f1)), 4), "f1_ci95": [round(x, 4) for x in bootstrap_ci(f1)],
+            "em": round(float(np.mean([r["em"] for r in rows])), 4),
+            "correct_rate_f1>=0.7": round(float(np.mean([x >= 0.7 for x in f1])), 4),
+            "wrong_rate_f1<0.6": round(float(np.mean([x < 0.6 and not r["refused"] for x, r in zip(f1, rows)])), 4),
+            "refusal_rate": round(float(np.mean([r["refused"] for r in rows])), 4),
+            "tokens_in": round(float(np.mean([r["tokens_in"] for r in rows])), 1),
+            "tokens_out": round(float(np.mean([r["tokens_out"] for r in rows])), 1),
+            "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 2)}
+    return out
