@@ -117,3 +117,12 @@ def test_empty_store_and_empty_question(make_engine):
         agent.ask("hello?")
     with pytest.raises(ThreadRagError):
         agent.ask("   ")
+
+
+def test_relevance_floor_refuses_off_topic_without_asking_the_model(manual_engine):
+    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}], answerable=True)
+    ans = agent.ask("What is the boiling point of tungsten?")
+    assert ans.refused and ans.relevance < manual_engine.settings.RELEVANCE_MIN
+    assert not any(c["last"].startswith("Before answering") for c in model.calls)  # gate skipped
+    ok = agent_with(manual_engine, routes=[{"tool": "answer"}])[0].ask("how do I pre-heat summaries?")
+    assert not ok.refused and ok.relevance >= manual_engine.settings.RELEVANCE_MIN

@@ -158,3 +158,11 @@ def test_two_processes_index_different_files_at_once(tmp_path, embedder):
     assert sorted(d.doc_id for d in docs) == [f"DOC{i}" for i in range(1, 7)]
     assert e.check_consistency() == []
     assert e.retriever.search("pre-heat summaries", k=1).hits
+
+
+def test_no_pickle_or_eval_of_stored_data():
+    import re
+
+    for p in (REPO / "thread_rag").rglob("*.py"):
+        src = p.read_text()
+        assert not re.search(r"^\s*import pickle|^\s*from pickle|allow_pickle\s*=\s*True|\beval\(|\bexec\(", src, re.M), p

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("script", "run a JSONL file of tool calls and questions")
     p.add_argument("file")
     p = cmd("bench", "benchmarks on ../shared/data")
-    p.add_argument("kind", choices=["retrieval", "context", "answers", "ingest", "windows", "routing", "latency", "contextual"])
+    p.add_argument("kind", choices=["retrieval", "context", "answers", "ingest", "windows", "routing", "latency", "contextual", "report"])
     p.add_argument("--dataset", default=None)
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--markdown", action="store_true")

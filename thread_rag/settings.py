@@ -77,6 +77,7 @@ class Settings:
     LLM_CTX: int = 8192
     LLM_THREADS: int = 0                    # 0 = number of cores
     MAX_STEPS: int = 6
+    RELEVANCE_MIN: float = 0.30             # refuse when no chunk read has cosine >= this to the question
     MAX_ANSWER_TOKENS: int = 400
     HYDE: bool = False
     LOST_IN_MIDDLE: bool = False
@@ -122,6 +123,7 @@ class Settings:
         need(self.DENSE_WEIGHT + self.BM25_WEIGHT > 0, "DENSE_WEIGHT", "DENSE_WEIGHT + BM25_WEIGHT must be > 0")
         need(self.FUSION in ("rrf", "dense", "bm25"), "FUSION", "use rrf, dense or bm25")
         need(-1 < self.WALK_THRESHOLD < 1, "WALK_THRESHOLD", "must be between -1 and 1")
+        need(-1 <= self.RELEVANCE_MIN < 1, "RELEVANCE_MIN", "must be between -1 and 1")
         need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")
         need(self.SUMMARY_BACKEND in ("extractive", "llm", "ollama"), "SUMMARY_BACKEND",
              "use extractive, llm or ollama")

@@ -38,11 +38,12 @@ Indexed documents: {docs}"""
 ROUTE = ("Next step? Reply with one JSON object: a tool call {\"tool\": NAME, \"args\": {...}} "
          "or {\"tool\": \"answer\"} when you have read enough.")
 
-ANSWER_SYSTEM = """You answer from the context windows only. Rules:
+# Refusals are decided by the answerability check (GATE); offering a refusal phrase here made the
+# 1.5B model refuse even with the answer in context, so the answer prompt only asks for an answer.
+ANSWER_SYSTEM = """Now answer the question from the context windows above. Rules:
 - Use only facts stated in the context windows; never invent steps, values or commands.
-- Cite the chunk id and page of every fact in square brackets, e.g. [DOC1_006 p.12].
-- For procedures, give numbered steps. Be concise.
-- If the context does not contain the answer, reply exactly: NOT IN DOCUMENTS"""
+- Cite the chunk id (and page, if shown) of every fact in square brackets, e.g. [DOC1_006 p.12].
+- For procedures, give numbered steps. Be concise. Start directly with the answer."""
 
 GATE = ("Before answering: does the context above contain the information needed to answer the question? "
         "Reply with JSON {\"answerable\": true} or {\"answerable\": false}.")
@@ -81,6 +82,7 @@ class Answer:
     timings: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
     interrupted: bool = False
+    relevance: float | None = None  # best cosine between the question and a chunk that was read
 
 
 def parse_json_lenient(text: str):
@@ -243,15 +245,18 @@ class Agent:
         context_words = sum(len(w["rendered"].split()) for w in ordered)
         t_first = None
         interrupted = False
-        answerable = True
-        try:  # same conversation prefix as routing, so llama.cpp reuses its evaluated prompt
-            gate = self._invoke_json(msgs + [HumanMessage(GATE)], GATE_SCHEMA, max_tokens=12)
-            answerable = bool(gate.get("answerable", True))
-        except Exception:  # noqa: BLE001 - an unusable gate reply does not block the answer
-            answerable = True
+        relevance = self._relevance(standalone, ordered)
+        answerable = relevance >= self.settings.RELEVANCE_MIN
+        if answerable:
+            try:  # same conversation prefix as routing, so llama.cpp reuses its evaluated prompt
+                gate = self._invoke_json(msgs + [HumanMessage(GATE)], GATE_SCHEMA, max_tokens=12)
+                answerable = bool(gate.get("answerable", True))
+            except Exception:  # noqa: BLE001 - an unusable gate reply does not block the answer
+                answerable = True
         text = ""
         if answerable:
             self.on_event("answer_start", {})
+            shown = 0  # characters passed to on_token; held back while the text could be the refusal marker
             try:
                 for chunk in self.model.stream(msgs + [HumanMessage(f"{ANSWER_SYSTEM}\n\nQuestion: {standalone}")],
                                                max_tokens=self.settings.MAX_ANSWER_TOKENS):
@@ -262,8 +267,11 @@ class Agent:
                         t_first = time.perf_counter() - t0
                     text += piece
                     self._tok_out += 1
-                    if on_token:
-                        on_token(piece)
+                    head = text.lstrip().upper()
+                    if on_token and not (NOT_IN_DOCS.startswith(head[:len(NOT_IN_DOCS)]) or
+                                         head.startswith(NOT_IN_DOCS)):
+                        on_token(text[shown:])
+                        shown = len(text)
             except KeyboardInterrupt:
                 interrupted = True
         refused = (not answerable) or NOT_IN_DOCS.lower() in text.lower()[:80] or not text.strip()
@@ -271,6 +279,8 @@ class Agent:
             text = REFUSAL
             if on_token:
                 on_token(text)
+        elif on_token and answerable and shown < len(text):
+            on_token(text[shown:])
         citations, invalid = self._citations(text, ordered, refused)
         total = time.perf_counter() - t0
         ans = Answer(question=question, standalone_question=standalone, answer=text.strip(), refused=refused,
@@ -278,6 +288,7 @@ class Agent:
                      routing_failures=failures, backend=self.backend,
                      timings={"first_token_s": round(t_first, 3) if t_first else None, "total_s": round(total, 3)},
                      tokens={"in": self._tok_in, "out": self._tok_out, "context_words": context_words},
+                     relevance=round(relevance, 4),
                      interrupted=interrupted)
         self.history.append((question, ans.answer))
         return ans
@@ -299,6 +310,20 @@ class Agent:
         if not refused:
             cited.extend(self._attribute(text, windows, {c.chunk_id for c in cited}))
         return cited, invalid
+
+    def _relevance(self, question: str, windows: list[dict]) -> float:
+        """Best cosine between the question and the raw-text vector of any chunk read (-1 if none)."""
+        import numpy as np
+
+        ids = [ChunkId.parse(c) for w in windows for c in w["chunk_ids"]]
+        if not ids:
+            return -1.0
+        idx = self.engine.retriever.index
+        rows = [idx.row_of[(c.serial, c.position)] for c in ids if (c.serial, c.position) in idx.row_of]
+        if not rows:
+            return -1.0
+        q = self.engine.embedder.embed([question])[0]
+        return float(np.max(np.asarray(idx.vectors[rows]) @ q))
 
     def _attribute(self, text: str, windows: list[dict], already: set) -> list:
         """Citations the model did not write: each answer sentence is matched to the most similar

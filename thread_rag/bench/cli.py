@@ -63,6 +63,11 @@ def run_bench(args) -> int:
         out = run_context_bench(settings, args)
         print(context_markdown(out) if args.markdown else json.dumps(out, indent=1))
         return 0
+    if args.kind == "report":
+        from .report import report
+
+        print(report(args.file))
+        return 0
     if args.kind == "contextual":
         from .contextual import run_contextual_bench
 

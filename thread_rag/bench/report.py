@@ -1,0 +1,88 @@
+"""``thread-rag bench report [--file DIR]``: Markdown tables from the JSON results in ``bench_results/``.
+
+Each JSON file is the unedited stdout of one ``thread-rag bench ...`` command (its name says which);
+the tables in BENCHMARKS.md are this command's output.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _load(d: Path, name: str):
+    p = d / f"{name}.json"
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def retrieval_table(x: dict) -> str:
+    lines = [f"*{x['dataset']}: {x['queries']} queries, {x['corpus_docs']} documents, {x['chunks']} chunks; "
+             f"indexing took {x['index_seconds']:.0f} s; embedder {x['models']['embedder']} ({x['models']['dtype']}).*",
+             "", "| configuration | nDCG@10 (95% CI) | R@1 | R@5 | R@10 | MRR@10 | all-gold@10 | p50 / p95 ms (k=50) | "
+             "p50 / p95 ms (k=5) | early exit |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in x["configs"].items():
+        ci = r["ndcg@10_ci95"]
+        lines.append(f"| {name} | {r['ndcg@10']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['recall@1']:.3f} | {r['recall@5']:.3f} | "
+                     f"{r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['all@10']:.2f} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} | "
+                     f"{r.get('k5_p50_ms', float('nan')):.0f} / {r.get('k5_p95_ms', float('nan')):.0f} | "
+                     f"{r['early_exit_rate']:.2f} |")
+    return "\n".join(lines)
+
+
+def context_table(x: dict) -> str:
+    base = x["strategies"].get("parent_doc", {}).get("words") or 1
+    lines = [f"*{x['dataset']}: {x['queries']} questions, k={x['k']} entry chunks, search scope: {x['search_scope']}; "
+             f"tokens counted with the {x['token_counter']}.*", "",
+             "| strategy | gold-token coverage (95% CI) | gold span verbatim | context words | context tokens | "
+             "words / parent-doc words |", "|---|---|---|---|---|---|"]
+    for name, r in x["strategies"].items():
+        ci = r["coverage_ci95"]
+        lines.append(f"| {name} | {r['coverage']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['span_found']:.3f} | {r['words']:.0f} | "
+                     f"{r['tokens']:.0f} | {r['words'] / base:.2f} |")
+    return "\n".join(lines)
+
+
+def answers_table(x: dict) -> str:
+    lines = [f"*{x['dataset']}: {x['questions']} questions; {x['backend']}.*", "",
+             "| context | token F1 (95% CI) | EM | correct (F1>=0.7) | wrong (F1<0.6) | refused | tokens in | tokens out | "
+             "s / question |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in x["strategies"].items():
+        ci = r["f1_ci95"]
+        lines.append(f"| {name} | {r['f1']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['em']:.3f} | {r['correct_rate_f1>=0.7']:.3f} | "
+                     f"{r['wrong_rate_f1<0.6']:.3f} | {r['refusal_rate']:.3f} | {r['tokens_in']:.0f} | {r['tokens_out']:.0f} | "
+                     f"{r['seconds_per_question']:.1f} |")
+    return "\n".join(lines)
+
+
+def contextual_table(x: dict) -> str:
+    lines = [f"*{x['dataset']}: {x['queries']} queries, {x['chunks']} chunks, dense only; summaries: {x['summarizer']}.*",
+             "", "| embedded text | document Recall@5 (95% CI) | adjacent chunk pairs in top-5 |", "|---|---|---|"]
+    for name, r in x["variants"].items():
+        ci = r["recall@5_ci95"]
+        lines.append(f"| {name} | {r['recall@5']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['adjacent_pairs_in_top5']:.2f} |")
+    return "\n".join(lines)
+
+
+def report(directory: str | None = None) -> str:
+    d = Path(directory or "bench_results")
+    out = []
+    for name in ("retrieval-limit-small", "retrieval-aws-docs-qa", "retrieval-musique", "rerank-llm-musique",
+                 "rerank-llm-aws"):
+        x = _load(d, name)
+        if x:
+            out += [f"### {name}", "", f"`{x.get('command', '')}`", "", retrieval_table(x), ""]
+    for name in ("context-leval-legal", "context-aws-docs-qa"):
+        x = _load(d, name)
+        if x:
+            out += [f"### {name}", "", context_table(x), ""]
+    for name in ("contextual-aws-docs-qa", "contextual-musique"):
+        x = _load(d, name)
+        if x:
+            out += [f"### {name}", "", contextual_table(x), ""]
+    for name in ("answers-aws", "answers-leval"):
+        x = _load(d, name)
+        if x:
+            out += [f"### {name}", "", answers_table(x), ""]
+    return "\n".join(out)
