@@ -105,6 +105,10 @@ class OllamaStandIn(BaseHTTPRequestHandler):
         if body.get("model") not in self.models:
             return self._json({"error": f"model '{body.get('model')}' not found"}, 404)
         reply = '{"answerable": true}' if body.get("format") else "Pre-heat with thread-rag preheat."
+        if body.get("stream") is False:
+            return self._json({"model": body["model"], "created_at": "2026-11-30T00:00:00Z",
+                               "message": {"role": "assistant", "content": reply}, "done": True,
+                               "done_reason": "stop", "prompt_eval_count": 12, "eval_count": 6})
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.end_headers()
@@ -152,3 +156,20 @@ def test_ollama_missing_model_and_server_down(settings_for, standin):
         make_chat_model(settings_for(CHAT_BACKEND="ollama", OLLAMA_HOST="http://127.0.0.1:9"))
     auto = make_chat_model(settings_for(CHAT_BACKEND="auto", OLLAMA_HOST="http://127.0.0.1:9"))
     assert "embedded" in describe(auto)  # detected, not assumed
+
+
+def test_ollama_summarizer_against_standin(settings_for, standin):
+    from thread_rag.threads.summarizers import make_summarizer
+
+    s = make_summarizer(settings_for(SUMMARY_BACKEND="ollama", OLLAMA_HOST=standin, SUMMARY_MODEL="qwen2.5-coder:1.5b"))
+    assert s.summarize("Run the preheat command to fill the cache.", "Pre-heat") == "Pre-heat with thread-rag preheat."
+    body = OllamaStandIn.requests[-1][1]
+    assert body["options"]["num_ctx"] == s.num_ctx and "Run the preheat command" in body["messages"][-1]["content"]
+
+
+def test_doctor_reports_each_check(settings_for, tmp_path):
+    from thread_rag.doctor import checks
+
+    res = {r["check"]: r for r in checks(settings_for(OLLAMA_HOST="http://127.0.0.1:9"))}
+    assert res["embedder files"]["ok"] and res["chroma"]["ok"] and res["store consistency"]["ok"]
+    assert not res["ollama"]["ok"] and "ollama serve" in res["ollama"]["fix"]
