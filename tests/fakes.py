@@ -22,6 +22,7 @@ class ScriptedChatModel(BaseChatModel):
     standalone: str | None = None
     answer: Any = None
     calls: list = []
+    pending_args: Any = None
 
     @property
     def _llm_type(self) -> str:
@@ -30,9 +31,15 @@ class ScriptedChatModel(BaseChatModel):
     def reply(self, messages, kwargs) -> str:
         last = messages[-1].content
         self.calls.append({"last": last[:200], "format": kwargs.get("format")})
-        if last == ROUTE:
+        if last == ROUTE:  # step 1 of routing: the tool
             r = self.routes.pop(0) if self.routes else {"tool": "answer"}
-            return r if isinstance(r, str) else json.dumps(r)
+            if isinstance(r, str):
+                return r
+            self.pending_args = r.get("args", {})
+            return json.dumps({"tool": r["tool"]})
+        if last.startswith("Arguments for"):  # step 2 of routing: that tool's arguments
+            a = self.pending_args
+            return a if isinstance(a, str) else json.dumps(a)
         if last == GATE:
             return json.dumps({"answerable": self.answerable})
         if CONDENSE in last:

@@ -32,8 +32,10 @@ def test_routing_fetch_then_answer_with_valid_citation(manual_engine):
     assert not ans.fallback_used and not ans.refused
     assert ans.citations[0].chunk_id == top and not ans.citations[0].inferred
     assert ans.invalid_citations == []
-    routing_calls = [c for c in model.calls if c["format"] and "anyOf" in c["format"]]
-    assert len(routing_calls) == 2  # every routing step was schema-constrained
+    choice_calls = [c for c in model.calls if c["format"] and "enum" in c["format"]["properties"].get("tool", {})]
+    args_calls = [c for c in model.calls if c["last"].startswith("Arguments for")]
+    assert len(choice_calls) == 2 and len(args_calls) == 1  # every routing step was schema-constrained
+    assert all(c["format"] for c in args_calls)
 
 
 def test_argument_errors_and_unknown_tools_come_back_as_tool_errors(manual_engine):

@@ -112,23 +112,26 @@ def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
                            (time.perf_counter() - t0) * 1000)
 
 
-def routing_schema(names: list[str]) -> dict:
-    """JSON schema for one routing step: one tool call or the decision to answer."""
-    props = {
-        "list_available_documents": {},
-        "index_new_document": {"file_path": {"type": "string"}},
-        "rag_search": {"query": {"type": "string"}, "doc_id": {"type": "string"}},
-        "fetch_chunks_by_id": {"chunk_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 6}},
-        "pre_heat_summaries": {"serial_id": {"type": "string"}},
-        "nested_retrieve": {"query": {"type": "string"}, "limit": {"type": "integer"}, "doc_id": {"type": "string"}},
-    }
-    required = {"index_new_document": ["file_path"], "rag_search": ["query"], "fetch_chunks_by_id": ["chunk_ids"],
-                "nested_retrieve": ["query"]}
-    options = [{"type": "object", "properties": {"tool": {"const": n}, "args": {
-        "type": "object", "properties": props[n], "required": required.get(n, [])}}, "required": ["tool", "args"]}
-        for n in names]
-    options.append({"type": "object", "properties": {"tool": {"const": "answer"}}, "required": ["tool"]})
-    return {"anyOf": options}
+_ARG_PROPS = {
+    "list_available_documents": {},
+    "index_new_document": {"file_path": {"type": "string"}},
+    "rag_search": {"query": {"type": "string"}, "doc_id": {"type": "string"}},
+    "fetch_chunks_by_id": {"chunk_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 6}},
+    "pre_heat_summaries": {"serial_id": {"type": "string"}},
+    "nested_retrieve": {"query": {"type": "string"}, "limit": {"type": "integer"}, "doc_id": {"type": "string"}},
+}
+_REQUIRED = {"index_new_document": ["file_path"], "rag_search": ["query"], "fetch_chunks_by_id": ["chunk_ids"],
+             "nested_retrieve": ["query"]}
+
+
+def tool_choice_schema(names: list[str]) -> dict:
+    """JSON schema of the first routing step: which tool (or "answer")."""
+    return {"type": "object", "properties": {"tool": {"enum": list(names) + ["answer"]}}, "required": ["tool"]}
+
+
+def tool_args_schema(name: str) -> dict:
+    """JSON schema of the second routing step: the chosen tool's arguments."""
+    return {"type": "object", "properties": _ARG_PROPS[name], "required": _REQUIRED.get(name, [])}
 
 
 def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:

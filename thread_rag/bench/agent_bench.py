@@ -49,40 +49,44 @@ ROUTING_PROMPTS = [
 
 
 def run_routing_bench(settings, args) -> dict:
-    from ..agent.loop import ROUTE, SYSTEM, parse_json_lenient
-    from ..agent.tools import SCHEMAS, routing_schema
-    from ..llm.backends import describe, make_chat_model
+    """The agent's own routing step (``Agent.route``) on 30 fixed requests."""
+    from ..agent.loop import SYSTEM, Agent
+    from ..agent.tools import SCHEMAS
     from .retrieval import machine
 
-    model = make_chat_model(settings)
-    names = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
-             "index_new_document", "pre_heat_summaries"]
-    schema = routing_schema(names)
+    class _NoEngine:  # routing needs no store; the tools are never called here
+        settings = None
+
+    agent = Agent.__new__(Agent)
+    from ..llm.backends import make_chat_model
+
+    agent.settings = settings
+    agent.model = make_chat_model(settings)
+    agent._tok_in = agent._tok_out = 0
     system = SYSTEM.format(docs="DOC1 = install.en.pdf (535 chunks), DOC2 = maint-guide.en.pdf (150 chunks)")
     rows = []
     for prompt, want in ROUTING_PROMPTS[: args.limit or len(ROUTING_PROMPTS)]:
         t = time.perf_counter()
-        raw = model.invoke([SystemMessage(system), HumanMessage(f"Request: {prompt}"), HumanMessage(ROUTE)],
-                           format=schema, max_tokens=120).content
-        s = time.perf_counter() - t
-        ok_json = ok_args = False
-        tool = None
+        tool, ok = None, False
         try:
-            d = parse_json_lenient(raw)
-            ok_json = True
+            d = agent.route([SystemMessage(system), HumanMessage(f"Request: {prompt}")])
             tool = d.get("tool")
             if tool in SCHEMAS:
                 SCHEMAS[tool].model_validate(d.get("args") or {})
-                ok_args = True
-        except Exception:  # noqa: BLE001 - counted as a failure
-            pass
-        rows.append({"prompt": prompt, "expected": want, "got": tool, "well_formed": ok_json and ok_args,
-                     "correct": ok_json and ok_args and tool == want, "seconds": round(s, 2), "raw": raw[:200]})
+                ok = True
+            raw = json.dumps(d)
+        except Exception as exc:  # noqa: BLE001 - counted as a failure
+            raw = f"error: {exc}"
+        rows.append({"prompt": prompt, "expected": want, "got": tool, "well_formed": ok,
+                     "correct": ok and tool == want, "seconds": round(time.perf_counter() - t, 2), "raw": raw[:200]})
     n = len(rows)
+    from ..llm.backends import describe
+
     return {"prompts": n, "well_formed_rate": round(sum(r["well_formed"] for r in rows) / n, 3),
             "success_rate": round(sum(r["correct"] for r in rows) / n, 3),
             "seconds_p50": round(float(np.median([r["seconds"] for r in rows])), 2),
-            "backend": describe(model), "machine": machine(), "rows": rows}
+            "method": "Agent.route: tool enum, then that tool's argument schema (llama.cpp grammar)",
+            "backend": describe(agent.model), "machine": machine(), "rows": rows}
 
 
 LATENCY_QUESTIONS = [
