@@ -52,10 +52,17 @@ def test_argument_errors_and_unknown_tools_come_back_as_tool_errors(manual_engin
 
 
 def test_step_bound(manual_engine):
-    agent, _ = agent_with(manual_engine, routes=[{"tool": "rag_search", "args": {"query": "x"}}] * 50)
+    agent, _ = agent_with(manual_engine, routes=[{"tool": "rag_search", "args": {"query": f"x{i}"}} for i in range(50)])
     ans = agent.ask("anything")
     steps = [t for t in ans.tool_trace if t["step"] != "fallback"]
     assert len(steps) == manual_engine.settings.MAX_STEPS
+
+
+def test_repeated_call_stops_routing(manual_engine):
+    agent, _ = agent_with(manual_engine, routes=[{"tool": "fetch_chunks_by_id", "args": {"chunk_ids": ["DOC4_002"]}}] * 5)
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert [t["tool"] for t in ans.tool_trace] == ["rag_search", "fetch_chunks_by_id", "fetch_chunks_by_id"]
+    assert ans.tool_trace[-1]["error"] == "repeated call; stopped" and not ans.fallback_used
 
 
 def test_malformed_replies_trigger_fallback_walk(manual_engine):

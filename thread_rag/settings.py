@@ -76,7 +76,7 @@ class Settings:
     TEMPERATURE: float = 0.0
     LLM_CTX: int = 8192
     LLM_THREADS: int = 0                    # 0 = number of cores
-    MAX_STEPS: int = 6
+    MAX_STEPS: int = 4                      # routing steps per question (the first is the search)
     RELEVANCE_MIN: float = 0.30             # refuse when no chunk read has cosine >= this to the question
     MAX_ANSWER_TOKENS: int = 400
     HYDE: bool = False

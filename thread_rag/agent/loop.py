@@ -235,6 +235,7 @@ class Agent:
             except Exception:  # noqa: BLE001 - HyDE is optional
                 pass
         run(0, "rag_search", {"query": query})  # the first JUMP is always a search
+        seen_calls = {json.dumps(["rag_search", {"query": query}], sort_keys=True)}
         for step in range(1, self.settings.MAX_STEPS):
             try:
                 decision = self.route(msgs)
@@ -247,6 +248,11 @@ class Agent:
                 continue
             if decision.get("tool") == "answer":
                 break
+            key = json.dumps([decision.get("tool"), decision.get("args") or {}], sort_keys=True)
+            if key in seen_calls:  # a small model repeating itself: stop routing, answer from what was read
+                trace.append({"step": step, "tool": decision.get("tool"), "ok": False, "error": "repeated call; stopped"})
+                break
+            seen_calls.add(key)
             run(step, decision.get("tool"), decision.get("args") or {})
             if failures >= 3:
                 break
