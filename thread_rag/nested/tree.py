@@ -164,9 +164,14 @@ class NestedIndex:
         return self._loaded[key]
 
     def stats(self, doc_id: str) -> dict:
+        """Tree statistics, with the build time recorded when the tree was persisted."""
         rec = self.engine.document(doc_id)
         nodes, _ = self.load(rec.serial, rec.generation)
-        return tree_stats(nodes)
+        stats = tree_stats(nodes)
+        p = self.path(rec.serial, rec.generation)
+        if p.is_file():
+            stats["build_seconds"] = json.loads(p.read_text()).get("stats", {}).get("build_seconds")
+        return stats
 
     def retrieve(self, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0,
                  pool_factor: int = 8) -> NestedResult:
