@@ -26,7 +26,7 @@ def test_retrieval_smoke(tmp_path):
         assert 0 <= row["ndcg@10"] <= 1 and row["p50_ms"] > 0
     assert out["configs"]["bm25_only"]["ndcg@10"] > out["configs"]["dense_only"]["ndcg@10"]
     md = bench(tmp_path, "retrieval", "--dataset", "limit-small", "--limit", "5", "--markdown")
-    assert md.splitlines()[2].startswith("| config | nDCG@10")
+    assert md.splitlines()[2].startswith("| configuration | nDCG@10")
 
 
 def test_context_smoke(tmp_path):

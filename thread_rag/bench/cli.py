@@ -42,7 +42,9 @@ def run_bench(args) -> int:
                                                                 "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN")},
                "command": "thread-rag " + " ".join(sys.argv[1:])}
         if args.markdown:
-            print(retrieval_markdown(out))
+            from .report import retrieval_table
+
+            print(retrieval_table(out))
         else:
             print(json.dumps(out, indent=1))
         return 0
@@ -61,7 +63,9 @@ def run_bench(args) -> int:
         from .context import run_context_bench
 
         out = run_context_bench(settings, args)
-        print(context_markdown(out) if args.markdown else json.dumps(out, indent=1))
+        from .report import context_table
+
+        print(context_table(out) if args.markdown else json.dumps(out, indent=1))
         return 0
     if args.kind == "report":
         from .report import report
@@ -81,26 +85,3 @@ def run_bench(args) -> int:
         print(json.dumps(fn(settings, args), indent=1, ensure_ascii=False))
         return 0
     raise ThreadRagError(f"unknown benchmark {args.kind}")
-
-
-def retrieval_markdown(out: dict) -> str:
-    lines = [f"**{out['dataset']}** ({out['queries']} queries, {out['corpus_docs']} docs, {out['chunks']} chunks)",
-             "", "| config | nDCG@10 (95% CI) | R@1 | R@5 | R@10 | MRR@10 | all@10 | p50 ms | p95 ms |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for name, r in out["configs"].items():
-        ci = r["ndcg@10_ci95"]
-        lines.append(f"| {name} | {r['ndcg@10']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['recall@1']:.3f} | "
-                     f"{r['recall@5']:.3f} | {r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['all@10']:.3f} | "
-                     f"{r['p50_ms']:.1f} | {r['p95_ms']:.1f} |")
-    return "\n".join(lines)
-
-
-def context_markdown(out: dict) -> str:
-    lines = [f"**{out['dataset']}** ({out['queries']} queries)", "",
-             "| strategy | coverage (95% CI) | span found | context words | words vs parent-doc |", "|---|---|---|---|---|"]
-    base = out["strategies"].get("parent_doc", {}).get("words") or 1
-    for name, r in out["strategies"].items():
-        ci = r["coverage_ci95"]
-        lines.append(f"| {name} | {r['coverage']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['span_found']:.3f} | "
-                     f"{r['words']:.0f} | {r['words'] / base:.2f} |")
-    return "\n".join(lines)
