@@ -213,20 +213,10 @@ def _cmd_index(engine, args, out) -> int:
     from .render import progress_bar
 
     t0 = time.perf_counter()
-    files, _ = engine.expand_paths(args.paths)
-    if not files:
+    if not engine.expand_paths(args.paths):
         raise ThreadRagError(f"no supported files in {', '.join(args.paths)}")
-    results = []
     with progress_bar(out, disable=args.json) as bar:
-        for f in files:
-            def prog(stage, done, total, _f=f):
-                bar(f"{_f.name}: {stage}", done, total)
-            try:
-                results.append(engine.index_file(f, progress=prog))
-            except ThreadRagError as exc:
-                from .records import IndexResult
-
-                results.append(IndexResult(path=str(f), status="failed", error=str(exc)))
+        results = engine.index_paths(args.paths, progress=bar)
     failed = [r for r in results if r.status == "failed"]
     if args.json:
         _print_json({"results": results, "seconds": round(time.perf_counter() - t0, 3)})

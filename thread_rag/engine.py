@@ -243,10 +243,9 @@ class Engine:
     def supported(self, path: Path) -> bool:
         return path.suffix.lower() in SUPPORTED_SUFFIXES
 
-    def expand_paths(self, paths: Iterable[str | Path]) -> tuple[list[Path], list[IndexResult]]:
+    def expand_paths(self, paths: Iterable[str | Path]) -> list[Path]:
         """Files to index (directories expanded, symlink loops and unsupported files skipped)."""
         files: list[Path] = []
-        skipped: list[IndexResult] = []
         for raw in paths:
             p = Path(raw).expanduser()
             if p.is_dir():
@@ -264,13 +263,17 @@ class Engine:
                             files.append(f)
             else:
                 files.append(p)
-        return files, skipped
+        return files
 
     def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None) -> list[IndexResult]:
-        files, results = self.expand_paths(paths)
-        for f in files:
+        """Index every file; a bad file becomes a ``failed`` result and the rest go on.
+        Progress labels name the file being indexed."""
+        results: list[IndexResult] = []
+        for f in self.expand_paths(paths):
+            labelled = None if progress is None else (
+                lambda stage, done, total, _n=f.name: progress(f"{_n}: {stage}", done, total))
             try:
-                results.append(self.index_file(f, progress=progress))
+                results.append(self.index_file(f, progress=labelled))
             except ThreadRagError as exc:
                 results.append(IndexResult(path=str(f), status="failed", error=str(exc)))
         return results
@@ -301,9 +304,10 @@ class Engine:
             progress("load", 0, 1)
         t_load = time.perf_counter()
         doc = load_document(resolved)
+        load_s = round(time.perf_counter() - t_load, 3)
         res = self.index_loaded(doc, str(resolved), resolved.name, content_hash, progress=progress,
                                 shown_path=str(p), t0=t0)
-        res.timings["load_s"] = round(time.perf_counter() - t_load - sum(res.timings.values()), 3)
+        res.timings["load_s"] = load_s
         return res
 
     def index_loaded(self, doc, key: str, name: str, content_hash: str, progress: Progress | None = None,
@@ -312,7 +316,6 @@ class Engine:
         unique name such as ``bench://musique/12``)."""
         t0 = time.perf_counter() if t0 is None else t0
         p = shown_path or key
-        resolved_key = key
         recipe = self._recipe()
         t_chunk = time.perf_counter()
         chunker = make_chunker(self.settings, self.embedder.count_tokens,
@@ -339,16 +342,16 @@ class Engine:
         with self.write_lock():
             self.recover()
             self.catalog.reload()
-            same = self._unchanged(resolved_key, content_hash, recipe)
+            same = self._unchanged(key, content_hash, recipe)
             if same is not None:  # another process indexed it meanwhile
                 return IndexResult(path=str(p), status="unchanged", doc_id=same.doc_id,
                                    chunks=same.chunk_count, pages=same.pages, seconds=time.perf_counter() - t0)
-            old = self.catalog.find_by_path(resolved_key)
+            old = self.catalog.find_by_path(key)
             serial = old.serial if old else self.catalog.allocate_serial()
             gen = (old.generation + 1) if old else 1
             doc_id = format_doc_id(serial)
             marker = self._pending_dir() / f"DOC{serial}.g{gen}.json"
-            atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": resolved_key})
+            atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": key})
             crash_point("after_marker")
             chunks = [Chunk(chunk_id=str(ChunkId(serial, i)), doc_id=doc_id, position=i, text=d.text,
                             page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
@@ -366,7 +369,7 @@ class Engine:
                 self.nested.build(serial, gen, chunks, vecs=vectors)
                 crash_point("after_tree")
             record = DocumentRecord(
-                serial=serial, doc_id=doc_id, name=name, path=resolved_key, content_hash=content_hash,
+                serial=serial, doc_id=doc_id, name=name, path=key, content_hash=content_hash,
                 kind=doc.kind, chunk_count=len(chunks), pages=doc.pages, indexed_at=Catalog.now(), generation=gen,
                 chunk_strategy=recipe["chunk_strategy"], embedder=recipe["embedder"],
                 seconds=round(time.perf_counter() - t0, 3))

@@ -54,9 +54,6 @@ def run_routing_bench(settings, args) -> dict:
     from ..agent.tools import SCHEMAS
     from .retrieval import machine
 
-    class _NoEngine:  # routing needs no store; the tools are never called here
-        settings = None
-
     agent = Agent.__new__(Agent)
     from ..llm.backends import make_chat_model
 

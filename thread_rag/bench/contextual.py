@@ -6,6 +6,8 @@ Reports document Recall@5 and, among the top-5 chunks, how many are adjacent chu
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..ids import ChunkId
@@ -49,12 +51,7 @@ def run_contextual_bench(settings, args) -> dict:
             scores = mat @ qv
             top = np.argsort(-scores)[:50]
             top_ids = [ids[i] for i in top]
-
-            class H:  # minimal hit for doc_ranking
-                def __init__(self, cid):
-                    self.doc_id = ChunkId.parse(cid).doc_id
-
-            ranked = doc_ranking([H(c) for c in top_ids], keymap)
+            ranked = doc_ranking([SimpleNamespace(doc_id=ChunkId.parse(c).doc_id) for c in top_ids], keymap)
             rec5.append(recall_at_k(ranked, q.gold_docs, 5))
             adj.append(adjacent_pairs(top_ids[:5]))
         out["variants"][name] = {"recall@5": round(float(np.mean(rec5)), 4),

@@ -17,7 +17,8 @@ def jump_and_walk(engine, query: str, k: int = 3, max_walk: int = 2, doc_id: str
         run = [cid]
         n = engine.document(cid.serial).chunk_count
         while len(run) <= max_walk:
-            w = engine.windows.fetch([str(c) for c in run], token_budget=10**6, query=query).windows[-1]
+            # a window's walk signal is its last chunk's, so fetch only that chunk
+            w = engine.windows.fetch([str(run[-1])], token_budget=10**6).windows[0]
             if not w.walk.continues_next:
                 break
             nxt = run[-1].neighbour(+1, n)

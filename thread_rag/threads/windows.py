@@ -96,16 +96,17 @@ class WindowBuilder:
         self.cache = SummaryCache(self.settings.cache_path)
 
     # -- summaries ----------------------------------------------------------------------------
-    def summary(self, record, chunk, pending: list) -> str:
+    def summary(self, record, chunk, pending: dict) -> str:
+        """The chunk's cached summary, or a new one queued in ``pending`` (content hash -> items)."""
         summ = self.engine.summarizer
         got = self.cache.get(record.content_hash, summ.id, chunk.text)
         if got is None:
             got = summ.summarize(chunk.text, chunk.heading_path[-1] if chunk.heading_path else "")
-            pending.append((summ.id, chunk.text, chunk.chunk_id, got))
+            pending.setdefault(record.content_hash, []).append((summ.id, chunk.text, chunk.chunk_id, got))
         return got
 
-    def _vec(self, serial: int, position: int) -> np.ndarray | None:
-        idx = self.engine.retriever.index
+    @staticmethod
+    def _vec(idx, serial: int, position: int) -> np.ndarray | None:
         row = idx.row_of.get((serial, position))
         return None if row is None else np.asarray(idx.vectors[row])
 
@@ -141,9 +142,10 @@ class WindowBuilder:
         first_seen = {c: i for i, c in reversed(list(enumerate(parsed)))}
         runs.sort(key=lambda r: min(first_seen[c] for c in r))
         qvec = self.engine.embedder.embed([query])[0] if query else None
-        windows, pending, used, omitted = [], [], 0, []
+        index = self.engine.retriever.index if runs else None
+        windows, pending, used, omitted = [], {}, 0, []
         for run in runs:
-            w = self._window(run, pending, qvec)
+            w = self._window(run, pending, qvec, index)
             if used + w.tokens > budget and windows:
                 omitted.extend(str(c) for c in run)
                 continue
@@ -154,12 +156,12 @@ class WindowBuilder:
                 w.rendered = self.render(w)
             used += w.tokens
             windows.append(w)
-        for rec_hash, items in _group_pending(self.engine, pending).items():
+        for rec_hash, items in pending.items():
             self.cache.put_many(rec_hash, items)
         return FetchResult(windows=windows, errors=errors, tokens=used, truncated=bool(omitted), omitted=omitted,
                            timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)})
 
-    def _window(self, run: list[ChunkId], pending: list, qvec) -> "Window":
+    def _window(self, run: list[ChunkId], pending: dict, qvec, index) -> "Window":
         thread = self.engine.thread(run[0].serial)
         rec, n = thread.record, len(thread)
         chunks = [thread.chunks[c.position] for c in run]
@@ -168,13 +170,13 @@ class WindowBuilder:
         next_id = run[-1].neighbour(+1, n)
         prev_summary = self.summary(rec, thread.chunks[prev_id.position], pending) if prev_id else START
         next_summary = self.summary(rec, thread.chunks[next_id.position], pending) if next_id else END
-        first_v, last_v = self._vec(run[0].serial, run[0].position), self._vec(run[-1].serial, run[-1].position)
+        first_v, last_v = self._vec(index, run[0].serial, run[0].position), self._vec(index, run[-1].serial, run[-1].position)
         ps = pv = nq = None
         if prev_id is not None and first_v is not None:
-            v = self._vec(prev_id.serial, prev_id.position)
+            v = self._vec(index, prev_id.serial, prev_id.position)
             ps = None if v is None else round(float(first_v @ v), 4)
         if next_id is not None and last_v is not None:
-            v = self._vec(next_id.serial, next_id.position)
+            v = self._vec(index, next_id.serial, next_id.position)
             pv = None if v is None else round(float(last_v @ v), 4)
             if qvec is not None and v is not None:
                 nq = round(float(qvec @ v), 4)
@@ -203,10 +205,3 @@ class WindowBuilder:
         nxt = f"[next {w.next_id}] {w.next_summary}{cont}" if w.next_id else END
         return f"<<< {ids} ({loc}){' - ' + head if head else ''}\n{prev}\n[active]\n{w.text}\n{nxt}\n>>>"
 
-
-def _group_pending(engine, pending) -> dict:
-    out: dict = {}
-    for sid, text, cid, summary in pending:
-        rec = engine.document(ChunkId.parse(cid).serial)
-        out.setdefault(rec.content_hash, []).append((sid, text, cid, summary))
-    return out
