@@ -30,7 +30,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def reply(self, messages, kwargs) -> str:
         last = messages[-1].content
-        self.calls.append({"last": last[:200], "format": kwargs.get("format")})
+        self.calls.append({"last": last[:200], "format": kwargs.get("format"), "system": messages[0].content})
         if last == ROUTE:  # step 1 of routing: the tool
             r = self.routes.pop(0) if self.routes else {"tool": "answer"}
             if isinstance(r, str):

@@ -135,3 +135,17 @@ def test_relevance_floor_refuses_off_topic_without_asking_the_model(manual_engin
     assert not any(c["last"].startswith("Before answering") for c in model.calls)  # gate skipped
     ok = agent_with(manual_engine, routes=[{"tool": "answer"}])[0].ask("how do I pre-heat summaries?")
     assert not ok.refused and ok.relevance >= manual_engine.settings.RELEVANCE_MIN
+
+
+def test_question_scoped_to_one_document(manual_engine):
+    docs = manual_engine.documents()
+    assert len(docs) > 1
+    target = docs[-1].doc_id
+    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=cite_first_window)
+    ans = agent.ask("how do I pre-heat summaries?", doc_id=target.lower())
+    first = ans.tool_trace[0]
+    assert first["tool"] == "rag_search" and first["args"]["doc_id"] == target
+    assert all(h.split(" ")[0].startswith(target + "_") for h in first["result"])
+    assert f"the question is about {target}" in model.calls[0]["system"]
+    with pytest.raises(ThreadRagError, match="DOC99"):
+        agent.ask("how do I pre-heat summaries?", doc_id="DOC99")

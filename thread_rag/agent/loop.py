@@ -184,7 +184,9 @@ class Agent:
         except Exception:  # noqa: BLE001 - condensation is optional
             return question
 
-    def ask(self, question: str, on_token: Callable[[str], None] | None = None) -> Answer:
+    def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None) -> Answer:
+        """Answer one question. ``doc_id`` scopes it to one document: the first search is filtered to it
+        and the model is told which document the question is about."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
         question = " ".join(question.split())[:4000]
@@ -199,6 +201,10 @@ class Agent:
         hits_seen: list = []
         failures = 0
         doc_list = ", ".join(f"{d.doc_id} = {d.name} ({d.chunk_count} chunks)" for d in docs[:20])
+        if doc_id is not None:
+            doc = self.engine.document(doc_id)  # raises a clear error for an unknown id
+            doc_id = doc.doc_id
+            doc_list = f"{doc.doc_id} = {doc.name} ({doc.chunk_count} chunks); the question is about {doc.doc_id}"
         msgs = [SystemMessage(SYSTEM.format(docs=doc_list)), HumanMessage(f"Question: {standalone}")]
 
         def run(step, name, args) -> None:
@@ -234,8 +240,9 @@ class Agent:
                 query = f"{standalone} {r.content}"
             except Exception:  # noqa: BLE001 - HyDE is optional
                 pass
-        run(0, "rag_search", {"query": query})  # the first JUMP is always a search
-        seen_calls = {json.dumps(["rag_search", {"query": query}], sort_keys=True)}
+        first = {"query": query, **({"doc_id": doc_id} if doc_id else {})}
+        run(0, "rag_search", first)  # the first JUMP is always a search
+        seen_calls = {json.dumps(["rag_search", first], sort_keys=True)}
         for step in range(1, self.settings.MAX_STEPS):
             try:
                 decision = self.route(msgs)
@@ -262,7 +269,7 @@ class Agent:
             from ..retrieve.pipeline import SearchHit
 
             hits = [SearchHit(**h) for h in hits_seen] if hits_seen else None
-            wins, hits = jump_and_walk(self.engine, query, k=3, max_walk=2, hits=hits)
+            wins, hits = jump_and_walk(self.engine, query, k=3, max_walk=2, doc_id=doc_id, hits=hits)
             wins = to_dict(wins)
             for w in wins:
                 windows.setdefault("+".join(w["chunk_ids"]), w)

@@ -3,8 +3,6 @@
 - ``routing``: one constrained routing step for each of 30 fixed prompts; a call counts as a success
   when it is well-formed (valid JSON, arguments pass the tool's schema) and names the expected tool.
 - ``latency``: time to first token and total answer time for 5 questions on the Debian guide.
-- ``answers``: the LLM answers from each context strategy's context; SQuAD token F1 / EM against gold,
-  the F1 >= 0.7 "correct" and F1 < 0.6 "wrong" rates, refusals, tokens, seconds per question.
 """
 from __future__ import annotations
 
@@ -125,55 +123,3 @@ def run_latency_bench(settings, args) -> dict:
                 "total_s_median": round(float(np.median([r["total_s"] for r in rows])), 2), "rows": rows}
     finally:
         shutil.rmtree(home, ignore_errors=True)
-
-
-ANSWER_PROMPT = ("Answer the question from the context only, in one or two sentences, quoting the document's words "
-                 "where possible. If the context does not contain the answer, reply exactly: NOT IN DOCUMENTS\n\n"
-                 "Context:\n{context}\n\nQuestion: {question}")
-
-
-def run_answers_bench(settings, args) -> dict:
-    from ..llm.backends import describe, make_chat_model
-    from .context import STRATEGIES, _token_counter, build_context
-    from .corpus import open_corpus_engine
-    from .datasets import load_dataset
-    from .metrics import bootstrap_ci, exact_match, token_f1
-    from .retrieval import machine
-
-    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 20, seed=args.seed)
-    engine, keymap, _ = open_corpus_engine(settings, ds)
-    doc_of = {v: k for k, v in keymap.items()}
-    per_doc = ds.name.startswith("leval-legal")
-    strategies = args.configs.split(",") if args.configs else ["topk", "thread_windows"]
-    model = make_chat_model(settings.replace(MAX_ANSWER_TOKENS=120))
-    count = _token_counter(settings)
-    res = {s: [] for s in strategies}
-    for q in ds.queries:
-        doc_id = doc_of.get(next(iter(q.gold_docs))) if per_doc else None
-        hits = engine.retriever.search(q.text, doc_id=doc_id, k=5).hits
-        for s in strategies:
-            ctx = build_context(engine, s, q.text, 5, doc_id, hits)
-            prompt = ANSWER_PROMPT.format(context=ctx, question=q.text)
-            t = time.perf_counter()
-            out = model.invoke([HumanMessage(prompt)], max_tokens=120)
-            sec = time.perf_counter() - t
-            text = out.content.strip()
-            refused = "NOT IN DOCUMENTS" in text.upper()
-            f1 = 0.0 if refused else max(token_f1(text, g) for g in q.answers)
-            em = 0.0 if refused else max(exact_match(text, g) for g in q.answers)
-            res[s].append({"f1": f1, "em": em, "refused": refused, "seconds": sec, "tokens_in": count(prompt),
-                           "tokens_out": count(text)})
-    out = {"dataset": ds.name, "questions": len(ds.queries), "backend": describe(model), "machine": machine(),
-           "strategies": {}}
-    for s, rows in res.items():
-        f1 = [r["f1"] for r in rows]
-        out["strategies"][s] = {
-            "f1": round(float(np.mean(f1)), 4), "f1_ci95": [round(x, 4) for x in bootstrap_ci(f1)],
-            "em": round(float(np.mean([r["em"] for r in rows])), 4),
-            "correct_rate_f1>=0.7": round(float(np.mean([x >= 0.7 for x in f1])), 4),
-            "wrong_rate_f1<0.6": round(float(np.mean([x < 0.6 and not r["refused"] for x, r in zip(f1, rows)])), 4),
-            "refusal_rate": round(float(np.mean([r["refused"] for r in rows])), 4),
-            "tokens_in": round(float(np.mean([r["tokens_in"] for r in rows])), 1),
-            "tokens_out": round(float(np.mean([r["tokens_out"] for r in rows])), 1),
-            "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 2)}
-    return out

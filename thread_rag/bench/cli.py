@@ -77,11 +77,29 @@ def run_bench(args) -> int:
 
         print(json.dumps(run_contextual_bench(settings, args), indent=1))
         return 0
-    if args.kind in ("routing", "latency", "answers"):
+    if args.kind == "answers":
+        from .answers import run_answers_bench
+        from .report import answers_table
+
+        if args.k is None:
+            args.k = 3
+        out = run_answers_bench(settings, args)
+        print(answers_table(out) if args.markdown else json.dumps(out, indent=1, ensure_ascii=False))
+        return 0
+    if args.kind == "suite":
+        from .report import suite_report
+        from .suite import run_suite
+
+        t0 = time.perf_counter()
+        with progress_bar(err, disable=False) as bar:
+            paths = run_suite(settings, args, progress=bar)
+        err.print(f"suite finished in {time.perf_counter() - t0:.0f} s; results: {', '.join(map(str, paths))}")
+        print(suite_report([json.loads(p.read_text()) for p in paths]))
+        return 0
+    if args.kind in ("routing", "latency"):
         from . import agent_bench
 
-        fn = {"routing": agent_bench.run_routing_bench, "latency": agent_bench.run_latency_bench,
-              "answers": agent_bench.run_answers_bench}[args.kind]
+        fn = {"routing": agent_bench.run_routing_bench, "latency": agent_bench.run_latency_bench}[args.kind]
         print(json.dumps(fn(settings, args), indent=1, ensure_ascii=False))
         return 0
     raise ThreadRagError(f"unknown benchmark {args.kind}")

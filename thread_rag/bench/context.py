@@ -79,17 +79,10 @@ def build_context(engine, strategy: str, query: str, k: int, doc_id: str | None,
     raise ValueError(strategy)
 
 
-def run_context_bench(settings, args) -> dict:
-    from .corpus import open_corpus_engine
-    from .datasets import load_dataset
-    from .retrieval import machine
-
-    ds = load_dataset(args.dataset or "leval-legal", settings.shared_data, limit=args.limit, seed=args.seed)
-    engine, keymap, _ = open_corpus_engine(settings, ds)
-    doc_of = {v: k for k, v in keymap.items()}
+def run_context(settings, ds, engine, keymap, strategies: list[str], k: int = 5) -> dict:
+    """Build each strategy's context for every question of ``ds`` and measure it."""
+    doc_of = {v: kk for kk, v in keymap.items()}
     per_doc = ds.name.startswith("leval-legal")  # single long-document QA: search inside the question's contract
-    k = 5
-    strategies = args.configs.split(",") if args.configs else STRATEGIES
     count = _token_counter(settings)
     rows = {s: {"coverage": [], "span": [], "words": [], "tokens": [], "ms": []} for s in strategies}
     for q in ds.queries:
@@ -105,7 +98,7 @@ def run_context_bench(settings, args) -> dict:
             rows[s]["words"].append(len(ctx.split()))
             rows[s]["tokens"].append(count(ctx))
     out = {"dataset": ds.name, "queries": len(ds.queries), "k": k, "search_scope": "gold document" if per_doc else "corpus",
-           "strategies": {}, "machine": machine(), "token_counter": count.__doc__}
+           "strategies": {}, "token_counter": count.__doc__}
     for s, r in rows.items():
         out["strategies"][s] = {"coverage": round(float(np.mean(r["coverage"])), 4),
                                 "coverage_ci95": [round(x, 4) for x in bootstrap_ci(r["coverage"])],
@@ -113,6 +106,19 @@ def run_context_bench(settings, args) -> dict:
                                 "words": round(float(np.mean(r["words"])), 1),
                                 "tokens": round(float(np.mean(r["tokens"])), 1),
                                 "build_ms_p50": round(float(np.median(r["ms"])), 2)}
+    return out
+
+
+def run_context_bench(settings, args) -> dict:
+    from .corpus import open_corpus_engine
+    from .datasets import load_dataset
+    from .retrieval import machine
+
+    ds = load_dataset(args.dataset or "leval-legal", settings.shared_data, limit=args.limit, seed=args.seed)
+    engine, keymap, _ = open_corpus_engine(settings, ds)
+    strategies = args.configs.split(",") if args.configs else STRATEGIES
+    out = run_context(settings, ds, engine, keymap, strategies, k=args.k or 5)
+    out["machine"] = machine()
     return out
 
 

@@ -41,6 +41,7 @@ class Dataset:
 QUICK_CORPUS = 60  # documents kept by --limit runs (gold + distractors)
 
 DATASETS = ("limit-small", "aws-docs-qa", "musique", "leval-legal")
+PER_DOCUMENT = ("leval-legal",)  # questions about one given document: search is scoped to it
 
 LEVAL_BOILERPLATE = ("Highlight the parts (if any) of this contract related to",)
 
@@ -64,8 +65,11 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
         ds.queries = sorted(rng.sample(ds.queries, limit), key=lambda q: q.qid)
         # quick runs: the corpus shrinks to the gold documents plus seeded distractors
         gold = set().union(*(q.gold_docs for q in ds.queries))
-        others = [d for d in ds.corpus if d.key not in gold]
-        keep = gold | {d.key for d in rng.sample(others, min(len(others), max(0, QUICK_CORPUS - len(gold))))}
+        # single-document QA (leval) searches inside the gold document only: distractors would never be read
+        others = [] if name in PER_DOCUMENT else [d for d in ds.corpus if d.key not in gold]
+        # at least as many distractors as gold documents (multi-hop sets have more gold documents than QUICK_CORPUS)
+        n_distractors = max(QUICK_CORPUS - len(gold), len(gold))
+        keep = gold | {d.key for d in rng.sample(others, min(len(others), n_distractors))}
         ds.corpus = [d for d in ds.corpus if d.key in keep]
         ds.name = f"{ds.name}-quick{limit}"
     return ds

@@ -45,15 +45,36 @@ def context_table(x: dict) -> str:
 
 
 def answers_table(x: dict) -> str:
-    lines = [f"*{x['dataset']}: {x['questions']} questions; {x['backend']}.*", "",
-             "| context | token F1 (95% CI) | EM | correct (F1>=0.7) | wrong (F1<0.6) | refused | tokens in | tokens out | "
-             "s / question |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"*{x['dataset']}: {x['questions']} questions, k={x.get('k', 5)} entry chunks, search scope: "
+             f"{x.get('search_scope', 'corpus')}; {x['backend']}.*", "",
+             "| context | n | token F1 (95% CI) | F1 minus top-k, same questions (95% CI) | EM | correct (F1>=0.7) | "
+             "wrong (F1<0.6) | refused | tokens in | tokens out | s / question |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in x["strategies"].items():
         ci = r["f1_ci95"]
-        lines.append(f"| {name} | {r['f1']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['em']:.3f} | {r['correct_rate_f1>=0.7']:.3f} | "
-                     f"{r['wrong_rate_f1<0.6']:.3f} | {r['refusal_rate']:.3f} | {r['tokens_in']:.0f} | {r['tokens_out']:.0f} | "
+        d = r.get("f1_minus_topk")
+        dci = r.get("f1_minus_topk_ci95") or [0, 0]
+        diff = f"{d:+.3f} ({dci[0]:+.3f} to {dci[1]:+.3f})" if d is not None else "-"
+        lines.append(f"| {name} | {r.get('questions', x['questions'])} | {r['f1']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {diff} | "
+                     f"{r['em']:.3f} | {r['correct_rate_f1>=0.7']:.3f} | {r['wrong_rate_f1<0.6']:.3f} | "
+                     f"{r['refusal_rate']:.3f} | {r['tokens_in']:.0f} | {r['tokens_out']:.0f} | "
                      f"{r['seconds_per_question']:.1f} |")
     return "\n".join(lines)
+
+
+def suite_report(results: list[dict]) -> str:
+    """Markdown for ``bench suite`` results: per data set, the context table then the answers table."""
+    out = []
+    for x in results:
+        m = x["machine"]
+        out += [f"### {x['dataset']} (suite)", "",
+                f"`{x['command']}` · {m['cpu']}, {m['cores']} cores · {x['corpus_docs']} documents, {x['chunks']} chunks "
+                f"(indexed in {x['index_seconds']:.0f} s) · embedder {x['models']['embedder']} ({x['models']['dtype']}) · "
+                f"{x['seconds']:.0f} s for this data set", "",
+                context_table(x["context"]), "", answers_table(x["answers"]), ""]
+    if results:
+        out.append(f"*Suite total: {results[-1]['suite_seconds_so_far']:.0f} s.*")
+    return "\n".join(out)
 
 
 def contextual_table(x: dict) -> str:
@@ -85,4 +106,7 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", answers_table(x), ""]
+    suite = [x for x in (_load(d, f"suite-{n}") for n in ("aws-docs-qa", "leval-legal", "musique")) if x]
+    if suite:
+        out.append(suite_report(suite))
     return "\n".join(out)
