@@ -11,8 +11,8 @@ from conftest import DATA, REPO, needs_shared
 pytestmark = needs_shared
 
 
-def bench(tmp_path, *args):
-    env = {**os.environ, "THREAD_RAG_SHARED_DATA": str(DATA), "PYTHONPATH": str(REPO)}
+def bench(tmp_path, *args, env: dict | None = None):
+    env = {**os.environ, "THREAD_RAG_SHARED_DATA": str(DATA), "PYTHONPATH": str(REPO), **(env or {})}
     r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "bench", *args], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -35,3 +35,20 @@ def test_context_smoke(tmp_path):
     assert set(s) == {"topk", "sentence_window", "parent_doc", "thread_windows", "thread_walk", "nested"}
     assert s["sentence_window"]["words"] >= s["topk"]["words"]
     assert s["sentence_window"]["coverage"] >= s["topk"]["coverage"]
+
+
+@pytest.mark.slow
+def test_suite_quick_variant(tmp_path):
+    """The documented quick variant of the one-command comparison (BENCHMARKS.md): one question per data set,
+    the real embedded LLM answering from top-k, THREAD windows and the walk; results written and tabulated."""
+    md = bench(tmp_path, "suite", "--limit", "1", "--agent-limit", "0", "--out", str(tmp_path / "res"),
+               env={"THREAD_RAG_MODEL_DIR": str(REPO / "local_rag_db" / "models")})
+    for name in ("aws-docs-qa", "leval-legal", "musique"):
+        x = json.loads((tmp_path / "res" / f"suite-{name}.json").read_text())
+        assert x["questions"] == 1 and x["context"]["queries"] == 1
+        a = x["answers"]["strategies"]
+        assert set(a) == {"topk", "thread_windows", "thread_walk"}  # agent-limit 0: no agent rows
+        for r in a.values():
+            assert r["questions"] == 1 and r["tokens_in"] > 0 and 0 <= r["f1"] <= 1
+        assert f"### {x['dataset']} (suite)" in md
+    assert "| thread_windows | 1 |" in md

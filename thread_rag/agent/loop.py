@@ -129,6 +129,20 @@ def lost_in_middle(items: list) -> list:
     return front + back[::-1]
 
 
+def relevance(engine, question: str, chunk_ids: list[str]) -> float:
+    """Best cosine between the question and the raw-text vector of any chunk read (-1 if none).
+    Below ``RELEVANCE_MIN`` the agent refuses without asking the model (``thread-rag bench refusal``)."""
+    import numpy as np
+
+    ids = [ChunkId.parse(c) for c in chunk_ids]
+    idx = engine.retriever.index
+    rows = [idx.row_of[(c.serial, c.position)] for c in ids if (c.serial, c.position) in idx.row_of]
+    if not rows:
+        return -1.0
+    q = engine.embedder.embed([question])[0]
+    return float(np.max(np.asarray(idx.vectors[rows]) @ q))
+
+
 class Agent:
     ROUTED_TOOLS = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
                     "index_new_document", "pre_heat_summaries"]
@@ -355,18 +369,7 @@ class Agent:
         return cited, invalid
 
     def _relevance(self, question: str, windows: list[dict]) -> float:
-        """Best cosine between the question and the raw-text vector of any chunk read (-1 if none)."""
-        import numpy as np
-
-        ids = [ChunkId.parse(c) for w in windows for c in w["chunk_ids"]]
-        if not ids:
-            return -1.0
-        idx = self.engine.retriever.index
-        rows = [idx.row_of[(c.serial, c.position)] for c in ids if (c.serial, c.position) in idx.row_of]
-        if not rows:
-            return -1.0
-        q = self.engine.embedder.embed([question])[0]
-        return float(np.max(np.asarray(idx.vectors[rows]) @ q))
+        return relevance(self.engine, question, [c for w in windows for c in w["chunk_ids"]])
 
     def _attribute(self, text: str, windows: list[dict], already: set) -> list:
         """Citations the model did not write: each answer sentence is matched to the most similar

@@ -112,16 +112,22 @@ def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
                            (time.perf_counter() - t0) * 1000)
 
 
-_ARG_PROPS = {
-    "list_available_documents": {},
-    "index_new_document": {"file_path": {"type": "string"}},
-    "rag_search": {"query": {"type": "string"}, "doc_id": {"type": "string"}},
-    "fetch_chunks_by_id": {"chunk_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 6}},
-    "pre_heat_summaries": {"serial_id": {"type": "string"}},
-    "nested_retrieve": {"query": {"type": "string"}, "limit": {"type": "integer"}, "doc_id": {"type": "string"}},
-}
-_REQUIRED = {"index_new_document": ["file_path"], "rag_search": ["query"], "fetch_chunks_by_id": ["chunk_ids"],
-             "nested_retrieve": ["query"]}
+ROUTING_MAX_IDS = 6  # the routing grammar lets the model ask for at most 6 chunk ids per fetch (callers: 50)
+
+
+def _grammar_props(model: type[BaseModel]) -> dict:
+    """The argument model's properties reduced to what the llama.cpp grammar needs: types, array items and
+    sizes (optional values become plain types; the pydantic model still validates every call afterwards)."""
+    props = {}
+    for name, spec in model.model_json_schema().get("properties", {}).items():
+        types = [t for t in spec.get("anyOf", [spec]) if t.get("type") != "null"]
+        p = {"type": types[0]["type"]}
+        if p["type"] == "array":
+            p["items"] = {"type": spec["items"]["type"]}
+            p["minItems"] = spec.get("minItems", 0)
+            p["maxItems"] = min(spec.get("maxItems", ROUTING_MAX_IDS), ROUTING_MAX_IDS)
+        props[name] = p
+    return props
 
 
 def tool_choice_schema(names: list[str]) -> dict:
@@ -131,7 +137,8 @@ def tool_choice_schema(names: list[str]) -> dict:
 
 def tool_args_schema(name: str) -> dict:
     """JSON schema of the second routing step: the chosen tool's arguments."""
-    return {"type": "object", "properties": _ARG_PROPS[name], "required": _REQUIRED.get(name, [])}
+    schema = SCHEMAS[name].model_json_schema()
+    return {"type": "object", "properties": _grammar_props(SCHEMAS[name]), "required": schema.get("required", [])}
 
 
 def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:

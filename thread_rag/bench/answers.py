@@ -57,8 +57,9 @@ def summarise(rows: list[dict], base: list[dict] | None = None) -> dict:
 
 
 def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = 3, agent_limit: int | None = None,
-                progress=None) -> dict:
-    """Answer every question of ``ds`` with each strategy; ``agent`` only on the first ``agent_limit``."""
+                progress=None, model=None) -> dict:
+    """Answer every question of ``ds`` with each strategy; ``agent`` only on the first ``agent_limit``.
+    ``model``: a chat model to use instead of the configured one (tests pass a scripted fake)."""
     from ..agent.loop import Agent
     from ..llm.backends import describe, make_chat_model
     from .context import build_context
@@ -66,7 +67,7 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = 3,
     doc_of = {v: kk for kk, v in keymap.items()}
     per_doc = ds.name.startswith("leval-legal")
     fixed = [s for s in strategies if s != "agent"]
-    model = make_chat_model(settings.replace(MAX_ANSWER_TOKENS=FIXED_TOKENS_OUT))
+    model = model or make_chat_model(settings.replace(MAX_ANSWER_TOKENS=FIXED_TOKENS_OUT))
     agent = None
     if "agent" in strategies:
         agent = Agent(engine, chat_model=model)

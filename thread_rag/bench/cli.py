@@ -96,6 +96,17 @@ def run_bench(args) -> int:
         err.print(f"suite finished in {time.perf_counter() - t0:.0f} s; results: {', '.join(map(str, paths))}")
         print(suite_report([json.loads(p.read_text()) for p in paths]))
         return 0
+    if args.kind == "refusal":
+        from .refusal import run_refusal_bench
+
+        out = run_refusal_bench(settings, args)
+        if args.markdown:
+            from .report import refusal_table
+
+            print(refusal_table(out))
+        else:
+            print(json.dumps(out, indent=1))
+        return 0
     if args.kind in ("routing", "latency"):
         from . import agent_bench
 

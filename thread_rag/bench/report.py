@@ -86,6 +86,22 @@ def contextual_table(x: dict) -> str:
     return "\n".join(lines)
 
 
+def refusal_table(x: dict) -> str:
+    q = x["questions"]
+    lines = [f"*{x['dataset']}: {q['answerable']} answerable, {q['in_domain_unanswerable']} in-domain unanswerable "
+             f"(gold document not indexed), {q['off_domain']} off-domain ({x['off_domain_from']}) questions; score = best "
+             f"cosine of a chunk read ({x['path']}) to the question. AUC answerable vs in-domain "
+             f"{x['auc_vs_in_domain']}, vs off-domain {x['auc_vs_off_domain']}.*", "",
+             "| RELEVANCE_MIN | answerable refused (wrong) | in-domain unanswerable refused | off-domain refused |",
+             "|---|---|---|---|"]
+    for r in x["grid"]:
+        mark = " (current)" if abs(r["threshold"] - x["current_RELEVANCE_MIN"]) < 1e-9 else ""
+        lines.append(f"| {r['threshold']:.2f}{mark} | {r['answerable_refused']:.3f} | "
+                     f"{r['in_domain_unanswerable_refused'] if r['in_domain_unanswerable_refused'] is not None else '-'} | "
+                     f"{r['off_domain_refused']:.3f} |")
+    return "\n".join(lines)
+
+
 def report(directory: str | None = None) -> str:
     d = Path(directory or "bench_results")
     out = []
@@ -106,6 +122,10 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", answers_table(x), ""]
+    for name in ("refusal-aws-docs-qa", "refusal-musique"):
+        x = _load(d, name)
+        if x:
+            out += [f"### {name}", "", f"`{x.get('command', '')}`", "", refusal_table(x), ""]
     suite = [x for x in (_load(d, f"suite-{n}") for n in ("aws-docs-qa", "leval-legal", "musique")) if x]
     if suite:
         out.append(suite_report(suite))

@@ -1,0 +1,79 @@
+"""``thread-rag bench refusal``: calibrating ``RELEVANCE_MIN``, the agent's first refusal test.
+
+The agent refuses without asking the model when no chunk it read has cosine >= ``RELEVANCE_MIN`` with
+the question (``agent.loop.relevance``). This benchmark measures that score on the chunks the
+deterministic jump-and-walk reads (the agent's fallback path; ``k=3``, walk up to 2) for three kinds
+of question over one quick corpus:
+
+- ``answerable``: the sampled questions, whose gold documents are in the corpus;
+- ``in_domain_unanswerable``: other questions of the same data set whose gold document is NOT in the
+  corpus (same vocabulary, no answer: the hard case);
+- ``off_domain``: questions from a different data set (musique for aws-docs-qa, aws-docs-qa otherwise).
+
+For each threshold on a grid it reports the share of answerable questions wrongly refused and the share
+of unanswerable ones correctly refused. The LLM answerability check that follows the threshold is not
+part of this benchmark (it costs seconds per question; see ``bench answers`` refusal rates).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..agent.loop import relevance
+from ..threads.walk import jump_and_walk
+
+GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
+
+
+def _scores(engine, questions: list[str]) -> list[float]:
+    out = []
+    for q in questions:
+        wins, _ = jump_and_walk(engine, q, k=3, max_walk=2)
+        out.append(relevance(engine, q, [c for w in wins for c in w.chunk_ids]))
+    return out
+
+
+def auc(pos: list[float], neg: list[float]) -> float:
+    """Probability that a random answerable question scores above a random unanswerable one (ties 1/2)."""
+    if not pos or not neg:
+        return float("nan")
+    p, n = np.asarray(pos)[:, None], np.asarray(neg)[None, :]
+    return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
+
+
+def run_refusal_bench(settings, args) -> dict:
+    from .corpus import open_corpus_engine
+    from .datasets import load_dataset
+    from .retrieval import machine
+
+    name = args.dataset or "aws-docs-qa"
+    limit = args.limit or 30
+    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed)
+    engine, _, _ = open_corpus_engine(settings, ds)
+    in_corpus = {d.key for d in ds.corpus}
+    full = load_dataset(name, settings.shared_data)
+    rng = np.random.default_rng(args.seed)
+    near = [q.text for q in full.queries if not (q.gold_docs & in_corpus)]
+    near = [near[i] for i in sorted(rng.choice(len(near), size=min(limit, len(near)), replace=False))]
+    other = load_dataset("musique" if name != "musique" else "aws-docs-qa", settings.shared_data, limit=limit,
+                         seed=args.seed)
+    groups = {"answerable": [q.text for q in ds.queries], "in_domain_unanswerable": near,
+              "off_domain": [q.text for q in other.queries]}
+    scores = {g: _scores(engine, qs) for g, qs in groups.items()}
+    unans = scores["in_domain_unanswerable"] + scores["off_domain"]
+    rows = []
+    for t in GRID:
+        rows.append({"threshold": t,
+                     "answerable_refused": round(float(np.mean([s < t for s in scores["answerable"]])), 4),
+                     "in_domain_unanswerable_refused": round(float(np.mean([s < t for s in
+                                                                            scores["in_domain_unanswerable"]])), 4)
+                     if near else None,
+                     "off_domain_refused": round(float(np.mean([s < t for s in scores["off_domain"]])), 4)})
+    return {"dataset": ds.name, "off_domain_from": other.name, "questions": {g: len(v) for g, v in groups.items()},
+            "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "jump_and_walk k=3, max_walk=2",
+            "score_quantiles": {g: [round(float(np.quantile(v, q)), 3) for q in (0.1, 0.25, 0.5, 0.75, 0.9)]
+                                for g, v in scores.items() if v},
+            "auc_vs_in_domain": round(auc(scores["answerable"], scores["in_domain_unanswerable"]), 4) if near else None,
+            "auc_vs_off_domain": round(auc(scores["answerable"], scores["off_domain"]), 4),
+            "auc_vs_all_unanswerable": round(auc(scores["answerable"], unans), 4),
+            "grid": rows, "machine": machine(), "command": "thread-rag bench refusal --dataset " + name +
+            f" --limit {limit}"}
