@@ -13,6 +13,7 @@ Decoding is greedy, so when two strategies build byte-identical contexts for a q
 from __future__ import annotations
 
 import re
+import sys
 import time
 
 import numpy as np
@@ -135,4 +136,5 @@ def run_answers_bench(settings, args) -> dict:
     strategies = args.configs.split(",") if args.configs else ["topk", "thread_windows"]
     out = run_answers(settings, ds, engine, keymap, strategies, k=args.k, agent_limit=args.agent_limit)
     out["machine"] = machine()
+    out["command"] = "thread-rag " + " ".join(sys.argv[1:])
     return out

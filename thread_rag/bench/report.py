@@ -44,12 +44,22 @@ def context_table(x: dict) -> str:
     return "\n".join(lines)
 
 
+def _answered_f1(rows: list | None) -> str:
+    """Mean F1 over the questions a strategy did not refuse (from the per-question rows), with their count."""
+    if not rows:
+        return "-"
+    f = [r["f1"] for r in rows if not r["refused"]]
+    return f"{sum(f) / len(f):.3f} ({len(f)})" if f else "- (0)"
+
+
 def answers_table(x: dict) -> str:
+    m = x.get("machine")
+    where = f"; {m['cpu']}, {m['cores']} cores" if m else ""
     lines = [f"*{x['dataset']}: {x['questions']} questions, k={x.get('k', 5)} entry chunks, search scope: "
-             f"{x.get('search_scope', 'corpus')}; {x['backend']}.*", "",
+             f"{x.get('search_scope', 'corpus')}; {x['backend']}{where}.*", "",
              "| context | n | token F1 (95% CI) | F1 minus top-k, same questions (95% CI) | EM | correct (F1>=0.7) | "
-             "wrong (F1<0.6) | refused | tokens in | tokens out | s / question |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "wrong (F1<0.6) | refused | F1 when answered (n) | tokens in | tokens out | s / question |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in x["strategies"].items():
         ci = r["f1_ci95"]
         d = r.get("f1_minus_topk")
@@ -57,7 +67,8 @@ def answers_table(x: dict) -> str:
         diff = f"{d:+.3f} ({dci[0]:+.3f} to {dci[1]:+.3f})" if d is not None else "-"
         lines.append(f"| {name} | {r.get('questions', x['questions'])} | {r['f1']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {diff} | "
                      f"{r['em']:.3f} | {r['correct_rate_f1>=0.7']:.3f} | {r['wrong_rate_f1<0.6']:.3f} | "
-                     f"{r['refusal_rate']:.3f} | {r['tokens_in']:.0f} | {r['tokens_out']:.0f} | "
+                     f"{r['refusal_rate']:.3f} | {_answered_f1(x.get('rows', {}).get(name))} | {r['tokens_in']:.0f} | "
+                     f"{r['tokens_out']:.0f} | "
                      f"{r['seconds_per_question']:.1f} |")
     return "\n".join(lines)
 
@@ -86,6 +97,10 @@ def contextual_table(x: dict) -> str:
     return "\n".join(lines)
 
 
+def _num(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
 def refusal_table(x: dict) -> str:
     q = x["questions"]
     lines = [f"*{x['dataset']}: {q['answerable']} answerable, {q['in_domain_unanswerable']} in-domain unanswerable "
@@ -97,7 +112,7 @@ def refusal_table(x: dict) -> str:
     for r in x["grid"]:
         mark = " (current)" if abs(r["threshold"] - x["current_RELEVANCE_MIN"]) < 1e-9 else ""
         lines.append(f"| {r['threshold']:.2f}{mark} | {r['answerable_refused']:.3f} | "
-                     f"{r['in_domain_unanswerable_refused'] if r['in_domain_unanswerable_refused'] is not None else '-'} | "
+                     f"{_num(r['in_domain_unanswerable_refused'])} | "
                      f"{r['off_domain_refused']:.3f} |")
     return "\n".join(lines)
 
@@ -118,10 +133,10 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", contextual_table(x), ""]
-    for name in ("answers-aws", "answers-leval"):
+    for name in ("answers-agent-aws-docs-qa", "answers-agent-leval-legal", "answers-agent-musique"):
         x = _load(d, name)
         if x:
-            out += [f"### {name}", "", answers_table(x), ""]
+            out += [f"### {name}", ""] + ([f"`{x['command']}`", ""] if x.get("command") else []) + [answers_table(x), ""]
     for name in ("refusal-aws-docs-qa", "refusal-musique"):
         x = _load(d, name)
         if x:
