@@ -34,3 +34,9 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 # RERANKER = "none"                # none | llm | /path/to/cross-encoder
 # EARLY_EXIT_MARGIN = 0.15
 # SEARCH_K = 5
+
+# --- agent ---
+# MAX_STEPS = 4                    # tool steps per question; the first is always a search made by code
+# RELEVANCE_MIN = 0.30             # refuse without asking the model when no chunk read is this close to
+#                                  # the question (calibrated with `thread-rag bench refusal`, BENCHMARKS.md)
+# MAX_ANSWER_TOKENS = 400

@@ -133,7 +133,7 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", contextual_table(x), ""]
-    for name in ("answers-agent-aws-docs-qa", "answers-agent-leval-legal", "answers-agent-musique"):
+    for name in ("answers-agent-aws-docs-qa", "answers-agent-leval-legal", "answers-other-aws-docs-qa"):
         x = _load(d, name)
         if x:
             out += [f"### {name}", ""] + ([f"`{x['command']}`", ""] if x.get("command") else []) + [answers_table(x), ""]
