@@ -61,38 +61,41 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = 3,
                 progress=None, model=None) -> dict:
     """Answer every question of ``ds`` with each strategy; ``agent`` only on the first ``agent_limit``.
     ``model``: a chat model to use instead of the configured one (tests pass a scripted fake)."""
-    from ..agent.loop import Agent
+    from ..agent.loop import NOT_IN_DOCS, Agent
     from ..llm.backends import describe, make_chat_model
     from .context import build_context
 
-    doc_of = {v: kk for kk, v in keymap.items()}
-    per_doc = ds.name.startswith("leval-legal")
     fixed = [s for s in strategies if s != "agent"]
     model = model or make_chat_model(settings.replace(MAX_ANSWER_TOKENS=FIXED_TOKENS_OUT))
-    agent = None
+    agent, n_agent = None, 0
     if "agent" in strategies:
         agent = Agent(engine, chat_model=model)
         agent.settings = engine.settings.replace(MAX_ANSWER_TOKENS=AGENT_TOKENS_OUT)
+        n_agent = len(ds.queries) if agent_limit is None else min(agent_limit, len(ds.queries))
     res: dict[str, list] = {s: [] for s in strategies}
-    total = len(ds.queries) * len(fixed) + (min(agent_limit, len(ds.queries)) if agent and agent_limit is not None
-                                            else len(ds.queries) if agent else 0)
-    done = 0
-    for i, q in enumerate(ds.queries):
-        doc_id = doc_of.get(next(iter(q.gold_docs))) if per_doc else None
+    total, done = len(ds.queries) * len(fixed) + n_agent, 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(f"answers {ds.name}", done, total)
+
+    for i, (q, doc_id) in enumerate(zip(ds.queries, ds.scope_doc_ids(keymap))):
         hits = engine.retriever.search(q.text, doc_id=doc_id, k=k).hits
         answered: dict[str, dict] = {}  # context -> row: greedy decoding, so the same prompt gives the same answer
         for s in fixed:
             ctx = build_context(engine, s, q.text, k, doc_id, hits)
             if ctx in answered:  # e.g. the walk found nothing to walk to: its context equals thread_windows'
                 res[s].append({**answered[ctx], "same_context_as": answered[ctx]["strategy"]})
-                done += 1
+                tick()
                 continue
             t = time.perf_counter()
             out = model.invoke([HumanMessage(ANSWER_PROMPT.format(context=ctx, question=q.text))],
                                max_tokens=FIXED_TOKENS_OUT)
             sec = time.perf_counter() - t
             text = out.content.strip()
-            refused = "NOT IN DOCUMENTS" in text.upper()
+            refused = NOT_IN_DOCS in text.upper()
             f1, em = score(text, refused, q.answers)
             usage = out.usage_metadata or {}
             row = {"qid": q.qid, "strategy": s, "f1": f1, "em": em, "refused": refused, "seconds": round(sec, 2),
@@ -100,10 +103,8 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = 3,
                    "answer": text[:300]}
             res[s].append(row)
             answered[ctx] = row
-            done += 1
-            if progress:
-                progress(f"answers {ds.name}", done, total)
-        if agent and (agent_limit is None or i < agent_limit):
+            tick()
+        if i < n_agent:
             agent.clear()
             t = time.perf_counter()
             a = agent.ask(q.text, doc_id=doc_id)
@@ -113,12 +114,10 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = 3,
                                  "tokens_in": a.tokens["in"], "tokens_out": a.tokens["out"],
                                  "steps": [t_["tool"] for t_ in a.tool_trace], "fallback": a.fallback_used,
                                  "answer": a.answer[:300]})
-            done += 1
-            if progress:
-                progress(f"answers {ds.name}", done, total)
+            tick()
     base = res.get("topk")
     return {"dataset": ds.name, "questions": len(ds.queries), "k": k, "backend": describe(model),
-            "search_scope": "gold document" if per_doc else "corpus",
+            "search_scope": ds.search_scope,
             "answer_tokens_max": FIXED_TOKENS_OUT,
             "agent_settings": ({n: getattr(agent.settings, n) for n in ("MAX_STEPS", "RELEVANCE_MIN", "SEARCH_K",
                                                                        "MAX_ANSWER_TOKENS")} if agent else None),
@@ -134,7 +133,7 @@ def run_answers_bench(settings, args) -> dict:
     ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 20, seed=args.seed)
     engine, keymap, _ = open_corpus_engine(settings, ds)
     strategies = args.configs.split(",") if args.configs else ["topk", "thread_windows"]
-    out = run_answers(settings, ds, engine, keymap, strategies, k=args.k, agent_limit=args.agent_limit)
+    out = run_answers(settings, ds, engine, keymap, strategies, k=args.k or 3, agent_limit=args.agent_limit)
     out["machine"] = machine()
     out["command"] = "thread-rag " + " ".join(sys.argv[1:])
     return out

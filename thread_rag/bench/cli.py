@@ -81,8 +81,6 @@ def run_bench(args) -> int:
         from .answers import run_answers_bench
         from .report import answers_table
 
-        if args.k is None:
-            args.k = 3
         out = run_answers_bench(settings, args)
         print(answers_table(out) if args.markdown else json.dumps(out, indent=1, ensure_ascii=False))
         return 0

@@ -81,12 +81,9 @@ def build_context(engine, strategy: str, query: str, k: int, doc_id: str | None,
 
 def run_context(settings, ds, engine, keymap, strategies: list[str], k: int = 5) -> dict:
     """Build each strategy's context for every question of ``ds`` and measure it."""
-    doc_of = {v: kk for kk, v in keymap.items()}
-    per_doc = ds.name.startswith("leval-legal")  # single long-document QA: search inside the question's contract
     count = _token_counter(settings)
     rows = {s: {"coverage": [], "span": [], "words": [], "tokens": [], "ms": []} for s in strategies}
-    for q in ds.queries:
-        doc_id = doc_of.get(next(iter(q.gold_docs))) if per_doc else None
+    for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
         hits = engine.retriever.search(q.text, doc_id=doc_id, k=k).hits
         gold = q.spans[0] if q.spans else q.answers[0]
         for s in strategies:
@@ -97,7 +94,7 @@ def run_context(settings, ds, engine, keymap, strategies: list[str], k: int = 5)
             rows[s]["span"].append(span_found(ctx, gold))
             rows[s]["words"].append(len(ctx.split()))
             rows[s]["tokens"].append(count(ctx))
-    out = {"dataset": ds.name, "queries": len(ds.queries), "k": k, "search_scope": "gold document" if per_doc else "corpus",
+    out = {"dataset": ds.name, "queries": len(ds.queries), "k": k, "search_scope": ds.search_scope,
            "strategies": {}, "token_counter": count.__doc__}
     for s, r in rows.items():
         out["strategies"][s] = {"coverage": round(float(np.mean(r["coverage"])), 4),

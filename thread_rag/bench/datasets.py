@@ -36,12 +36,24 @@ class Dataset:
     name: str
     corpus: list
     queries: list
+    per_document: bool = False  # questions about one given document: each search is scoped to it
+
+    @property
+    def search_scope(self) -> str:
+        return "gold document" if self.per_document else "corpus"
+
+    def scope_doc_ids(self, keymap: dict) -> list:
+        """Per question, the doc id (``keymap``: doc id -> document key) its search is limited to: the
+        gold document for per-document sets, else None (the whole corpus)."""
+        if not self.per_document:
+            return [None] * len(self.queries)
+        doc_of = {key: doc_id for doc_id, key in keymap.items()}
+        return [doc_of.get(next(iter(q.gold_docs))) for q in self.queries]
 
 
 QUICK_CORPUS = 60  # documents kept by --limit runs (gold + distractors)
 
 DATASETS = ("limit-small", "aws-docs-qa", "musique", "leval-legal")
-PER_DOCUMENT = ("leval-legal",)  # questions about one given document: search is scoped to it
 
 LEVAL_BOILERPLATE = ("Highlight the parts (if any) of this contract related to",)
 
@@ -66,7 +78,7 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
         # quick runs: the corpus shrinks to the gold documents plus seeded distractors
         gold = set().union(*(q.gold_docs for q in ds.queries))
         # single-document QA (leval) searches inside the gold document only: distractors would never be read
-        others = [] if name in PER_DOCUMENT else [d for d in ds.corpus if d.key not in gold]
+        others = [] if ds.per_document else [d for d in ds.corpus if d.key not in gold]
         # at least as many distractors as gold documents (multi-hop sets have more gold documents than QUICK_CORPUS)
         n_distractors = max(QUICK_CORPUS - len(gold), len(gold))
         keep = gold | {d.key for d in rng.sample(others, min(len(others), n_distractors))}
@@ -136,7 +148,7 @@ def _leval_legal(d: Path) -> Dataset:
             corpus.append(Doc(key, key, text))
         for j, (q, a) in enumerate(zip(row["instructions"], row["outputs"])):
             queries.append(Query(f"legal_{i:02d}_{j:02d}", strip_leval(q), {key}, answers=[a], spans=[a]))
-    return Dataset("leval-legal", corpus, queries)
+    return Dataset("leval-legal", corpus, queries, per_document=True)
 
 
 def strip_leval(q: str) -> str:
