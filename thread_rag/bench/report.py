@@ -52,14 +52,26 @@ def _answered_f1(rows: list | None) -> str:
     return f"{sum(f) / len(f):.3f} ({len(f)})" if f else "- (0)"
 
 
+def _refusal_flips(rows: list | None, base: list | None) -> str:
+    """From the per-question rows: questions top-k answered that this strategy refused, and the reverse."""
+    if not rows or not base or rows is base:
+        return "-"
+    top = {r["qid"]: r["refused"] for r in base}
+    lost = sum(1 for r in rows if r["refused"] and top.get(r["qid"]) is False)
+    won = sum(1 for r in rows if not r["refused"] and top.get(r["qid"]) is True)
+    return f"{lost} / {won}"
+
+
 def answers_table(x: dict) -> str:
     m = x.get("machine")
     where = f"; {m['cpu']}, {m['cores']} cores" if m else ""
     lines = [f"*{x['dataset']}: {x['questions']} questions, k={x.get('k', 5)} entry chunks, search scope: "
              f"{x.get('search_scope', 'corpus')}; {x['backend']}{where}.*", "",
              "| context | n | token F1 (95% CI) | F1 minus top-k, same questions (95% CI) | EM | correct (F1>=0.7) | "
-             "wrong (F1<0.6) | refused | F1 when answered (n) | tokens in | tokens out | s / question |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "wrong (F1<0.6) | refused | refused where top-k answered / the reverse | F1 when answered (n) | "
+             "tokens in | tokens out | s / question |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = x.get("rows", {})
     for name, r in x["strategies"].items():
         ci = r["f1_ci95"]
         d = r.get("f1_minus_topk")
@@ -67,7 +79,8 @@ def answers_table(x: dict) -> str:
         diff = f"{d:+.3f} ({dci[0]:+.3f} to {dci[1]:+.3f})" if d is not None else "-"
         lines.append(f"| {name} | {r.get('questions', x['questions'])} | {r['f1']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {diff} | "
                      f"{r['em']:.3f} | {r['correct_rate_f1>=0.7']:.3f} | {r['wrong_rate_f1<0.6']:.3f} | "
-                     f"{r['refusal_rate']:.3f} | {_answered_f1(x.get('rows', {}).get(name))} | {r['tokens_in']:.0f} | "
+                     f"{r['refusal_rate']:.3f} | {_refusal_flips(rows.get(name), rows.get('topk'))} | "
+                     f"{_answered_f1(rows.get(name))} | {r['tokens_in']:.0f} | "
                      f"{r['tokens_out']:.0f} | "
                      f"{r['seconds_per_question']:.1f} |")
     return "\n".join(lines)
