@@ -137,43 +137,47 @@ class Engine:
 
     def recover(self, full: bool = False) -> list[str]:
         """Remove what a killed writer left behind. Runs only if no writer holds the lock."""
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(self.write_lock(timeout=0))
+            except TimeoutError:
+                return []  # a live writer holds the lock; it cleans up after itself
+            return self._recover_locked(full)
+
+    def _recover_locked(self, full: bool = False) -> list[str]:
+        """Recovery proper; the caller holds the write lock (flock locks belong to one open file,
+        so a writer that already holds it must call this, not :meth:`recover`)."""
         notes: list[str] = []
         pending = self._pending_dir()
-        if not full and not (pending.is_dir() and any(pending.iterdir())):
+        markers = sorted(pending.glob("*.json")) if pending.is_dir() else []
+        if not markers and not full:
             return notes
-        try:
-            ctx = self.write_lock(timeout=0)
-            ctx.__enter__()
-        except TimeoutError:
-            return notes  # a live writer holds the lock; it cleans up after itself
-        try:
-            self.catalog.reload()
-            committed = set(self.catalog.committed())
-            for marker in sorted(pending.glob("*.json")) if pending.is_dir() else []:
-                try:
-                    info = json.loads(marker.read_text())
-                    serial, gen = int(info["serial"]), int(info["generation"])
-                except (ValueError, KeyError, OSError):
-                    marker.unlink(missing_ok=True)
-                    continue
-                if (serial, gen) not in committed:
-                    self.store.delete_generation(serial, gen)
-                    self.token_cache.remove(serial, gen)
-                    self._tree_path(serial, gen).unlink(missing_ok=True)
-                    notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
-                else:  # committed, but the old generation may not have been cleaned
-                    self.store.delete_document(serial, keep_generation=gen)
-                    self._remove_stale_files(serial, gen)
+        self.catalog.reload()
+        committed = set(self.catalog.committed())
+        for marker in markers:
+            try:
+                info = json.loads(marker.read_text())
+                serial, gen = int(info["serial"]), int(info["generation"])
+            except (ValueError, KeyError, TypeError, OSError):
                 marker.unlink(missing_ok=True)
-            if full:
-                for serial, gen in self.store.generations() - committed:
-                    self.store.delete_generation(serial, gen)
-                    notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
-                for serial, gen in self.token_cache.present() - committed:
-                    self.token_cache.remove(serial, gen)
-                    notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
-        finally:
-            ctx.__exit__(None, None, None)
+                continue
+            if (serial, gen) not in committed:
+                self.store.delete_generation(serial, gen)
+                self.token_cache.remove(serial, gen)
+                self._tree_path(serial, gen).unlink(missing_ok=True)
+                notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
+            else:  # committed, but the old generation may not have been cleaned
+                self.store.delete_document(serial, keep_generation=gen)
+                self._remove_stale_files(serial, gen)
+            self._threads.pop(serial, None)
+            marker.unlink(missing_ok=True)
+        if full:
+            for serial, gen in self.store.generations() - committed:
+                self.store.delete_generation(serial, gen)
+                notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
+            for serial, gen in self.token_cache.present() - committed:
+                self.token_cache.remove(serial, gen)
+                notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
         return notes
 
     def check_consistency(self) -> list[str]:
@@ -340,7 +344,7 @@ class Engine:
         timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
         t_store = time.perf_counter()
         with self.write_lock():
-            self.recover()
+            self._recover_locked()  # an attempt aborted in this process (Ctrl-C) left a pending marker
             self.catalog.reload()
             same = self._unchanged(key, content_hash, recipe)
             if same is not None:  # another process indexed it meanwhile
