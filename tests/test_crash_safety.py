@@ -107,3 +107,31 @@ def test_random_kills_during_indexing(tmp_path, embedder):
         rerun(home, embedder, files)
         e = check(home, embedder)
         assert len(e.documents()) == len(files)
+
+
+DELETE_SCRIPT = """
+import sys
+sys.path.insert(0, {repo!r})
+from thread_rag.settings import load_settings
+from thread_rag.engine import Engine
+e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}}}, env={{}}, config_file=False))
+e.delete({doc_id!r})
+print("done")
+"""
+
+
+def test_kill_during_delete_is_finished_by_the_next_start(tmp_path, embedder):
+    home = tmp_path / "h"
+    docs = [DOCS / "04-windows-and-summaries.md", DOCS / "03-searching.md"]
+    assert run_indexer(home, docs)[0] == 0  # NESTED_MIN_CHUNKS=1: both documents have trees
+    assert list((home / "trees").glob("DOC1.*"))
+    code = DELETE_SCRIPT.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", doc_id="DOC1")
+    env = {**os.environ, "THREAD_RAG_CRASH_AT": "delete_after_remove"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    e = check(home, embedder)  # a new Engine: its start-up recovery finishes the delete
+    assert [d.doc_id for d in e.documents()] == ["DOC2"]
+    assert {s for s, _ in e.store.generations()} == {2}
+    assert {s for s, _ in e.token_cache.present()} == {2}
+    assert not list((home / "trees").glob("DOC1.*")) and list((home / "trees").glob("DOC2.*"))
+    assert not any((home / "pending").iterdir())

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,14 +158,19 @@ class Engine:
         for marker in markers:
             try:
                 info = json.loads(marker.read_text())
-                serial, gen = int(info["serial"]), int(info["generation"])
-            except (ValueError, KeyError, TypeError, OSError):
+                serial = int(info["serial"])
+                gen = None if info.get("delete") else int(info["generation"])
+            except (ValueError, KeyError, TypeError, OSError, AttributeError):
                 marker.unlink(missing_ok=True)
                 continue
-            if (serial, gen) not in committed:
+            if gen is None:  # a delete: finish it if the catalog commit (the removal) happened
+                if serial not in {s for s, _ in committed}:
+                    self._purge_document(serial, info.get("content_hash"))
+                    notes.append(f"finished deleting {format_doc_id(serial)}")
+            elif (serial, gen) not in committed:
                 self.store.delete_generation(serial, gen)
                 self.token_cache.remove(serial, gen)
-                self._tree_path(serial, gen).unlink(missing_ok=True)
+                self._remove_trees(serial, gen=gen)
                 notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
             else:  # committed, but the old generation may not have been cleaned
                 self.store.delete_document(serial, keep_generation=gen)
@@ -200,6 +206,8 @@ class Engine:
                 problems.append(f"{rec.doc_id}: token cache has a different chunk count")
         for serial, gen in sorted(self.token_cache.present() - committed):
             problems.append(f"orphan token cache {format_doc_id(serial)}@g{gen}")
+        for serial, gen in sorted(self._tree_generations() - committed):
+            problems.append(f"orphan tree {format_doc_id(serial)}@g{gen}")
         return problems
 
     # -- catalog views ----------------------------------------------------------------------
@@ -407,30 +415,49 @@ class Engine:
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed from another path
         return dup if dup is not None and same_recipe(dup) else None
 
-    def _tree_path(self, serial: int, gen: int) -> Path:
-        return self.home / "trees" / f"DOC{serial}.g{gen}.json"
+    _TREE_FILE = re.compile(r"DOC(\d+)\.g(\d+)\.(?:json|npy)")
+
+    def _tree_generations(self) -> set[tuple[int, int]]:
+        """(serial, generation) of every nested-tree file (``DOCn.gX.json`` and ``.npy``)."""
+        found = (self._TREE_FILE.fullmatch(f.name) for f in (self.home / "trees").glob("DOC*.g*"))
+        return {(int(m[1]), int(m[2])) for m in found if m}
+
+    def _remove_trees(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:
+        """Tree files of one document: of generation ``gen``, of all but ``keep``, or all of them."""
+        for f in (self.home / "trees").glob(f"DOC{serial}.g*"):
+            m = self._TREE_FILE.fullmatch(f.name)
+            g = int(m[2]) if m else None
+            if m and gen in (None, g) and g != keep:
+                f.unlink(missing_ok=True)
 
     def _remove_stale_files(self, serial: int, keep_gen: int) -> None:
         for s, g in self.token_cache.present():
             if s == serial and g != keep_gen:
                 self.token_cache.remove(s, g)
-        for f in (self.home / "trees").glob(f"DOC{serial}.g*.json"):
-            if f.name != f"DOC{serial}.g{keep_gen}.json":
-                f.unlink(missing_ok=True)
+        self._remove_trees(serial, keep=keep_gen)
+
+    def _purge_document(self, serial: int, content_hash: str | None) -> None:
+        """Everything stored for a document the catalog no longer names (caller holds the write lock)."""
+        self.store.delete_document(serial)
+        self.token_cache.remove(serial)
+        self._remove_trees(serial)
+        self._threads.pop(serial, None)
+        if content_hash and self.settings.cache_path.is_dir():
+            from .threads.summary_cache import SummaryCache
+
+            SummaryCache(self.settings.cache_path).forget(content_hash)
 
     def delete(self, doc_id: str) -> DocumentRecord:
         serial = parse_doc_id(doc_id)
         with self.write_lock():
+            self._recover_locked()
             self.catalog.reload()
             rec = self.catalog.get(serial)
+            marker = self._pending_dir() / f"DELETE-DOC{serial}.json"  # recovery finishes a killed delete
+            atomic_write_json(marker, {"serial": serial, "delete": True, "content_hash": rec.content_hash,
+                                       "pid": os.getpid()})
             self.catalog.remove(serial)  # commit point: readers stop seeing it
-            self.store.delete_document(serial)
-            self.token_cache.remove(serial)
-            for f in (self.home / "trees").glob(f"DOC{serial}.g*.json"):
-                f.unlink(missing_ok=True)
-            self._threads.pop(serial, None)
-        if self.settings.cache_path.is_dir():
-            from .threads.summary_cache import SummaryCache
-
-            SummaryCache(self.settings.cache_path).forget(rec.content_hash)
+            crash_point("delete_after_remove")
+            self._purge_document(serial, rec.content_hash)
+            marker.unlink(missing_ok=True)
         return rec
