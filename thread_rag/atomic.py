@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -87,6 +88,47 @@ def atomic_replace_dir(tmp_dir: Path, final_dir: Path) -> None:
     _fsync_dir(final_dir.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+# ``.<name>.<pid>.tmp`` / ``.<name>.old-<pid>``; mkstemp names (atomic_write_bytes) end in 8 random characters
+_PID_TEMP = re.compile(r"\..+\.(?:(\d{1,7})\.tmp|old-(\d+))")
+
+
+def remove_stale_temporaries(directory: Path, *, owned: bool = False, max_age: float = 600.0) -> list[Path]:
+    """Remove temporaries that writers killed mid-write left in ``directory``: dot-named ``*.tmp`` and
+    ``*.old-<pid>`` files or folders. One whose name carries a PID goes when that process is gone;
+    any other when the caller ``owned`` the directory (holds the lock all its writers take) or it has
+    not changed for ``max_age`` seconds. Returns what was removed."""
+    try:
+        entries = list(Path(directory).iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = []
+    for p in entries:
+        if not p.name.startswith(".") or not (p.name.endswith(".tmp") or ".old-" in p.name):
+            continue
+        m = _PID_TEMP.fullmatch(p.name)
+        try:
+            stale = not pid_alive(int(m[1] or m[2])) if m else (owned or time.time() - p.lstat().st_mtime > max_age)
+        except FileNotFoundError:
+            continue
+        if stale:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .atomic import atomic_write_json, file_lock
+from .atomic import atomic_write_json, file_lock, remove_stale_temporaries
 from .errors import IngestError, ThreadRagError, UnknownDocumentError
 from .ids import ChunkId, format_doc_id, parse_doc_id
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
@@ -148,7 +148,7 @@ class Engine:
     def _recover_locked(self, full: bool = False) -> list[str]:
         """Recovery proper; the caller holds the write lock (flock locks belong to one open file,
         so a writer that already holds it must call this, not :meth:`recover`)."""
-        notes: list[str] = []
+        notes = [f"removed leftover temporary {p}" for p in self._remove_temporaries()]
         pending = self._pending_dir()
         markers = sorted(pending.glob("*.json")) if pending.is_dir() else []
         if not markers and not full:
@@ -185,6 +185,14 @@ class Engine:
                 self.token_cache.remove(serial, gen)
                 notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
         return notes
+
+    def _remove_temporaries(self) -> list[Path]:
+        """Temporaries of writers killed mid-write. Catalog, pending markers and token cache are
+        written only under the write lock (which the caller holds), so any temporary there is dead;
+        trees, search-index parts and summaries are also written by readers: PID or age decides."""
+        places = [(self.home, True), (self._pending_dir(), True), (self.token_cache.root, True),
+                  (self.home / "trees", False), (self.home / "index_parts", False), (self.settings.cache_path, False)]
+        return [p for d, owned in places for p in remove_stale_temporaries(d, owned=owned)]
 
     def check_consistency(self) -> list[str]:
         """Problems between catalog, Chroma and token cache (empty list = consistent)."""

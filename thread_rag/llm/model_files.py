@@ -87,9 +87,13 @@ def ensure_joined(model: PackagedModel, directory: Path) -> Path:
                 and final.stat().st_size == model.size:
             return final
         parts = part_files(model)
-        from ..atomic import file_lock
+        from ..atomic import file_lock, pid_alive
 
         with file_lock(directory / f".{model.filename}.lock"):
+            for old in directory.glob(f".{model.filename}.*.tmp"):  # joins killed mid-write
+                pid = old.name[len(model.filename) + 2:-len(".tmp")]
+                if pid.isdigit() and not pid_alive(int(pid)):
+                    old.unlink(missing_ok=True)
             if final.is_file() and final.stat().st_size == model.size and sha256_file(final) == model.sha256:
                 stamp.write_text(model.sha256)
                 return final
