@@ -9,12 +9,15 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict
 
+from thread_rag.agent.answer import SOURCES_PROMPT
+from thread_rag.agent.intent import INTENT_PROMPT
 from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
 
 
 class ScriptedChatModel(BaseChatModel):
     """Replies by the kind of request: routing steps pop ``routes``; the gate returns ``answerable``;
-    condensation returns ``standalone``; the answer calls ``answer(messages)``."""
+    condensation returns ``standalone``; the intent check returns ``action``; the sources follow-up returns
+    ``sources``; the answer calls ``answer(messages)``. Every call is recorded in ``calls``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     routes: list = []
@@ -23,6 +26,8 @@ class ScriptedChatModel(BaseChatModel):
     answer: Any = None
     calls: list = []
     pending_args: Any = None
+    action: str = "question"
+    sources: Any = None
 
     @property
     def _llm_type(self) -> str:
@@ -42,6 +47,10 @@ class ScriptedChatModel(BaseChatModel):
             return a if isinstance(a, str) else json.dumps(a)
         if last == GATE:
             return json.dumps({"answerable": self.answerable})
+        if last == SOURCES_PROMPT:
+            return json.dumps({"sources": self.sources if self.sources is not None else [1]})
+        if last.startswith(INTENT_PROMPT.split("\n")[0]):
+            return json.dumps({"action": self.action})
         if CONDENSE in last:
             return json.dumps({"question": self.standalone or "?"})
         fn: Callable = self.answer or (lambda msgs: "An answer.")

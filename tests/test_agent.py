@@ -1,4 +1,5 @@
-"""The agent loop with a deterministic fake chat model: routing, errors, bounds, fallback, refusal, follow-ups."""
+"""The routed agent loop (AGENT_MODE=routed) with a deterministic fake chat model: routing, errors, bounds,
+fallback, refusal, follow-ups. The default fast path is tested in test_fast_path.py."""
 import json
 
 import pytest
@@ -13,7 +14,9 @@ def agent_with(engine, **kw):
     model = ScriptedChatModel(**kw)
     model.calls = []
     model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
-    return Agent(engine, chat_model=model), model
+    agent = Agent(engine, chat_model=model)
+    agent.settings = engine.settings.replace(AGENT_MODE="routed")
+    return agent, model
 
 
 def cite_first_window(messages):
@@ -149,34 +152,6 @@ def test_question_scoped_to_one_document(manual_engine):
     assert f"the question is about {target}" in model.calls[0]["system"]
     with pytest.raises(ThreadRagError, match="DOC99"):
         agent.ask("how do I pre-heat summaries?", doc_id="DOC99")
-
-
-def test_answers_bench_rows_with_scripted_model(manual_engine):
-    """The answers benchmark's bookkeeping (not the LLM): every fixed strategy answers every question, the
-    agent only the first ``agent_limit``; identical contexts reuse one answer; citations do not count."""
-    from thread_rag.bench.answers import run_answers
-    from thread_rag.bench.datasets import Dataset, Query
-
-    docs = manual_engine.documents()
-    keymap = {d.doc_id: d.path for d in docs}
-    pre = next(d.path for d in docs if "windows-and-summaries" in d.path)
-    ds = Dataset("manual", [], [Query("q1", "how do I pre-heat summaries?", {pre}, answers=["run thread-rag preheat"]),
-                                Query("q2", "what does nested_retrieve exclude?", {pre}, answers=["ancestors"])])
-    model = ScriptedChatModel(answer=lambda msgs: "Run thread-rag preheat [DOC1_000].")
-    model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
-    out = run_answers(manual_engine.settings, ds, manual_engine, keymap, ["topk", "thread_windows", "thread_walk", "agent"],
-                      k=2, agent_limit=1, model=model)
-    s, rows = out["strategies"], out["rows"]
-    assert [len(rows[x]) for x in ("topk", "thread_windows", "thread_walk", "agent")] == [2, 2, 2, 1]
-    assert rows["topk"][0]["f1"] == 1.0 and rows["topk"][1]["f1"] == 0.0  # "[DOC1_000]" stripped before scoring
-    assert rows["agent"][0]["steps"][0] == "rag_search" and rows["agent"][0]["qid"] == "q1"
-    assert s["agent"]["questions"] == 1 and s["agent"]["topk_f1_same_questions"] == 1.0
-    for r in rows["thread_walk"]:
-        if "same_context_as" in r:
-            assert r["answer"] == next(x for x in rows[r["same_context_as"]] if x["qid"] == r["qid"])["answer"]
-    answer_calls = [c for c in model.calls if c["last"].startswith("Answer the question from the context only")]
-    assert len(answer_calls) == sum(1 for x in ("topk", "thread_windows", "thread_walk") for r in rows[x]
-                                    if "same_context_as" not in r)
 
 
 def test_routing_grammar_derives_from_the_argument_models():

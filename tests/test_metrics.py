@@ -51,19 +51,24 @@ def test_strip_leval():
 def test_answer_score_strips_citations_and_zeroes_refusals():
     from thread_rag.bench.answers import score, summarise
 
-    f1, em = score("Five years [DOC3_012 p.4].", False, ["five years", "5 years"])
-    assert (f1, em) == (1.0, 1.0)
-    assert score("five years", True, ["five years"]) == (0.0, 0.0)
+    assert score("Five years [DOC3_012 p.4] [2].", False, ["five years", "5 years"]) == {"f1": 1.0, "em": 1.0,
+                                                                                          "recall": 1.0}
+    assert score("five years", True, ["five years"]) == {"f1": 0.0, "em": 0.0, "recall": 0.0}
     # F1 against the best of several gold answers: "ten" vs "ten days" -> P=1, R=1/2
-    assert score("ten", False, ["five", "ten days"])[0] == pytest.approx(2 / 3)
-    rows = lambda f1s: [{"qid": str(i), "f1": f, "em": 0.0, "refused": False, "seconds": 1.0, "tokens_in": 10,
-                         "tokens_out": 2} for i, f in enumerate(f1s)]
+    assert score("ten", False, ["five", "ten days"])["f1"] == pytest.approx(2 / 3)
+    # recall: a long answer holding all gold tokens is not wrong for being long
+    assert score("the term is ten days from signing, renewable", False, ["ten days"])["recall"] == 1.0
+    rows = lambda f1s: [{"qid": str(i), "f1": f, "em": 0.0, "recall": f, "refused": False, "seconds": 1.0,
+                         "first_token_s": 0.5, "tokens_in": 10, "tokens_out": 2, "llm_calls": 1,
+                         "citations": [{"how": "written", "precise": True}, {"how": "matched", "precise": False}]}
+                        for i, f in enumerate(f1s)]
     base = rows([0.0, 0.5, 1.0])
     s = summarise(rows([0.5, 0.5, 1.0]), base)
     approx = lambda x: pytest.approx(x, abs=1e-4)  # summaries are rounded to 4 places
-    assert s["f1"] == approx(2 / 3) and s["f1_minus_topk"] == approx(0.5 / 3)
+    assert s["f1"] == approx(2 / 3) and s["f1_minus_topk"] == approx(0.5 / 3) and s["recall_minus_topk"] == approx(0.5 / 3)
     assert s["topk_f1_same_questions"] == approx(0.5)
     assert s["correct_rate_f1>=0.7"] == approx(1 / 3) and s["wrong_rate_f1<0.6"] == approx(2 / 3)
-    # a subset (e.g. the agent on fewer questions) is compared with top-k on the same questions only
+    assert s["written_rate"] == 0.5 and s["citation_precision"] == 0.5 and s["cited_by"]["matched"] == 3
+    # a subset is compared with top-k on the same questions only
     sub = summarise(rows([1.0]), base)
     assert sub["questions"] == 1 and sub["topk_f1_same_questions"] == 0.0 and sub["f1_minus_topk"] == 1.0

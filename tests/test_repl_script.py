@@ -80,6 +80,21 @@ class OllamaStandIn(BaseHTTPRequestHandler):
 
     requests: list = []
     models = ["qwen2.5-coder:1.5b"]
+    FIELDS = {"model", "messages", "tools", "stream", "think", "format", "options", "keep_alive", "logprobs",
+              "top_logprobs"}
+    OPTIONS = {"num_ctx", "num_predict", "temperature", "seed", "top_k", "top_p", "stop", "num_thread",
+               "repeat_penalty", "mirostat"}
+
+    REPLIES = {"sources": [1], "action": "question", "tool": "answer", "answerable": True,
+               "question": "How do I pre-heat summaries?"}
+
+    @classmethod
+    def reply_for(cls, fmt) -> str:
+        """A reply that fits the requested JSON schema (by its first required key), else plain text."""
+        if fmt is None:
+            return "Pre-heat with thread-rag preheat."
+        key = ((fmt.get("required") if isinstance(fmt, dict) else None) or ["answerable"])[0]
+        return json.dumps({key: cls.REPLIES.get(key, True)})
 
     def log_message(self, *a):
         pass
@@ -104,7 +119,10 @@ class OllamaStandIn(BaseHTTPRequestHandler):
             return self._json({"error": "not found"}, 404)
         if body.get("model") not in self.models:
             return self._json({"error": f"model '{body.get('model')}' not found"}, 404)
-        reply = '{"answerable": true}' if body.get("format") else "Pre-heat with thread-rag preheat."
+        unknown = set(body) - self.FIELDS or set(body.get("options") or {}) - self.OPTIONS
+        if unknown:  # strict about what the client may send (the real client refuses unknown keywords)
+            return self._json({"error": f"unknown fields {sorted(unknown)}"}, 400)
+        reply = self.reply_for(body.get("format"))
         if body.get("stream") is False:
             return self._json({"model": body["model"], "created_at": "2026-11-30T00:00:00Z",
                                "message": {"role": "assistant", "content": reply}, "done": True,
@@ -144,6 +162,25 @@ def test_ollama_backend_against_standin(settings_for, standin):
     assert path == "/api/chat" and body["options"]["num_ctx"] == 4096  # never silently truncated
     assert json.loads(m.invoke([HumanMessage("x")], format={"type": "object"}).content) == {"answerable": True}
     assert OllamaStandIn.requests[-1][1]["format"] == {"type": "object"}
+
+
+@pytest.mark.parametrize("mode", ["fast", "routed"])
+def test_full_agent_ask_on_ollama_standin(manual_engine, standin, mode):
+    """A whole Agent.ask over Ollama's HTTP API: the output cap travels as options.num_predict (a max_tokens
+    keyword is a TypeError in ollama.Client.chat), every request is one the strict stand-in accepts."""
+    from thread_rag.agent.loop import Agent
+    from thread_rag.llm.backends import make_chat_model
+
+    s = manual_engine.settings.replace(CHAT_BACKEND="ollama", OLLAMA_HOST=standin, AGENT_MODE=mode)
+    manual_engine.settings = s
+    ans = Agent(manual_engine, chat_model=make_chat_model(s)).ask("how do I pre-heat summaries?")
+    assert not ans.refused and "thread-rag preheat" in ans.answer and ans.mode.startswith(mode)
+    chats = [b for p, b in OllamaStandIn.requests if p == "/api/chat"]
+    assert chats and all(b["options"]["num_ctx"] == s.OLLAMA_NUM_CTX for b in chats)
+    assert all("num_predict" in b["options"] for b in chats)
+    assert chats[-1]["options"]["num_predict"] == s.MAX_ANSWER_TOKENS or mode == "fast"
+    if mode == "fast":  # the answer cites nothing: one constrained follow-up named the source
+        assert ans.citations and ans.citations[0].how == "sources_call" and len(chats) == 2
 
 
 def test_ollama_missing_model_and_server_down(settings_for, standin):

@@ -63,7 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
-    p.add_argument("--agent-limit", type=int, default=None, help="answers/suite: questions the agent answers")
     p.add_argument("--out", default=None, help="suite: folder for the JSON results (default bench_results)")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--configs", default=None, help="comma-separated configurations")
@@ -94,12 +93,14 @@ def main(argv: list[str] | None = None) -> int:
         args.cmd = "chat"
     try:
         return _dispatch(args)
-    except ThreadRagError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - every error a user can cause is one line, never a traceback
+        from .errors import one_line
+
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 1
 
 
 def _dispatch(args) -> int:
@@ -199,7 +200,11 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json(ans)
         else:
-            out.print(ans.answer)
+            from .render import sources_line
+
+            out.print(ans.answer, highlight=False)
+            if ans.citations and not ans.refused:
+                out.print(f"sources: {sources_line(ans)}", highlight=False)
         return 0
     if args.cmd == "script":
         from .agent.script import run_script

@@ -36,3 +36,20 @@ class ModelUnavailableError(ThreadRagError):
 
 class CorruptFileError(ThreadRagError):
     """A stored file that cannot be read (it is set aside, never silently emptied)."""
+
+
+def one_line(exc: BaseException) -> str:
+    """Any exception as the one line a front door prints (a ThreadRagError's own message; for the rest, what
+    went wrong and what to do, never a traceback)."""
+    if isinstance(exc, ThreadRagError):
+        return str(exc)
+    first = (str(exc).splitlines() or [""])[0][:200]
+    name = type(exc).__name__
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        return f"file system error{where}: {exc.strerror or first or name}"
+    if "exceed context window" in first or "context length" in first.lower():
+        return f"the prompt is longer than the model's context ({first}); ask a narrower question or raise LLM_CTX"
+    if name in ("ConnectError", "ConnectTimeout", "ReadTimeout", "ResponseError", "RequestError"):
+        return f"the model server failed ({name}: {first}); is `ollama serve` running? or set CHAT_BACKEND=embedded"
+    return f"unexpected {name}: {first}"

@@ -49,3 +49,11 @@ def render_nested(out: Console, res: dict) -> None:
         out.print(f"[bold]{h['node_id']}[/bold] level {h['level']} {h['score']:.3f} covers "
                   f"{h['chunk_ids'][0]}..{h['chunk_ids'][-1]}  {h.get('pages_label', '')}")
         out.print("   " + h["text"][:240].replace("\n", " "), markup=False, highlight=False)
+
+
+def sources_line(ans) -> str:
+    """An answer's citations for a person: ``[1] DOC1_052 install.en.pdf p.19; ...``; ``(matched)`` marks a
+    source matched by similarity after the answer, ``(named after)`` one the model named when asked."""
+    mark = {"matched": " (matched)", "sources_call": " (named after)"}
+    return "; ".join((f"[{x.source}] " if x.source else "") + f"{x.chunk_id} {x.doc_name} {x.pages}".strip()
+                     + mark.get(x.how, "") for x in ans.citations)

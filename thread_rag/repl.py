@@ -12,8 +12,8 @@ from pathlib import Path
 from rich.console import Console
 
 from . import tools
-from .errors import ThreadRagError
-from .render import progress_bar, render_nested, render_search, render_windows
+from .errors import ThreadRagError, one_line
+from .render import progress_bar, render_nested, render_search, render_windows, sources_line
 
 COMMANDS = {
     "/docs": "list indexed documents",
@@ -133,8 +133,8 @@ class Repl:
             if line.startswith("/"):
                 return self.command(line)
             self.answer(line)
-        except ThreadRagError as exc:
-            c.print(f"[red]error: {exc}[/red]", highlight=False)
+        except Exception as exc:  # noqa: BLE001 - one line, and the session goes on
+            c.print(f"\n[red]error: {one_line(exc)}[/red]", highlight=False)
         return True
 
     def command(self, line: str) -> bool:
@@ -200,9 +200,7 @@ class Repl:
         if ans.interrupted:
             c.print("[yellow](stopped)[/yellow]")
         if ans.citations and not ans.refused:
-            src = "; ".join(f"{x.chunk_id} {x.doc_name} {x.pages}".strip() + (" (matched)" if x.inferred else "")
-                            for x in ans.citations)
-            c.print(f"[dim]sources: {src}[/dim]", highlight=False)
+            c.print(f"[dim]sources: {sources_line(ans)}[/dim]", highlight=False)
         c.print(f"[dim]{ans.timings['total_s']:.1f} s[/dim]")
 
     def run(self) -> int:

@@ -76,7 +76,16 @@ class Settings:
     TEMPERATURE: float = 0.0
     LLM_CTX: int = 8192
     LLM_THREADS: int = 0                    # 0 = number of cores
-    MAX_STEPS: int = 4                      # routing steps per question (the first is the search)
+    LLM_BATCH: int = 512                    # llama.cpp n_batch = n_ubatch (prompt tokens evaluated per step)
+    AGENT_MODE: str = "fast"                # fast: code jumps + walks, one LLM call | routed: model-driven loop
+    INTENTS: bool = True                    # recognise actions (list/index/pre-heat/nested) in chat messages
+    READER: str = "walk"                    # what the fast path reads: walk | topk | nested
+    READ_K: int = 3                         # entry chunks from the search
+    READ_BUDGET: int = 900                  # LLM tokens of source text the fast path may put in the prompt
+    WALK_MAX: int = 2                       # chunks walked forward from each entry chunk
+    WALK_QUERY_MIN: float = 0.2             # a walked chunk must still have this cosine to the question
+    CITE_FOLLOWUP: bool = True              # ask for the sources (constrained) when the answer cites none
+    MAX_STEPS: int = 4                      # routed mode: routing steps per question (the first is the search)
     RELEVANCE_MIN: float = 0.30             # refuse when no chunk read has cosine >= this to the question
     MAX_ANSWER_TOKENS: int = 400
     HYDE: bool = False
@@ -110,12 +119,12 @@ class Settings:
         need(0 <= self.CHUNK_MIN_TOKENS <= self.CHUNK_TOKENS, "CHUNK_MIN_TOKENS", "must be between 0 and CHUNK_TOKENS")
         need(self.PARENT_TOKENS >= self.CHUNK_TOKENS, "PARENT_TOKENS", "must be >= CHUNK_TOKENS")
         need(0 < self.SEMANTIC_PERCENTILE < 100, "SEMANTIC_PERCENTILE", "must be between 0 and 100")
-        for name in ("STAGE1_K", "STAGE2_K", "STAGE3_K", "RRF_K", "SEARCH_K", "EMBED_BATCH", "MAX_STEPS",
+        for name in ("STAGE1_K", "STAGE2_K", "STAGE3_K", "RRF_K", "SEARCH_K", "EMBED_BATCH", "MAX_STEPS", "READ_K", "READ_BUDGET", "LLM_BATCH",
                      "LLM_CTX", "OLLAMA_NUM_CTX", "MAX_ANSWER_TOKENS", "SUMMARY_MAX_WORDS", "WINDOW_TOKEN_BUDGET",
                      "NUM_SEMANTIC_CHUNKS", "MAX_DEPTH", "HNSW_THRESHOLD"):
             need(getattr(self, name) > 0, name, "must be > 0")
         need(self.NUM_SEMANTIC_CHUNKS >= 2, "NUM_SEMANTIC_CHUNKS", "must be >= 2")
-        for name in ("TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS"):
+        for name in ("TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS", "WALK_MAX"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         for name in ("DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
@@ -128,6 +137,9 @@ class Settings:
         need(self.SUMMARY_BACKEND in ("extractive", "llm", "ollama"), "SUMMARY_BACKEND",
              "use extractive, llm or ollama")
         need(self.CHAT_BACKEND in ("auto", "embedded", "ollama"), "CHAT_BACKEND", "use auto, embedded or ollama")
+        need(self.AGENT_MODE in ("fast", "routed"), "AGENT_MODE", "use fast or routed")
+        need(self.READER in ("walk", "topk", "nested"), "READER", "use walk, topk or nested")
+        need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         need(bool(self.HOME.strip()), "HOME", "must not be empty")
         need(self.RERANKER == "none" or self.RERANKER == "llm" or bool(self.RERANKER.strip()), "RERANKER",
              "use none, llm or a local CrossEncoder path")

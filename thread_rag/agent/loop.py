@@ -1,11 +1,18 @@
-"""The agent loop, designed for small local models.
+"""The agent, designed for small local models.
 
-1. (follow-ups) condense the question into a standalone query from the conversation;
-2. routing steps, each constrained to a JSON schema (one tool call, or "answer"), arguments
-   validated, at most ``MAX_STEPS`` steps and two malformed replies;
-3. if the model gathered no context, the deterministic jump-and-walk fallback does;
-4. an answerability check (constrained yes/no) -> a plain refusal when the documents don't answer;
-5. the answer streamed token by token, with citations checked against the windows actually read.
+Default (``AGENT_MODE=fast``), per message:
+1. actions (list, index, pre-heat, nested passages) are recognised cheaply (``intent``): a plain
+   question matches no action pattern and costs no LLM call;
+2. (follow-ups) the question is condensed into a standalone query from the conversation;
+3. code JUMPS (one search) and applies the relevance floor: an off-topic question is refused before any
+   LLM call;
+4. code WALKS (``reading.walk_sources``: neighbours while the walk signals hold, under a budget in LLM
+   tokens) and numbers what it read;
+5. the model is called ONCE, streamed; the ``[n]`` citations it writes map back to chunk ids and pages
+   (one short constrained follow-up asks for them when it wrote none; similarity matching is the last
+   resort, marked).
+``AGENT_MODE=routed`` keeps the fully model-driven loop (constrained routing steps, an answerability
+check, then the answer) for capable models.
 """
 from __future__ import annotations
 
@@ -17,11 +24,15 @@ from typing import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ..errors import ThreadRagError
+from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
+from ..llm.backends import limit
 from ..records import to_dict
 from ..threads.walk import jump_and_walk
-from .tools import call_tool, compact, make_tools, tool_args_schema, tool_choice_schema
+from .answer import Source, answer_messages, ask_sources, stream_answer, written_citations
+from .intent import recognise
+from .reading import best_similarity, nested_sources, topk_sources, walk_sources
+from .tools import call_tool, compact, describe_outcome, make_tools, tool_args_schema, tool_choice_schema
 
 REFUSAL = "The indexed documents don't contain an answer to this question."
 NOT_IN_DOCS = "NOT IN DOCUMENTS"
@@ -83,7 +94,13 @@ class Citation:
     doc_id: str
     doc_name: str
     pages: str
-    inferred: bool = False
+    inferred: bool = False          # matched to a chunk by similarity after the answer (not the model's)
+    how: str = "written"            # written (in the answer) | sources_call (constrained follow-up) | matched
+    source: int | None = None       # the source number the model cited
+
+    def __post_init__(self) -> None:
+        if self.inferred:
+            self.how = "matched"
 
 
 @dataclass
@@ -102,6 +119,9 @@ class Answer:
     tokens: dict = field(default_factory=dict)
     interrupted: bool = False
     relevance: float | None = None  # best cosine between the question and a chunk that was read
+    sources: list = field(default_factory=list)  # the numbered sources the model read (fast path)
+    llm_calls: int = 0
+    mode: str = "fast"
 
 
 def parse_json_lenient(text: str):
@@ -166,7 +186,8 @@ class Agent:
 
     # ------------------------------------------------------------------------------------
     def _invoke_json(self, messages, schema, max_tokens=200):
-        r = self.model.invoke(messages, format=schema, max_tokens=max_tokens)
+        self._calls += 1
+        r = self.model.invoke(messages, format=schema, **limit(self.model, max_tokens))
         self._tok_in += (r.usage_metadata or {}).get("input_tokens", 0)
         self._tok_out += (r.usage_metadata or {}).get("output_tokens", 0)
         return parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content))
@@ -198,17 +219,141 @@ class Agent:
         except Exception:  # noqa: BLE001 - condensation is optional
             return question
 
-    def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None) -> Answer:
-        """Answer one question. ``doc_id`` scopes it to one document: the first search is filtered to it
-        and the model is told which document the question is about."""
+    def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None,
+            reader: str | None = None) -> Answer:
+        """Answer one message. ``doc_id`` scopes it to one document. ``reader`` picks what the model reads
+        (``walk``: the budgeted jump-and-walk, the default; ``topk``: the hits' own texts, the plain-RAG
+        baseline; ``nested``: nested_retrieve passages). Actions (list, index, pre-heat, nested passages)
+        are recognised first (``intent.recognise``: a pattern, then one constrained call)."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
         question = " ".join(question.split())[:4000]
         t0 = time.perf_counter()
-        self._tok_in = self._tok_out = 0
-        docs = self.engine.documents()
-        if not docs:
+        self._tok_in = self._tok_out = self._calls = 0
+        if not self.engine.documents():
             raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
+        if doc_id is not None:
+            doc_id = self.engine.document(doc_id).doc_id  # raises a clear error for an unknown id
+        intent = recognise(question, self._invoke_json if self.settings.INTENTS and reader is None else None)
+        if intent.action == "nested_retrieve":
+            reader, doc_id = "nested", intent.args.get("doc_id", doc_id)
+        if intent.action not in ("question", "nested_retrieve"):
+            ans = self._act(question, intent, on_token, t0)
+        elif self.settings.AGENT_MODE == "routed" and reader is None:
+            ans = self._ask_routed(question, on_token, doc_id, t0)
+        else:
+            ans = self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0)
+        ans.llm_calls += self._calls  # constrained JSON calls (intent, condensation, routing, gate)
+        self.history.append((question, ans.answer))
+        return ans
+
+    # -- the fast path: code jumps and walks, the model reads once -----------------------
+    def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str, t0: float) -> Answer:
+        s = self.settings
+        standalone = self.condense(question)
+        calls = 0
+        hits = self.engine.retriever.search(standalone, doc_id=doc_id, k=max(s.READ_K, 1)).hits
+        index = self.engine.retriever.index
+        qvec = self.engine.embedder.embed([standalone])[0]
+        rel = best_similarity(index, qvec, [h.chunk_id for h in hits[:s.READ_K]])
+        trace = [{"step": 0, "tool": "rag_search", "args": {"query": standalone, **({"doc_id": doc_id} if doc_id else {})},
+                  "ok": True, "error": None, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in hits]}]
+        self.on_event("tool", trace[0])
+        base = dict(question=question, standalone_question=standalone, tool_trace=trace, backend=self.backend,
+                    mode=f"fast/{reader}", relevance=round(rel, 4), fallback_used=False, routing_failures=0)
+        if rel < s.RELEVANCE_MIN:  # the relevance floor: refuse before any LLM call
+            return self._refusal(base, on_token, t0, calls)
+        t_read = time.perf_counter()
+        sources = self.read(reader, standalone, hits, qvec, doc_id)
+        trace.append({"step": 1, "tool": f"read:{reader}", "ok": True, "error": None,
+                      "result": [f"[{x.n}] " + x.chunk_ids[0] + (".." + x.chunk_ids[-1] if len(x.chunk_ids) > 1 else "")
+                                 for x in sources], "ms": round((time.perf_counter() - t_read) * 1000, 1)})
+        self.on_event("tool", trace[-1])
+        if not sources:
+            return self._refusal(base, on_token, t0, calls)
+        msgs = answer_messages(standalone, sources)
+        self.on_event("answer_start", {})
+        t_ans = time.perf_counter()
+        text, t_first, interrupted = stream_answer(self.model, msgs, s.MAX_ANSWER_TOKENS, on_token)
+        calls += 1
+        if not text.strip() and not interrupted:
+            return self._refusal(base, on_token, t0, calls)
+        citations, invalid, more = self._cite_sources(text, sources, msgs, interrupted)
+        total = time.perf_counter() - t0
+        first = (t_ans - t0 + t_first) if t_first is not None else None
+        return Answer(answer=text.strip(), refused=False, citations=citations, invalid_citations=invalid,
+                      sources=[to_dict(x) for x in sources], interrupted=interrupted, llm_calls=calls + more,
+                      timings={"first_token_s": round(first, 3) if first else None, "total_s": round(total, 3),
+                               "read_s": round(t_ans - t_read, 3)},
+                      tokens={"in": self._prompt_tokens(msgs), "out": self._count(text),
+                              "sources": sum(x.tokens for x in sources)}, **base)
+
+    def read(self, reader: str, query: str, hits: list, qvec, doc_id: str | None = None) -> list[Source]:
+        """The numbered sources the model will read."""
+        s, e = self.settings, self.engine
+        if reader == "topk":
+            return topk_sources(hits, s.READ_K, e.thread, self._count)
+        if reader == "walk":
+            return walk_sources(hits, s.READ_K, e.thread, e.retriever.index, qvec, self._count, s.READ_BUDGET,
+                                max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN)
+        if reader == "nested":
+            res = e.nested.retrieve(query, limit=s.READ_K, doc_id=doc_id)
+            return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET)
+        raise ThreadRagError(f"unknown reader {reader!r} (walk, topk or nested)")
+
+    def _cite_sources(self, text: str, sources: list, msgs: list, interrupted: bool) -> tuple[list, list, int]:
+        """Citations the model wrote; else the sources it names in one constrained follow-up; else matched
+        by similarity (marked). Returns (citations, invalid markers, extra LLM calls)."""
+        nums, invalid = written_citations(text, sources)
+        how, calls = "written", 0
+        if not nums and not interrupted and self.settings.CITE_FOLLOWUP:
+            calls = 1
+            try:
+                nums, how = ask_sources(self.model, msgs, text, len(sources)), "sources_call"
+            except Exception:  # noqa: BLE001 - an unusable reply leaves the similarity match
+                nums = []
+        by_n = {x.n: x for x in sources}
+        cites = [Citation(by_n[n].chunk_ids[0], by_n[n].doc_id, by_n[n].doc_name, by_n[n].pages, how=how, source=n)
+                 for n in nums]
+        if not cites:
+            windows = [{"chunk_ids": x.chunk_ids, "doc_id": x.doc_id, "doc_name": x.doc_name} for x in sources]
+            cites = self._attribute(text, windows, set())
+        return cites, invalid, calls
+
+    def _refusal(self, base: dict, on_token, t0: float, calls: int) -> Answer:
+        if on_token:
+            on_token(REFUSAL)
+        return Answer(answer=REFUSAL, refused=True, citations=[], invalid_citations=[], llm_calls=calls,
+                      timings={"first_token_s": None, "total_s": round(time.perf_counter() - t0, 3)}, **base)
+
+    def _count(self, text: str) -> int:
+        """LLM tokens of ``text`` (the model's own tokenizer where it has one, else ~1.3 per word)."""
+        fn = getattr(self.model, "count_tokens", None)
+        if fn is not None and self.model.__class__.__name__ == "EmbeddedChatModel":
+            return fn(text)
+        return int(len(text.split()) * 1.3) + 1
+
+    def _prompt_tokens(self, msgs: list) -> int:
+        return self._count("\n".join(m.content for m in msgs))
+
+    # -- actions ------------------------------------------------------------------------
+    def _act(self, question: str, intent, on_token, t0: float) -> Answer:
+        outcome = call_tool(self.tools, intent.action, intent.args)
+        entry = {"step": 0, "tool": outcome.tool, "args": outcome.args, "ok": outcome.ok, "error": outcome.error,
+                 "ms": round(outcome.ms, 1)}
+        self.on_event("tool", entry)
+        text = describe_outcome(outcome)
+        if on_token:
+            on_token(text)
+        return Answer(question=question, standalone_question=question, answer=text, refused=False, citations=[],
+                      invalid_citations=[], tool_trace=[entry], fallback_used=False, routing_failures=0,
+                      backend=self.backend, mode=f"action/{intent.action}",
+                      timings={"first_token_s": None, "total_s": round(time.perf_counter() - t0, 3)})
+
+    def _ask_routed(self, question: str, on_token, doc_id: str | None, t0: float) -> Answer:
+        """The fully model-driven loop (``AGENT_MODE=routed``): constrained routing steps, then the gate
+        and one streamed answer. Kept for capable models (e.g. through Ollama); slow with the embedded 1.5B."""
+        docs = self.engine.documents()
         standalone = self.condense(question)
         trace: list[dict] = []
         windows: dict[str, dict] = {}
@@ -250,7 +395,7 @@ class Agent:
         query = standalone
         if self.settings.HYDE:
             try:
-                r = self.model.invoke([HumanMessage(f"{HYDE}\n\nQuestion: {standalone}")], max_tokens=80)
+                r = self.model.invoke([HumanMessage(f"{HYDE}\n\nQuestion: {standalone}")], **limit(self.model, 80))
                 query = f"{standalone} {r.content}"
             except Exception:  # noqa: BLE001 - HyDE is optional
                 pass
@@ -316,7 +461,7 @@ class Agent:
             shown = 0  # characters passed to on_token; held back while the text could be the refusal marker
             try:
                 for chunk in self.model.stream(msgs + [HumanMessage(f"{ANSWER_SYSTEM}\n\nQuestion: {standalone}")],
-                                               max_tokens=self.settings.MAX_ANSWER_TOKENS):
+                                               **limit(self.model, self.settings.MAX_ANSWER_TOKENS)):
                     piece = chunk.content if isinstance(chunk.content, str) else ""
                     if not piece:
                         continue
@@ -342,12 +487,11 @@ class Agent:
         total = time.perf_counter() - t0
         ans = Answer(question=question, standalone_question=standalone, answer=text.strip(), refused=refused,
                      citations=citations, invalid_citations=invalid, tool_trace=trace, fallback_used=fallback,
-                     routing_failures=failures, backend=self.backend,
+                     routing_failures=failures, backend=self.backend, mode="routed",
                      timings={"first_token_s": round(t_first, 3) if t_first else None, "total_s": round(total, 3)},
                      tokens={"in": self._tok_in, "out": self._tok_out, "context_words": context_words},
-                     relevance=round(relevance, 4),
+                     relevance=round(relevance, 4), llm_calls=int(answerable),
                      interrupted=interrupted)
-        self.history.append((question, ans.answer))
         return ans
 
     def _citations(self, text: str, windows: list[dict], refused: bool) -> tuple[list, list]:
@@ -357,7 +501,11 @@ class Agent:
                 by_chunk[c] = w
         cited, invalid = [], []
         for m in CITE_RE.finditer(text):
-            cid = str(ChunkId.parse(m.group(1)))
+            try:
+                cid = str(ChunkId.parse(m.group(1)))
+            except ChunkIdError:  # e.g. [DOC1_0052]: reported, never a crash after the answer streamed
+                invalid.append(m.group(1)) if m.group(1) not in invalid else None
+                continue
             if cid in by_chunk and cid not in [c.chunk_id for c in cited]:
                 w = by_chunk[cid]
                 ch = self.engine.chunk(cid)

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import ThreadRagError
+from ..errors import ThreadRagError, one_line
 from ..records import to_dict
 from .tools import call_tool, make_tools
 
@@ -43,9 +43,9 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
                 ans = agent.ask(str(item["ask"]))
                 out.write(json.dumps({"line": n, "ok": True, "ask": item["ask"], "result": to_dict(ans)},
                                      ensure_ascii=False) + "\n")
-            except ThreadRagError as exc:
+            except Exception as exc:  # noqa: BLE001 - one line per failed question; the script goes on
                 failed += 1
-                out.write(json.dumps({"line": n, "ok": False, "ask": item["ask"], "error": str(exc)}) + "\n")
+                out.write(json.dumps({"line": n, "ok": False, "ask": item["ask"], "error": one_line(exc)}) + "\n")
             continue
         if "tool" not in item:
             failed += 1

@@ -157,3 +157,23 @@ def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
         return "\n\n".join(f"<<< {h['first_chunk']}..{h['last_chunk']} {h['pages_label']}\n{h['text'][:1500]}\n>>>"
                            for h in r["hits"])[:max_chars]
     return json.dumps(r, ensure_ascii=False)[:max_chars]
+
+
+def describe_outcome(outcome: ToolOutcome) -> str:
+    """An action's result as a few lines for the person who asked for it."""
+    if not outcome.ok:
+        return f"error: {outcome.error}"
+    r = outcome.result
+    if outcome.tool == "list_available_documents":
+        docs = r["documents"]
+        if not docs:
+            return "No documents are indexed yet."
+        return "\n".join(f"{d['doc_id']}  {d['name']}  ({d['chunks']} chunks, {d['first_chunk']}..{d['last_chunk']})"
+                         for d in docs)
+    if outcome.tool == "index_new_document":
+        return "\n".join(f"{x['status']} {x.get('doc_id') or ''} {x['path']}"
+                         + (f" ({x['chunks']} chunks)" if x.get("chunks") else "")
+                         + (f": {x['error']}" if x.get("error") else "") for x in r["results"])
+    if outcome.tool == "pre_heat_summaries":
+        return f"summaries made {r['made']}, already cached {r['cached']}, failed {r['failed']}"
+    return compact(outcome)

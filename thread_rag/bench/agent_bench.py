@@ -2,7 +2,8 @@
 
 - ``routing``: one constrained routing step for each of 30 fixed prompts; a call counts as a success
   when it is well-formed (valid JSON, arguments pass the tool's schema) and names the expected tool.
-- ``latency``: time to first token and total answer time for 5 questions on the Debian guide.
+- ``latency``: time to first token and total answer time for 5 questions on the Debian guide, fast path
+  reading top-k vs the walk (and the routed loop when asked), off-topic refusals, the first-token curve.
 """
 from __future__ import annotations
 
@@ -91,35 +92,85 @@ LATENCY_QUESTIONS = [
     "What does the guide say about setting the root password?",
     "How can I install Debian from a hard disk without a CD?",
 ]
+OFF_TOPIC = [
+    "What is the capital of Mongolia according to this guide?",
+    "What is the recipe for a chocolate cake?",
+    "Who won the football world cup in 2018?",
+]
+CURVE_TOKENS = (0, 250, 500, 1000, 1500, 2000)
+
+
+def _first_token_curve(model, text: str) -> list[dict]:
+    """Seconds to the first token of one streamed call against the prompt's size in LLM tokens: the answer
+    prompt around a slice of guide text of each size (a different slice each time: no shared prefix)."""
+    from ..agent.answer import Source, answer_messages, stream_answer
+    from ..llm.backends import reset_prompt_cache
+
+    words, rows, at = text.split(), [], 0
+    for n in CURVE_TOKENS:
+        take = int(n / 1.35)
+        src = [Source(["DOC1_000"], "DOC1", "install.en.pdf", "p.1", "", " ".join(words[at:at + take]), n=1)] if n else []
+        at += take
+        msgs = answer_messages("What does this section say?", src)
+        reset_prompt_cache(model)
+        _, first, _ = stream_answer(model, msgs, max_tokens=1)
+        rows.append({"prompt_tokens": model.count_tokens(msgs[0].content), "first_token_s": round(first or 0, 3)})
+    return rows
 
 
 def run_latency_bench(settings, args) -> dict:
+    """Debian guide, one run: each question answered by the fast path reading top-k and reading the walk
+    (the default), optionally the routed loop (``--configs topk,walk,routed``); off-topic refusals; the
+    first-token curve. llama.cpp's prompt cache is reset before every question (no strategy inherits
+    another's evaluated prompt)."""
     import shutil
     import tempfile
     from pathlib import Path
 
     from ..agent.loop import Agent
     from ..engine import Engine
+    from ..llm.backends import limit, reset_prompt_cache
     from .retrieval import machine
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-lat-"))
+    readers = args.configs.split(",") if args.configs else ["topk", "walk"]
     try:
         e = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache"), MODEL_DIR=str(settings.model_dir)))
         e.index_file(args.file or str(settings.shared_data /
                                       "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
         agent = Agent(e)
-        _ = agent.model.invoke([HumanMessage("hi")], max_tokens=1)  # load the model outside the timings
+        routed = Agent(e, chat_model=agent.model)
+        routed.settings = e.settings.replace(AGENT_MODE="routed")
+        _ = agent.model.invoke([HumanMessage("hi")], **limit(agent.model, 1))  # load the model outside the timings
         rows = []
         for q in LATENCY_QUESTIONS[: args.limit or 5]:
+            for r in readers:
+                who = routed if r == "routed" else agent
+                who.clear()
+                reset_prompt_cache(agent.model)
+                a = who.ask(q) if r == "routed" else who.ask(q, reader=r)
+                rows.append({"question": q, "reader": r, "first_token_s": a.timings["first_token_s"],
+                             "total_s": a.timings["total_s"], "refused": a.refused, "llm_calls": a.llm_calls,
+                             "prompt_tokens": a.tokens.get("in"), "mode": a.mode,
+                             "citations": [f"{c.chunk_id}:{c.how}" for c in a.citations], "answer": a.answer[:300]})
+        off = []
+        for q in OFF_TOPIC:
             agent.clear()
             a = agent.ask(q)
-            rows.append({"question": q, "first_token_s": a.timings["first_token_s"], "total_s": a.timings["total_s"],
-                         "refused": a.refused, "fallback": a.fallback_used, "steps": len(a.tool_trace),
-                         "citations": [c.chunk_id + ("*" if c.inferred else "") for c in a.citations],
-                         "answer": a.answer[:300]})
-        ft = [r["first_token_s"] for r in rows if r["first_token_s"]]
-        return {"backend": agent.backend, "machine": machine(), "questions": len(rows),
-                "first_token_s_median": round(float(np.median(ft)), 2) if ft else None,
-                "total_s_median": round(float(np.median([r["total_s"] for r in rows])), 2), "rows": rows}
+            off.append({"question": q, "seconds": a.timings["total_s"], "refused": a.refused,
+                        "llm_calls": a.llm_calls, "relevance": a.relevance})
+        first = e.thread(1).chunks
+        curve = _first_token_curve(agent.model, " ".join(c.text for c in first[40:200]))
+        med = {r: round(float(np.median([x["first_token_s"] for x in rows if x["reader"] == r and x["first_token_s"]]
+                                        or [np.nan])), 2) for r in readers}
+        tot = {r: round(float(np.median([x["total_s"] for x in rows if x["reader"] == r])), 2) for r in readers}
+        ratio = {r: round(med[r] / med["topk"], 2) for r in readers if "topk" in med and med["topk"]}
+        return {"backend": agent.backend, "machine": machine(), "questions": len(LATENCY_QUESTIONS[: args.limit or 5]),
+                "first_token_s_median": med, "total_s_median": tot, "first_token_ratio_vs_topk": ratio,
+                "off_topic": off, "first_token_curve": curve,
+                "settings": {n: getattr(e.settings, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
+                                                                 "LLM_THREADS", "LLM_BATCH", "RELEVANCE_MIN")},
+                "command": "thread-rag bench latency" + (f" --configs {args.configs}" if args.configs else ""),
+                "rows": rows}
     finally:
         shutil.rmtree(home, ignore_errors=True)

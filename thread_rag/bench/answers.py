@@ -1,139 +1,153 @@
-"""``thread-rag bench answers``: the embedded LLM answers from each strategy's context, and the full agent.
+"""``thread-rag bench answers``: the embedded LLM answers the same questions from each strategy's reading.
 
-Fixed pipelines: the same questions, the same retriever (default pipeline), ``k`` entry chunks; the
-context comes from ``bench.context.build_context`` and one plain prompt asks for a short answer or
-``NOT IN DOCUMENTS``. ``agent``: the product's tool-calling agent (``Agent.ask``) on the same question,
-scoped to the gold document where the data set is single-document QA (as the fixed pipelines are).
-Metrics: SQuAD token F1 / EM against the gold answers (citation brackets removed first), the F1 >= 0.7
-"correct" and F1 < 0.6 "wrong" rates, refusals, tokens in/out (the LLM's own counts), seconds.
-Paired bootstrap intervals are given for every strategy's F1 minus the ``topk`` F1 on the same questions.
-Decoding is greedy, so when two strategies build byte-identical contexts for a question the first answer
-(and its measured seconds) is reused for the second, marked ``same_context_as`` in the row.
+Equal terms: every strategy is the product's own answer path (``Agent.ask(..., reader=<strategy>)``), so
+all share the search (same ``k`` entry chunks), the answer prompt (``agent.answer.ANSWER_PROMPT``), the
+refusal policy (the relevance floor on the entry hits, ``RELEVANCE_MIN``, before any LLM call), the
+answer token cap, the source budget and the citation follow-up; only what the model reads differs:
+
+- ``topk``: the k hits' own texts (plain RAG);
+- ``walk``: THREAD-RAG's jump-and-walk under the source budget (the product default);
+- ``nested``: ``nested_retrieve`` passages under the same budget;
+- ``routed``: the fully model-driven loop (``AGENT_MODE=routed``; its own prompt and gate, so NOT on equal
+  terms; it is there to show what the old agent costs).
+
+Questions come from the data set's ``test`` split; ``RELEVANCE_MIN`` is calibrated on the ``dev`` split
+(``bench refusal``), and the run stops if a calibration file shares a question with the test sample.
+Metrics per question: SQuAD token F1 / EM against the gold answers (citation markers removed first), gold-token
+recall of the answer, refusals, first-token and total seconds, prompt tokens, LLM calls, how citations were
+made (written by the model / named in the follow-up / matched afterwards) and their precision (a cited source
+holds >= half of the gold evidence's tokens, where the set has evidence text). Paired bootstrap intervals
+are given for every strategy's F1 and recall minus ``topk``'s on the same questions.
 """
 from __future__ import annotations
 
-import re
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
-from langchain_core.messages import HumanMessage
 
-from .metrics import bootstrap_ci, exact_match, token_f1
+from .metrics import bootstrap_ci, exact_match, token_coverage, token_f1
 
-ANSWER_PROMPT = ("Answer the question from the context only, in one or two sentences, quoting the document's words "
-                 "where possible. If the context does not contain the answer, reply exactly: NOT IN DOCUMENTS\n\n"
-                 "Context:\n{context}\n\nQuestion: {question}")
-FIXED_TOKENS_OUT = 120   # answer length cap for the fixed pipelines
-AGENT_TOKENS_OUT = 160   # the agent answers with citations and sometimes steps: a little more room
-CITATION_RE = re.compile(r"\[[^\]]*\bDOC\d+_\d+[^\]]*\]")
+READERS = ("topk", "walk", "nested", "routed")
+ANSWER_TOKENS = 160      # one cap for every strategy
+K = 3                    # entry chunks for every strategy
 
 
-def score(text: str, refused: bool, answers: list[str]) -> tuple[float, float]:
-    """(token F1, exact match) of an answer against the best-matching gold answer; refusals score 0."""
+def score(text: str, refused: bool, answers: list[str]) -> dict:
+    """F1, EM and gold-token recall of an answer against the best-matching gold answer; refusals score 0."""
+    from ..agent.answer import strip_markers
+
     if refused:
-        return 0.0, 0.0
-    clean = CITATION_RE.sub(" ", text)
-    return max(token_f1(clean, g) for g in answers), max(exact_match(clean, g) for g in answers)
+        return {"f1": 0.0, "em": 0.0, "recall": 0.0}
+    clean = strip_markers(text)
+    return {"f1": max(token_f1(clean, g) for g in answers), "em": max(exact_match(clean, g) for g in answers),
+            "recall": max(token_coverage(clean, g) for g in answers)}
+
+
+def _mean(rows: list[dict], key: str, where=lambda r: True):
+    vals = [r[key] for r in rows if where(r) and r.get(key) is not None]
+    return round(float(np.mean(vals)), 4) if vals else None
 
 
 def summarise(rows: list[dict], base: list[dict] | None = None) -> dict:
     f1 = [r["f1"] for r in rows]
+    cites = [c for r in rows for c in r["citations"]]
+    judged = [c for c in cites if c["precise"] is not None]
     out = {"questions": len(rows),
            "f1": round(float(np.mean(f1)), 4), "f1_ci95": [round(x, 4) for x in bootstrap_ci(f1)],
-           "em": round(float(np.mean([r["em"] for r in rows])), 4),
+           "em": _mean(rows, "em"), "recall": _mean(rows, "recall"),
            "correct_rate_f1>=0.7": round(float(np.mean([x >= 0.7 for x in f1])), 4),
            "wrong_rate_f1<0.6": round(float(np.mean([x < 0.6 and not r["refused"] for x, r in zip(f1, rows)])), 4),
-           "refusal_rate": round(float(np.mean([r["refused"] for r in rows])), 4),
-           "tokens_in": round(float(np.mean([r["tokens_in"] for r in rows])), 1),
-           "tokens_out": round(float(np.mean([r["tokens_out"] for r in rows])), 1),
-           "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 2)}
+           "refusal_rate": _mean([{"x": float(r["refused"])} for r in rows], "x"),
+           "f1_answered": _mean(rows, "f1", lambda r: not r["refused"]),
+           "first_token_s_median": round(float(np.median([r["first_token_s"] for r in rows
+                                                          if r["first_token_s"] is not None] or [np.nan])), 2),
+           "seconds_per_question": _mean(rows, "seconds"),
+           "tokens_in": _mean(rows, "tokens_in"), "tokens_out": _mean(rows, "tokens_out"),
+           "llm_calls": _mean(rows, "llm_calls"),
+           "citations_per_answer": _mean([{"x": len(r["citations"])} for r in rows if not r["refused"]], "x"),
+           "cited_by": {how: sum(c["how"] == how for c in cites) for how in ("written", "sources_call", "matched")},
+           "written_rate": round(sum(c["how"] == "written" for c in cites) / len(cites), 4) if cites else None,
+           "citation_precision": round(sum(c["precise"] for c in judged) / len(judged), 4) if judged else None}
     if base is not None:
-        by_q = {r["qid"]: r["f1"] for r in base}
-        diff = [r["f1"] - by_q[r["qid"]] for r in rows if r["qid"] in by_q]
-        out["f1_minus_topk"] = round(float(np.mean(diff)), 4) if diff else None
-        out["f1_minus_topk_ci95"] = [round(x, 4) for x in bootstrap_ci(diff)] if diff else None
-        out["topk_f1_same_questions"] = round(float(np.mean([by_q[r["qid"]] for r in rows if r["qid"] in by_q])), 4)
+        by_q = {r["qid"]: r for r in base}
+        same = [r for r in rows if r["qid"] in by_q]
+        for key in ("f1", "recall"):
+            diff = [r[key] - by_q[r["qid"]][key] for r in same]
+            out[f"{key}_minus_topk"] = round(float(np.mean(diff)), 4) if diff else None
+            out[f"{key}_minus_topk_ci95"] = [round(x, 4) for x in bootstrap_ci(diff)] if diff else None
+        out["topk_f1_same_questions"] = round(float(np.mean([by_q[r["qid"]]["f1"] for r in same])), 4) if same else None
     return out
 
 
-def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = 3, agent_limit: int | None = None,
-                progress=None, model=None) -> dict:
-    """Answer every question of ``ds`` with each strategy; ``agent`` only on the first ``agent_limit``.
-    ``model``: a chat model to use instead of the configured one (tests pass a scripted fake)."""
-    from ..agent.loop import NOT_IN_DOCS, Agent
+def _row(q, strategy: str, a, engine) -> dict:
+    gold = q.spans[0] if q.spans else None
+    cites = []
+    for c in a.citations:
+        text = next((s["text"] for s in a.sources if c.chunk_id in s["chunk_ids"]), None) if a.sources else None
+        text = text if text is not None else engine.chunk(c.chunk_id).text
+        cites.append({"chunk_id": c.chunk_id, "how": c.how,
+                      "precise": None if gold is None else token_coverage(text, gold) >= 0.5})
+    return {"qid": q.qid, "strategy": strategy, **score(a.answer, a.refused, q.answers), "refused": a.refused,
+            "seconds": a.timings["total_s"], "first_token_s": a.timings.get("first_token_s"),
+            "tokens_in": a.tokens.get("in", 0), "tokens_out": a.tokens.get("out", 0), "llm_calls": a.llm_calls,
+            "relevance": a.relevance, "citations": cites, "answer": a.answer[:300],
+            "read": [s["chunk_ids"][0] + (".." + s["chunk_ids"][-1] if len(s["chunk_ids"]) > 1 else "")
+                     for s in a.sources]}
+
+
+def bench_settings(settings, k: int = K):
+    """The settings every strategy shares in a run (the equal terms)."""
+    return settings.replace(READ_K=k, MAX_ANSWER_TOKENS=ANSWER_TOKENS, INTENTS=False, CONDENSE_FOLLOWUPS=False)
+
+
+def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K, progress=None, model=None) -> dict:
+    """Answer every question of ``ds`` with each strategy. ``model``: a chat model to use instead of the
+    configured one (tests pass a scripted fake)."""
+    from ..agent.loop import Agent
     from ..llm.backends import describe, make_chat_model
-    from .context import build_context
 
-    fixed = [s for s in strategies if s != "agent"]
-    model = model or make_chat_model(settings.replace(MAX_ANSWER_TOKENS=FIXED_TOKENS_OUT))
-    agent, n_agent = None, 0
-    if "agent" in strategies:
-        agent = Agent(engine, chat_model=model)
-        agent.settings = engine.settings.replace(MAX_ANSWER_TOKENS=AGENT_TOKENS_OUT)
-        n_agent = len(ds.queries) if agent_limit is None else min(agent_limit, len(ds.queries))
+    bad = [s for s in strategies if s not in READERS]
+    if bad:
+        raise ValueError(f"unknown strategies {bad} (known: {', '.join(READERS)})")
+    shared = bench_settings(engine.settings, k)
+    engine.settings = shared
+    model = model or make_chat_model(shared)
+    agent = Agent(engine, chat_model=model)
+    routed = Agent(engine, chat_model=model)
+    routed.settings = shared.replace(AGENT_MODE="routed")
     res: dict[str, list] = {s: [] for s in strategies}
-    total, done = len(ds.queries) * len(fixed) + n_agent, 0
-
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if progress:
-            progress(f"answers {ds.name}", done, total)
-
-    for i, (q, doc_id) in enumerate(zip(ds.queries, ds.scope_doc_ids(keymap))):
-        hits = engine.retriever.search(q.text, doc_id=doc_id, k=k).hits
-        answered: dict[str, dict] = {}  # context -> row: greedy decoding, so the same prompt gives the same answer
-        for s in fixed:
-            ctx = build_context(engine, s, q.text, k, doc_id, hits)
-            if ctx in answered:  # e.g. the walk found nothing to walk to: its context equals thread_windows'
-                res[s].append({**answered[ctx], "same_context_as": answered[ctx]["strategy"]})
-                tick()
-                continue
-            t = time.perf_counter()
-            out = model.invoke([HumanMessage(ANSWER_PROMPT.format(context=ctx, question=q.text))],
-                               max_tokens=FIXED_TOKENS_OUT)
-            sec = time.perf_counter() - t
-            text = out.content.strip()
-            refused = NOT_IN_DOCS in text.upper()
-            f1, em = score(text, refused, q.answers)
-            usage = out.usage_metadata or {}
-            row = {"qid": q.qid, "strategy": s, "f1": f1, "em": em, "refused": refused, "seconds": round(sec, 2),
-                   "tokens_in": usage.get("input_tokens", 0), "tokens_out": usage.get("output_tokens", 0),
-                   "answer": text[:300]}
-            res[s].append(row)
-            answered[ctx] = row
-            tick()
-        if i < n_agent:
-            agent.clear()
-            t = time.perf_counter()
-            a = agent.ask(q.text, doc_id=doc_id)
-            sec = time.perf_counter() - t
-            f1, em = score(a.answer, a.refused, q.answers)
-            res["agent"].append({"qid": q.qid, "f1": f1, "em": em, "refused": a.refused, "seconds": round(sec, 2),
-                                 "tokens_in": a.tokens["in"], "tokens_out": a.tokens["out"],
-                                 "steps": [t_["tool"] for t_ in a.tool_trace], "fallback": a.fallback_used,
-                                 "answer": a.answer[:300]})
-            tick()
+    total, done = len(ds.queries) * len(strategies), 0
+    for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
+        for s in strategies:
+            who = routed if s == "routed" else agent
+            who.clear()
+            a = who.ask(q.text, doc_id=doc_id) if s == "routed" else who.ask(q.text, doc_id=doc_id, reader=s)
+            res[s].append(_row(q, s, a, engine))
+            done += 1
+            if progress:
+                progress(f"answers {ds.name}", done, total)
     base = res.get("topk")
-    return {"dataset": ds.name, "questions": len(ds.queries), "k": k, "backend": describe(model),
+    return {"dataset": ds.name, "questions": len(ds.queries), "split": ds.split, "k": k, "backend": describe(model),
             "search_scope": ds.search_scope,
-            "answer_tokens_max": FIXED_TOKENS_OUT,
-            "agent_settings": ({n: getattr(agent.settings, n) for n in ("MAX_STEPS", "RELEVANCE_MIN", "SEARCH_K",
-                                                                       "MAX_ANSWER_TOKENS")} if agent else None),
+            "shared_settings": {n: getattr(shared, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
+                                                                 "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
+                                                                 "WALK_QUERY_MIN", "CITE_FOLLOWUP")},
             "strategies": {s: summarise(rows, base if s != "topk" and base else None) for s, rows in res.items() if rows},
             "rows": res}
 
 
 def run_answers_bench(settings, args) -> dict:
     from .corpus import open_corpus_engine
-    from .datasets import load_dataset
+    from .datasets import check_disjoint, load_dataset
     from .retrieval import machine
 
-    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 20, seed=args.seed)
+    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 20, seed=args.seed,
+                      split="test")
+    check_disjoint(ds, Path(args.out or "bench_results"))
     engine, keymap, _ = open_corpus_engine(settings, ds)
-    strategies = args.configs.split(",") if args.configs else ["topk", "thread_windows"]
-    out = run_answers(settings, ds, engine, keymap, strategies, k=args.k or 3, agent_limit=args.agent_limit)
+    strategies = args.configs.split(",") if args.configs else ["topk", "walk"]
+    out = run_answers(settings, ds, engine, keymap, strategies, k=args.k or K)
     out["machine"] = machine()
     out["command"] = "thread-rag " + " ".join(sys.argv[1:])
     return out

@@ -6,6 +6,7 @@ gold evidence spans). Read from ``SHARED_DATA`` (default ../shared/data), never 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import random
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class Dataset:
     corpus: list
     queries: list
     per_document: bool = False  # questions about one given document: each search is scoped to it
+    split: str | None = None    # dev | test | None (all questions)
 
     @property
     def search_scope(self) -> str:
@@ -58,7 +60,29 @@ DATASETS = ("limit-small", "aws-docs-qa", "musique", "leval-legal")
 LEVAL_BOILERPLATE = ("Highlight the parts (if any) of this contract related to",)
 
 
-def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13) -> Dataset:
+SPLITS = ("dev", "test")
+
+
+def split_of(qid: str) -> str:
+    """A question's fixed half: ``dev`` (calibration and tuning) or ``test`` (reported results), by a hash
+    of its id, so the halves never change with the sample size or the seed."""
+    return SPLITS[hashlib.sha256(qid.encode("utf-8")).digest()[0] % 2]
+
+
+def check_disjoint(ds: Dataset, results_dir: Path) -> None:
+    """Stop when a calibration run (``refusal-*.json`` in ``results_dir``) used any of ``ds``'s questions."""
+    mine = {q.qid for q in ds.queries}
+    for f in sorted(Path(results_dir).glob("refusal-*.json")):
+        used = set(json.loads(f.read_text(encoding="utf-8")).get("qids", []))
+        shared = mine & used
+        if shared:
+            raise ThreadRagError(f"{len(shared)} test questions of {ds.name} were used to calibrate in {f} "
+                                 f"(e.g. {sorted(shared)[0]}): calibration and test samples must be disjoint")
+
+
+def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13, split: str | None = None) -> Dataset:
+    if split is not None and split not in SPLITS:
+        raise ThreadRagError(f"unknown split {split!r} (dev or test)")
     root = Path(root)
     if not root.is_dir():
         raise ThreadRagError(f"shared data not found at {root} (set SHARED_DATA)")
@@ -72,6 +96,10 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
         ds = _leval_legal(root / "leval")
     else:
         raise ThreadRagError(f"unknown dataset {name!r} (known: {', '.join(DATASETS)})")
+    if split is not None:
+        ds.queries = [q for q in ds.queries if split_of(q.qid) == split]
+        ds.split = split
+        ds.name = f"{ds.name}-{split}"
     if limit is not None and limit < len(ds.queries):
         rng = random.Random(seed)
         ds.queries = sorted(rng.sample(ds.queries, limit), key=lambda q: q.qid)

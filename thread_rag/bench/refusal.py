@@ -1,9 +1,10 @@
 """``thread-rag bench refusal``: calibrating ``RELEVANCE_MIN``, the agent's first refusal test.
 
-The agent refuses without asking the model when no chunk it read has cosine >= ``RELEVANCE_MIN`` with
-the question (``agent.loop.relevance``). This benchmark measures that score on the chunks the
-deterministic jump-and-walk reads (the agent's fallback path; ``k=3``, walk up to 2) for three kinds
-of question over one quick corpus:
+The agent refuses without asking the model when none of the ``k=3`` entry chunks of its search has
+cosine >= ``RELEVANCE_MIN`` with the question (``agent.reading.best_similarity``, the fast path's floor).
+This benchmark measures that score for three kinds of question over one quick corpus, all drawn from the
+data sets' ``dev`` split (the answers benchmark reports on the ``test`` split and checks that no question
+listed here under ``qids`` is among its own):
 
 - ``answerable``: the sampled questions, whose gold documents are in the corpus;
 - ``in_domain_unanswerable``: other questions of the same data set whose gold document is NOT in the
@@ -18,17 +19,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..agent.loop import relevance
-from ..threads.walk import jump_and_walk
+from ..agent.reading import best_similarity
 
 GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
 
 
-def _scores(engine, questions: list[str]) -> list[float]:
+def _scores(engine, questions: list[str], k: int = 3) -> list[float]:
     out = []
     for q in questions:
-        wins, _ = jump_and_walk(engine, q, k=3, max_walk=2)
-        out.append(relevance(engine, q, [c for w in wins for c in w.chunk_ids]))
+        hits = engine.retriever.search(q, k=k).hits
+        qvec = engine.embedder.embed([q])[0]
+        out.append(best_similarity(engine.retriever.index, qvec, [h.chunk_id for h in hits[:k]]))
     return out
 
 
@@ -47,15 +48,16 @@ def run_refusal_bench(settings, args) -> dict:
 
     name = args.dataset or "aws-docs-qa"
     limit = args.limit or 30
-    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed)
+    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split="dev")
     engine, _, _ = open_corpus_engine(settings, ds)
     in_corpus = {d.key for d in ds.corpus}
-    full = load_dataset(name, settings.shared_data)
+    full = load_dataset(name, settings.shared_data, split="dev")
     rng = np.random.default_rng(args.seed)
-    near = [q.text for q in full.queries if not (q.gold_docs & in_corpus)]
-    near = [near[i] for i in sorted(rng.choice(len(near), size=min(limit, len(near)), replace=False))]
+    near_q = [q for q in full.queries if not (q.gold_docs & in_corpus)]
+    near_q = [near_q[i] for i in sorted(rng.choice(len(near_q), size=min(limit, len(near_q)), replace=False))]
+    near = [q.text for q in near_q]
     other = load_dataset("musique" if name != "musique" else "aws-docs-qa", settings.shared_data, limit=limit,
-                         seed=args.seed)
+                         seed=args.seed, split="dev")
     groups = {"answerable": [q.text for q in ds.queries], "in_domain_unanswerable": near,
               "off_domain": [q.text for q in other.queries]}
     scores = {g: _scores(engine, qs) for g, qs in groups.items()}
@@ -69,7 +71,9 @@ def run_refusal_bench(settings, args) -> dict:
                      if near else None,
                      "off_domain_refused": round(float(np.mean([s < t for s in scores["off_domain"]])), 4)})
     return {"dataset": ds.name, "off_domain_from": other.name, "questions": {g: len(v) for g, v in groups.items()},
-            "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "jump_and_walk k=3, max_walk=2",
+            "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "search k=3, best entry-chunk cosine",
+            "split": "dev", "qids": sorted({q.qid for q in ds.queries} | {q.qid for q in near_q} |
+                                           {q.qid for q in other.queries}),
             "score_quantiles": {g: [round(float(np.quantile(v, q)), 3) for q in (0.1, 0.25, 0.5, 0.75, 0.9)]
                                 for g, v in scores.items() if v},
             "auc_vs_in_domain": round(auc(scores["answerable"], scores["in_domain_unanswerable"]), 4) if near else None,

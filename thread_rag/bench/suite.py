@@ -1,11 +1,11 @@
-"""``thread-rag bench suite``: the whole comparison (context strategies + LLM answers + the agent) on
+"""``thread-rag bench suite``: the whole comparison (context strategies + LLM answers on equal terms) on
 aws-docs-qa, leval legal_contract_qa and musique, in one command.
 
-Per data set: a seeded sample of questions (``--limit`` each; default 20 + 20 + 60 = 100;
-musique questions are short to answer, the other two sets' contexts are ~3x longer), the corpus
-shrunk to their gold documents plus seeded distractors and indexed (cached under ``bench_out/``), the
-context table over all six strategies, then answers from the fixed pipelines on every question and from
-the agent on the first ``--agent-limit``. Each data set's result is written as it finishes
+Per data set: a seeded sample of the ``test`` split's questions (``--limit`` each; default 60 per set),
+the corpus shrunk to their gold documents plus seeded distractors and indexed (cached under
+``bench_out/``), the context table over all six strategies, then answers from each answering strategy
+(``bench answers``: default ``topk`` and ``walk``, the product's default path) on every question. Each
+data set's result is written as it finishes
 (``<out>/suite-<dataset>.json``), so an interrupted run keeps what it measured; the Markdown tables
 are printed at the end (``thread-rag bench report`` prints them again from the files).
 """
@@ -17,36 +17,36 @@ from pathlib import Path
 
 from ..atomic import atomic_write_json
 
-SUITE = (("aws-docs-qa", 20), ("leval-legal", 20), ("musique", 60))
-SUITE_STRATEGIES = ["topk", "thread_windows", "thread_walk", "agent"]
+SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
+SUITE_STRATEGIES = ["topk", "walk"]
 SUITE_K = 3
-SUITE_AGENT_LIMIT = 2
 
 
 def run_suite(settings, args, progress=None) -> list[Path]:
     from .answers import run_answers
     from .context import STRATEGIES, run_context
     from .corpus import open_corpus_engine
-    from .datasets import load_dataset
+    from .datasets import check_disjoint, load_dataset
     from .retrieval import machine
 
     out_dir = Path(args.out or "bench_results")
     out_dir.mkdir(parents=True, exist_ok=True)
     strategies = args.configs.split(",") if args.configs else SUITE_STRATEGIES
     k = args.k or SUITE_K
-    agent_limit = SUITE_AGENT_LIMIT if args.agent_limit is None else args.agent_limit
     names = args.dataset.split(",") if args.dataset else [n for n, _ in SUITE]
     sizes = dict(SUITE)
     t_suite = time.perf_counter()
     written = []
     for name in names:
         t0 = time.perf_counter()
-        ds = load_dataset(name, settings.shared_data, limit=args.limit or sizes.get(name, 30), seed=args.seed)
+        ds = load_dataset(name, settings.shared_data, limit=args.limit or sizes.get(name, 30), seed=args.seed,
+                          split="test")
+        check_disjoint(ds, Path("bench_results"))
+        check_disjoint(ds, out_dir)
         engine, keymap, index_s = open_corpus_engine(settings, ds, progress=progress)
         docs = engine.documents()
         context = run_context(settings, ds, engine, keymap, STRATEGIES, k=k)
-        answers = run_answers(settings, ds, engine, keymap, strategies, k=k, agent_limit=agent_limit,
-                              progress=progress)
+        answers = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress)
         result = {"dataset": ds.name, "questions": len(ds.queries), "corpus_docs": len(docs),
                   "chunks": sum(d.chunk_count for d in docs), "index_seconds": round(index_s, 1),
                   "seconds": round(time.perf_counter() - t0, 1),

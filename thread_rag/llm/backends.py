@@ -153,3 +153,21 @@ def make_chat_model(settings) -> BaseChatModel:
 def describe(model: BaseChatModel) -> str:
     md = model.metadata or {}
     return f"{md.get('backend', type(model).__name__)} · {md.get('model', '?')} · context {md.get('ctx', '?')} tokens"
+
+
+def limit(model, max_tokens: int) -> dict:
+    """Keyword arguments that cap one call's output at ``max_tokens`` for this backend. llama.cpp takes
+    ``max_tokens``; Ollama takes ``num_predict`` inside ``options`` (``ChatOllama`` forwards unknown keywords
+    to ``ollama.Client.chat``, which rejects them), so the model's own options are repeated there."""
+    if type(model).__name__ != "ChatOllama":
+        return {"max_tokens": int(max_tokens)}
+    opts = {"num_ctx": model.num_ctx, "temperature": model.temperature, "seed": model.seed,
+            "num_predict": int(max_tokens)}
+    return {"options": {k: v for k, v in opts.items() if v is not None}}
+
+
+def reset_prompt_cache(model) -> None:
+    """Forget llama.cpp's evaluated prompt, so the next call pays for its whole prompt (benchmarks)."""
+    if isinstance(model, EmbeddedChatModel) and model._llama is not None:
+        model._llama.reset()
+

@@ -138,7 +138,7 @@ def load_llama(settings, name: str, n_ctx: int | None = None):
     if key not in _llamas:
         threads = settings.LLM_THREADS or (os.cpu_count() or 1)
         _llamas[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                             verbose=False, seed=0)
+                             n_batch=settings.LLM_BATCH, n_ubatch=settings.LLM_BATCH, verbose=False, seed=0)
     return _llamas[key]
 
 

@@ -1,0 +1,185 @@
+"""The default answer path with a deterministic fake model: one LLM call per plain question, off-topic refused
+with none, citations the model writes mapped to chunk ids, actions recognised cheaply, the budgeted walk."""
+import json
+
+import pytest
+
+from fakes import ScriptedChatModel
+from thread_rag.agent.answer import Source, number, written_citations
+from thread_rag.agent.loop import REFUSAL, Agent
+from thread_rag.agent.reading import topk_sources, walk_sources
+
+
+def agent_with(engine, **kw):
+    model = ScriptedChatModel(**kw)
+    model.calls = []
+    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+    return Agent(engine, chat_model=model), model
+
+
+def cite_one(messages):
+    return "Run thread-rag preheat to summarise every chunk [1]."
+
+
+def test_plain_question_costs_one_llm_call_and_cites_what_it_read(manual_engine):
+    agent, model = agent_with(manual_engine, answer=cite_one)
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert not ans.refused and ans.mode == "fast/walk"
+    assert len(model.calls) == 1 and ans.llm_calls == 1          # no intent call, no routing, no gate
+    assert model.calls[0]["last"].startswith("Answer the question from the numbered sources")
+    assert [t["tool"] for t in ans.tool_trace] == ["rag_search", "read:walk"]
+    first = ans.sources[0]
+    assert ans.citations[0].chunk_id == first["chunk_ids"][0] and ans.citations[0].how == "written"
+    assert ans.citations[0].source == 1 and not ans.citations[0].inferred
+    assert "preheat" in first["text"].lower() or "pre-heat" in first["text"].lower()
+    assert ans.timings["first_token_s"] is not None and ans.tokens["in"] > ans.tokens["sources"] > 0
+
+
+def test_off_topic_question_refused_before_any_llm_call(manual_engine):
+    agent, model = agent_with(manual_engine, answer=cite_one)
+    ans = agent.ask("What is the boiling point of tungsten?")
+    assert ans.refused and ans.answer == REFUSAL and ans.citations == []
+    assert model.calls == [] and ans.llm_calls == 0
+    assert ans.relevance < manual_engine.settings.RELEVANCE_MIN
+
+
+def test_uncited_answer_gets_one_constrained_sources_call(manual_engine):
+    agent, model = agent_with(manual_engine, answer=lambda m: "Run thread-rag preheat.", sources=[2, 1])
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert len(model.calls) == 2 and ans.llm_calls == 2
+    fmt = model.calls[1]["format"]
+    assert fmt["properties"]["sources"]["items"]["enum"] == list(range(1, len(ans.sources) + 1))
+    assert [c.how for c in ans.citations] == ["sources_call"] * len(ans.citations)
+    assert [c.source for c in ans.citations] == [2, 1][:len(ans.sources)] or len(ans.sources) == 1
+
+
+def test_citation_markers_map_to_sources_and_bad_ones_are_reported():
+    srcs = number([Source(["DOC1_000", "DOC1_001"], "DOC1", "a.md", "", "", "x"),
+                   Source(["DOC2_005"], "DOC2", "b.md", "p.3", "", "y"),
+                   Source(["DOC1_007"], "DOC1", "a.md", "", "", "z")])
+    text = "First [1]. Then [2, 3] and [1]. Not a source [7]. Odd id [DOC1_0052]. By id [DOC2_005] [DOC9_001]."
+    nums, invalid = written_citations(text, srcs)
+    assert nums == [1, 2, 3]
+    assert invalid == ["[7]", "DOC1_0052", "DOC9_001"]
+    assert written_citations("no markers here", srcs) == ([], [])
+
+
+def test_routed_mode_survives_a_malformed_citation(manual_engine):
+    """[DOC1_0052] matches the citation pattern but is no chunk id: reported, not a crash after streaming."""
+    agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=lambda m: "See [DOC1_0052].")
+    agent.settings = manual_engine.settings.replace(AGENT_MODE="routed")
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert ans.mode == "routed" and "DOC1_0052" in ans.invalid_citations
+
+
+def test_actions_recognised_cheaply(manual_engine, tmp_path):
+    agent, model = agent_with(manual_engine, action="list_available_documents")
+    ans = agent.ask("List the indexed documents.")
+    assert ans.mode == "action/list_available_documents" and len(model.calls) == 1
+    assert all(d.doc_id in ans.answer for d in manual_engine.documents())
+    # the pattern fires but the model says it is a question: answered as one
+    agent, model = agent_with(manual_engine, action="question", answer=cite_one)
+    ans = agent.ask("Which documents are indexed about pre-heating summaries?")
+    assert ans.mode == "fast/walk" and len(model.calls) == 2
+    # indexing goes through the allowed-roots door: nothing outside is read
+    before = len(manual_engine.documents())
+    agent, model = agent_with(manual_engine, action="index_new_document")
+    ans = agent.ask("Please index the file /etc/hosts.txt")
+    assert ans.mode == "action/index_new_document" and ans.answer.startswith("error:")
+    assert "outside the allowed folders" in ans.answer and len(manual_engine.documents()) == before
+    # nested passages are a reader: the model answers from them
+    agent, model = agent_with(manual_engine, action="nested_retrieve", answer=cite_one)
+    ans = agent.ask("Give me 2 non-overlapping passages about pre-heating summaries")
+    assert ans.mode == "fast/nested" and 1 <= len(ans.sources) <= 3
+
+
+def test_questions_that_mention_actions_cost_no_intent_call(manual_engine):
+    agent, model = agent_with(manual_engine, answer=cite_one, action="index_new_document")
+    for q in ("How do I index a folder of PDF files?", "What happens when indexing is killed?"):
+        agent.clear()
+        model.calls = []
+        ans = agent.ask(q)
+        assert ans.mode == "fast/walk" and len(model.calls) == 1, q
+
+
+def _count(text):
+    return len(text.split())
+
+
+def test_walk_respects_budget_and_signals(manual_engine):
+    e = manual_engine
+    q = "how do I pre-heat summaries?"
+    hits = e.retriever.search(q, k=3).hits
+    qvec = e.embedder.embed([q])[0]
+    idx = e.retriever.index
+    top = topk_sources(hits, 3, e.thread, _count)
+    assert [s.chunk_ids for s in top] == [[h.chunk_id] for h in hits[:3]] and [s.n for s in top] == [1, 2, 3]
+    # no walking when the continuity threshold cannot be met: the entry chunks, merged where adjacent
+    still = walk_sources(hits, 3, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=0.9999)
+    assert sorted(c for s in still for c in s.chunk_ids) == sorted({h.chunk_id for h in hits[:3]})
+    # walking whenever possible: each entry chunk followed by up to 2 neighbours, merged, no chunk twice
+    far = walk_sources(hits, 3, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=-1, walk_query_min=-1)
+    ids = [c for s in far for c in s.chunk_ids]
+    assert len(ids) == len(set(ids)) and set(ids) > {h.chunk_id for h in hits[:3]}
+    for s in far:
+        pos = [int(c.split("_")[1]) for c in s.chunk_ids]
+        assert pos == list(range(pos[0], pos[0] + len(pos)))       # one source = consecutive chunks
+    assert far[0].chunk_ids[0] == hits[0].chunk_id                  # entry rank order kept
+    # a small budget keeps the best entry chunk and drops walked text first
+    small = walk_sources(hits, 3, e.thread, idx, qvec, _count, budget=_count(hits[0].text) + 1,
+                         walk_threshold=-1, walk_query_min=-1)
+    assert [c for s in small for c in s.chunk_ids] == [hits[0].chunk_id]
+
+
+def test_disjoint_calibration_is_checked(tmp_path):
+    from thread_rag.bench.datasets import Dataset, Query, check_disjoint, split_of
+    from thread_rag.errors import ThreadRagError
+
+    qids = [f"q{i}" for i in range(200)]
+    halves = {split_of(q) for q in qids}
+    assert halves == {"dev", "test"} and all(split_of(q) == split_of(q) for q in qids)
+    ds = Dataset("x", [], [Query("q1", "?", set()), Query("q2", "?", set())])
+    (tmp_path / "refusal-x.json").write_text(json.dumps({"qids": ["q9", "q7"]}))
+    check_disjoint(ds, tmp_path)  # no overlap: fine
+    (tmp_path / "refusal-y.json").write_text(json.dumps({"qids": ["q2"]}))
+    with pytest.raises(ThreadRagError, match="must be disjoint"):
+        check_disjoint(ds, tmp_path)
+
+
+def test_dataset_splits_partition_the_questions():
+    from conftest import DATA
+
+    if not DATA.is_dir():
+        pytest.skip("../shared/data is not beside the checkout")
+    from thread_rag.bench.datasets import load_dataset
+
+    full = load_dataset("aws-docs-qa", DATA)
+    dev = load_dataset("aws-docs-qa", DATA, split="dev")
+    test = load_dataset("aws-docs-qa", DATA, split="test", limit=10)
+    assert {q.qid for q in dev.queries}.isdisjoint({q.qid for q in test.queries})
+    assert len(dev.queries) + len(load_dataset("aws-docs-qa", DATA, split="test").queries) == len(full.queries)
+    assert test.name == "aws-docs-qa-test-quick10" and test.split == "test"
+
+
+def test_answers_bench_shares_everything_but_the_reading(manual_engine):
+    """The answers benchmark's bookkeeping (not the LLM): every strategy answers every question through the same
+    answer prompt and caps; citations are stripped before scoring; paired differences against top-k."""
+    from thread_rag.bench.answers import ANSWER_TOKENS, run_answers
+    from thread_rag.bench.datasets import Dataset, Query
+
+    docs = manual_engine.documents()
+    keymap = {d.doc_id: d.path for d in docs}
+    pre = next(d.path for d in docs if "windows-and-summaries" in d.path)
+    ds = Dataset("manual", [], [Query("q1", "how do I pre-heat summaries?", {pre}, answers=["run thread-rag preheat"]),
+                                Query("q2", "What is the boiling point of tungsten?", {pre}, answers=["3422"])])
+    model = ScriptedChatModel(answer=lambda msgs: "Run thread-rag preheat [1].")
+    model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
+    out = run_answers(manual_engine.settings, ds, manual_engine, keymap, ["topk", "walk"], k=2, model=model)
+    rows, s = out["rows"], out["strategies"]
+    assert [len(rows[x]) for x in ("topk", "walk")] == [2, 2]
+    assert rows["topk"][0]["f1"] == 1.0 and rows["topk"][0]["recall"] == 1.0   # "[1]" stripped before scoring
+    assert rows["topk"][1]["refused"] and rows["walk"][1]["refused"]          # the same floor for both
+    assert s["walk"]["topk_f1_same_questions"] == 1.0 / 2 and "f1_minus_topk_ci95" in s["walk"]
+    prompts = [c["last"] for c in model.calls if c["last"].startswith("Answer the question")]
+    assert len(prompts) == 2 and all(p.split("\n")[:4] == prompts[0].split("\n")[:4] for p in prompts)
+    assert out["shared_settings"]["MAX_ANSWER_TOKENS"] == ANSWER_TOKENS and out["shared_settings"]["READ_K"] == 2

@@ -1,0 +1,149 @@
+"""The answer call: numbered sources in, one streamed answer out, citations mapped back to chunk ids.
+
+Every answering strategy (the agent's fast path, and each fixed pipeline in ``thread-rag bench answers``)
+goes through these functions, so they share the prompt, the refusal policy and the token caps; only the
+sources differ.
+
+- ``render_sources``: ``[1] name p.19 - heading`` + text, one block per source;
+- ``answer_messages``: the one answer prompt;
+- ``stream_answer``: streams the reply, measures first-token time, stops cleanly on Ctrl-C;
+- ``written_citations``: the ``[1]`` / ``[1, 3]`` / ``[DOC1_052]`` markers the model wrote, mapped to sources;
+- ``ask_sources``: when the model wrote none, one short grammar-constrained follow-up on the same prompt
+  (llama.cpp reuses the evaluated prefix) asks which numbered sources support the answer.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from ..errors import ChunkIdError
+from ..ids import ChunkId
+from ..llm.backends import limit
+
+ANSWER_PROMPT = """Answer the question from the numbered sources below.
+- Use only facts stated in the sources; never invent steps, values or commands.
+- After each fact, cite its source number in square brackets, e.g. [1] or [2].
+- For a procedure give numbered steps. Be concise; start directly with the answer.
+
+{sources}
+
+Question: {question}"""
+
+SOURCES_PROMPT = "Which numbered sources support your answer? Reply with JSON {\"sources\": [numbers]}."
+
+NUM_RE = re.compile(r"\[(\d{1,2}(?:\s*[,;]\s*\d{1,2})*)\]")
+ID_RE = re.compile(r"\b(DOC[0-9]+_[0-9]+)\b", re.I)
+
+
+@dataclass
+class Source:
+    """One numbered block of reading in the answer prompt: a run of consecutive chunks of one document."""
+
+    chunk_ids: list
+    doc_id: str
+    doc_name: str
+    pages: str
+    heading: str
+    text: str
+    n: int = 0                      # its number in the prompt (1-based), set by ``number``
+    tokens: int = 0                 # LLM tokens of its rendered block, where counted
+    role: str = "entry"             # entry | walk (reached by walking from an entry chunk)
+    scores: dict = field(default_factory=dict)
+
+    def header(self) -> str:
+        loc = ", ".join(x for x in (self.doc_name, self.pages) if x)
+        return f"[{self.n}] {loc}" + (f" - {self.heading}" if self.heading else "")
+
+    def render(self) -> str:
+        return f"{self.header()}\n{self.text.strip()}"
+
+
+def number(sources: list[Source]) -> list[Source]:
+    for i, s in enumerate(sources, 1):
+        s.n = i
+    return sources
+
+
+def render_sources(sources: list[Source]) -> str:
+    return "\n\n".join(s.render() for s in sources)
+
+
+def answer_messages(question: str, sources: list[Source]) -> list:
+    return [HumanMessage(ANSWER_PROMPT.format(sources=render_sources(sources), question=question))]
+
+
+def stream_answer(model, messages: list, max_tokens: int,
+                  on_token: Callable[[str], None] | None = None) -> tuple[str, float | None, bool]:
+    """(text, seconds to the first token, interrupted). Ctrl-C stops the answer and keeps what came."""
+    t0, t_first, text = time.perf_counter(), None, ""
+    try:
+        for chunk in model.stream(messages, **limit(model, max_tokens)):
+            piece = chunk.content if isinstance(chunk.content, str) else ""
+            if not piece:
+                continue
+            if t_first is None:
+                t_first = time.perf_counter() - t0
+            text += piece
+            if on_token:
+                on_token(piece)
+    except KeyboardInterrupt:
+        return text, t_first, True
+    return text, t_first, False
+
+
+def written_citations(text: str, sources: list[Source]) -> tuple[list[int], list[str]]:
+    """Source numbers the model wrote (in order of first mention) and the markers that name no source.
+    ``[DOC1_052]`` style ids count when they name a chunk of a source; malformed ids are invalid, never
+    an error."""
+    by_chunk = {c: s.n for s in sources for c in s.chunk_ids}
+    cited: list[int] = []
+    invalid: list[str] = []
+    for m in NUM_RE.finditer(text):
+        for part in re.split(r"\s*[,;]\s*", m.group(1)):
+            n = int(part)
+            if 1 <= n <= len(sources):
+                cited.append(n) if n not in cited else None
+            elif f"[{n}]" not in invalid:
+                invalid.append(f"[{n}]")
+    for m in ID_RE.finditer(text):
+        try:
+            cid = str(ChunkId.parse(m.group(1)))
+        except ChunkIdError:
+            invalid.append(m.group(1)) if m.group(1) not in invalid else None
+            continue
+        if cid in by_chunk:
+            cited.append(by_chunk[cid]) if by_chunk[cid] not in cited else None
+        elif cid not in invalid:
+            invalid.append(cid)
+    return cited, invalid
+
+
+def sources_schema(n: int) -> dict:
+    return {"type": "object", "properties": {"sources": {"type": "array", "items": {"enum": list(range(1, n + 1))},
+                                                         "minItems": 1, "maxItems": min(3, n)}},
+            "required": ["sources"]}
+
+
+def ask_sources(model, messages: list, answer: str, n: int) -> list[int]:
+    """One constrained follow-up on the answer prompt: which of the ``n`` sources support the answer."""
+    from .loop import parse_json_lenient
+
+    r = model.invoke(messages + [AIMessage(answer), HumanMessage(SOURCES_PROMPT)], format=sources_schema(n),
+                     **limit(model, 16))
+    got = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content)).get("sources", [])
+    out: list[int] = []
+    for x in got if isinstance(got, list) else []:
+        if isinstance(x, int) and 1 <= x <= n and x not in out:
+            out.append(x)
+    return out
+
+
+def strip_markers(text: str) -> str:
+    """The answer without ``[1]`` / ``[DOC1_052 p.3]`` markers (for scoring against gold text)."""
+    text = NUM_RE.sub(" ", text)
+    return re.sub(r"\[[^\]]*\bDOC\d+_\d+[^\]]*\]", " ", text)
+

@@ -1,0 +1,91 @@
+"""Is this message a question, or an action (list, index, pre-heat, nested passages)?
+
+Cheap by construction: a plain question matches none of the action patterns below and costs no LLM call.
+A message that does match one gets ONE short constrained call that picks the action from an enum (the
+model confirms the user asked for it; "what does the guide say about indexing?" is still a question).
+Arguments come from the text itself (a path, a DOCn id, a number), never from the model's imagination,
+and ``index_new_document`` / ``pre_heat_summaries`` run only after both checks agree.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ACTIONS = ("question", "list_available_documents", "index_new_document", "pre_heat_summaries", "nested_retrieve")
+
+ASK = r"^\s*(?:please\s+|(?:can|could|would)\s+you\s+(?:please\s+)?)?"  # a request starts the message
+PATTERNS = {
+    "list_available_documents": re.compile(
+        ASK + r"(?:list|show)(?:\s+me)?\s+(?:the\s+|my\s+|all\s+)?(?:indexed\s+)?(?:documents|docs|files|library)\b"
+        r"|\b(?:which|what)\s+(?:documents|docs|files)\s+(?:do\s+i\s+have|are\s+(?:indexed|available|loaded|there))",
+        re.I),
+    "index_new_document": re.compile(
+        ASK + r"(?:index|ingest|add|load|import)\b.{0,80}?(?:\S+\.(?:pdf|docx|txt|md|markdown)\b|\s[./~]\S*)", re.I),
+    "pre_heat_summaries": re.compile(ASK + r"(?:pre-?heat|warm\s+up|pre-?compute)\b", re.I),
+    "nested_retrieve": re.compile(
+        ASK + r"(?:give|find|show|get|retrieve|fetch)\b.{0,40}\b(?:non-overlapping|separate|distinct|nested)\b", re.I),
+}
+
+INTENT_PROMPT = """A user wrote to a document assistant:
+"{text}"
+Is this a request to run an action, or a question about the documents' content? Options:
+- list_available_documents: the user wants to see which documents are indexed
+- index_new_document: the user wants a file added to the library
+- pre_heat_summaries: the user wants summaries computed ahead of time
+- nested_retrieve: the user wants several separate, non-overlapping passages
+- question: anything else (a question to answer from the documents)
+Reply with JSON {{"action": "<option>"}}."""
+
+PATH_RE = re.compile(r"""(?:"([^"]+)"|'([^']+)'|(\S+\.(?:pdf|docx|txt|md|markdown))\b|(\s[./~]\S*))""", re.I)
+DOC_RE = re.compile(r"\bDOC([1-9][0-9]*)\b", re.I)
+LIMIT_RE = re.compile(r"\b([1-9]|1[0-9]|20)\s+(?:\w+\s+)?(?:passages|sections|parts|excerpts)\b", re.I)
+
+
+@dataclass
+class Intent:
+    action: str
+    args: dict
+    llm_calls: int = 0
+
+
+def candidate(text: str) -> str | None:
+    """The action a message may ask for (pattern match only), or None for a plain question."""
+    for action, pat in PATTERNS.items():
+        if pat.search(text):
+            return action
+    return None
+
+
+def arguments(action: str, text: str) -> dict:
+    if action == "index_new_document":
+        m = PATH_RE.search(text)
+        path = next((g for g in m.groups() if g), "").strip() if m else ""
+        return {"file_path": path.rstrip(".,;:!?)")} if path else {}
+    if action == "pre_heat_summaries":
+        m = DOC_RE.search(text)
+        return {"serial_id": f"DOC{m.group(1)}"} if m else {}
+    if action == "nested_retrieve":
+        m = LIMIT_RE.search(text)
+        d = DOC_RE.search(text)
+        return {"query": text, "limit": int(m.group(1)) if m else 3, **({"doc_id": f"DOC{d.group(1)}"} if d else {})}
+    return {}
+
+
+def recognise(text: str, invoke_json=None) -> Intent:
+    """``invoke_json(messages, schema, max_tokens)``: the constrained call, made only for a pattern match."""
+    cand = candidate(text)
+    if cand is None or invoke_json is None:
+        return Intent("question", {})
+    from langchain_core.messages import HumanMessage
+
+    schema = {"type": "object", "properties": {"action": {"enum": list(ACTIONS)}}, "required": ["action"]}
+    try:
+        got = invoke_json([HumanMessage(INTENT_PROMPT.format(text=text[:500]))], schema, 12).get("action")
+    except Exception:  # noqa: BLE001 - an unusable reply means: treat it as a question
+        got = "question"
+    if got != cand:  # both must agree; anything else is answered as a question
+        return Intent("question", {}, llm_calls=1)
+    args = arguments(cand, text)
+    if cand == "index_new_document" and not args:
+        return Intent("question", {}, llm_calls=1)
+    return Intent(cand, args, llm_calls=1)

@@ -1,0 +1,118 @@
+"""What the model reads: the code's JUMP (search hits) and WALK (neighbours), under a budget in LLM tokens.
+
+``walk_sources``: from each entry chunk, walk forward while the walk signals hold (the next chunk
+continues the topic: neighbour cosine >= ``WALK_THRESHOLD``, and it is still about the question:
+cosine to the question >= ``walk_query_min``), at most ``max_walk`` steps; consecutive chunks merge into
+one source with the overlap removed. The budget is spent entry chunks first (by rank), then walked
+chunks by their similarity to the question; what does not fit is left out.
+``topk_sources``: the hits' own texts, one source each (the plain-RAG baseline).
+Both return :class:`~thread_rag.agent.answer.Source` lists in entry-rank order.
+
+Parts in: ``thread_of(serial)`` (a document's chunks), ``index`` (vectors and ``row_of``), the question
+vector, and ``count`` (LLM tokens of a text).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..ids import ChunkId
+from ..threads.windows import join_thread
+from .answer import Source, number
+
+
+def best_similarity(index, qvec: np.ndarray, chunk_ids: list[str]) -> float:
+    """Best cosine between the question and any of the chunks (-1 if none is indexed)."""
+    rows = [index.row_of.get((c.serial, c.position)) for c in map(ChunkId.parse, chunk_ids)]
+    rows = [r for r in rows if r is not None]
+    return float(np.max(np.asarray(index.vectors[rows]) @ qvec)) if rows else -1.0
+
+
+def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int]) -> Source:
+    pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]
+    lo, hi = (min(pages), max(pages)) if pages else (None, None)
+    label = "" if lo is None else (f"p.{lo}" if lo == hi else f"pp.{lo}-{hi}")
+    heading = " > ".join(chunks[0].heading_path[-2:]) if chunks[0].heading_path else ""
+    src = Source(chunk_ids=[c.chunk_id for c in chunks], doc_id=chunks[0].doc_id, doc_name=doc_name, pages=label,
+                 heading=heading, text=join_thread(chunks), role=role)
+    src.tokens = count(src.render())
+    return src
+
+
+def topk_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str], int]) -> list[Source]:
+    out = []
+    for h in hits[:k]:
+        c = ChunkId.parse(h.chunk_id)
+        thread = thread_of(c.serial)
+        out.append(_source([thread.chunks[c.position]], thread.record.name, "entry", count))
+    return number(out)
+
+
+def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarray, count: Callable[[str], int],
+                 budget: int, max_walk: int = 2, walk_threshold: float = 0.35,
+                 walk_query_min: float = 0.2) -> list[Source]:
+    vec = lambda s, p: None if index.row_of.get((s, p)) is None else np.asarray(index.vectors[index.row_of[(s, p)]])  # noqa: E731
+    picked: dict[tuple[int, int], float] = {}     # (serial, position) -> priority (higher first)
+    order: list[tuple[int, int]] = []             # entry order for the output
+    for rank, h in enumerate(hits[:k]):
+        e = ChunkId.parse(h.chunk_id)
+        picked[(e.serial, e.position)] = max(picked.get((e.serial, e.position), -1), 10.0 - rank)
+        order.append((e.serial, e.position))
+        n = len(thread_of(e.serial))
+        pos = e.position
+        for _ in range(max_walk):
+            a, b = vec(e.serial, pos), vec(e.serial, pos + 1)
+            if pos + 1 >= n or a is None or b is None:
+                break
+            q_sim = float(b @ qvec)
+            if float(a @ b) < walk_threshold or q_sim < walk_query_min:
+                break
+            pos += 1
+            picked[(e.serial, pos)] = max(picked.get((e.serial, pos), -1), q_sim)
+    kept = _fit(picked, thread_of, count, budget)
+    return number(_runs(kept, order, thread_of, count))
+
+
+def _fit(picked: dict, thread_of: Callable, count: Callable[[str], int], budget: int) -> set:
+    """Chunks by priority while their texts fit the budget (the first always stays)."""
+    kept, used = set(), 0
+    for key in sorted(picked, key=lambda x: -picked[x]):
+        t = count(thread_of(key[0]).chunks[key[1]].text)
+        if kept and used + t > budget:
+            continue
+        kept.add(key)
+        used += t
+    return kept
+
+
+def _runs(kept: set, order: list, thread_of: Callable, count: Callable[[str], int]) -> list[Source]:
+    """Consecutive kept chunks as one source each, ordered by their first entry chunk's rank."""
+    runs: list[list[tuple[int, int]]] = []
+    for key in sorted(kept):
+        if runs and runs[-1][-1][0] == key[0] and runs[-1][-1][1] + 1 == key[1]:
+            runs[-1].append(key)
+        else:
+            runs.append([key])
+    rank = {key: i for i, key in reversed(list(enumerate(order)))}
+    runs.sort(key=lambda r: min(rank.get(x, len(order)) for x in r))
+    out = []
+    for r in runs:
+        thread = thread_of(r[0][0])
+        role = "entry" if any(x in rank for x in r) else "walk"
+        out.append(_source([thread.chunks[p] for _, p in r], thread.record.name, role, count))
+    return out
+
+
+def nested_sources(hits: list, thread_of: Callable, count: Callable[[str], int], budget: int) -> list[Source]:
+    """``nested_retrieve`` passages as sources, best first, while they fit the budget."""
+    out, used = [], 0
+    for h in hits:
+        ids = [ChunkId.parse(c) for c in h.chunk_ids]
+        thread = thread_of(ids[0].serial)
+        src = _source([thread.chunks[c.position] for c in ids], thread.record.name, "entry", count)
+        if out and used + src.tokens > budget:
+            continue
+        out.append(src)
+        used += src.tokens
+    return number(out)
