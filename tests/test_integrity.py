@@ -131,3 +131,35 @@ def test_model_join_removes_stale_parts_of_dead_joiners(tmp_path, monkeypatch, l
     final = model_files.ensure_joined(model, d)
     assert final.read_bytes() == data
     assert not stale.exists() and busy.exists() and other.exists()
+
+
+# -- 4. the allowed-roots rule holds for every file a folder expands to ---------------------------
+def test_agent_door_indexes_nothing_outside_the_roots_nor_hidden(make_engine, tmp_path):
+    from thread_rag.tools import index_new_document
+
+    root, outside = tmp_path / "allowed", tmp_path / "outside"
+    write(outside / "secret.md", "# Secret\n\nThe outside password is swordfish.")
+    write(outside / "single.md", "# Single\n\nA lone outside file reached through a file link.")
+    write(root / "docs" / "guide.md", guide(1, 10))
+    write(root / "docs" / ".hidden" / "notes.md", "# Notes\n\nHidden notes that must stay private.")
+    (root / "docs" / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "docs" / "file-link.md").symlink_to(outside / "single.md")
+    e = make_engine(ALLOWED_ROOTS=[str(root)])
+    out = index_new_document(e, str(root / "docs"), restrict=True)
+    assert [d.name for d in e.documents()] == ["guide.md"]
+    by_name = {Path(r["path"]).name: r for r in out["results"]}
+    assert by_name["guide.md"]["status"] == "indexed"
+    assert by_name["file-link.md"]["status"] == "failed" and "outside the allowed folders" in by_name["file-link.md"]["error"]
+    assert set(by_name) == {"guide.md", "file-link.md"}
+
+
+def test_folder_walk_skips_hidden_folders_and_links_leading_out(make_engine, tmp_path):
+    top, outside = tmp_path / "top", tmp_path / "outside"
+    write(outside / "o.md", "outside")
+    write(top / "a.md", "a")
+    write(top / "sub" / "b.md", "b")
+    write(top / ".git" / "c.md", "c")
+    (top / "out").symlink_to(outside, target_is_directory=True)
+    (top / "again").symlink_to(top / "sub", target_is_directory=True)  # inside the walked folder: followed,
+    files = make_engine().expand_paths([top])                            # and sub/ is then not walked twice
+    assert sorted(f.relative_to(top).as_posix() for f in files) == ["a.md", "again/b.md"]

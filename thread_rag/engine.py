@@ -264,11 +264,14 @@ class Engine:
         return path.suffix.lower() in SUPPORTED_SUFFIXES
 
     def expand_paths(self, paths: Iterable[str | Path]) -> list[Path]:
-        """Files to index (directories expanded, symlink loops and unsupported files skipped)."""
+        """Files to index (directories expanded; hidden folders, folder links leading out of the folder
+        being walked, symlink loops and unsupported files skipped)."""
         files: list[Path] = []
         for raw in paths:
             p = Path(raw).expanduser()
             if p.is_dir():
+                top = os.path.realpath(p)
+                inside = lambda d: os.path.commonpath([top, os.path.realpath(d)]) == top  # noqa: E731
                 seen: set = set()
                 for root, dirs, names in os.walk(p, followlinks=True):
                     real = os.path.realpath(root)
@@ -276,7 +279,7 @@ class Engine:
                         dirs[:] = []
                         continue
                     seen.add(real)
-                    dirs.sort()
+                    dirs[:] = sorted(d for d in dirs if not d.startswith(".") and inside(os.path.join(root, d)))
                     for name in sorted(names):
                         f = Path(root) / name
                         if self.supported(f) and not name.startswith("."):
