@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import DATA, needs_shared, write
+from thread_rag.records import to_dict
 
 
 def guide(n: int, count: int) -> str:
@@ -163,3 +164,55 @@ def test_folder_walk_skips_hidden_folders_and_links_leading_out(make_engine, tmp
     (top / "again").symlink_to(top / "sub", target_is_directory=True)  # inside the walked folder: followed,
     files = make_engine().expand_paths([top])                            # and sub/ is then not walked twice
     assert sorted(f.relative_to(top).as_posix() for f in files) == ["a.md", "again/b.md"]
+
+
+# -- 5. warnings that reach the user --------------------------------------------------------------
+FOUR_PAGES = DATA / "docfixtures-pypdf-samples/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
+
+
+@needs_shared
+def test_pdf_pages_whose_extraction_fails_are_named_in_the_result(make_engine, tmp_path, monkeypatch):
+    from pypdf import PageObject
+
+    real = PageObject.extract_text
+    calls = []
+
+    def flaky(page, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # the third page of the document
+            raise ValueError("broken content stream")
+        return real(page, *args, **kwargs)
+
+    monkeypatch.setattr(PageObject, "extract_text", flaky)
+    f = tmp_path / "four.pdf"
+    f.write_bytes(FOUR_PAGES.read_bytes())
+    r = make_engine().index_file(f)
+    assert r.status == "indexed" and r.pages == 4
+    assert len(r.warnings) == 1 and "page 3" in r.warnings[0] and "1 of 4 pages" in r.warnings[0]
+    assert to_dict(r)["warnings"] == r.warnings
+
+
+@needs_shared
+def test_pdf_without_extraction_failures_has_no_warnings(make_engine, tmp_path):
+    f = tmp_path / "four.pdf"
+    f.write_bytes(FOUR_PAGES.read_bytes())
+    assert make_engine().index_file(f).warnings == []
+
+
+def test_doctor_names_a_corrupt_summary_cache_that_was_set_aside(settings_for):
+    from thread_rag.doctor import summary_cache_check
+    from thread_rag.threads.summary_cache import SummaryCache
+
+    s = settings_for()
+    cache = SummaryCache(s.cache_path)
+    cache.put_many("ab" * 32, [("extractive", "chunk text", "DOC1_000", "a summary")])
+    assert summary_cache_check(s)["ok"]
+    cache.path_for("ab" * 32).write_text('{"entries": {"x": ')  # torn by hand
+    check = summary_cache_check(s)
+    assert not check["ok"] and cache.path_for("ab" * 32).name in check["detail"]
+    assert cache.get("ab" * 32, "extractive", "chunk text") is None
+    assert cache.warnings and "corrupt" in cache.warnings[0]
+    aside = list(s.cache_path.glob("summaries-*.corrupt-*"))
+    assert len(aside) == 1
+    check = summary_cache_check(s)
+    assert not check["ok"] and aside[0].name in check["detail"] and check["fix"]

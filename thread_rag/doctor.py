@@ -48,15 +48,7 @@ def checks(settings) -> list[dict]:
             "run `thread-rag index` again on the listed documents")
     except Exception as exc:  # noqa: BLE001
         add("store consistency", False, str(exc), "see the message above")
-    try:
-        cache = settings.cache_path
-        bad = list(cache.glob("*.corrupt-*")) if cache.is_dir() else []
-        for f in cache.glob("summaries-*.json") if cache.is_dir() else []:
-            json.loads(f.read_text())
-        add("summary cache", not bad, f"{cache}" + (f" ({len(bad)} corrupt files set aside)" if bad else ""),
-            "the corrupt files were moved aside; delete them once inspected")
-    except Exception as exc:  # noqa: BLE001
-        add("summary cache", False, str(exc), "the file is reported and will be set aside on next use")
+    out.append(summary_cache_check(settings))
     host = settings.ollama_host
     if host or settings.CHAT_BACKEND == "ollama":
         from .llm.backends import ollama_reachable
@@ -65,6 +57,26 @@ def checks(settings) -> list[dict]:
         add("ollama", ok, f"{host}: {len(names)} models" if ok else f"{host or '-'}: {err}",
             "start `ollama serve`, set OLLAMA_HOST, or set CHAT_BACKEND=embedded")
     return out
+
+
+def summary_cache_check(settings) -> dict:
+    """The summary cache: files set aside as corrupt (``*.corrupt-*``) and files unreadable now, by name."""
+    cache = settings.cache_path
+    aside = sorted(f.name for f in cache.glob("*.corrupt-*")) if cache.is_dir() else []
+    unreadable = []
+    for f in sorted(cache.glob("summaries-*.json")) if cache.is_dir() else []:
+        try:
+            json.loads(f.read_text())
+        except (OSError, ValueError):
+            unreadable.append(f.name)
+    detail, fix = str(cache), []
+    if aside:
+        detail += f"; {len(aside)} corrupt file(s) set aside (their summaries are recomputed): {', '.join(aside)}"
+        fix.append(f"inspect, then delete the set-aside files in {cache}")
+    if unreadable:
+        detail += f"; unreadable: {', '.join(unreadable)}"
+        fix.append("unreadable files are set aside on next use")
+    return {"check": "summary cache", "ok": not (aside or unreadable), "detail": detail, "fix": "; ".join(fix)}
 
 
 def run_doctor(args) -> int:

@@ -408,7 +408,8 @@ class Engine:
         if progress:
             progress("done", 1, 1)
         return IndexResult(path=str(p), status="replaced" if old else "indexed", doc_id=doc_id, chunks=len(chunks),
-                           pages=doc.pages, seconds=time.perf_counter() - t0, timings=timings)
+                           pages=doc.pages, seconds=time.perf_counter() - t0, timings=timings,
+                           warnings=list(getattr(doc, "warnings", [])))
 
     def _recipe(self) -> dict:
         s = self.settings

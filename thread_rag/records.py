@@ -37,6 +37,7 @@ class LoadedDocument:
     blocks: list
     pages: int | None = None
     encoding: str | None = None
+    warnings: list = field(default_factory=list)  # what was lost while loading (e.g. PDF pages without text)
 
     @property
     def full_text(self) -> str:
@@ -93,3 +94,4 @@ class IndexResult:
     seconds: float = 0.0
     error: str | None = None
     timings: dict = field(default_factory=dict)  # load_s, chunk_s, embed_s, store_s
+    warnings: list = field(default_factory=list)  # the loader's warnings (indexed, but something is missing)

@@ -249,11 +249,13 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
     except (PdfReadError, FileNotDecryptedError) as exc:
         raise IngestError(f"{p}: corrupt PDF ({str(exc)[:120]})") from None
     page_lines: list[list[str]] = []
-    for page in reader.pages:
+    failed: list[int] = []
+    for number, page in enumerate(reader.pages, start=1):
         try:
             txt = page.extract_text() or ""
-        except Exception:  # noqa: BLE001 - one bad page does not sink the document
+        except Exception:  # noqa: BLE001 - one bad page does not sink the document, but is reported
             txt = ""
+            failed.append(number)
         page_lines.append([ln.rstrip() for ln in txt.replace("\r", "\n").split("\n")])
     # running headers/footers: a normalised line seen at the top/bottom of many pages
     edge = Counter()
@@ -318,7 +320,12 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
         flush()
         for depth, title in pending:
             enter(depth, title)
-    return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages)
+    warnings = []
+    if failed:
+        shown = ", ".join(map(str, failed[:20])) + (", ..." if len(failed) > 20 else "")
+        warnings.append(f"{p.name}: text extraction failed on {len(failed)} of {n_pages} pages "
+                        f"(page{'s' if len(failed) > 1 else ''} {shown}); their text is not indexed")
+    return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages, warnings=warnings)
 
 
 _TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
