@@ -12,15 +12,19 @@ from thread_rag.agent.tools import call_tool, make_tools
 
 
 def snapshot(engine) -> str:
+    """What a bad call must not change: every file of the data dir and summary cache (catalog, token
+    cache, trees, search index; Chroma's own files change on reads, so Chroma is compared by content:
+    every record's id, text and metadata) and each document's chunk ids and texts as readers see them."""
     h = hashlib.sha256()
     for root in (engine.home, engine.settings.cache_path):
         for p in sorted(root.rglob("*")) if root.exists() else []:
             if p.is_file() and "chroma" not in p.parts and p.name != "write.lock" and not p.name.endswith(".lock"):
                 h.update(str(p.relative_to(root)).encode())
                 h.update(p.read_bytes())
-    chunks = sorted((d.doc_id, d.generation, d.chunk_count) for d in engine.documents())
-    h.update(json.dumps(chunks).encode())
-    h.update(str(engine.store.count()).encode())
+    h.update(json.dumps(engine.store.rows(), sort_keys=True).encode())
+    for d in engine.documents():
+        chunks, _ = engine.store.load(d.serial, d.generation)
+        h.update(json.dumps([d.doc_id, d.generation, [(c.chunk_id, c.text) for c in chunks]]).encode())
     return h.hexdigest()
 
 
@@ -47,6 +51,16 @@ def test_bad_tool_calls_leave_store_unchanged(manual_engine, name, args):
     assert snapshot(manual_engine) == before
 
 
+def test_snapshot_sees_a_changed_chunk_text(manual_engine):
+    """The snapshot above must notice a write that keeps the number of records (it once compared a count)."""
+    before = snapshot(manual_engine)
+    rec = manual_engine.documents()[0]
+    chunks, vecs = manual_engine.store.load(rec.serial, rec.generation, with_embeddings=True)
+    chunks[0].text += " (tampered)"
+    manual_engine.store.add(chunks[:1], vecs[:1], rec.generation)
+    assert snapshot(manual_engine) != before
+
+
 def test_fetch_malformed_ids_in_a_valid_call(manual_engine):
     tools = make_tools(manual_engine)
     out = call_tool(tools, "fetch_chunks_by_id", {"chunk_ids": ["DOC1_", "DOC1_-1", "DOC99_000", "../x", "DOC1_001"]})
@@ -57,10 +71,13 @@ def test_fetch_malformed_ids_in_a_valid_call(manual_engine):
 def test_odd_queries(manual_engine, query):
     tools = make_tools(manual_engine)
     out = call_tool(tools, "rag_search", {"query": query})
-    if query.strip() and query != "\x00\x01":
-        assert out.ok
+    assert out.ok == bool(query.strip())  # a blank query is refused; anything else is searched
+    if out.ok:
+        hits = out.result["hits"]
+        assert isinstance(hits, list) and hits
+        assert all(manual_engine.chunk(h["chunk_id"]).text == h["text"] for h in hits)
     else:
-        assert not out.ok or out.result["hits"] is not None
+        assert out.error and "\n" not in out.error and "Traceback" not in out.error
 
 
 @pytest.mark.parametrize("name,data", [
@@ -78,6 +95,7 @@ def test_bad_files_via_the_agent_door(manual_engine, tmp_path, monkeypatch, name
     before = snapshot(manual_engine)
     out = call_tool(tools, "index_new_document", {"file_path": str(tmp_path / name)})
     if out.ok:  # a directory-less file door returns per-file results
+        assert out.result["results"]
         assert all(r["status"] == "failed" for r in out.result["results"])
         err = out.result["results"][0]["error"]
     else:
@@ -96,7 +114,8 @@ def test_very_long_lines_and_big_file(make_engine, tmp_path):
     e = make_engine(CHUNK_TOKENS=200)
     f = write(tmp_path / "long.txt", ("word " * 20000) + "\n")
     r = e.index_file(f)
-    assert r.chunks > 50 and all(c.n_tokens <= 200 for c in e.thread(r.doc_id).chunks)
+    chunks = e.thread(r.doc_id).chunks
+    assert len(chunks) == r.chunks > 50 and all(c.n_tokens <= 200 for c in chunks)
 
 
 @pytest.mark.slow

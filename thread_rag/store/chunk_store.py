@@ -68,6 +68,11 @@ class ChunkStore:
     def count(self) -> int:
         return self._col.count()
 
+    def rows(self) -> list[tuple[str, str, dict]]:
+        """Every record as (id, text, metadata), sorted by id, committed or not (for checks and tests)."""
+        got = self._col.get(include=["documents", "metadatas"])
+        return sorted(zip(got["ids"], got["documents"], got["metadatas"]), key=lambda r: r[0])
+
     def generations(self) -> set[tuple[int, int]]:
         """Every (serial, generation) present, committed or not (for recovery)."""
         got = self._col.get(include=["metadatas"])
