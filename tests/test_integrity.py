@@ -216,3 +216,17 @@ def test_doctor_names_a_corrupt_summary_cache_that_was_set_aside(settings_for):
     assert len(aside) == 1
     check = summary_cache_check(s)
     assert not check["ok"] and aside[0].name in check["detail"] and check["fix"]
+
+
+def test_full_recovery_removes_orphan_trees(make_engine, tmp_path):
+    e = make_engine(NESTED_MIN_CHUNKS=1)
+    r = e.index_file(write(tmp_path / "g.md", guide(1, 40)))
+    rec = e.document(r.doc_id)
+    trees = e.home / "trees"
+    assert {f.name for f in trees.iterdir()} == {f"DOC1.g{rec.generation}.json", f"DOC1.g{rec.generation}.npy"}
+    for suffix in (".json", ".npy"):  # a generation the catalog never committed
+        write(trees / f"DOC1.g{rec.generation + 1}{suffix}", b"{}")
+    assert e.check_consistency() == [f"orphan tree DOC1@g{rec.generation + 1}"]
+    e.recover(full=True)
+    assert e.check_consistency() == []
+    assert {f.name for f in trees.iterdir()} == {f"DOC1.g{rec.generation}.json", f"DOC1.g{rec.generation}.npy"}

@@ -184,6 +184,9 @@ class Engine:
             for serial, gen in self.token_cache.present() - committed:
                 self.token_cache.remove(serial, gen)
                 notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
+            for serial, gen in self._tree_generations() - committed:
+                self._remove_trees(serial, gen=gen)
+                notes.append(f"removed orphan tree {format_doc_id(serial)} generation {gen}")
         return notes
 
     def _remove_temporaries(self) -> list[Path]:
