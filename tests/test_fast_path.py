@@ -132,12 +132,13 @@ def test_walk_respects_budget_and_signals(manual_engine):
 
 
 def test_disjoint_calibration_is_checked(tmp_path):
-    from thread_rag.bench.datasets import Dataset, Query, check_disjoint, split_of
+    from thread_rag.bench.datasets import Dataset, Query, check_disjoint, split_qids
     from thread_rag.errors import ThreadRagError
 
     qids = [f"q{i}" for i in range(200)]
-    halves = {split_of(q) for q in qids}
-    assert halves == {"dev", "test"} and all(split_of(q) == split_of(q) for q in qids)
+    half = split_qids(qids)
+    assert sum(v == "dev" for v in half.values()) == 80 and set(half.values()) == {"dev", "test"}
+    assert split_qids(list(reversed(qids))) == half  # fixed by the ids, not their order
     ds = Dataset("x", [], [Query("q1", "?", set()), Query("q2", "?", set())])
     (tmp_path / "refusal-x.json").write_text(json.dumps({"qids": ["q9", "q7"]}))
     check_disjoint(ds, tmp_path)  # no overlap: fine
@@ -183,3 +184,15 @@ def test_answers_bench_shares_everything_but_the_reading(manual_engine):
     prompts = [c["last"] for c in model.calls if c["last"].startswith("Answer the question")]
     assert len(prompts) == 2 and all(p.split("\n")[:4] == prompts[0].split("\n")[:4] for p in prompts)
     assert out["shared_settings"]["MAX_ANSWER_TOKENS"] == ANSWER_TOKENS and out["shared_settings"]["READ_K"] == 2
+
+
+def test_windows_reader_frames_sources_with_neighbour_summaries(manual_engine):
+    agent, model = agent_with(manual_engine, answer=cite_one)
+    plain = agent.ask("how do I pre-heat summaries?", reader="walk")
+    agent.clear()
+    framed = agent.ask("how do I pre-heat summaries?", reader="windows")
+    assert [s["chunk_ids"] for s in framed.sources] == [s["chunk_ids"] for s in plain.sources]
+    for p, f in zip(plain.sources, framed.sources):
+        assert p["text"] in f["text"] and f["tokens"] >= p["tokens"]
+    assert any("(before: " in s["text"] or "(after: " in s["text"] for s in framed.sources)
+    assert not any("(before: " in s["text"] for s in plain.sources)

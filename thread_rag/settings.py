@@ -79,7 +79,8 @@ class Settings:
     LLM_BATCH: int = 512                    # llama.cpp n_batch = n_ubatch (prompt tokens evaluated per step)
     AGENT_MODE: str = "fast"                # fast: code jumps + walks, one LLM call | routed: model-driven loop
     INTENTS: bool = True                    # recognise actions (list/index/pre-heat/nested) in chat messages
-    READER: str = "walk"                    # what the fast path reads: walk | topk | nested
+    READER: str = "walk"                    # what the fast path reads: walk | windows (walk + neighbour
+                                            # summaries) | topk | nested
     READ_K: int = 3                         # entry chunks from the search
     READ_BUDGET: int = 900                  # LLM tokens of source text the fast path may put in the prompt
     WALK_MAX: int = 2                       # chunks walked forward from each entry chunk
@@ -138,7 +139,7 @@ class Settings:
              "use extractive, llm or ollama")
         need(self.CHAT_BACKEND in ("auto", "embedded", "ollama"), "CHAT_BACKEND", "use auto, embedded or ollama")
         need(self.AGENT_MODE in ("fast", "routed"), "AGENT_MODE", "use fast or routed")
-        need(self.READER in ("walk", "topk", "nested"), "READER", "use walk, topk or nested")
+        need(self.READER in ("walk", "windows", "topk", "nested"), "READER", "use walk, windows, topk or nested")
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         need(bool(self.HOME.strip()), "HOME", "must not be empty")
         need(self.RERANKER == "none" or self.RERANKER == "llm" or bool(self.RERANKER.strip()), "RERANKER",

@@ -293,13 +293,26 @@ class Agent:
         s, e = self.settings, self.engine
         if reader == "topk":
             return topk_sources(hits, s.READ_K, e.thread, self._count)
-        if reader == "walk":
+        if reader in ("walk", "windows"):
             return walk_sources(hits, s.READ_K, e.thread, e.retriever.index, qvec, self._count, s.READ_BUDGET,
-                                max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN)
+                                max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN,
+                                frame=self._neighbour_summary if reader == "windows" else None)
         if reader == "nested":
             res = e.nested.retrieve(query, limit=s.READ_K, doc_id=doc_id)
             return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET)
-        raise ThreadRagError(f"unknown reader {reader!r} (walk, topk or nested)")
+        raise ThreadRagError(f"unknown reader {reader!r} (walk, windows, topk or nested)")
+
+    def _neighbour_summary(self, chunk, step: int) -> str:
+        """The cached summary of the chunk ``step`` away from ``chunk`` (made on the spot, not stored, when the
+        cache has none: reading never writes)."""
+        cid = ChunkId.parse(chunk.chunk_id)
+        thread = self.engine.thread(cid.serial)
+        nb = cid.neighbour(step, len(thread))
+        if nb is None:
+            return ""
+        ch, summ = thread.chunks[nb.position], self.engine.summarizer
+        got = self.engine.windows.cache.get(thread.record.content_hash, summ.id, ch.text)
+        return got or summ.summarize(ch.text, ch.heading_path[-1] if ch.heading_path else "")
 
     def _cite_sources(self, text: str, sources: list, msgs: list, interrupted: bool) -> tuple[list, list, int]:
         """Citations the model wrote; else the sources it names in one constrained follow-up; else matched

@@ -29,13 +29,17 @@ def best_similarity(index, qvec: np.ndarray, chunk_ids: list[str]) -> float:
     return float(np.max(np.asarray(index.vectors[rows]) @ qvec)) if rows else -1.0
 
 
-def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int]) -> Source:
+def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int], frame: Callable | None = None) -> Source:
     pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]
     lo, hi = (min(pages), max(pages)) if pages else (None, None)
     label = "" if lo is None else (f"p.{lo}" if lo == hi else f"pp.{lo}-{hi}")
     heading = " > ".join(chunks[0].heading_path[-2:]) if chunks[0].heading_path else ""
+    text = join_thread(chunks)
+    if frame is not None:  # the THREAD window: what comes just before and after, as summaries
+        before, after = frame(chunks[0], -1), frame(chunks[-1], +1)
+        text = (f"(before: {before})\n" if before else "") + text + (f"\n(after: {after})" if after else "")
     src = Source(chunk_ids=[c.chunk_id for c in chunks], doc_id=chunks[0].doc_id, doc_name=doc_name, pages=label,
-                 heading=heading, text=join_thread(chunks), role=role)
+                 heading=heading, text=text, role=role)
     src.tokens = count(src.render())
     return src
 
@@ -51,7 +55,9 @@ def topk_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str],
 
 def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarray, count: Callable[[str], int],
                  budget: int, max_walk: int = 2, walk_threshold: float = 0.35,
-                 walk_query_min: float = 0.2) -> list[Source]:
+                 walk_query_min: float = 0.2, frame: Callable | None = None) -> list[Source]:
+    """``frame(chunk, step)``: the summary of the chunk ``step`` positions away ("" past an end); when given,
+    each source carries its neighbours' summaries (the THREAD window) and they count against the budget."""
     vec = lambda s, p: None if index.row_of.get((s, p)) is None else np.asarray(index.vectors[index.row_of[(s, p)]])  # noqa: E731
     picked: dict[tuple[int, int], float] = {}     # (serial, position) -> priority (higher first)
     order: list[tuple[int, int]] = []             # entry order for the output
@@ -71,7 +77,7 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
             pos += 1
             picked[(e.serial, pos)] = max(picked.get((e.serial, pos), -1), q_sim)
     kept = _fit(picked, thread_of, count, budget)
-    return number(_runs(kept, order, thread_of, count))
+    return number(_runs(kept, order, thread_of, count, frame))
 
 
 def _fit(picked: dict, thread_of: Callable, count: Callable[[str], int], budget: int) -> set:
@@ -86,7 +92,7 @@ def _fit(picked: dict, thread_of: Callable, count: Callable[[str], int], budget:
     return kept
 
 
-def _runs(kept: set, order: list, thread_of: Callable, count: Callable[[str], int]) -> list[Source]:
+def _runs(kept: set, order: list, thread_of: Callable, count: Callable[[str], int], frame=None) -> list[Source]:
     """Consecutive kept chunks as one source each, ordered by their first entry chunk's rank."""
     runs: list[list[tuple[int, int]]] = []
     for key in sorted(kept):
@@ -100,7 +106,7 @@ def _runs(kept: set, order: list, thread_of: Callable, count: Callable[[str], in
     for r in runs:
         thread = thread_of(r[0][0])
         role = "entry" if any(x in rank for x in r) else "walk"
-        out.append(_source([thread.chunks[p] for _, p in r], thread.record.name, role, count))
+        out.append(_source([thread.chunks[p] for _, p in r], thread.record.name, role, count, frame))
     return out
 
 

@@ -7,6 +7,7 @@ answer token cap, the source budget and the citation follow-up; only what the mo
 
 - ``topk``: the k hits' own texts (plain RAG);
 - ``walk``: THREAD-RAG's jump-and-walk under the source budget (the product default);
+- ``windows``: the walk with each source framed by its neighbours' summaries (the THREAD window);
 - ``nested``: ``nested_retrieve`` passages under the same budget;
 - ``routed``: the fully model-driven loop (``AGENT_MODE=routed``; its own prompt and gate, so NOT on equal
   terms; it is there to show what the old agent costs).
@@ -28,7 +29,7 @@ import numpy as np
 
 from .metrics import bootstrap_ci, exact_match, token_coverage, token_f1
 
-READERS = ("topk", "walk", "nested", "routed")
+READERS = ("topk", "walk", "windows", "nested", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
 K = 3                    # entry chunks for every strategy
 

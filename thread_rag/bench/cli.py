@@ -68,9 +68,12 @@ def run_bench(args) -> int:
         print(context_table(out) if args.markdown else json.dumps(out, indent=1))
         return 0
     if args.kind == "report":
-        from .report import report
+        from .report import report, write_report
 
-        print(report(args.file))
+        if args.write:
+            write_report(args.write, args.file)
+        else:
+            print(report(args.file))
         return 0
     if args.kind == "contextual":
         from .contextual import run_contextual_bench
@@ -105,10 +108,22 @@ def run_bench(args) -> int:
         else:
             print(json.dumps(out, indent=1))
         return 0
+    if args.kind == "throughput":
+        from .throughput import run_throughput_bench, throughput_table
+
+        out = run_throughput_bench(settings, args)
+        print(throughput_table(out) if args.markdown else json.dumps(out, indent=1))
+        return 0
     if args.kind in ("routing", "latency"):
         from . import agent_bench
 
         fn = {"routing": agent_bench.run_routing_bench, "latency": agent_bench.run_latency_bench}[args.kind]
-        print(json.dumps(fn(settings, args), indent=1, ensure_ascii=False))
+        out = fn(settings, args)
+        if args.markdown and args.kind == "latency":
+            from .report import latency_table
+
+            print(latency_table(out))
+        else:
+            print(json.dumps(out, indent=1, ensure_ascii=False))
         return 0
     raise ThreadRagError(f"unknown benchmark {args.kind}")

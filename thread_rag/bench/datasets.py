@@ -61,12 +61,15 @@ LEVAL_BOILERPLATE = ("Highlight the parts (if any) of this contract related to",
 
 
 SPLITS = ("dev", "test")
+DEV_SHARE = 0.4  # of each data set's questions: calibration and tuning; the other 60% are reported
 
 
-def split_of(qid: str) -> str:
-    """A question's fixed half: ``dev`` (calibration and tuning) or ``test`` (reported results), by a hash
-    of its id, so the halves never change with the sample size or the seed."""
-    return SPLITS[hashlib.sha256(qid.encode("utf-8")).digest()[0] % 2]
+def split_qids(qids: list[str]) -> dict[str, str]:
+    """Each question's fixed half, ``dev`` or ``test``: questions ranked by a hash of their id, the first 40%
+    are dev. Fixed by the data set alone, never by the sample size or the seed."""
+    ranked = sorted(qids, key=lambda q: hashlib.sha256(q.encode("utf-8")).hexdigest())
+    n_dev = round(len(ranked) * DEV_SHARE)
+    return {q: SPLITS[0] if i < n_dev else SPLITS[1] for i, q in enumerate(ranked)}
 
 
 def check_disjoint(ds: Dataset, results_dir: Path) -> None:
@@ -97,12 +100,13 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
     else:
         raise ThreadRagError(f"unknown dataset {name!r} (known: {', '.join(DATASETS)})")
     if split is not None:
-        ds.queries = [q for q in ds.queries if split_of(q.qid) == split]
+        half = split_qids([q.qid for q in ds.queries])
+        ds.queries = [q for q in ds.queries if half[q.qid] == split]
         ds.split = split
         ds.name = f"{ds.name}-{split}"
-    if limit is not None and limit < len(ds.queries):
+    if limit is not None:  # a sample of the questions (all of them if there are fewer) over a shrunk corpus
         rng = random.Random(seed)
-        ds.queries = sorted(rng.sample(ds.queries, limit), key=lambda q: q.qid)
+        ds.queries = sorted(rng.sample(ds.queries, min(limit, len(ds.queries))), key=lambda q: q.qid)
         # quick runs: the corpus shrinks to the gold documents plus seeded distractors
         gold = set().union(*(q.gold_docs for q in ds.queries))
         # single-document QA (leval) searches inside the gold document only: distractors would never be read

@@ -44,45 +44,51 @@ def context_table(x: dict) -> str:
     return "\n".join(lines)
 
 
-def _answered_f1(rows: list | None) -> str:
-    """Mean F1 over the questions a strategy did not refuse (from the per-question rows), with their count."""
-    if not rows:
+def _ci(v, ci, signed: bool = False) -> str:
+    if v is None:
         return "-"
-    f = [r["f1"] for r in rows if not r["refused"]]
-    return f"{sum(f) / len(f):.3f} ({len(f)})" if f else "- (0)"
-
-
-def _refusal_flips(rows: list | None, base: list | None) -> str:
-    """From the per-question rows: questions top-k answered that this strategy refused, and the reverse."""
-    if not rows or not base or rows is base:
-        return "-"
-    top = {r["qid"]: r["refused"] for r in base}
-    lost = sum(1 for r in rows if r["refused"] and top.get(r["qid"]) is False)
-    won = sum(1 for r in rows if not r["refused"] and top.get(r["qid"]) is True)
-    return f"{lost} / {won}"
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(v)} ({f.format(ci[0])} to {f.format(ci[1])})" if ci else f.format(v)
 
 
 def answers_table(x: dict) -> str:
     m = x.get("machine")
     where = f"; {m['cpu']}, {m['cores']} cores" if m else ""
-    lines = [f"*{x['dataset']}: {x['questions']} questions, k={x.get('k', 5)} entry chunks, search scope: "
-             f"{x.get('search_scope', 'corpus')}; {x['backend']}{where}.*", "",
-             "| context | n | token F1 (95% CI) | F1 minus top-k, same questions (95% CI) | EM | correct (F1>=0.7) | "
-             "wrong (F1<0.6) | refused | refused where top-k answered / the reverse | F1 when answered (n) | "
-             "tokens in | tokens out | s / question |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    rows = x.get("rows", {})
+    sh = x.get("shared_settings", {})
+    lines = [f"*{x['dataset']}: {x['questions']} questions ({x.get('split') or 'all'} split), k={x.get('k')} entry chunks, "
+             f"search scope: {x.get('search_scope', 'corpus')}; shared by every strategy: the answer prompt, the refusal "
+             f"floor RELEVANCE_MIN={sh.get('RELEVANCE_MIN')}, {sh.get('MAX_ANSWER_TOKENS')} answer tokens, source budget "
+             f"{sh.get('READ_BUDGET')} LLM tokens; {x['backend']}{where}.*", "",
+             "| strategy | n | token F1 (95% CI) | F1 minus top-k, paired (95% CI) | gold recall | recall minus top-k "
+             "(95% CI) | refused | F1 when answered | first token s (median) | s / question | prompt tokens | LLM calls | "
+             "citations written / follow-up / matched | citation precision |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in x["strategies"].items():
-        ci = r["f1_ci95"]
-        d = r.get("f1_minus_topk")
-        dci = r.get("f1_minus_topk_ci95") or [0, 0]
-        diff = f"{d:+.3f} ({dci[0]:+.3f} to {dci[1]:+.3f})" if d is not None else "-"
-        lines.append(f"| {name} | {r.get('questions', x['questions'])} | {r['f1']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {diff} | "
-                     f"{r['em']:.3f} | {r['correct_rate_f1>=0.7']:.3f} | {r['wrong_rate_f1<0.6']:.3f} | "
-                     f"{r['refusal_rate']:.3f} | {_refusal_flips(rows.get(name), rows.get('topk'))} | "
-                     f"{_answered_f1(rows.get(name))} | {r['tokens_in']:.0f} | "
-                     f"{r['tokens_out']:.0f} | "
-                     f"{r['seconds_per_question']:.1f} |")
+        cb = r.get("cited_by", {})
+        lines.append(f"| {name} | {r['questions']} | {_ci(r['f1'], r['f1_ci95'])} | "
+                     f"{_ci(r.get('f1_minus_topk'), r.get('f1_minus_topk_ci95'), True)} | {_num(r['recall'])} | "
+                     f"{_ci(r.get('recall_minus_topk'), r.get('recall_minus_topk_ci95'), True)} | "
+                     f"{r['refusal_rate']:.3f} | {_num(r['f1_answered'])} | {r['first_token_s_median']:.1f} | "
+                     f"{r['seconds_per_question']:.1f} | {r['tokens_in']:.0f} | {r['llm_calls']:.2f} | "
+                     f"{cb.get('written', 0)} / {cb.get('sources_call', 0)} / {cb.get('matched', 0)} | "
+                     f"{_num(r.get('citation_precision'))} |")
+    return "\n".join(lines)
+
+
+def latency_table(x: dict) -> str:
+    m = x["machine"]
+    lines = [f"*Debian installation guide (535 chunks), {x['questions']} questions; {x['backend']}; {m['cpu']}, "
+             f"{m['cores']} cores; llama.cpp prompt cache reset before every question.*", "",
+             "| reading | first token s (median) | ratio to top-k | total s (median) |", "|---|---|---|---|"]
+    for r, v in x["first_token_s_median"].items():
+        lines.append(f"| {r} | {v:.1f} | {x['first_token_ratio_vs_topk'].get(r, float('nan')):.2f} | "
+                     f"{x['total_s_median'][r]:.1f} |")
+    lines += ["", "| off-topic question | refused | seconds | LLM calls | best cosine |", "|---|---|---|---|---|"]
+    for r in x["off_topic"]:
+        lines.append(f"| {r['question']} | {r['refused']} | {r['seconds']:.2f} | {r['llm_calls']} | {r['relevance']:.2f} |")
+    lines += ["", "| prompt tokens | " + " | ".join(str(c["prompt_tokens"]) for c in x["first_token_curve"]) + " |",
+              "|---|" + "---|" * len(x["first_token_curve"]),
+              "| first token s | " + " | ".join(f"{c['first_token_s']:.1f}" for c in x["first_token_curve"]) + " |"]
     return "\n".join(lines)
 
 
@@ -146,10 +152,14 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", contextual_table(x), ""]
-    for name in ("answers-agent-aws-docs-qa", "answers-agent-leval-legal", "answers-other-aws-docs-qa"):
-        x = _load(d, name)
-        if x:
-            out += [f"### {name}", ""] + ([f"`{x['command']}`", ""] if x.get("command") else []) + [answers_table(x), ""]
+    x = _load(d, "throughput")
+    if x:
+        from .throughput import throughput_table
+
+        out += ["### throughput", "", f"`{x.get('command', '')}`", "", throughput_table(x), ""]
+    x = _load(d, "latency")
+    if x:
+        out += ["### latency", "", f"`{x.get('command', '')}`", "", latency_table(x), ""]
     for name in ("refusal-aws-docs-qa", "refusal-musique"):
         x = _load(d, name)
         if x:
@@ -158,3 +168,18 @@ def report(directory: str | None = None) -> str:
     if suite:
         out.append(suite_report(suite))
     return "\n".join(out)
+
+
+GENERATED = "# Generated tables (`thread-rag bench report`)"
+
+
+def write_report(target: str, directory: str | None = None) -> None:
+    """Replace everything below the generated-tables heading of ``target`` (BENCHMARKS.md) with the report, so
+    the tables there are only ever this command's output."""
+    from ..atomic import atomic_write_bytes
+
+    p = Path(target)
+    text = p.read_text(encoding="utf-8")
+    head = text.split(GENERATED)[0].rstrip() + "\n\n" if GENERATED in text else text.rstrip() + "\n\n"
+    atomic_write_bytes(p, (head + GENERATED + "\n\n" + report(directory).rstrip() + "\n").encode("utf-8"))
+
