@@ -36,7 +36,15 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 # SEARCH_K = 5
 
 # --- agent ---
-# MAX_STEPS = 4                    # tool steps per question; the first is always a search made by code
-# RELEVANCE_MIN = 0.30             # refuse without asking the model when no chunk read is this close to
-#                                  # the question (calibrated with `thread-rag bench refusal`, BENCHMARKS.md)
+# AGENT_MODE = "fast"              # fast: code searches and walks, the model answers in ONE call
+#                                  # routed: the model picks every tool step (slow with the embedded 1.5B)
+# READER = "walk"                  # what the fast path reads: walk | windows | topk | nested
+# READ_K = 3                       # entry chunks from the search
+# READ_BUDGET = 900                # LLM tokens of sources in the answer prompt (~9 s of reading on 2 cores)
+# WALK_MAX = 2                     # neighbours walked forward from each entry chunk
+# CITE_FOLLOWUP = True             # ask for the numbered sources when the answer cites none
+# INTENTS = True                   # recognise "list/index/pre-heat/nested" requests in chat messages
+# MAX_STEPS = 4                    # routed mode: tool steps per question; the first is always a search
+# RELEVANCE_MIN = 0.35             # refuse without asking the model when no entry chunk is this close to
+#                                  # the question (calibrated on the dev split with `thread-rag bench refusal`)
 # MAX_ANSWER_TOKENS = 400

@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--configs", default=None, help="comma-separated configurations")
     p.add_argument("--file", default=None, help="document for ingest/windows benchmarks")
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--split", choices=["dev", "test"], default=None,
+                   help="answers: question half (default test; dev is for tuning)")
     cmd("doctor", "check the installation and print what to fix")
     cmd("stats", "store statistics")
     return ap
@@ -235,6 +237,8 @@ def _cmd_index(engine, args, out) -> int:
             if r.status == "failed":
                 continue
             out.print(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {r.path}")
+            for w in r.warnings:
+                print(f"warning: {r.path}: {w}", file=sys.stderr)
         for r in failed:
             print(f"error: {r.error}", file=sys.stderr)
     return 1 if failed else 0

@@ -120,6 +120,8 @@ class Repl:
                 self.console.print(f"[red]{r['error']}[/red]", highlight=False)
             else:
                 self.console.print(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {r['path']}", highlight=False)
+                for w in r.get("warnings") or []:
+                    self.console.print(f"[yellow]  warning: {w}[/yellow]", highlight=False)
 
     def handle(self, line: str) -> bool:
         """Run one input line; False means leave."""

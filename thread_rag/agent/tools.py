@@ -173,7 +173,8 @@ def describe_outcome(outcome: ToolOutcome) -> str:
     if outcome.tool == "index_new_document":
         return "\n".join(f"{x['status']} {x.get('doc_id') or ''} {x['path']}"
                          + (f" ({x['chunks']} chunks)" if x.get("chunks") else "")
-                         + (f": {x['error']}" if x.get("error") else "") for x in r["results"])
+                         + (f": {x['error']}" if x.get("error") else "")
+                         + "".join(f"\n  warning: {w}" for w in x.get("warnings") or []) for x in r["results"])
     if outcome.tool == "pre_heat_summaries":
         return f"summaries made {r['made']}, already cached {r['cached']}, failed {r['failed']}"
     return compact(outcome)

@@ -143,12 +143,18 @@ def run_answers_bench(settings, args) -> dict:
     from .datasets import check_disjoint, load_dataset
     from .retrieval import machine
 
+    split = args.split or "test"
     ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 20, seed=args.seed,
-                      split="test")
-    check_disjoint(ds, Path(args.out or "bench_results"))
+                      split=split)
+    if split == "test":
+        check_disjoint(ds, Path(args.out or "bench_results"))
     engine, keymap, _ = open_corpus_engine(settings, ds)
     strategies = args.configs.split(",") if args.configs else ["topk", "walk"]
-    out = run_answers(settings, ds, engine, keymap, strategies, k=args.k or K)
+
+    def progress(label: str, done: int, total: int) -> None:
+        print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
+
+    out = run_answers(settings, ds, engine, keymap, strategies, k=args.k or K, progress=progress)
     out["machine"] = machine()
     out["command"] = "thread-rag " + " ".join(sys.argv[1:])
     return out

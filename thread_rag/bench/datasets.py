@@ -73,10 +73,18 @@ def split_qids(qids: list[str]) -> dict[str, str]:
 
 
 def check_disjoint(ds: Dataset, results_dir: Path) -> None:
-    """Stop when a calibration run (``refusal-*.json`` in ``results_dir``) used any of ``ds``'s questions."""
+    """Stop when a calibration or tuning run (``refusal-*.json``, ``tuning-*.json`` in ``results_dir``) used any
+    of ``ds``'s questions."""
     mine = {q.qid for q in ds.queries}
-    for f in sorted(Path(results_dir).glob("refusal-*.json")):
-        used = set(json.loads(f.read_text(encoding="utf-8")).get("qids", []))
+    files = sorted(Path(results_dir).glob("refusal-*.json")) + sorted(Path(results_dir).glob("tuning-*.json"))
+    for f in files:
+        try:
+            info = json.loads(f.read_text(encoding="utf-8"))
+        except ValueError:
+            raise ThreadRagError(f"{f}: not readable JSON; cannot check that calibration and test are disjoint") from None
+        if info.get("split") == "test":  # a held-out re-measurement, not a calibration
+            continue
+        used = set(info.get("qids", [])) | {r["qid"] for rows in (info.get("rows") or {}).values() for r in rows}
         shared = mine & used
         if shared:
             raise ThreadRagError(f"{len(shared)} test questions of {ds.name} were used to calibrate in {f} "

@@ -48,16 +48,17 @@ def run_refusal_bench(settings, args) -> dict:
 
     name = args.dataset or "aws-docs-qa"
     limit = args.limit or 30
-    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split="dev")
+    split = args.split or "dev"  # dev calibrates; --split test re-measures the chosen floor on held-out questions
+    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split=split)
     engine, _, _ = open_corpus_engine(settings, ds)
     in_corpus = {d.key for d in ds.corpus}
-    full = load_dataset(name, settings.shared_data, split="dev")
+    full = load_dataset(name, settings.shared_data, split=split)
     rng = np.random.default_rng(args.seed)
     near_q = [q for q in full.queries if not (q.gold_docs & in_corpus)]
     near_q = [near_q[i] for i in sorted(rng.choice(len(near_q), size=min(limit, len(near_q)), replace=False))]
     near = [q.text for q in near_q]
     other = load_dataset("musique" if name != "musique" else "aws-docs-qa", settings.shared_data, limit=limit,
-                         seed=args.seed, split="dev")
+                         seed=args.seed, split=split)
     groups = {"answerable": [q.text for q in ds.queries], "in_domain_unanswerable": near,
               "off_domain": [q.text for q in other.queries]}
     scores = {g: _scores(engine, qs) for g, qs in groups.items()}
@@ -72,7 +73,7 @@ def run_refusal_bench(settings, args) -> dict:
                      "off_domain_refused": round(float(np.mean([s < t for s in scores["off_domain"]])), 4)})
     return {"dataset": ds.name, "off_domain_from": other.name, "questions": {g: len(v) for g, v in groups.items()},
             "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "search k=3, best entry-chunk cosine",
-            "split": "dev", "qids": sorted({q.qid for q in ds.queries} | {q.qid for q in near_q} |
+            "split": split, "qids": sorted({q.qid for q in ds.queries} | {q.qid for q in near_q} |
                                            {q.qid for q in other.queries}),
             "score_quantiles": {g: [round(float(np.quantile(v, q)), 3) for q in (0.1, 0.25, 0.5, 0.75, 0.9)]
                                 for g, v in scores.items() if v},
@@ -80,4 +81,4 @@ def run_refusal_bench(settings, args) -> dict:
             "auc_vs_off_domain": round(auc(scores["answerable"], scores["off_domain"]), 4),
             "auc_vs_all_unanswerable": round(auc(scores["answerable"], unans), 4),
             "grid": rows, "machine": machine(), "command": "thread-rag bench refusal --dataset " + name +
-            f" --limit {limit}"}
+            f" --limit {limit}" + (" --split test" if split == "test" else "")}

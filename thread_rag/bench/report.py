@@ -160,7 +160,7 @@ def report(directory: str | None = None) -> str:
     x = _load(d, "latency")
     if x:
         out += ["### latency", "", f"`{x.get('command', '')}`", "", latency_table(x), ""]
-    for name in ("refusal-aws-docs-qa", "refusal-musique"):
+    for name in ("refusal-aws-docs-qa", "refusal-musique", "refusal-test-aws-docs-qa", "refusal-test-musique"):
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", refusal_table(x), ""]
