@@ -1,5 +1,5 @@
-"""The embedded real LLM (Qwen2.5-Coder 1.5B GGUF via llama.cpp) on the Debian installation guide:
-a procedural question gets a correct citation, an unanswerable one a refusal. Slow; runs in CI."""
+"""The embedded real LLM (Qwen2.5-Coder 1.5B GGUF via llama.cpp) on the Debian installation guide, through the
+default fast path: a procedural question gets a correct citation, an unanswerable one a refusal. Slow; runs in CI."""
 import pytest
 
 from conftest import DEBIAN_PDF, needs_shared
@@ -35,6 +35,8 @@ def test_procedural_question_answered_with_correct_citation(debian):
         [(c.chunk_id, c.heading_path) for c in cited]
     assert "embedded llama.cpp" in ans.backend
     assert ans.timings["first_token_s"] is not None
+    # the fast path: one answer call, plus the constrained sources call when the answer cites nothing
+    assert ans.mode == "fast/walk" and ans.llm_calls == (1 if all(c.how == "written" for c in ans.citations) else 2)
 
 
 def test_unanswerable_question_is_refused(debian):
@@ -42,3 +44,4 @@ def test_unanswerable_question_is_refused(debian):
 
     ans = Agent(debian).ask("What is the recipe for a chocolate cake?")
     assert ans.refused and ans.answer == REFUSAL
+    assert ans.llm_calls == 0 and ans.timings["total_s"] < 3  # refused by the floor, before any LLM call

@@ -210,3 +210,50 @@ def test_doctor_reports_each_check(settings_for, tmp_path):
     res = {r["check"]: r for r in checks(settings_for(OLLAMA_HOST="http://127.0.0.1:9"))}
     assert res["embedder files"]["ok"] and res["chroma"]["ok"] and res["store consistency"]["ok"]
     assert not res["ollama"]["ok"] and "ollama serve" in res["ollama"]["fix"]
+
+
+def test_repl_keeps_the_session_after_an_unexpected_error(manual_engine):
+    """A failure that is not a ThreadRagError (here the model raising OSError mid-answer, as a full disk or a
+    dropped model server would) is one line, and the next question is still answered."""
+    buf = io.StringIO()
+    calls = {"n": 0}
+
+    def flaky(msgs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(28, "No space left on device")
+        return "Run thread-rag preheat [1]."
+
+    m = ScriptedChatModel(answer=flaky)
+    m.calls, m.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
+    lines = iter(["how do I pre-heat summaries?", "how do I pre-heat summaries?", None])
+    repl = Repl(manual_engine, console=Console(file=buf, width=200), input_fn=lambda p: next(lines),
+                agent=Agent(manual_engine, chat_model=m))
+    manual_engine._chat_model = m
+    assert repl.run() == 0
+    out = buf.getvalue()
+    assert "error: file system error: No space left on device" in out and "Traceback" not in out
+    assert "Run thread-rag preheat [1]." in out and "bye" in out
+
+
+def test_one_line_errors():
+    from thread_rag.errors import ThreadRagError, one_line
+
+    assert one_line(ThreadRagError("bad  id\n DOC9")) == "bad id DOC9"
+    assert one_line(PermissionError(13, "Permission denied", "/data/x")) == "file system error (/data/x): Permission denied"
+    assert "raise LLM_CTX" in one_line(ValueError("Requested tokens (9000) exceed context window of 8192"))
+    assert "ollama serve" in one_line(type("ConnectError", (Exception,), {})("refused"))
+    line = one_line(RuntimeError("boom\nsecond line"))
+    assert line == "unexpected RuntimeError: boom" and "\n" not in line
+
+
+def test_cli_prints_one_line_for_unexpected_errors(monkeypatch, capsys, tmp_path):
+    from thread_rag import cli
+
+    def boom(args):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(cli, "_dispatch", boom)
+    assert cli.main(["--data-dir", str(tmp_path), "docs"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "error: file system error: Input/output error"

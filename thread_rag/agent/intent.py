@@ -45,7 +45,6 @@ LIMIT_RE = re.compile(r"\b([1-9]|1[0-9]|20)\s+(?:\w+\s+)?(?:passages|sections|pa
 class Intent:
     action: str
     args: dict
-    llm_calls: int = 0
 
 
 def candidate(text: str) -> str | None:
@@ -84,8 +83,8 @@ def recognise(text: str, invoke_json=None) -> Intent:
     except Exception:  # noqa: BLE001 - an unusable reply means: treat it as a question
         got = "question"
     if got != cand:  # both must agree; anything else is answered as a question
-        return Intent("question", {}, llm_calls=1)
+        return Intent("question", {})
     args = arguments(cand, text)
     if cand == "index_new_document" and not args:
-        return Intent("question", {}, llm_calls=1)
-    return Intent(cand, args, llm_calls=1)
+        return Intent("question", {})
+    return Intent(cand, args)

@@ -163,6 +163,25 @@ def relevance(engine, question: str, chunk_ids: list[str]) -> float:
     return float(np.max(np.asarray(idx.vectors[rows]) @ q))
 
 
+class _HoldBack:
+    """Passes streamed pieces on, holding them back while the text could still be the refusal marker."""
+
+    def __init__(self, on_token: Callable[[str], None] | None):
+        self.on_token, self.text, self.shown, self.pieces = on_token, "", 0, 0
+
+    def __call__(self, piece: str) -> None:
+        self.text += piece
+        self.pieces += 1
+        head = self.text.lstrip().upper()
+        if not (NOT_IN_DOCS.startswith(head[:len(NOT_IN_DOCS)]) or head.startswith(NOT_IN_DOCS)):
+            self.flush()
+
+    def flush(self) -> None:
+        if self.on_token and self.shown < len(self.text):
+            self.on_token(self.text[self.shown:])
+            self.shown = len(self.text)
+
+
 class Agent:
     ROUTED_TOOLS = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
                     "index_new_document", "pre_heat_summaries"]
@@ -468,34 +487,21 @@ class Agent:
                 answerable = bool(gate.get("answerable", True))
             except Exception:  # noqa: BLE001 - an unusable gate reply does not block the answer
                 answerable = True
-        text = ""
+        text, hold = "", _HoldBack(on_token)
         if answerable:
             self.on_event("answer_start", {})
-            shown = 0  # characters passed to on_token; held back while the text could be the refusal marker
-            try:
-                for chunk in self.model.stream(msgs + [HumanMessage(f"{ANSWER_SYSTEM}\n\nQuestion: {standalone}")],
-                                               **limit(self.model, self.settings.MAX_ANSWER_TOKENS)):
-                    piece = chunk.content if isinstance(chunk.content, str) else ""
-                    if not piece:
-                        continue
-                    if t_first is None:
-                        t_first = time.perf_counter() - t0
-                    text += piece
-                    self._tok_out += 1
-                    head = text.lstrip().upper()
-                    if on_token and not (NOT_IN_DOCS.startswith(head[:len(NOT_IN_DOCS)]) or
-                                         head.startswith(NOT_IN_DOCS)):
-                        on_token(text[shown:])
-                        shown = len(text)
-            except KeyboardInterrupt:
-                interrupted = True
+            t_stream = time.perf_counter()
+            text, first, interrupted = stream_answer(self.model, msgs + [HumanMessage(
+                f"{ANSWER_SYSTEM}\n\nQuestion: {standalone}")], self.settings.MAX_ANSWER_TOKENS, hold)
+            t_first = (t_stream - t0 + first) if first is not None else None
+            self._tok_out += hold.pieces
         refused = (not answerable) or NOT_IN_DOCS.lower() in text.lower()[:80] or not text.strip()
         if refused and not interrupted:
             text = REFUSAL
             if on_token:
                 on_token(text)
-        elif on_token and answerable and shown < len(text):
-            on_token(text[shown:])
+        elif answerable:
+            hold.flush()
         citations, invalid = self._citations(text, ordered, refused)
         total = time.perf_counter() - t0
         ans = Answer(question=question, standalone_question=standalone, answer=text.strip(), refused=refused,

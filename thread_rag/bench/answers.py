@@ -106,7 +106,7 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     """Answer every question of ``ds`` with each strategy. ``model``: a chat model to use instead of the
     configured one (tests pass a scripted fake)."""
     from ..agent.loop import Agent
-    from ..llm.backends import describe, make_chat_model
+    from ..llm.backends import describe, make_chat_model, reset_prompt_cache
 
     bad = [s for s in strategies if s not in READERS]
     if bad:
@@ -123,6 +123,7 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
         for s in strategies:
             who = routed if s == "routed" else agent
             who.clear()
+            reset_prompt_cache(model)  # no strategy reads another's evaluated prompt (first-token times)
             a = who.ask(q.text, doc_id=doc_id) if s == "routed" else who.ask(q.text, doc_id=doc_id, reader=s)
             res[s].append(_row(q, s, a, engine))
             done += 1
