@@ -291,14 +291,18 @@ class Engine:
                 files.append(p)
         return files
 
-    def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None) -> list[IndexResult]:
+    def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None,
+                    check: Callable[[Path], object] | None = None) -> list[IndexResult]:
         """Index every file; a bad file becomes a ``failed`` result and the rest go on.
+        ``check(file)`` may refuse a file by raising ThreadRagError (the agent's allowed-roots rule).
         Progress labels name the file being indexed."""
         results: list[IndexResult] = []
         for f in self.expand_paths(paths):
             labelled = None if progress is None else (
                 lambda stage, done, total, _n=f.name: progress(f"{_n}: {stage}", done, total))
             try:
+                if check is not None:
+                    check(f)
                 results.append(self.index_file(f, progress=labelled))
             except ThreadRagError as exc:
                 results.append(IndexResult(path=str(f), status="failed", error=str(exc)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import ThreadRagError
-from .records import IndexResult, to_dict
+from .records import to_dict
 
 
 def list_available_documents(engine) -> dict:
@@ -34,18 +34,11 @@ def index_new_document(engine, file_path: str, *, restrict: bool = False, progre
     """Index one file or directory. ``restrict`` applies the allowed-roots rule (the agent's door)."""
     if not isinstance(file_path, str) or not file_path.strip():
         raise ThreadRagError("index_new_document needs a file_path")
-    if not restrict:
-        results = engine.index_paths([file_path], progress=progress)
-    else:  # every file a folder expands to must resolve under an allowed root, not only the folder
+    check = None
+    if restrict:  # every file a folder expands to must resolve under an allowed root, not only the folder
         check_allowed(engine, file_path)
-        results = []
-        for f in engine.expand_paths([file_path]):
-            try:
-                check_allowed(engine, str(f))
-            except ThreadRagError as exc:
-                results.append(IndexResult(path=str(f), status="failed", error=str(exc)))
-                continue
-            results.extend(engine.index_paths([f], progress=progress))
+        check = lambda f: check_allowed(engine, str(f))  # noqa: E731
+    results = engine.index_paths([file_path], progress=progress, check=check)
     if not results:
         raise ThreadRagError(f"{file_path}: no supported files found")
     return {"results": [to_dict(r) for r in results]}

@@ -13,9 +13,10 @@ sources differ.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -32,6 +33,23 @@ ANSWER_PROMPT = """Answer the question from the numbered sources below.
 {sources}
 
 Question: {question}"""
+
+def parse_json_lenient(text: str):
+    """Parse a model's JSON reply, tolerating code fences and doubled braces."""
+    t = text.strip()
+    t = re.sub(r"^```(?:json)?\s*|\s*```$", "", t)
+    for cand in (t, t.replace("{{", "{").replace("}}", "}")):
+        try:
+            return json.loads(cand)
+        except (json.JSONDecodeError, ValueError):
+            m = re.search(r"\{.*\}", cand, flags=re.S)
+            if m:
+                try:
+                    return json.loads(m.group(0))
+                except (json.JSONDecodeError, ValueError):
+                    pass
+    raise ValueError(f"not JSON: {text[:80]!r}")
+
 
 SOURCES_PROMPT = "Which numbered sources support your answer? Reply with JSON {\"sources\": [numbers]}."
 
@@ -52,7 +70,6 @@ class Source:
     n: int = 0                      # its number in the prompt (1-based), set by ``number``
     tokens: int = 0                 # LLM tokens of its rendered block, where counted
     role: str = "entry"             # entry | walk (reached by walking from an entry chunk)
-    scores: dict = field(default_factory=dict)
 
     def header(self) -> str:
         loc = ", ".join(x for x in (self.doc_name, self.pages) if x)
@@ -130,8 +147,6 @@ def sources_schema(n: int) -> dict:
 
 def ask_sources(model, messages: list, answer: str, n: int) -> list[int]:
     """One constrained follow-up on the answer prompt: which of the ``n`` sources support the answer."""
-    from .loop import parse_json_lenient
-
     r = model.invoke(messages + [AIMessage(answer), HumanMessage(SOURCES_PROMPT)], format=sources_schema(n),
                      **limit(model, 16))
     got = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content)).get("sources", [])

@@ -26,10 +26,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
-from ..llm.backends import limit
+from ..llm.backends import EmbeddedChatModel, limit
 from ..records import to_dict
 from ..threads.walk import jump_and_walk
-from .answer import Source, answer_messages, ask_sources, stream_answer, written_citations
+from .answer import Source, answer_messages, ask_sources, parse_json_lenient, stream_answer, written_citations
 from .intent import recognise
 from .reading import best_similarity, nested_sources, topk_sources, walk_sources
 from .tools import call_tool, compact, describe_outcome, make_tools, tool_args_schema, tool_choice_schema
@@ -124,23 +124,6 @@ class Answer:
     mode: str = "fast"
 
 
-def parse_json_lenient(text: str):
-    """Parse a model's JSON reply, tolerating code fences and doubled braces."""
-    t = text.strip()
-    t = re.sub(r"^```(?:json)?\s*|\s*```$", "", t)
-    for cand in (t, t.replace("{{", "{").replace("}}", "}")):
-        try:
-            return json.loads(cand)
-        except (json.JSONDecodeError, ValueError):
-            m = re.search(r"\{.*\}", cand, flags=re.S)
-            if m:
-                try:
-                    return json.loads(m.group(0))
-                except (json.JSONDecodeError, ValueError):
-                    pass
-    raise ValueError(f"not JSON: {text[:80]!r}")
-
-
 def lost_in_middle(items: list) -> list:
     """Most relevant first and last, least relevant in the middle (input is best-first)."""
     front, back = [], []
@@ -151,16 +134,10 @@ def lost_in_middle(items: list) -> list:
 
 def relevance(engine, question: str, chunk_ids: list[str]) -> float:
     """Best cosine between the question and the raw-text vector of any chunk read (-1 if none).
-    Below ``RELEVANCE_MIN`` the agent refuses without asking the model (``thread-rag bench refusal``)."""
-    import numpy as np
-
-    ids = [ChunkId.parse(c) for c in chunk_ids]
-    idx = engine.retriever.index
-    rows = [idx.row_of[(c.serial, c.position)] for c in ids if (c.serial, c.position) in idx.row_of]
-    if not rows:
+    Below ``RELEVANCE_MIN`` the routed loop refuses without asking the model."""
+    if not chunk_ids:
         return -1.0
-    q = engine.embedder.embed([question])[0]
-    return float(np.max(np.asarray(idx.vectors[rows]) @ q))
+    return best_similarity(engine.retriever.index, engine.embedder.embed([question])[0], chunk_ids)
 
 
 class _HoldBack:
@@ -360,9 +337,8 @@ class Agent:
 
     def _count(self, text: str) -> int:
         """LLM tokens of ``text`` (the model's own tokenizer where it has one, else ~1.3 per word)."""
-        fn = getattr(self.model, "count_tokens", None)
-        if fn is not None and self.model.__class__.__name__ == "EmbeddedChatModel":
-            return fn(text)
+        if isinstance(self.model, EmbeddedChatModel):
+            return self.model.count_tokens(text)
         return int(len(text.split()) * 1.3) + 1
 
     def _prompt_tokens(self, msgs: list) -> int:

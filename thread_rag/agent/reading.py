@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..ids import ChunkId
-from ..threads.windows import join_thread
+from ..threads.windows import join_thread, pages_label
 from .answer import Source, number
 
 
@@ -31,8 +31,7 @@ def best_similarity(index, qvec: np.ndarray, chunk_ids: list[str]) -> float:
 
 def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int], frame: Callable | None = None) -> Source:
     pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]
-    lo, hi = (min(pages), max(pages)) if pages else (None, None)
-    label = "" if lo is None else (f"p.{lo}" if lo == hi else f"pp.{lo}-{hi}")
+    label = pages_label(min(pages), max(pages)) if pages else ""
     heading = " > ".join(chunks[0].heading_path[-2:]) if chunks[0].heading_path else ""
     text = join_thread(chunks)
     if frame is not None:  # the THREAD window: what comes just before and after, as summaries
