@@ -40,7 +40,7 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 #                                  # routed: the model picks every tool step (slow with the embedded 1.5B)
 # READER = "walk"                  # what the fast path reads: walk | windows | topk | nested
 # READ_K = 3                       # entry chunks from the search
-# READ_BUDGET = 900                # LLM tokens of sources in the answer prompt (~9 s of reading on 2 cores)
+# READ_BUDGET = 900                # LLM tokens of sources in the answer prompt (the first-token cost: BENCHMARKS.md curve)
 # WALK_MAX = 2                     # neighbours walked forward from each entry chunk
 # CITE_FOLLOWUP = True             # ask for the numbered sources when the answer cites none
 # INTENTS = True                   # recognise "list/index/pre-heat/nested" requests in chat messages
