@@ -21,11 +21,14 @@ def bench(tmp_path, *args, env: dict | None = None):
 
 def test_retrieval_smoke(tmp_path):
     out = json.loads(bench(tmp_path, "retrieval", "--dataset", "limit-small", "--limit", "5"))
-    assert out["queries"] == 5 and set(out["configs"]) == {"dense_only", "bm25_only", "stage1_rrf", "stage1_2"}
+    assert out["queries"] == 5 and list(out["configs"]) == ["dense_only", "bm25_only", "stage1_rrf", "stage1_2",
+                                                            "stage1_3", "three_stage"]
+    assert out["models"]["reranker"] == "packaged:ms-marco-MiniLM-L-12-v2"  # stage 3 rows use the packaged model
+    assert all(len(v["ndcg@10"]) == 5 for v in out["per_query"].values()) and len(out["qids"]) == 5
     for row in out["configs"].values():
         assert 0 <= row["ndcg@10"] <= 1 and row["p50_ms"] > 0
     assert out["configs"]["bm25_only"]["ndcg@10"] > out["configs"]["dense_only"]["ndcg@10"]
-    md = bench(tmp_path, "retrieval", "--dataset", "limit-small", "--limit", "5", "--markdown")
+    md = bench(tmp_path, "retrieval", "--dataset", "limit-small", "--limit", "5", "--configs", "bm25_only", "--markdown")
     assert md.splitlines()[2].startswith("| configuration | nDCG@10")
 
 

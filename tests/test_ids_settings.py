@@ -35,9 +35,9 @@ def test_doc_ids():
 
 
 def test_env_overrides_and_validation(tmp_path):
-    s = load_settings(env={"THREAD_RAG_CHUNK_TOKENS": "300", "THREAD_RAG_STAGE2": "false",
+    s = load_settings(env={"THREAD_RAG_CHUNK_TOKENS": "240", "THREAD_RAG_STAGE2": "false",
                            "THREAD_RAG_HOME": str(tmp_path)}, config_file=False)
-    assert s.CHUNK_TOKENS == 300 and s.STAGE2 is False and s.home == tmp_path
+    assert s.CHUNK_TOKENS == 240 and s.STAGE2 is False and s.home == tmp_path
     with pytest.raises(SettingsError, match="CHUNK_TOKENS"):
         load_settings(env={"THREAD_RAG_CHUNK_TOKENS": "many"}, config_file=False)
     with pytest.raises(SettingsError, match="CHUNK_OVERLAP"):
@@ -64,3 +64,19 @@ def test_repo_config_file_parses():
     from pathlib import Path
 
     read_config_file(Path(__file__).resolve().parents[1] / "config.py")
+
+
+def test_chunk_size_must_fit_the_embedder_window():
+    from thread_rag.errors import SettingsError
+    from thread_rag.settings import load_settings
+
+    with pytest.raises(SettingsError, match=r"CHUNK_TOKENS=300: must fit the embedder's window: "
+                                            r"packaged:all-MiniLM-L6-v2 reads 256"):
+        load_settings({"CHUNK_TOKENS": 300}, env={}, config_file=False)
+    assert load_settings({"CHUNK_TOKENS": 254}, env={}, config_file=False).CHUNK_TOKENS == 254
+    s = load_settings({"CHUNK_TOKENS": 500, "EMBEDDER_MODEL": "packaged:bge-small-en-v1.5"}, env={}, config_file=False)
+    assert s.CHUNK_TOKENS == 500  # bge-small reads 512
+    with pytest.raises(SettingsError, match="CHUNK_TOKENS"):
+        load_settings({"CHUNK_TOKENS": 600, "EMBEDDER_MODEL": "packaged:bge-small-en-v1.5"}, env={}, config_file=False)
+    with pytest.raises(SettingsError, match="RERANKER"):
+        load_settings({"RERANKER": "packaged:ms-marco-MiniLM-L6-v2"}, env={}, config_file=False)

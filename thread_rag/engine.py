@@ -79,12 +79,9 @@ class Engine:
     @property
     def embedder(self):
         if self._embedder is None:
-            from .embedder import SentenceTransformerEmbedder
+            from .embedder import make_embedder
 
-            s = self.settings
-            self._embedder = SentenceTransformerEmbedder(s.EMBEDDER_MODEL, dtype=s.EMBEDDER_DTYPE,
-                                                         batch_size=s.EMBED_BATCH,
-                                                         threads=s.TORCH_THREADS or (os.cpu_count() or 1))
+            self._embedder = make_embedder(self.settings)
         return self._embedder
 
     @property

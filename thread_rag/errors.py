@@ -34,6 +34,10 @@ class ModelUnavailableError(ThreadRagError):
     """A model, runtime or server that is not installed or not reachable."""
 
 
+class EmbedderMismatchError(ThreadRagError):
+    """Stored vectors come from another embedder than the one configured (re-index, or switch back)."""
+
+
 class CorruptFileError(ThreadRagError):
     """A stored file that cannot be read (it is set aside, never silently emptied)."""
 

@@ -21,6 +21,7 @@ COMMANDS = {
     "/search": "/search QUERY  three-stage search",
     "/fetch": "/fetch DOC1_004 [DOC1_005 ...]  read chunks in their windows",
     "/nested": "/nested QUERY  non-overlapping passages from the document tree",
+    "/compare": "/compare DOC1 DOC2 [TOPIC] [--explain]  two versions side by side",
     "/preheat": "/preheat [DOC1]  summarise chunks ahead of time",
     "/delete": "/delete DOC1  remove a document",
     "/stats": "store statistics",
@@ -173,6 +174,8 @@ class Repl:
             if not rest:
                 raise ThreadRagError("usage: /nested QUERY")
             render_nested(c, tools.nested_retrieve(self.engine, rest, limit=5))
+        elif cmd == "/compare":
+            self.do_compare(args)
         elif cmd == "/preheat":
             with progress_bar(c) as bar:
                 r = tools.pre_heat_summaries(self.engine, args[0] if args else None, progress=bar)
@@ -194,6 +197,21 @@ class Repl:
         else:
             raise ThreadRagError(f"unknown command {cmd}; /help lists commands")
         return True
+
+    COMPARE_ROWS = 20  # changed/only rows shown in the chat (the CLI pages the whole comparison)
+
+    def do_compare(self, args: list[str]) -> None:
+        explain = "--explain" in args
+        words = [a for a in args if a != "--explain"]
+        if len(words) < 2:
+            raise ThreadRagError("usage: /compare DOC1 DOC2 [TOPIC] [--explain]")
+        topic = " ".join(words[2:]) or None
+        if topic and topic.lower().startswith("about "):
+            topic = topic[6:].strip() or None
+        res = tools.compare_documents(self.engine, words[0], words[1], topic=topic, explain=explain)
+        from .compare.view import render_comparison
+
+        render_comparison(self.console, res, limit=self.COMPARE_ROWS)
 
     def answer(self, question: str) -> None:
         c = self.console

@@ -28,7 +28,7 @@ class Settings:
     SHARED_DATA: str = "../shared/data"     # benchmark data sets
     ALLOWED_ROOTS: list = field(default_factory=list)  # index_new_document roots ([] = cwd + HOME)
     # --- embedder -------------------------------------------------------------------------
-    EMBEDDER_MODEL: str = "packaged:all-MiniLM-L6-v2"  # or a local sentence-transformers path
+    EMBEDDER_MODEL: str = "packaged:all-MiniLM-L6-v2"  # | packaged:bge-small-en-v1.5 | a local sentence-transformers path
     EMBEDDER_DTYPE: str = "auto"            # auto | float32 | bfloat16
     EMBED_BATCH: int = 32
     TORCH_THREADS: int = 0                  # 0 = number of cores
@@ -48,8 +48,8 @@ class Settings:
     STAGE2: bool = True                     # MaxSim rescoring from the int8 token cache
     STAGE2_K: int = 50
     STAGE2_WEIGHT: float = 0.5              # blend of MaxSim with the stage-1 fused rank
-    COLBERT_MODEL: str = ""                 # local path of a ColBERT checkpoint ("" = embedder tokens)
-    RERANKER: str = "none"                  # none | llm | <local CrossEncoder path>
+    RERANKER: str = "none"                  # none | packaged:ms-marco-MiniLM-L-12-v2 | llm | <local CrossEncoder path>
+    RERANK_MAX_TOKENS: int = 256            # packaged cross-encoder: (query, passage) pairs truncated to this
     STAGE3_K: int = 20
     EARLY_EXIT_MARGIN: float = 0.15         # skip stage 3 when top1 - median(stage 2) > margin
     HNSW_THRESHOLD: int = 50000             # exact FAISS below, HNSW at or above
@@ -117,6 +117,12 @@ class Settings:
         need(self.CHUNK_STRATEGY in ("sentence", "semantic", "parent_child"), "CHUNK_STRATEGY",
              "use sentence, semantic or parent_child")
         need(16 <= self.CHUNK_TOKENS <= 4096, "CHUNK_TOKENS", "must be between 16 and 4096")
+        from .embedder import embedder_window
+
+        window = embedder_window(self.EMBEDDER_MODEL)
+        need(window is None or self.CHUNK_TOKENS <= window - 2, "CHUNK_TOKENS",
+             f"must fit the embedder's window: {self.EMBEDDER_MODEL} reads {window} word pieces "
+             f"(incl. 2 markers), so at most {(window or 2) - 2}")
         need(0 <= self.CHUNK_OVERLAP < self.CHUNK_TOKENS, "CHUNK_OVERLAP", "must be >= 0 and < CHUNK_TOKENS")
         need(0 <= self.CHUNK_MIN_TOKENS <= self.CHUNK_TOKENS, "CHUNK_MIN_TOKENS", "must be between 0 and CHUNK_TOKENS")
         need(self.PARENT_TOKENS >= self.CHUNK_TOKENS, "PARENT_TOKENS", "must be >= CHUNK_TOKENS")
@@ -143,8 +149,12 @@ class Settings:
         need(self.READER in ("walk", "windows", "topk", "nested"), "READER", "use walk, windows, topk or nested")
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         need(bool(self.HOME.strip()), "HOME", "must not be empty")
-        need(self.RERANKER == "none" or self.RERANKER == "llm" or bool(self.RERANKER.strip()), "RERANKER",
-             "use none, llm or a local CrossEncoder path")
+        from .onnx_models import PACKAGED_DIRS
+
+        need(bool(self.RERANKER.strip()) and (not self.RERANKER.startswith("packaged:")
+                                               or self.RERANKER[len("packaged:"):] in PACKAGED_DIRS), "RERANKER",
+             "use none, packaged:ms-marco-MiniLM-L-12-v2, llm or a local CrossEncoder path")
+        need(16 <= self.RERANK_MAX_TOKENS <= 512, "RERANK_MAX_TOKENS", "must be between 16 and 512")
         if not isinstance(self.ALLOWED_ROOTS, list) or not all(isinstance(x, str) for x in self.ALLOWED_ROOTS):
             raise SettingsError(f"invalid setting ALLOWED_ROOTS={self.ALLOWED_ROOTS!r}: must be a list of paths")
         import re

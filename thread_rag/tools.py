@@ -1,4 +1,4 @@
-"""The six tool functions: plain Python, JSON-able results, one thin call into the Engine each.
+"""The seven tool functions: plain Python, JSON-able results, one thin call into the Engine each.
 
 Every front door (REPL, agent, scripted sessions, CLI) goes through these, so behaviour is the
 same everywhere. Errors raise :class:`~thread_rag.errors.ThreadRagError` with one-line messages.
@@ -60,3 +60,60 @@ def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> d
 
 def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0) -> dict:
     return to_dict(engine.nested.retrieve(query, limit=limit, doc_id=doc_id, offset=offset))
+
+
+def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, explain: bool = False,
+                      explain_limit: int = 10) -> dict:
+    """Align two documents' chunk threads step by step and label each pair same / changed / only-in-A /
+    only-in-B (``thread_rag.compare``). ``topic`` keeps the aligned region around that topic's best search hit
+    in each document; ``explain`` adds one LLM sentence to each of the first ``explain_limit`` changed pairs
+    (cached); without it no model is called."""
+    import time
+
+    from .compare.run import Side, compare_sides
+    from .ids import format_doc_id, parse_doc_id
+
+    for name, value in (("doc_a", doc_a), ("doc_b", doc_b)):
+        if not isinstance(value, str) or not value.strip():
+            raise ThreadRagError(f"compare_documents needs {name}, a document id such as DOC1")
+    serial_a, serial_b = parse_doc_id(doc_a), parse_doc_id(doc_b)  # malformed ids: one clear line
+    if serial_a == serial_b:
+        raise ThreadRagError(f"{format_doc_id(serial_a)} was given twice: compare two different documents "
+                             f"(e.g. DOC1 DOC2)")
+    if topic is not None and (not isinstance(topic, str) or not topic.strip()):
+        raise ThreadRagError("the topic is empty: leave it out to compare whole documents")
+    t0 = time.perf_counter()
+    sides = []
+    for serial in (serial_a, serial_b):
+        rec = engine.document(serial)  # unknown ids: one clear line
+        chunks, vectors = engine.store.load(rec.serial, rec.generation, with_embeddings=True)
+        sides.append(Side(rec.doc_id, rec.name, chunks, vectors, rec.content_hash))
+    t_load = time.perf_counter() - t0
+    focus = None
+    t_search = 0.0
+    if topic is not None:
+        t = time.perf_counter()
+        focus = tuple(_first_hit_position(engine, topic, side.doc_id) for side in sides)
+        t_search = time.perf_counter() - t
+        if focus == (None, None):
+            raise ThreadRagError(f"nothing about {topic!r} in {sides[0].doc_id} or {sides[1].doc_id}")
+    explainer = None
+    if explain:
+        from .compare.explain import ChangeExplainer
+
+        explainer = ChangeExplainer(engine.chat_model, engine.settings.cache_path)
+    res = compare_sides(sides[0], sides[1], focus=focus, topic=topic,
+                        explain=None if explainer is None else explainer.for_docs(sides[0], sides[1]),
+                        explain_limit=explain_limit)
+    res.timings_ms["load_ms"] = round(t_load * 1000, 1)
+    if topic is not None:
+        res.timings_ms["search_ms"] = round(t_search * 1000, 1)
+    res.timings_ms["total_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    return to_dict(res)
+
+
+def _first_hit_position(engine, topic: str, doc_id: str) -> int | None:
+    from .ids import ChunkId
+
+    hits = engine.retriever.search(topic, doc_id=doc_id, k=1).hits
+    return ChunkId.parse(hits[0].chunk_id).position if hits else None

@@ -1,4 +1,4 @@
-"""Is this message a question, or an action (list, index, pre-heat, nested passages)?
+"""Is this message a question, or an action (list, index, pre-heat, nested passages, compare two documents)?
 
 Cheap by construction: a plain question matches none of the action patterns below and costs no LLM call.
 A message that does match one gets ONE short constrained call that picks the action from an enum (the
@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ACTIONS = ("question", "list_available_documents", "index_new_document", "pre_heat_summaries", "nested_retrieve")
+ACTIONS = ("question", "list_available_documents", "index_new_document", "pre_heat_summaries", "nested_retrieve",
+           "compare_documents")
 
 ASK = r"^\s*(?:please\s+|(?:can|could|would)\s+you\s+(?:please\s+)?)?"  # a request starts the message
 PATTERNS = {
@@ -24,6 +25,11 @@ PATTERNS = {
     "pre_heat_summaries": re.compile(ASK + r"(?:pre-?heat|warm\s+up|pre-?compute)\b", re.I),
     "nested_retrieve": re.compile(
         ASK + r"(?:give|find|show|get|retrieve|fetch)\b.{0,40}\b(?:non-overlapping|separate|distinct|nested)\b", re.I),
+    # two document ids and a comparison word: "what changed between DOC1 and DOC2 about partitioning?"
+    "compare_documents": re.compile(
+        r"\b(?:compare|comparison|diff|differences?|differs?|changed?|changes)\b.{0,60}?\bDOC[1-9][0-9]*\b.{1,40}?"
+        r"\bDOC[1-9][0-9]*\b|\bDOC[1-9][0-9]*\b.{1,40}?\bDOC[1-9][0-9]*\b.{0,30}?"
+        r"\b(?:compare|differ|differences?|changed?|changes)\b", re.I),
 }
 
 INTENT_PROMPT = """A user wrote to a document assistant:
@@ -33,11 +39,14 @@ Is this a request to run an action, or a question about the documents' content? 
 - index_new_document: the user wants a file added to the library
 - pre_heat_summaries: the user wants summaries computed ahead of time
 - nested_retrieve: the user wants several separate, non-overlapping passages
+- compare_documents: the user wants two documents (e.g. two versions of a manual) compared
 - question: anything else (a question to answer from the documents)
 Reply with JSON {{"action": "<option>"}}."""
 
 PATH_RE = re.compile(r"""(?:"([^"]+)"|'([^']+)'|(\S+\.(?:pdf|docx|txt|md|markdown))\b|(\s[./~]\S*))""", re.I)
 DOC_RE = re.compile(r"\bDOC([1-9][0-9]*)\b", re.I)
+TOPIC_RE = re.compile(r"\b(?:about|regarding|concerning|on the topic of|in terms of|on)\s+(?:the\s+)?(.+?)"
+                      r"[\s?.!]*$", re.I)
 LIMIT_RE = re.compile(r"\b([1-9]|1[0-9]|20)\s+(?:\w+\s+)?(?:passages|sections|parts|excerpts)\b", re.I)
 
 
@@ -67,6 +76,13 @@ def arguments(action: str, text: str) -> dict:
         m = LIMIT_RE.search(text)
         d = DOC_RE.search(text)
         return {"query": text, "limit": int(m.group(1)) if m else 3, **({"doc_id": f"DOC{d.group(1)}"} if d else {})}
+    if action == "compare_documents":
+        found = list(DOC_RE.finditer(text))
+        if len(found) < 2:
+            return {}
+        topic = TOPIC_RE.search(text[found[1].end():])  # "... DOC1 and DOC2 about partitioning?"
+        return {"doc_a": f"DOC{found[0].group(1)}", "doc_b": f"DOC{found[1].group(1)}",
+                **({"topic": topic.group(1).strip()} if topic else {})}
     return {}
 
 
@@ -85,6 +101,6 @@ def recognise(text: str, invoke_json=None) -> Intent:
     if got != cand:  # both must agree; anything else is answered as a question
         return Intent("question", {})
     args = arguments(cand, text)
-    if cand == "index_new_document" and not args:
+    if cand in ("index_new_document", "compare_documents") and not args:
         return Intent("question", {})
     return Intent(cand, args)

@@ -1,7 +1,7 @@
 """The agent, designed for small local models.
 
 Default (``AGENT_MODE=fast``), per message:
-1. actions (list, index, pre-heat, nested passages) are recognised cheaply (``intent``): a plain
+1. actions (list, index, pre-heat, nested passages, compare two documents) are recognised cheaply (``intent``): a plain
    question matches no action pattern and costs no LLM call;
 2. (follow-ups) the question is condensed into a standalone query from the conversation;
 3. code JUMPS (one search) and applies the relevance floor: an off-topic question is refused before any
@@ -53,6 +53,7 @@ ROUTE = """Which step comes next? Options:
 - list_available_documents: see which documents are indexed
 - index_new_document: add a file that the user names to the library
 - pre_heat_summaries: summarise chunks ahead of time (only when the user asks for it)
+- compare_documents: compare two documents (versions) step by step, e.g. what changed between DOC1 and DOC2
 - answer: you already fetched chunks that answer the question
 Reply with JSON {"tool": "<option>"}."""
 
@@ -65,6 +66,8 @@ ARGS = {
                        "only if the request names one.",
     "index_new_document": "Arguments for index_new_document: the file path exactly as the user wrote it.",
     "pre_heat_summaries": "Arguments for pre_heat_summaries: the document id (serial_id) like DOC1 if one is named.",
+    "compare_documents": "Arguments for compare_documents: the two document ids doc_a and doc_b (like DOC1, DOC2) "
+                         "and a topic only if the request names one.",
     "list_available_documents": "",
 }
 
@@ -137,7 +140,7 @@ def relevance(engine, question: str, chunk_ids: list[str]) -> float:
     Below ``RELEVANCE_MIN`` the routed loop refuses without asking the model."""
     if not chunk_ids:
         return -1.0
-    return best_similarity(engine.retriever.index, engine.embedder.embed([question])[0], chunk_ids)
+    return best_similarity(engine.retriever.index, engine.embedder.embed_queries([question])[0], chunk_ids)
 
 
 class _HoldBack:
@@ -161,7 +164,7 @@ class _HoldBack:
 
 class Agent:
     ROUTED_TOOLS = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
-                    "index_new_document", "pre_heat_summaries"]
+                    "index_new_document", "pre_heat_summaries", "compare_documents"]
 
     def __init__(self, engine, chat_model=None, on_event: Callable[[str, dict], None] | None = None):
         self.engine = engine
@@ -250,7 +253,7 @@ class Agent:
         calls = 0
         hits = self.engine.retriever.search(standalone, doc_id=doc_id, k=max(s.READ_K, 1)).hits
         index = self.engine.retriever.index
-        qvec = self.engine.embedder.embed([standalone])[0]
+        qvec = self.engine.embedder.embed_queries([standalone])[0]
         rel = best_similarity(index, qvec, [h.chunk_id for h in hits[:s.READ_K]])
         trace = [{"step": 0, "tool": "rag_search", "args": {"query": standalone, **({"doc_id": doc_id} if doc_id else {})},
                   "ok": True, "error": None, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in hits]}]

@@ -1,4 +1,4 @@
-"""The six agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
+"""The seven agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
 
 Each wraps a plain function of :mod:`thread_rag.tools`. ``call_tool`` is the single entry point
 used by the agent loop and scripted sessions: unknown tools, wrong or missing arguments and tool
@@ -43,6 +43,16 @@ class PreheatArgs(_Args):
     serial_id: Optional[str] = Field(default=None, description="document id such as DOC1; omit for all documents")
 
 
+DOC_ID_PATTERN = r"^\s*[Dd][Oo][Cc][1-9][0-9]*\s*$"
+
+
+class CompareArgs(_Args):
+    doc_a: str = Field(pattern=DOC_ID_PATTERN, description="the first (older) version, a document id such as DOC1")
+    doc_b: str = Field(pattern=DOC_ID_PATTERN, description="the second (newer) version, another id such as DOC2")
+    topic: Optional[str] = Field(default=None, min_length=1, max_length=1000,
+                                 description="only the part about this topic, e.g. partitioning; omit for all")
+
+
 class NestedArgs(_Args):
     query: str = Field(min_length=1, max_length=10000, description="what to look for")
     limit: int = Field(default=3, ge=1, le=20, description="how many non-overlapping passages")
@@ -57,10 +67,13 @@ DESCRIPTIONS = {
                           "and whether the topic continues). Fetch the next id to keep walking.",
     "pre_heat_summaries": "Summarise every chunk of a document ahead of time (slow; only when asked).",
     "nested_retrieve": "Find several non-overlapping passages of adaptive size from the document tree.",
+    "compare_documents": "Compare two versions of a document step by step: which sections are the same, changed, "
+                         "or only in one version, with the changed words (optionally only about a topic).",
 }
 
 SCHEMAS = {"list_available_documents": NoArgs, "index_new_document": IndexArgs, "rag_search": SearchArgs,
-           "fetch_chunks_by_id": FetchArgs, "pre_heat_summaries": PreheatArgs, "nested_retrieve": NestedArgs}
+           "fetch_chunks_by_id": FetchArgs, "pre_heat_summaries": PreheatArgs, "nested_retrieve": NestedArgs,
+           "compare_documents": CompareArgs}
 
 
 def make_tools(engine) -> dict[str, StructuredTool]:
@@ -72,6 +85,7 @@ def make_tools(engine) -> dict[str, StructuredTool]:
         "pre_heat_summaries": lambda serial_id=None: T.pre_heat_summaries(engine, serial_id),
         "nested_retrieve": lambda query, limit=3, doc_id=None: T.nested_retrieve(engine, query, limit=limit,
                                                                                  doc_id=doc_id),
+        "compare_documents": lambda doc_a, doc_b, topic=None: T.compare_documents(engine, doc_a, doc_b, topic=topic),
     }
     return {name: StructuredTool.from_function(func=fn, name=name, description=DESCRIPTIONS[name],
                                                args_schema=SCHEMAS[name]) for name, fn in fns.items()}
@@ -153,10 +167,42 @@ def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
     if outcome.tool == "fetch_chunks_by_id":
         parts = [w["rendered"] for w in r["windows"]] + [f"ERROR {e['chunk_id']}: {e['error']}" for e in r["errors"]]
         return "\n\n".join(parts)[:max_chars]
+    if outcome.tool == "compare_documents":
+        return compare_summary(r, max_chars=max_chars)
     if outcome.tool == "nested_retrieve":
         return "\n\n".join(f"<<< {h['first_chunk']}..{h['last_chunk']} {h['pages_label']}\n{h['text'][:1500]}\n>>>"
                            for h in r["hits"])[:max_chars]
     return json.dumps(r, ensure_ascii=False)[:max_chars]
+
+
+def compare_summary(r: dict, max_rows: int = 12, max_chars: int = 6000) -> str:
+    """A comparison in a few lines: the counts, then each changed / only-in row with pages and changed words."""
+    a, b, c = r["doc_a"], r["doc_b"], r["counts"]
+    head = (f"{a['doc_id']} ({a['name']}) vs {b['doc_id']} ({b['name']})"
+            + (f", about {r['topic']!r}" if r.get("topic") else "")
+            + f": same {c['same']}, changed {c['changed']}, only in {a['doc_id']} {c['only-in-A']}, "
+              f"only in {b['doc_id']} {c['only-in-B']}")
+    lines = [head]
+
+    def where(side):
+        if not side:
+            return "-"
+        hp = " > ".join((side.get("heading_path") or [])[-1:])
+        return f"{side['chunk_id']} {side.get('pages') or ''}".strip() + (f" ({hp})" if hp else "")
+
+    shown = [x for x in r["rows"] if x["label"] != "same"]
+    for x in shown[:max_rows]:
+        if x["label"] == "changed":
+            what = "; ".join([f"-{t}" for t in x.get("removed", [])[:3]] + [f"+{t}" for t in x.get("added", [])[:3]])
+            lines.append(f"changed: {where(x['a'])} -> {where(x['b'])}: {what[:300]}"
+                         + (f" ({x['explanation']})" if x.get("explanation") else ""))
+        elif x["label"] == "only-in-A":
+            lines.append(f"only in {a['doc_id']}: {where(x['a'])}: {' '.join(x['a'].get('text', '').split()[:25])}")
+        else:
+            lines.append(f"only in {b['doc_id']}: {where(x['b'])}: {' '.join(x['b'].get('text', '').split()[:25])}")
+    if len(shown) > max_rows:
+        lines.append(f"... {len(shown) - max_rows} more changed or one-sided passages")
+    return "\n".join(lines)[:max_chars]
 
 
 def describe_outcome(outcome: ToolOutcome) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 from ..errors import ThreadRagError
 from ..settings import load_settings
@@ -20,26 +21,37 @@ def run_bench(args) -> int:
     if args.kind == "retrieval":
         from ..retrieve.pipeline import PIPELINES
         from .corpus import open_corpus_engine
+        from .datasets import check_disjoint
         from .retrieval import machine, run_retrieval
 
         if not args.dataset:
             raise ThreadRagError("bench retrieval needs --dataset (limit-small, aws-docs-qa, musique)")
-        ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed)
+        from .retrieval import default_spec
+
+        default = default_spec(settings)
+        if settings.RERANKER == "none":  # stage-3 configurations use the packaged cross-encoder
+            settings = settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2")
+        ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed, split=args.split)
+        if args.split == "test":
+            check_disjoint(ds, Path(args.out or "bench_results"))
         with progress_bar(err, disable=False) as bar:
             engine, keymap, index_s = open_corpus_engine(settings, ds, progress=bar)
-        configs = args.configs.split(",") if args.configs else [c for c in PIPELINES if c != "three_stage" or
-                                                                   settings.RERANKER != "none"]
+        configs = args.configs.split(",") if args.configs else list(PIPELINES)
+        if default not in configs:
+            configs.append(default)
         t0 = time.perf_counter()
         res = run_retrieval(engine, keymap, ds, configs)
         docs = engine.documents()
-        out = {"dataset": ds.name, "queries": len(ds.queries), "corpus_docs": len(docs),
-               "chunks": sum(d.chunk_count for d in docs), "index_seconds": round(index_s, 1),
-               "bench_seconds": round(time.perf_counter() - t0, 1), "configs": res, "machine": machine(),
+        out = {"dataset": ds.name, "split": ds.split, "queries": len(ds.queries), "corpus_docs": len(docs),
+               "chunks": sum(d.chunk_count for d in docs), "corpus": "shrunk" if args.limit else "full", "default_config": default,
+               "index_seconds": round(index_s, 1), "bench_seconds": round(time.perf_counter() - t0, 1), **res,
+               "machine": machine(),
                "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
                           "reranker": settings.RERANKER},
                "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K",
                                                                 "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
-                                                                "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN")},
+                                                                "STAGE2_WEIGHT", "STAGE3_K", "EARLY_EXIT_MARGIN",
+                                                                "RERANK_MAX_TOKENS")},
                "command": "thread-rag " + " ".join(sys.argv[1:])}
         if args.markdown:
             from .report import retrieval_table
@@ -53,6 +65,25 @@ def run_bench(args) -> int:
 
         out = run_ingest_bench(settings, args.file)
         print(json.dumps(out, indent=1))
+        return 0
+    if args.kind == "compare":
+        from pathlib import Path
+
+        from ..atomic import atomic_write_json
+        from .compare import run_compare_bench
+
+        with progress_bar(err, disable=False) as bar:
+            out = run_compare_bench(settings, args, progress=bar)
+        path = Path(args.out or "bench_results") / "compare-debian.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, out)
+        if args.markdown:
+            from .compare import compare_table
+
+            print(compare_table(out))
+        else:
+            print(json.dumps(out, indent=1))
+        err.print(f"written {path}")
         return 0
     if args.kind == "windows":
         from .windows import run_windows_bench

@@ -14,13 +14,17 @@ def bench_home(settings: Settings, dataset: str) -> Path:
     s = settings
     from ..ingest.loaders import LOADER_VERSION
 
+    from ..embedder import PACKAGED_MINILM
+
     recipe = f"{s.CHUNK_STRATEGY}-{s.CHUNK_TOKENS}-{s.CHUNK_OVERLAP}-L{LOADER_VERSION}"
+    if s.EMBEDDER_MODEL != PACKAGED_MINILM:  # vectors of another embedder live in their own corpus home
+        recipe += "-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in s.EMBEDDER_MODEL.split(":")[-1])
     return Path("bench_out") / f"{dataset}-{recipe}"
 
 
 def open_corpus_engine(settings: Settings, ds, progress=None, home: Path | None = None) -> tuple[Engine, dict, float]:
     """Engine over the data set's corpus; returns (engine, doc key -> doc id, seconds spent indexing)."""
-    home = home or bench_home(settings, ds.name)
+    home = home or bench_home(settings, ds.corpus_name or ds.name)
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(Path(home) / "doc_cache")))
     have = {d.path: d for d in engine.documents()}
     t0 = time.perf_counter()

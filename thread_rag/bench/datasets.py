@@ -39,6 +39,7 @@ class Dataset:
     queries: list
     per_document: bool = False  # questions about one given document: each search is scoped to it
     split: str | None = None    # dev | test | None (all questions)
+    corpus_name: str = ""       # names the corpus (and its bench index): the full corpus is shared by both halves
 
     @property
     def search_scope(self) -> str:
@@ -107,6 +108,7 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
         ds = _leval_legal(root / "leval")
     else:
         raise ThreadRagError(f"unknown dataset {name!r} (known: {', '.join(DATASETS)})")
+    ds.corpus_name = ds.name
     if split is not None:
         half = split_qids([q.qid for q in ds.queries])
         ds.queries = [q for q in ds.queries if half[q.qid] == split]
@@ -124,6 +126,7 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
         keep = gold | {d.key for d in rng.sample(others, min(len(others), n_distractors))}
         ds.corpus = [d for d in ds.corpus if d.key in keep]
         ds.name = f"{ds.name}-quick{limit}"
+        ds.corpus_name = ds.name  # shrunk around the sampled questions
     return ds
 
 

@@ -18,8 +18,11 @@ def _load(d: Path, name: str):
 
 
 def retrieval_table(x: dict) -> str:
-    lines = [f"*{x['dataset']}: {x['queries']} queries, {x['corpus_docs']} documents, {x['chunks']} chunks; "
-             f"indexing took {x['index_seconds']:.0f} s; embedder {x['models']['embedder']} ({x['models']['dtype']}).*",
+    split = f" ({x['split']} split)" if x.get("split") else ""
+    rer = x["models"].get("reranker", "none")
+    lines = [f"*{x['dataset']}: {x['queries']} queries{split}, {x['corpus_docs']} documents, {x['chunks']} chunks "
+             f"({x.get('corpus', 'full')} corpus); indexing took {x['index_seconds']:.0f} s; embedder "
+             f"{x['models']['embedder']} ({x['models']['dtype']}); stage 3: {rer}.*",
              "", "| configuration | nDCG@10 (95% CI) | R@1 | R@5 | R@10 | MRR@10 | all-gold@10 | p50 / p95 ms (k=50) | "
              "p50 / p95 ms (k=5) | early exit |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in x["configs"].items():
@@ -29,6 +32,21 @@ def retrieval_table(x: dict) -> str:
                      f"{r.get('k5_p50_ms', float('nan')):.0f} / {r.get('k5_p95_ms', float('nan')):.0f} | "
                      f"{r['early_exit_rate']:.2f} |")
     return "\n".join(lines)
+
+
+def no_regret_line(x: dict, default: str) -> str:
+    """The default configuration against the best single retriever on the same questions (paired)."""
+    from .retrieval import paired
+
+    rows, pq = x["configs"], x.get("per_query") or {}
+    singles = [c for c in ("dense_only", "bm25_only") if c in rows and c in pq]
+    if default not in pq or not singles:
+        return ""
+    best = max(singles, key=lambda c: rows[c]["ndcg@10"])
+    d, ci = paired(pq, default, best)
+    verdict = "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "no difference shown"
+    return (f"Default `{default}` minus the best single retriever (`{best}`), nDCG@10 paired over the same "
+            f"{x['queries']} questions: {d:+.3f} (95% CI {ci[0]:+.3f} to {ci[1]:+.3f}): {verdict}.")
 
 
 def context_table(x: dict) -> str:
@@ -144,6 +162,16 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", retrieval_table(x), ""]
+    for p in sorted(d.glob("retrieval-*-test-*.json")):  # issue 14: test halves, one file per set and embedder
+        x = json.loads(p.read_text())
+        out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", retrieval_table(x), ""]
+        line = no_regret_line(x, x.get("default_config", ""))
+        if line:
+            out += [line, ""]
+    for p in sorted(d.glob("tuning-retrieval-*.json")):
+        x = json.loads(p.read_text())
+        out += [f"### {p.stem} (dev split: used to choose the defaults)", "", f"`{x.get('command', '')}`", "",
+                retrieval_table(x), ""]
     for name in ("context-leval-legal", "context-aws-docs-qa"):
         x = _load(d, name)
         if x:

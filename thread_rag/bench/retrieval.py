@@ -22,41 +22,97 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
     return out
 
 
+def parse_config(spec: str) -> tuple[str, dict]:
+    """``pipeline[:kN][:mX]``: a named pipeline, optionally with STAGE3_K=N and EARLY_EXIT_MARGIN=X
+    (``m-`` = never exit early), e.g. ``three_stage:k20:m0.15`` or ``stage1_3:k10``."""
+    from ..errors import ThreadRagError
+
+    name, *opts = spec.split(":")
+    if name not in PIPELINES:
+        raise ThreadRagError(f"unknown configuration {spec!r} (pipelines: {', '.join(PIPELINES)})")
+    over: dict = {}
+    for o in opts:
+        try:
+            if o.startswith("k"):
+                over["STAGE3_K"] = int(o[1:])
+            elif o == "m-":
+                over["EARLY_EXIT_MARGIN"] = 1e9
+            elif o.startswith("m"):
+                over["EARLY_EXIT_MARGIN"] = float(o[1:])
+            else:
+                raise ValueError
+        except ValueError:
+            raise ThreadRagError(f"configuration {spec!r}: options are kN (STAGE3_K) and mX or m- "
+                                 f"(EARLY_EXIT_MARGIN)") from None
+    return name, over
+
+
+def default_spec(settings) -> str:
+    """The configuration ``rag_search`` runs with these settings, in ``parse_config`` syntax."""
+    s = settings
+    if s.FUSION != "rrf":
+        return "dense_only" if s.FUSION == "dense" else "bm25_only"
+    if s.RERANKER == "none":
+        return "stage1_2" if s.STAGE2 else "stage1_rrf"
+    margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= 1e6 else f":m{s.EARLY_EXIT_MARGIN:g}"
+    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}"
+
+
 def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 50) -> dict:
-    engine.retriever.index  # build/load outside the timed loop
+    """One row per configuration; ``per_query`` keeps each question's scores for paired comparisons."""
+    retriever = engine.retriever
+    base = retriever.settings
+    retriever.index  # build/load outside the timed loop
     for d in engine.documents():  # load every thread once: timings then measure retrieval, not first reads
         engine.thread(d.serial)
-    engine.retriever.search("warm up", k=5, pipeline="stage1_2")
-    results = {}
-    for name in configs:
-        per = {"ndcg@10": [], "recall@1": [], "recall@5": [], "recall@10": [], "mrr@10": [], "all@10": []}
-        lat = []
-        exits = 0
-        for q in ds.queries:
-            t = time.perf_counter()
-            res = engine.retriever.search(q.text, k=chunk_k, pipeline=name)
-            lat.append((time.perf_counter() - t) * 1000)
-            exits += res.early_exit
-            ranked = doc_ranking(res.hits, keymap)
-            per["ndcg@10"].append(ndcg_at_k(ranked, q.gold_docs, 10))
-            for kk in (1, 5, 10):
-                per[f"recall@{kk}"].append(recall_at_k(ranked, q.gold_docs, kk))
-            per["mrr@10"].append(mrr_at_k(ranked, q.gold_docs, 10))
-            per["all@10"].append(all_found_at_k(ranked, q.gold_docs, 10))
-        row = {m: round(sum(v) / len(v), 4) for m, v in per.items()}
-        row["ndcg@10_ci95"] = [round(x, 4) for x in bootstrap_ci(per["ndcg@10"])]
-        row["p50_ms"] = round(percentile(lat, 50), 2)
-        row["p95_ms"] = round(percentile(lat, 95), 2)
-        row["early_exit_rate"] = round(exits / len(ds.queries), 3)
-        lat5 = []
-        for q in ds.queries[:50]:  # latency at the agent's k=5
-            t = time.perf_counter()
-            engine.retriever.search(q.text, k=5, pipeline=name)
-            lat5.append((time.perf_counter() - t) * 1000)
-        row["k5_p50_ms"] = round(percentile(lat5, 50), 2)
-        row["k5_p95_ms"] = round(percentile(lat5, 95), 2)
-        results[name] = row
-    return results
+    retriever.search("warm up", k=5, pipeline="stage1_2")
+    results, per_query = {}, {}
+    for spec in configs:
+        name, over = parse_config(spec)
+        retriever.settings = base.replace(**over)
+        if PIPELINES[name].rerank and retriever.reranker is not None:
+            retriever.reranker.score("warm up", ["warm up"])  # load the model outside the timed loop
+        try:
+            results[spec], per_query[spec] = _run_config(retriever, keymap, ds, name, chunk_k)
+        finally:
+            retriever.settings = base
+    return {"configs": results, "per_query": per_query, "qids": [q.qid for q in ds.queries]}
+
+
+def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int) -> tuple[dict, dict]:
+    per = {"ndcg@10": [], "recall@1": [], "recall@5": [], "recall@10": [], "mrr@10": [], "all@10": []}
+    lat = []
+    exits = 0
+    for q in ds.queries:
+        t = time.perf_counter()
+        res = retriever.search(q.text, k=chunk_k, pipeline=name)
+        lat.append((time.perf_counter() - t) * 1000)
+        exits += res.early_exit
+        ranked = doc_ranking(res.hits, keymap)
+        per["ndcg@10"].append(ndcg_at_k(ranked, q.gold_docs, 10))
+        for kk in (1, 5, 10):
+            per[f"recall@{kk}"].append(recall_at_k(ranked, q.gold_docs, kk))
+        per["mrr@10"].append(mrr_at_k(ranked, q.gold_docs, 10))
+        per["all@10"].append(all_found_at_k(ranked, q.gold_docs, 10))
+    row = {m: round(sum(v) / len(v), 4) for m, v in per.items()}
+    row["ndcg@10_ci95"] = [round(x, 4) for x in bootstrap_ci(per["ndcg@10"])]
+    row["p50_ms"] = round(percentile(lat, 50), 2)
+    row["p95_ms"] = round(percentile(lat, 95), 2)
+    row["early_exit_rate"] = round(exits / len(ds.queries), 3)
+    lat5 = []
+    for q in ds.queries[:50]:  # latency at the agent's k=5
+        t = time.perf_counter()
+        retriever.search(q.text, k=5, pipeline=name)
+        lat5.append((time.perf_counter() - t) * 1000)
+    row["k5_p50_ms"] = round(percentile(lat5, 50), 2)
+    row["k5_p95_ms"] = round(percentile(lat5, 95), 2)
+    return row, {m: [round(v, 4) for v in per[m]] for m in ("ndcg@10", "recall@5", "all@10")}
+
+
+def paired(per_query: dict, a: str, b: str, metric: str = "ndcg@10") -> tuple[float, list]:
+    """Mean of ``a`` minus ``b`` over the same questions, with a bootstrap 95% CI of the paired differences."""
+    d = [x - y for x, y in zip(per_query[a][metric], per_query[b][metric])]
+    return round(sum(d) / len(d), 4), [round(x, 4) for x in bootstrap_ci(d)]
 
 
 def machine() -> dict:

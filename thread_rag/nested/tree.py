@@ -185,13 +185,16 @@ class NestedIndex:
         docs = [self.engine.document(doc_id)] if doc_id else self.engine.documents()
         if not docs:
             raise ThreadRagError("no documents indexed")
+        from ..embedder import check_recipe
+
+        check_recipe(docs, self.engine.settings.EMBEDDER_MODEL)
         owners, all_nodes, mats = [], [], []
         for rec in docs:
             nodes, nv = self.load(rec.serial, rec.generation)
             owners.extend([rec.serial] * len(nodes))
             all_nodes.extend(nodes)
             mats.append(nv)
-        q = self.engine.embedder.embed([query])[0]
+        q = self.engine.embedder.embed_queries([query])[0]
         scores = np.concatenate(mats) @ q  # one vector query over every node
         order = np.argsort(-scores, kind="stable")
         want = limit + offset

@@ -4,8 +4,10 @@ stage 1: dense (FAISS over raw-chunk embeddings) + BM25 (bm25s), ``STAGE1_K`` ea
          weighted RRF (``RRF_K``);
 stage 2: MaxSim over the int8 token cache for the top ``STAGE2_K``, blended with the stage-1
          fused score (``STAGE2_WEIGHT`` = weight of MaxSim; min-max normalised within the pool);
-stage 3: reranker (cross-encoder path or LLM) on the top ``STAGE3_K`` unless stage 2 is decisive
-         (top1 - median > ``EARLY_EXIT_MARGIN``).
+stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, or the LLM) on the top
+         ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``).
+A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
+``score`` is that stage's), so ``k`` larger than a pool still returns ``k`` hits.
 Every result uses one schema (:class:`SearchResult`), whatever ran.
 """
 from __future__ import annotations
@@ -64,6 +66,7 @@ PIPELINES = {
     "bm25_only": Pipeline(dense=False, bm25=True, maxsim=False, rerank=False),
     "stage1_rrf": Pipeline(maxsim=False, rerank=False),
     "stage1_2": Pipeline(rerank=False),
+    "stage1_3": Pipeline(maxsim=False),
     "three_stage": Pipeline(),
 }
 
@@ -75,7 +78,6 @@ class Retriever:
         self._index: SearchIndex | None = None
         self._reranker = None
         self._reranker_checked = False
-        self._colbert = None
 
     # -- index lifecycle ---------------------------------------------------------------------
     @property
@@ -83,6 +85,9 @@ class Retriever:
         self.engine.refresh()
         committed = self.engine.catalog.committed()
         if self._index is None or self._index.committed != committed:
+            from ..embedder import check_recipe
+
+            check_recipe(self.engine.documents(), self.settings.EMBEDDER_MODEL)
             self._index = SearchIndex.open(self.engine.home / "index", self.engine, self.settings.HNSW_THRESHOLD)
         return self._index
 
@@ -90,25 +95,19 @@ class Retriever:
     def reranker(self):
         if not self._reranker_checked:
             self._reranker_checked = True
-            r = self.settings.RERANKER
-            if r == "llm":
-                from .rerank import LLMRelevanceReranker
+            from .rerank import make_reranker
+
+            s = self.settings
+
+            def llama():
                 from ..llm.model_files import load_llama
 
-                self._reranker = LLMRelevanceReranker(load_llama(self.settings, self.settings.MAIN_MODEL, n_ctx=1024))
-            elif r != "none":
-                from .rerank import CrossEncoderReranker
+                return load_llama(s, s.MAIN_MODEL, n_ctx=1024)
 
-                self._reranker = CrossEncoderReranker(r)
+            self._reranker = make_reranker(s.RERANKER, llama, threads=s.TORCH_THREADS, max_tokens=s.RERANK_MAX_TOKENS)
         return self._reranker
 
     def query_tokens(self, query: str) -> np.ndarray:
-        if self.settings.COLBERT_MODEL:
-            from .maxsim import ColbertEncoder
-
-            if self._colbert is None:
-                self._colbert = ColbertEncoder(self.settings.COLBERT_MODEL)
-            return self._colbert.encode([query], is_query=True)[0]
         return self.engine.embedder.embed_with_tokens([query])[1][0]
 
     def doc_tokens(self, serial: int, generation: int, position: int) -> np.ndarray:
@@ -161,7 +160,7 @@ class Retriever:
         dense_rows = np.zeros(0, np.int64)
         dense_scores = np.zeros(0, np.float32)
         if pipeline.dense:
-            qvec = self.engine.embedder.embed([query])[0]
+            qvec = self.engine.embedder.embed_queries([query])[0]
             dense_rows, dense_scores = index.dense(qvec, s.STAGE1_K, rows)
         lex_rows = np.zeros(0, np.int64)
         lex_scores = np.zeros(0, np.float32)
@@ -194,8 +193,8 @@ class Retriever:
             w = s.STAGE2_WEIGHT
             f = np.array([fused[r] for r in pool])
             blended = w * _minmax(ms) + (1 - w) * _minmax(f)
-            final = {r: float(b) for r, b in zip(pool, blended)}
-            cand = sorted(pool, key=lambda r: (-final[r], r))
+            final.update({r: float(b) for r, b in zip(pool, blended)})
+            cand = sorted(pool, key=lambda r: (-final[r], r)) + cand[len(pool):]  # the rest keep their order
             stages.append("stage2")
             timings["stage2_ms"] = (time.perf_counter() - t) * 1000
             # decisive = the leader's raw MaxSim stands out from the pool's median by the margin
@@ -207,8 +206,8 @@ class Retriever:
             texts = [self._text(index, r) for r in pool]
             rs = self.reranker.score(query, texts)
             rerank_map = dict(zip(pool, rs.tolist()))
-            final = {r: float(v) for r, v in rerank_map.items()}
-            cand = sorted(pool, key=lambda r: (-final[r], r))
+            final.update({r: float(v) for r, v in rerank_map.items()})
+            cand = sorted(pool, key=lambda r: (-final[r], r)) + cand[len(pool):]
             stages.append("stage3")
             timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         hits = []

@@ -9,6 +9,8 @@ import numpy as np
 
 from ..errors import ModelUnavailableError
 
+PACKAGED = "packaged:"
+
 
 class Reranker(Protocol):
     name: str
@@ -40,6 +42,40 @@ class CrossEncoderReranker:
         if raw.min() < 0 or raw.max() > 1:  # logits -> probabilities
             raw = 1.0 / (1.0 + np.exp(-raw))
         return raw
+
+
+class OnnxCrossEncoder:
+    """A packaged INT8 ONNX cross-encoder (default ms-marco-MiniLM-L-12-v2): onnxruntime + tokenizers only.
+
+    Pairs are truncated to ``max_tokens`` (longest side first) and batched by length with dynamic
+    padding; the score is the logit ``out[:, 0]`` squashed to 0..1.
+    """
+
+    def __init__(self, name: str = "ms-marco-MiniLM-L-12-v2", max_tokens: int = 256, threads: int = 0):
+        from ..onnx_models import OnnxEncoder, packaged_onnx_dir
+
+        self.encoder = OnnxEncoder(packaged_onnx_dir(name), max_tokens=max_tokens, threads=threads)
+        self.name = f"cross-encoder:{name}"
+
+    def logits(self, query: str, passages: list[str]) -> np.ndarray:
+        if not passages:
+            return np.zeros(0, np.float32)
+        outs = self.encoder.run(self.encoder.encodings([(query, p) for p in passages]))
+        return np.asarray([float(np.ravel(o)[0]) for o, _ in outs], np.float32)
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        return (1.0 / (1.0 + np.exp(-self.logits(query, passages).astype(np.float64)))).astype(np.float32)
+
+
+def make_reranker(setting: str, load_llama=None, threads: int = 0, max_tokens: int = 256):
+    """The stage-3 reranker a ``RERANKER`` setting names (None for "none")."""
+    if setting == "none":
+        return None
+    if setting == "llm":
+        return LLMRelevanceReranker(load_llama())
+    if setting.startswith(PACKAGED):
+        return OnnxCrossEncoder(setting[len(PACKAGED):], max_tokens=max_tokens, threads=threads)
+    return CrossEncoderReranker(setting)
 
 
 class LLMRelevanceReranker:

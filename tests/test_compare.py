@@ -1,0 +1,341 @@
+"""Issue 17: compare two versions of a document step by step (thread alignment, labels, CLI, REPL, agent tool)."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from conftest import write
+from thread_rag.compare.align import AlignParams, align, align_full, heading_ids, path_score
+from thread_rag.compare.labels import (CHANGED, ONLY_A, ONLY_B, SAME, Keyed, ignore_pattern, inline_diff, label_rows,
+                                       mark_moved, match_mask)
+
+
+def bow(texts, dim: int = 512) -> np.ndarray:
+    """A deterministic stand-in embedder for pure alignment tests: hashed bag of words, unit length."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for r, t in enumerate(texts):
+        for w in re.findall(r"\w+", t.lower()):
+            out[r, int(hashlib.md5(w.encode()).hexdigest(), 16) % dim] += 1.0
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+P = [
+    "Debian runs on many computers. This manual explains how to install it step by step and what to prepare first.",
+    "Back up your existing data before you start. Write down the network settings the installer will ask about.",
+    "The partitioner needs at least 512 MB of free disk space for a minimal system without a desktop environment.",
+    "Configure the network interface with DHCP, or type a static address, netmask, gateway and name servers.",
+    "Braille displays and speech synthesis are supported during installation through the accessibility menu.",
+    "The boot loader is installed to the first hard disk so that the new system starts after a reboot.",
+    "Appendix: the GNU General Public License grants you the freedom to share and change free software.",
+]
+NEW = "Secure boot requires signed shim and kernel images; firmware keys are enrolled from the setup utility."
+
+
+def rows_of(texts_a, texts_b, **kw):
+    va, vb = bow(texts_a), bow(texts_b)
+    pairs = align(va, vb)
+    rows = label_rows(texts_a, texts_b, pairs, **kw)
+    mark_moved(rows, texts_a, texts_b, va, vb)
+    return rows
+
+
+# ------------------------------------------------------------------------------------- pure alignment
+def test_synthetic_insert_delete_edit_move_exact_labels():
+    a = P
+    b = [P[6], P[0], P[1], P[2].replace("512 MB", "1024 MB"), P[3], NEW, P[5]]
+    rows = rows_of(a, b)
+    got = [(r.label, r.a, r.b) for r in rows]
+    assert got == [(ONLY_B, None, 0), (SAME, 0, 1), (SAME, 1, 2), (CHANGED, 2, 3), (SAME, 3, 4),
+                   (ONLY_A, 4, None), (ONLY_B, None, 5), (SAME, 5, 6), (ONLY_A, 6, None)]
+    edit = rows[3]
+    assert edit.removed == ["512"] and edit.added == ["1024"]  # the word-level diff, nothing else
+    assert "[-512-]{+1024+}" in inline_diff(a[2], b[3])
+    moved_a, moved_b = rows[-1], rows[0]  # the appendix moved to the front: same text, pointed at both ways
+    assert moved_a.moved == 0 and moved_b.moved == 6
+    assert rows[5].moved is None and rows[6].moved is None  # deleted / inserted sections are not "moved"
+
+
+def test_identical_text_cut_at_other_places_is_same():
+    sentences = [f"Step {k}: run the command number {k} and check that the output says ok {k}." for k in range(30)]
+    a = [" ".join(sentences[i:i + 3]) for i in range(0, 30, 3)]            # 10 chunks of 3 sentences
+    b = [" ".join(sentences[i:i + 4]) for i in range(0, 30, 4)]            # 8 chunks of 4, other boundaries
+    rows = rows_of(a, b)
+    assert {r.label for r in rows} == {SAME}
+    assert sorted(r.a for r in rows if r.a is not None and r.merged != "b") == list(range(10))
+    assert sorted(r.b for r in rows if r.b is not None and r.merged != "a") == list(range(8))
+    assert any(r.merged for r in rows)  # 10 vs 8 chunks: two of A's have no counterpart of their own
+
+
+def test_normalisation_is_not_a_change_but_a_number_is():
+    a = ("The in-\nstaller reads the “preseed” file; see Section 6.4, \"Loading Missing Firmware\" for de-\ntails "
+         "on /usr/ share/doc and Alt F1.")
+    b = "The installer reads the \"preseed\" file; see Section 6.4 for details on /usr/share/doc and AltF1."
+    ign = ignore_pattern()
+    ka, kb = Keyed.of(a, ign), Keyed.of(b, ign)
+    assert all(match_mask(ka, [kb])[0]) and all(match_mask(kb, [ka])[0])
+    c = b.replace("6.4", "6.5")
+    assert not all(match_mask(Keyed.of(c, ign), [kb])[0])
+
+
+def test_heading_ids_ignore_numbering_and_break_ties():
+    ha, hb = heading_ids([["Guide", "2.1.4. Multiple Processors"], [], ["Laptops"]],
+                         [["Guide", "2.1.5 Multiple Processors"], ["Laptops"]])
+    assert ha[0] == hb[0] and ha[1] == -1 and ha[2] == hb[1] and ha[0] != ha[2]
+    # two B chunks with equal vectors: the heading decides which one A's chunk pairs with
+    va = np.array([[1.0, 0.0]])
+    vb = np.array([[1.0, 0.0], [1.0, 0.0]])
+    assert (0, 1) in align(va, vb, np.array([7]), np.array([3, 7]))
+    assert (0, 0) in align(va, vb, np.array([3]), np.array([3, 7]))
+
+
+def test_hirschberg_matches_the_full_table_optimum():
+    rng = np.random.default_rng(1)
+    p = AlignParams(base_cells=8)  # force deep recursion on small inputs
+    for _ in range(60):
+        n, m = (int(x) for x in rng.integers(0, 30, 2))
+        a = rng.normal(size=(n, 6))
+        b = rng.normal(size=(m, 6))
+        k = min(n, m) // 2
+        if k:
+            b[:k] = a[:k] + 0.1 * rng.normal(size=(k, 6))
+        ha, hb = rng.integers(-1, 3, n), rng.integers(-1, 3, m)
+        pairs = align(a, b, ha, hb, p)
+        _, best = align_full(a, b, ha, hb, p)
+        assert path_score(a, b, pairs, ha, hb, p) == pytest.approx(best, abs=1e-6)
+        assert [i for i, _ in pairs if i is not None] == list(range(n))
+        assert [j for _, j in pairs if j is not None] == list(range(m))
+
+
+def test_long_threads_align_in_linear_memory():
+    rng = np.random.default_rng(0)
+    n = 5000
+    a = rng.normal(size=(n, 32)).astype(np.float32)
+    b = np.concatenate([a[:2500], rng.normal(size=(300, 32)), a[2600:]]).astype(np.float32)  # 100 out, 300 in
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    pairs = align(a, b)
+    seconds = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    full_table = n * len(b) * 8
+    assert peak < full_table / 8, f"peak {peak / 2**20:.0f} MiB vs a {full_table / 2**20:.0f} MiB table"
+    assert seconds < 30
+    matched = {(i, j) for i, j in pairs if i is not None and j is not None}
+    truth = {(i, i) for i in range(2500)} | {(i, i + 200) for i in range(2600, n)}
+    assert truth <= matched  # every unchanged chunk found its counterpart (the replaced stretch may pair up)
+
+
+def test_bad_vectors_are_rejected():
+    with pytest.raises(ValueError):
+        align(np.zeros(3), np.zeros((2, 3)))
+    with pytest.raises(ValueError):
+        align(np.zeros((2, 3)), np.zeros((2, 4)))
+    assert align(np.zeros((0, 3)), np.zeros((2, 3))) == [(None, 0), (None, 1)]
+
+
+# ------------------------------------------------------------------- real documents, real embedder
+V1 = """# Install Guide
+
+## Requirements
+
+You need a computer with at least 2 GB of memory and a network connection. Check that the firmware of the
+machine is up to date before you start, and write down the name of the network card.
+
+## Partitioning
+
+The installer offers guided partitioning. Choose the whole disk, then one partition for all files. The root
+partition needs at least 512 MB of space; a separate home partition keeps your files when you reinstall.
+
+## Network
+
+The installer configures the network with DHCP. If there is no DHCP server, type the address, the netmask,
+the gateway and the name servers by hand when the installer asks for them.
+
+## Booting
+
+After the installation the boot loader starts the new system. Remove the installation medium and reboot the
+machine; log in with the user name and password chosen during the installation.
+"""
+V2 = (V1.replace("at least 512 MB of space", "at least 1024 MB of space")
+      .replace("## Booting", "## Secure Boot\n\nSecure boot needs a signed shim. Enroll the distribution key in the "
+               "firmware setup utility, then enable secure boot again and save the settings.\n\n## Booting"))
+
+
+@pytest.fixture(scope="module")
+def pair_home(tmp_path_factory, embedder):
+    """Two versions of a small guide, indexed once with the real embedder (DOC1 = v1, DOC2 = v2)."""
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    root = tmp_path_factory.mktemp("compare")
+    v1 = write(root / "v1" / "guide.md", V1)
+    v2 = write(root / "v2" / "guide.md", V2)
+    settings = load_settings({"HOME": str(root / "home"), "CACHE_PATH": str(root / "cache"), "CHUNK_TOKENS": 80,
+                              "CHUNK_OVERLAP": 8, "CHUNK_MIN_TOKENS": 16},  # a chunk per section
+                             env={}, config_file=False)
+    engine = Engine(settings, embedder=embedder)
+    assert [r.status for r in engine.index_paths([v1, v2])] == ["indexed", "indexed"]
+    return root, settings
+
+
+@pytest.fixture
+def pair_engine(pair_home, embedder):
+    from thread_rag.engine import Engine
+
+    class NoLLM:  # the default comparison must never reach a model
+        metadata = {"model": "none"}
+
+        def invoke(self, *a, **kw):
+            raise AssertionError("the default comparison called the LLM")
+
+    return Engine(pair_home[1], embedder=embedder, chat_model=NoLLM())
+
+
+def test_real_pair_one_changed_section_one_new_section(pair_engine):
+    from thread_rag import tools
+
+    res = tools.compare_documents(pair_engine, "DOC1", "DOC2")
+    labels = [r["label"] for r in res["rows"]]
+    changed = [r for r in res["rows"] if r["label"] == CHANGED]
+    only_b = [r for r in res["rows"] if r["label"] == ONLY_B]
+    assert len(changed) == 1 and len(only_b) == 1 and labels.count(ONLY_A) == 0
+    c = changed[0]
+    assert c["removed"] == ["512"] and c["added"] == ["1024"]
+    assert "[-512-]{+1024+}" in c["diff"]
+    assert c["a"]["heading_path"][-1] == "Partitioning" and c["b"]["heading_path"][-1] == "Partitioning"
+    assert only_b[0]["b"]["heading_path"][-1] == "Secure Boot" and "signed shim" in only_b[0]["b"]["text"]
+    assert res["counts"]["same"] == labels.count(SAME) >= 3
+    assert json.loads(json.dumps(res))["doc_a"]["doc_id"] == "DOC1"
+
+
+def test_topic_keeps_the_region_around_the_hits(pair_engine):
+    from thread_rag import tools
+
+    res = tools.compare_documents(pair_engine, "DOC1", "DOC2", topic="secure boot signed shim key")
+    assert res["topic"] and res["focus"]["b"] is not None
+    assert any(r["label"] == ONLY_B for r in res["rows"])
+    full = tools.compare_documents(pair_engine, "DOC1", "DOC2")
+    assert 0 < len(res["rows"]) <= len(full["rows"])
+
+
+def test_cli_compare_json_text_and_one_line_errors(pair_home, capsys):
+    from thread_rag.cli import main
+
+    home = str(pair_home[1].home)
+    assert main(["--data-dir", home, "compare", "DOC1", "DOC2", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["counts"]["changed"] == 1 and res["counts"]["only-in-B"] == 1
+    assert main(["--data-dir", home, "compare", "DOC1", "DOC2"]) == 0  # not a tty: printed, never paged
+    out = capsys.readouterr().out
+    assert "DOC1" in out and "changed" in out and "1024" in out and "only in DOC2" in out
+    for bad, words in ((["DOC1", "DOC9"], "DOC9"), (["DOC1", "doc1"], "twice"),
+                       (["DOC1", "DOCX"], "not a document id")):
+        assert main(["--data-dir", home, "compare", *bad]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: ") and words in err, err
+
+
+def test_explain_is_cached_and_off_by_default(pair_engine, tmp_path):
+    from thread_rag import tools
+    from thread_rag.compare.explain import ChangeExplainer
+    from thread_rag.compare.run import Side, compare_sides
+
+    class Counting:
+        metadata = {"model": "counting-fake"}
+        calls = 0
+
+        def invoke(self, messages, **kw):
+            Counting.calls += 1
+            assert "512" in messages[-1].content and "1024" in messages[-1].content
+
+            class R:
+                content = "The minimum root partition grows from 512 MB to 1024 MB. Extra words."
+            return R()
+
+    sides = []
+    for d in ("DOC1", "DOC2"):
+        rec = pair_engine.document(d)
+        ch, vec = pair_engine.store.load(rec.serial, rec.generation, with_embeddings=True)
+        sides.append(Side(rec.doc_id, rec.name, ch, vec, rec.content_hash))
+    for _ in range(2):
+        ex = ChangeExplainer(Counting(), tmp_path / "cache")
+        res = compare_sides(*sides, explain=ex.for_docs(*sides))
+        (c,) = [r for r in res.rows if r["label"] == CHANGED]
+        assert c["explanation"] == "The minimum root partition grows from 512 MB to 1024 MB."
+    assert Counting.calls == 1  # the second run read the cache
+    assert "explanation" not in json.dumps(tools.compare_documents(pair_engine, "DOC1", "DOC2"))
+
+
+def test_repl_compare_side_by_side(pair_engine):
+    from thread_rag.repl import Repl
+
+    buf = io.StringIO()
+    repl = Repl(pair_engine, console=Console(file=buf, width=140, force_terminal=False))
+    assert repl.handle("/compare DOC1 DOC2")
+    assert repl.handle("/compare DOC1")  # usage error: one line, the session goes on
+    out = buf.getvalue()
+    assert "same" in out and "1024" in out and "Secure Boot" in out
+    assert "usage: /compare DOC1 DOC2" in out
+
+
+def test_agent_tool_argument_validation_and_intent(pair_engine):
+    from fakes import ScriptedChatModel
+    from thread_rag.agent.intent import arguments, candidate
+    from thread_rag.agent.loop import Agent
+    from thread_rag.agent.tools import call_tool, make_tools
+
+    t = make_tools(pair_engine)
+    assert "bad arguments" in call_tool(t, "compare_documents", {"doc_a": "DOC1"}).error
+    assert "bad arguments" in call_tool(t, "compare_documents", {"doc_a": "DOC1", "doc_b": "DOCX"}).error
+    assert "bad arguments" in call_tool(t, "compare_documents", {"doc_a": "DOC1", "doc_b": "DOC2", "x": 1}).error
+    assert "bad arguments" in call_tool(t, "compare_documents", {"doc_a": "DOC1", "doc_b": "DOC2", "topic": ""}).error
+    assert "twice" in call_tool(t, "compare_documents", {"doc_a": "DOC1", "doc_b": "doc1"}).error
+    assert "DOC7" in call_tool(t, "compare_documents", {"doc_a": "DOC1", "doc_b": "DOC7"}).error
+    ok = call_tool(t, "compare_documents", {"doc_a": "DOC1", "doc_b": "DOC2", "topic": "partitioning"})
+    assert ok.ok and ok.result["topic"] == "partitioning"
+
+    text = "What changed between DOC1 and DOC2 about partitioning?"
+    assert candidate(text) == "compare_documents"
+    assert arguments("compare_documents", text) == {"doc_a": "DOC1", "doc_b": "DOC2", "topic": "partitioning"}
+    assert candidate("what is DOC1 about?") is None
+    model = ScriptedChatModel(action="compare_documents")
+    model.calls = []
+    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+    ans = Agent(pair_engine, chat_model=model).ask(text)
+    assert ans.tool_trace[0]["tool"] == "compare_documents" and ans.tool_trace[0]["ok"]
+    assert "changed: DOC1_" in ans.answer and "-512" in ans.answer and "+1024" in ans.answer
+
+
+# ---------------------------------------------------------------------- the benchmark's ground truth
+def test_bench_truth_from_the_txt_diff(tmp_path):
+    from types import SimpleNamespace as NS
+
+    from thread_rag.bench.compare import chunk_truth, diff_truth, map_chunks, predictions, prf, true_counterparts
+
+    lines = [f"line{k} alpha{k} beta{k} gamma{k} delta{k} epsilon{k} zeta{k} eta{k}" for k in range(40)]
+    a = write(tmp_path / "a.txt", "\n".join(lines))
+    b_lines = lines[:10] + ["line10 alpha10 beta10 GAMMA delta10 epsilon10 zeta10 eta10"] + lines[11:30] + lines[35:]
+    b = write(tmp_path / "b.txt", "\n".join(b_lines))
+    t = diff_truth(a, b)
+    ka, kb = t["keys"]
+    chunks_a = [NS(text="\n".join(lines[i:i + 5])) for i in range(0, 40, 5)]
+    chunks_b = [NS(text="\n".join(b_lines[i:i + 5])) for i in range(0, len(b_lines), 5)]
+    sa, sb = map_chunks(chunks_a, ka), map_chunks(chunks_b, kb)
+    assert all(s is not None for s in sa + sb)
+    truth_a = chunk_truth(sa, t["changed"][0])
+    assert truth_a == [True, True, False, True, True, True, False, True]  # line 10 edited, lines 30-34 removed
+    cps = true_counterparts(sa, sb, t["map"][0], t["changed"][0])
+    assert cps[0] == {0} and cps[3] == {3}
+    rows = [{"label": "same", "a": {"chunk_id": f"DOC1_{i:03d}"}, "b": {"chunk_id": f"DOC2_{i:03d}"},
+             "coverage_a": 1.0, "coverage_b": 1.0} for i in range(7)]
+    same_a, _, cp_a, _ = predictions(rows, 8, 7)
+    assert same_a[:7] == [True] * 7 and same_a[7] is None and cp_a[3] == 3
+    assert prf([True, False, True], [True, True, False], True)["f1"] == pytest.approx(0.5)
