@@ -14,8 +14,8 @@ from rich.console import Console
 
 from conftest import write
 from thread_rag.compare.align import AlignParams, align, align_full, heading_ids, path_score
-from thread_rag.compare.labels import (CHANGED, ONLY_A, ONLY_B, SAME, Keyed, ignore_pattern, inline_diff, label_rows,
-                                       mark_moved, match_mask)
+from thread_rag.compare.labels import (CHANGED, ONLY_A, ONLY_B, SAME, Keyed, Labeller, ignore_pattern, keyed_thread,
+                                       label_rows, match_mask, tokens)
 
 
 def bow(texts, dim: int = 512) -> np.ndarray:
@@ -41,10 +41,7 @@ NEW = "Secure boot requires signed shim and kernel images; firmware keys are enr
 
 def rows_of(texts_a, texts_b, **kw):
     va, vb = bow(texts_a), bow(texts_b)
-    pairs = align(va, vb)
-    rows = label_rows(texts_a, texts_b, pairs, **kw)
-    mark_moved(rows, texts_a, texts_b, va, vb)
-    return rows
+    return label_rows(texts_a, texts_b, align(va, vb), vectors=(va, vb), **kw)
 
 
 # ------------------------------------------------------------------------------------- pure alignment
@@ -57,7 +54,7 @@ def test_synthetic_insert_delete_edit_move_exact_labels():
                    (ONLY_A, 4, None), (ONLY_B, None, 5), (SAME, 5, 6), (ONLY_A, 6, None)]
     edit = rows[3]
     assert edit.removed == ["512"] and edit.added == ["1024"]  # the word-level diff, nothing else
-    assert "[-512-]{+1024+}" in inline_diff(a[2], b[3])
+    assert "[-512-]{+1024+}" in Labeller(a, b).diff(2, 3)
     moved_a, moved_b = rows[-1], rows[0]  # the appendix moved to the front: same text, pointed at both ways
     assert moved_a.moved == 0 and moved_b.moved == 6
     assert rows[5].moved is None and rows[6].moved is None  # deleted / inserted sections are not "moved"
@@ -80,9 +77,104 @@ def test_normalisation_is_not_a_change_but_a_number_is():
     b = "The installer reads the \"preseed\" file; see Section 6.4 for details on /usr/share/doc and AltF1."
     ign = ignore_pattern()
     ka, kb = Keyed.of(a, ign), Keyed.of(b, ign)
-    assert all(match_mask(ka, [kb])[0]) and all(match_mask(kb, [ka])[0])
+    assert all(match_mask(ka, [kb])) and all(match_mask(kb, [ka]))
     c = b.replace("6.4", "6.5")
-    assert not all(match_mask(Keyed.of(c, ign), [kb])[0])
+    assert not all(match_mask(Keyed.of(c, ign), [kb]))
+
+
+# ------------------------------------------------ rendering differences (one edition as TXT and as PDF)
+def labels_of(texts_a, texts_b, pairs, **kw) -> list[str]:
+    return [r.label for r in label_rows(texts_a, texts_b, pairs, **kw)]
+
+
+FILLER = [" ".join(f"{w}{k}" for w in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"))
+          + f" paragraph {k} ends here." for k in range(8)]
+
+
+def test_box_drawn_table_rules_are_not_words():
+    assert tokens("│Install Type│RAM (minimum)│\n├────┼────┤") == ["Install", "Type", "RAM", "(minimum)"]
+
+
+def test_table_cells_in_another_order_are_same_across_renderings_only():
+    drawn = ("Recommended minimum system requirements.\n┌───────┬──────┐ │Install│RAM   │ ├───────┼──────┤ "
+             "│None   │256 MB│ ├───────┼──────┤ │Desktop│1 GB  │ └───────┴──────┘")
+    by_column = "Recommended minimum system requirements.\nInstall None Desktop RAM 256 MB 1 GB"
+    assert labels_of([drawn], [by_column], [(0, 0)]) == [SAME]
+    assert labels_of([drawn], [by_column.replace("256", "512")], [(0, 0)]) == [CHANGED]
+    rows_swapped = drawn.replace("│None   │256 MB│ ├───────┼──────┤ │Desktop│1 GB  │",
+                                 "│Desktop│1 GB  │ ├───────┼──────┤ │None   │256 MB│")
+    assert labels_of([drawn], [rows_swapped], [(0, 0)]) == [CHANGED]  # one rendering: the order counts
+
+
+def test_footnote_marks_broken_across_lines_and_letter_marks():
+    keys = Keyed.of("for more than one country^\n[4], you will see │yes^[a]│").keys
+    assert [k for k in keys if k] == ["for", "more", "than", "one", "country", "you", "will", "see", "yes"]
+
+
+def test_footnote_at_the_foot_of_the_page_or_the_end_of_the_chapter_is_same():
+    body = "Select the country where you live^[4] before the keyboard layout is chosen."
+    note = "In technical terms: where multiple locales exist for that language with differing country codes."
+    txt = [body] + FILLER[:6] + ["For details see the wiki.\n━━━━━━━━━━\n^[4] " + note]    # end of the chapter
+    pdf = [body.replace("^[4]", "¹") + "\n¹" + note] + FILLER[:6] + ["For details see the wiki."]  # foot of page
+    pairs = [(k, k) for k in range(8)]
+    assert labels_of(txt, pdf, pairs) == [SAME] * 8
+    edited = [pdf[0].replace("differing country codes", "differing region codes")] + pdf[1:]
+    assert labels_of(txt, edited, pairs)[0] == CHANGED
+
+
+def test_table_of_contents_only_one_version_prints_is_not_a_change():
+    toc = ("Chapter 2. System Requirements\nTable of Contents\n2.1. Supported Hardware 2.1.1. Three different ARM "
+           "ports 2.1.2. Multiple Processors 2.2. Devices Requiring Firmware 2.3. Purchasing Hardware 2.3.1. Avoid "
+           "Proprietary or Closed Hardware 2.4. Installation Media 2.4.1. USB Memory Stick")
+    # the chunker cut the table of contents; the second chunk repeats the end of the first (its overlap)
+    txt = [toc, "2.4. Installation Media 2.4.1. USB Memory Stick 2.4.2. Network 2.5. Memory and Disk Space "
+                "Requirements\nThis section contains information about what hardware you need."]
+    pdf = ["Chapter 2 System Requirements", "This section contains information about what hardware you need."]
+    assert labels_of(txt, pdf, [(0, 0), (1, 1)]) == [SAME, SAME]
+    assert [k.toks for k in keyed_thread(txt)] == [tokens(t) for t in txt]  # the thread's overlap taken out, not lost
+    # both versions print it: an entry that changed is a change
+    toc_b = toc.replace("2.1.2. Multiple Processors", "2.1.2. Graphics Hardware Support")
+    assert labels_of([toc, txt[1]], [toc_b, txt[1]], [(0, 0), (1, 1)]) == [CHANGED, SAME]
+
+
+def test_running_headers_stay_on_their_line_and_need_a_section_number_with_a_dot():
+    a = "The list of partitions might look like this:\nSCSI1 (0,0,0) (sda) - 6.4 GB WDC AC36400L #1 primary"
+    assert labels_of([a], [a.replace("AC36400L", "AC99999X")], [(0, 0)]) == [CHANGED]  # a listing, no header
+    h = "It can be used to netboot.\nAPPENDIX A. INSTALLATION HOWTO\nA.2.4 Booting from hard disk\nIt is possible."
+    assert labels_of([h], [h.replace("A.2.4", "A.2.5")], [(0, 0)]) == [CHANGED]  # the next line is no header
+
+
+def test_running_header_cut_by_a_chunk_boundary_is_not_a_change():
+    pdf = ["Only be done with care. APPENDIX B. AUTOMATING THE INSTALLATION … B.2.",
+           "AUTOMATING THE INSTALLATION … B.2. USING PRESEEDING The preconfiguration file is read first."]
+    txt = ["Only be done with care.", "The preconfiguration file is read first."]
+    assert labels_of(pdf, txt, [(0, 0), (1, 1)]) == [SAME, SAME]
+
+
+def test_cross_reference_with_a_one_word_title():
+    a = "More about this document may be found in Appendix E, Administrivia. That chapter explains it."
+    b = "More about this document may be found in Appendix E. That chapter explains it."
+    assert labels_of([a], [b], [(0, 0)], titles={"Administrivia"}) == [SAME]
+
+
+def test_a_path_broken_elsewhere_at_the_end_of_a_chunk():
+    tail = " ".join(f"word{k}" for k in range(150))
+    end = "To submit bugs, look at /usr/share/doc/debian/bug*."
+    a = ["There is lots of documentation. " + end, end + " " + tail]
+    b = [x.replace("/usr/share", "/usr/ share") for x in a]
+    assert labels_of(a, b, [(0, 0), (1, 1)]) == [SAME, SAME]
+
+
+def test_word_diff_never_shows_hidden_text():
+    from thread_rag.compare.run import Side, compare_sides
+
+    a = 'For details see Section 6.4, "Loading Missing Firmware" on the 512 MB of memory the installer needs.'
+    b = "For details see Section 6.4 on the 1024 MB of memory the installer needs."
+    chunks = [type("C", (), dict(chunk_id=f"D_{k}", text=t, heading_path=[], page_start=None, page_end=None,
+                                 pages_label=""))() for k, t in enumerate((a, b))]
+    res = compare_sides(Side("A", "a", [chunks[0]], bow([a])), Side("B", "b", [chunks[1]], bow([b])))
+    (row,) = res.rows
+    assert row["label"] == CHANGED and "[-512-]{+1024+}" in row["diff"] and "Loading" not in row["diff"]
 
 
 def test_heading_ids_ignore_numbering_and_break_ties():

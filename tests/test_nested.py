@@ -74,3 +74,16 @@ def test_persistence_round_trip(manual_engine):
     assert nodes == old_nodes and np.allclose(nv, old_nv)
     stats = fresh.stats(d.doc_id)
     assert stats["nodes"] == len(nodes) and stats["depth"] >= 1
+
+
+def test_a_reader_builds_a_missing_tree_in_memory_and_writes_nothing(make_engine, tmp_path):
+    from conftest import write
+
+    e = make_engine(NESTED_MIN_CHUNKS=10_000)  # no tree at index time
+    e.index_file(write(tmp_path / "g.md", "# Boot\n\n" + "Install grub to the disk. " * 80 + "\n\n# Net\n\n" +
+                       "Configure the network with a static address. " * 80))
+    trees = e.home / "trees"
+    before = sorted(trees.iterdir()) if trees.exists() else []
+    res = e.nested.retrieve("static network address", limit=2)
+    assert res.hits and "static" in res.hits[0].text.lower()
+    assert (sorted(trees.iterdir()) if trees.exists() else []) == before == []

@@ -7,6 +7,7 @@ from thread_rag.retrieve.fusion import rrf
 from thread_rag.retrieve.maxsim import maxsim, maxsim_many
 from thread_rag.retrieve.search_index import SearchIndex
 from thread_rag.store.token_cache import TokenCache, dequantize, quantize
+from conftest import DOCS
 
 
 def test_rrf_math_hand_computed():
@@ -108,7 +109,7 @@ def test_hnsw_switch_gives_same_top_hits(manual_engine):
 
 
 def test_index_follows_catalog_changes(manual_engine, tmp_path):
-    from conftest import write
+    from conftest import DOCS, write
 
     before = len(manual_engine.retriever.index)
     manual_engine.index_file(write(tmp_path / "new.md", "# Zebra care\n\nFeed the zebra twice a day with hay."))
@@ -118,12 +119,19 @@ def test_index_follows_catalog_changes(manual_engine, tmp_path):
     assert "zebra" not in manual_engine.retriever.search("feed the zebra", k=1).hits[0].text.lower()
 
 
-def test_token_cache_miss_is_recomputed_and_saved(manual_engine):
+def test_token_cache_miss_is_recomputed_in_memory_and_never_written_by_a_reader(manual_engine):
     d = manual_engine.documents()[0]
     manual_engine.token_cache.remove(d.serial, d.generation)
+    with_cache = manual_engine.retriever.search("getting started install", doc_id=d.doc_id, k=2)
     r = manual_engine.retriever.search("getting started install", doc_id=d.doc_id, k=2)
-    assert r.hits and "stage2" in r.stages_run
-    assert manual_engine.token_cache.exists(d.serial, d.generation)
+    assert r.hits and "stage2" in r.stages_run and r.hits[0].scores["maxsim"] is not None
+    assert [h.chunk_id for h in r.hits] == [h.chunk_id for h in with_cache.hits]
+    assert not manual_engine.token_cache.exists(d.serial, d.generation)  # readers read; only indexing writes
+    assert any("token cache missing" in p for p in manual_engine.check_consistency())  # doctor names it
+    again = {r.path: r.status for r in manual_engine.index_paths([DOCS])}  # indexing again rebuilds it
+    assert again[d.path] == "replaced" and set(again.values()) <= {"replaced", "unchanged"}
+    rec = manual_engine.document(d.doc_id)
+    assert manual_engine.token_cache.exists(rec.serial, rec.generation) and not manual_engine.check_consistency()
 
 
 def test_search_index_allowed_rows_pages(manual_engine):
@@ -131,3 +139,24 @@ def test_search_index_allowed_rows_pages(manual_engine):
     assert isinstance(idx, SearchIndex)
     rows = idx.allowed_rows(pages=(1, 3))
     assert len(rows) == 0  # Markdown has no pages: a page filter matches nothing
+
+
+def test_a_derived_index_rebuild_waits_for_the_process_already_rebuilding(manual_engine):
+    """Two readers never race on the index directory: a rebuild takes ``index.lock`` and re-checks the manifest."""
+    import threading
+    import time
+
+    from thread_rag.atomic import file_lock
+    from thread_rag.engine import Engine
+
+    manual_engine.retriever.index
+    (manual_engine.home / "index" / "manifest.json").unlink()  # stale: the next reader must rebuild
+    reader = Engine(manual_engine.settings, embedder=manual_engine.embedder)
+    got = {}
+    with file_lock(manual_engine.home / "index.lock"):  # another process is rebuilding
+        t = threading.Thread(target=lambda: got.setdefault("n", len(reader.retriever.index)))
+        t.start()
+        time.sleep(1.0)
+        assert t.is_alive() and "n" not in got  # waiting, not building beside it
+    t.join(timeout=120)
+    assert got["n"] == len(manual_engine.retriever.index) > 0

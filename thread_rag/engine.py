@@ -209,7 +209,7 @@ class Engine:
             if [c.position for c in chunks] != list(range(len(chunks))):
                 problems.append(f"{rec.doc_id}: chunk positions are not 0..n-1")
             if not self.token_cache.exists(rec.serial, rec.generation):
-                problems.append(f"{rec.doc_id}: token cache missing")
+                problems.append(f"{rec.doc_id}: token cache missing (searches recompute it in memory; thread-rag index {rec.path} rebuilds it)")
             elif self.token_cache.n_chunks(rec.serial, rec.generation) != rec.chunk_count:
                 problems.append(f"{rec.doc_id}: token cache has a different chunk count")
         for serial, gen in sorted(self.token_cache.present() - committed):
@@ -427,7 +427,8 @@ class Engine:
         same_recipe = lambda r: r.chunk_strategy == recipe["chunk_strategy"] and r.embedder == recipe["embedder"]  # noqa: E731
         rec = self.catalog.find_by_path(path)
         if rec is not None:
-            return rec if rec.content_hash == content_hash and same_recipe(rec) else None
+            intact = self.token_cache.exists(rec.serial, rec.generation)  # a lost token cache is rebuilt by re-indexing
+            return rec if rec.content_hash == content_hash and same_recipe(rec) and intact else None
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed from another path
         return dup if dup is not None and same_recipe(dup) else None
 

@@ -24,6 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .labels import heading_key
+
 Pair = tuple  # (i | None, j | None)
 
 
@@ -39,8 +41,6 @@ class AlignParams:
 
 def heading_ids(paths_a: Sequence, paths_b: Sequence) -> tuple[np.ndarray, np.ndarray]:
     """Integer ids of each chunk's normalised deepest heading, shared by both sides (-1: no heading)."""
-    from .labels import heading_key
-
     ids: dict[str, int] = {}
 
     def one(paths) -> np.ndarray:

@@ -9,13 +9,26 @@ window (difflib on normalised word keys). A pair is ``same`` when both chunks' c
 ``SAME_MIN_COVERAGE``; a chunk without counterpart whose text is covered by its neighbours' counterparts
 was only cut differently and joins them (``merged``, labelled by its coverage like a pair).
 
-Normalisation (what is *not* a change): Unicode compatibility forms (ligatures, non-breaking spaces),
-case, punctuation and quote styles, hyphens inside words and at line breaks (``command-line`` =
-``command-\\nline`` = ``commandline``), whitespace and line wrapping, a word split differently
-(``Alt F1`` = ``AltF1``, ``/usr/ share`` = ``/usr/share``), footnote marks, and what one rendering prints
-and another does not (``ignore_pattern``: cross-reference titles, running headers, tables of contents).
-Runs of four or more words that pagination moved a few chunks away (footnotes) count as found. Everything
-else is a change, including a single number.
+What is *not* a change (rendering, not content):
+
+- Unicode compatibility forms (ligatures, non-breaking spaces), case, punctuation and quote styles, hyphens
+  inside words and at line breaks (``in-\\nstaller`` = ``installer``), whitespace and line wrapping, a word
+  split differently (``Alt F1`` = ``AltF1``, ``/usr/ share`` = ``/usr/share``; at either end of a chunk
+  only against the window's words right next to it, ``_beside``);
+- footnote marks (``¹``, ``^[4]``, ``^[a]``, also when a line break splits ``^`` from ``[4]``), and where
+  the footnote text stands: at the foot of a page in one rendering, at the end of the chapter in another.
+  A footnote's words count as found when the other version has that footnote anywhere (``_Notes``);
+- cross-reference titles, running headers and the heading of a table of contents (``ignore_pattern``);
+- a table of contents where the other version prints none: its entries are compared with the other
+  version's table of contents when the window holds one, and are not a change when it holds none
+  (``_toc_positions``);
+- table rules drawn with box characters (``│Type│RAM`` = ``Type RAM``) and, between a version that draws its
+  tables and one that does not, the order of the cells (``_found_in_table``).
+
+Whether a token is a footnote, a running header or a table-of-contents entry is decided on the thread, not
+on the chunk alone (``keyed_thread``: the chunks joined without their overlap), so one that a chunk boundary
+cuts is still recognised. Runs of four or more words that pagination moved a few chunks away (floats) count
+as found. Everything else is a change, including a single number.
 
 ``SAME_MIN_COVERAGE`` is 1.0: every normalised word must be found. Chosen on the dev pair (the two TXT
 editions) from a sweep of 1.0 / 0.99 / 0.98 / 0.97 / 0.95 / 0.9: anything lower calls a one-word edit in a
@@ -26,8 +39,12 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
+
+import numpy as np
 
 SAME = "same"
 CHANGED = "changed"
@@ -44,9 +61,10 @@ class LabelParams:
     max_gap_window: int = 6             # at most this many chunks between aligned neighbours are searched
     moved_min_similarity: float = 0.9   # an only-in chunk whose text stands elsewhere in the other thread: moved
     nearby: int = 5                     # runs of >= nearby_min_run words not in the window are looked for this many
-    nearby_min_run: int = 4             # chunks further (footnotes and floats that pagination moved); 0: off
+    nearby_min_run: int = 4             # chunks further (floats and tables that pagination moved); 0: off
 
 
+# ------------------------------------------------------------------------------------------ headings
 _NUMBERING = re.compile(r"^\s*(?:(?:chapter|appendix|section|part)\s+)?(?:[0-9]+|[A-Z])(?:\.[0-9]+)*\.?\s+(?=\S)",
                         re.I)
 
@@ -57,11 +75,6 @@ def heading_key(path: Sequence[str] | None) -> str:
         return ""
     title = _NUMBERING.sub("", str(path[-1]))
     return " ".join(re.findall(r"\w+", unicodedata.normalize("NFKC", title).lower()))
-
-
-_FOOTNOTE_MARK = re.compile(r"\^\[\d+\]|[\u00b9\u00b2\u00b3\u2070-\u2079]+")
-_XREF = r"\b(?:Section|Chapter|Appendix|Table|Figure|Example)\s+[0-9A-Z][0-9A-Z.]*,\s*"
-_XREF_QUOTED = re.compile(_XREF + r"(\"[^\"]{1,160}\"|\u201c[^\u201d]{1,160}\u201d)")
 
 
 def heading_titles(*thread_paths) -> set[str]:
@@ -76,70 +89,54 @@ def heading_titles(*thread_paths) -> set[str]:
     return out
 
 
+# ------------------------------------------------------------------------------------------ words
+_SUPERSCRIPTS = "\u00b9\u00b2\u00b3\u2070-\u2079"
+_FOOTNOTE_MARK = re.compile(r"\^\[(?:\d+|[a-z])\]|[" + _SUPERSCRIPTS + "]+")
+_BOX = re.compile(r"[\u2500-\u257f]+")           # box drawing: the rules of a table in a TXT rendering
+_MARK_BROKEN = re.compile(r"\^\s+\[(?=(?:\d+|[a-z])\])")  # ``country^`` / ``[4],`` on the next line
+
+
 def word_key(token: str) -> str:
     """A whitespace token as compared: footnote marks dropped, compatibility form, lower case, letters and
     digits only."""
     return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", _FOOTNOTE_MARK.sub("", token)).lower())
 
 
-def _join_hyphens(text: str) -> str:
-    return re.sub(r"(?<=[^\W\d_])-\s*\n\s*(?=[^\W\d_])", "-", text)
+def _mend(text: str) -> str:
+    """Words hyphenated across a line break joined, footnote marks broken across lines mended."""
+    return _MARK_BROKEN.sub("^[", re.sub(r"(?<=[^\W\d_])-\s*\n\s*(?=[^\W\d_])", "-", text))
 
 
 def tokens(text: str) -> list[str]:
-    """Whitespace tokens of a chunk, with words hyphenated across a line break joined."""
-    return _join_hyphens(text).split()
+    """The whitespace tokens of a chunk as compared (positions in ``unmatched_a/b`` index this list)."""
+    return _BOX.sub(" ", _mend(text)).split()
 
 
+def _stream(text: str) -> tuple[list[str], list[bool], list[bool]]:
+    """Tokens and, for each, whether a line break precedes it and whether it is a cell of a table drawn with
+    box characters (between the first and the last box character of its line)."""
+    mended = _mend(text)
+    tables = [m.span() for m in re.finditer(r"[\u2500-\u257f][^\n]*[\u2500-\u257f]", mended)]
+    prepared = _BOX.sub(lambda m: " " * len(m.group()), mended)
+    toks, nl, cell, end = [], [], [], 0
+    for m in re.finditer(r"\S+", prepared):
+        toks.append(m.group())
+        nl.append("\n" in prepared[end:m.start()])
+        cell.append(any(a <= m.start() < b for a, b in tables))
+        end = m.end()
+    return toks, nl, cell
+
+
+# ------------------------------------------------------------------------------- printed, not content
 _CAPS = r"[A-Z0-9][A-Z0-9/\u2019'(),:.\u2026*-]*"
-# running headers a PDF loader left in the text (they land at other places in another edition or rendering):
-# ``APPENDIX B. AUTOMATING THE INSTALLATION B.4. CONTENTS OF THE ...``, ``B.2. USING PRESEEDING``
-_RUNNING = (r"(?<!\S)((?:APPENDIX|CHAPTER)\s+[A-Z0-9]{1,2}\.?(?:\s+" + _CAPS + r")+"
-            r"|[A-Z0-9]{1,2}(?:\.[0-9]+)+\.?(?:\s+" + _CAPS + r"){2,}|CONTENTS)(?!\S)")
-# tables of contents (navigation a TXT rendering lists per chapter and a PDF loader drops): see _toc_tokens
-_ENTRY = re.compile(r"(?:[A-Z]|[0-9]+)(?:\.[0-9]+)*\.")
-_SMALL = frozenset("a an the of to for and or on in from with into up over using by your as at is via its not".split())
+# running headers a PDF loader left in the text (they land at other places in another edition or rendering),
+# on one line: ``APPENDIX B. AUTOMATING THE INSTALLATION B.4. CONTENTS OF THE ...``, ``B.2. USING PRESEEDING``
+# (a header's section number ends with a dot: ``6.4 GB WDC`` in a listing is no header)
+_RUNNING = (r"(?<!\S)((?:APPENDIX|CHAPTER)[^\S\n]+[A-Z0-9]{1,2}\.?(?:[^\S\n]+" + _CAPS + r")+"
+            r"|[A-Z0-9]{1,2}(?:\.[0-9]+)+\.(?:[^\S\n]+" + _CAPS + r"){2,}|CONTENTS)(?!\S)")
 _TOC_HEAD = re.compile(r"(?<!\S)(Table of Contents|List of Tables|List of Figures|List of Examples)(?!\S)")
-
-
-def _title_word(t: str) -> bool:
-    return (t[:1].isupper() or t[:1].isdigit() or t[:1] in "(\"'\u201c\u2018" or t.lower() in _SMALL) and \
-        t[-1:] not in ".,:;!"
-
-
-def _toc_tokens(toks: list[str]) -> set[int]:
-    """Token positions of table-of-contents runs: four or more ``6.3.1. Title`` entries in a row whose titles
-    are at most 12 capitalised or small words (``of``, ``the``) that end no sentence, so numbered steps
-    (``1. Download the image.``) and the body text after the list never match. Linear in the tokens."""
-    hidden: set[int] = set()
-    run: list[tuple[int, int]] = []  # (entry position, end of its title)
-
-    def close() -> None:
-        if len(run) >= 4:
-            hidden.update(range(run[0][0], run[-1][1]))
-
-    k = 0
-    while k < len(toks):
-        if not _ENTRY.fullmatch(toks[k]):
-            close()
-            run = []
-            k += 1
-            continue
-        end = k + 1
-        while end < len(toks) and end - k <= 12 and not _ENTRY.fullmatch(toks[end]) and _title_word(toks[end]):
-            end += 1
-        if end == k + 1:  # an entry without a title ends a run
-            close()
-            run = []
-            k += 1
-            continue
-        run.append((k, end))
-        if end < len(toks) and not _ENTRY.fullmatch(toks[end]):  # the title ran into other words: run ends
-            close()
-            run = []
-        k = end
-    close()
-    return hidden
+_XREF = r"\b(?:Section|Chapter|Appendix|Table|Figure|Example)\s+[0-9A-Z][0-9A-Z.]*,\s*"
+_XREF_QUOTED = re.compile(_XREF + r"(\"[^\"]{1,160}\"|\u201c[^\u201d]{1,160}\u201d)")
 
 
 def ignore_pattern(titles=()) -> re.Pattern:
@@ -148,66 +145,258 @@ def ignore_pattern(titles=()) -> re.Pattern:
     - cross-reference titles, which one rendering prints and another leaves out (a TXT made from HTML writes
       ``see Section 6.4, "Loading Missing Firmware"`` where the PDF writes ``see Section 6.4``): quoted titles
       after ``Section N,`` and, given the documents' heading titles, unquoted ones (``Chapter 3, Before
-      Installing Debian GNU/Linux``); the reference itself (``Section 6.4``) stays part of the text;
+      Installing Debian GNU/Linux``, ``Appendix E, Administrivia``); the reference itself stays part of the
+      text;
     - running headers left in a PDF's text (upper-case section titles after a section number);
-    - tables of contents (``Table of Contents``; the runs of entries are found on tokens, ``_toc_tokens``)."""
-    names = sorted({" ".join(t.split()) for t in titles if len(str(t).split()) >= 2}, key=len, reverse=True)
+    - the heading of a table of contents (its entries: ``_toc_positions``)."""
+    names = sorted({" ".join(t.split()) for t in titles if len(" ".join(str(t).split())) >= 4},
+                   key=len, reverse=True)
     alts = [_XREF_QUOTED.pattern, _RUNNING, _TOC_HEAD.pattern]
     if names:
         alts.append(_XREF + "(" + "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in names[:2000]) + r")(?!\w)")
     return re.compile("|".join(f"(?:{a})" for a in alts))
 
 
+def _hidden(toks: list[str], nl: list[bool], ignore: re.Pattern) -> set[int]:
+    """Token positions inside a hidden group of ``ignore`` (matched on the tokens joined again)."""
+    starts, parts, pos = [], [], 0
+    for t, n in zip(toks, nl):
+        if parts:
+            parts.append("\n" if n else " ")
+            pos += 1
+        starts.append(pos)
+        parts.append(t)
+        pos += len(t)
+    text = "".join(parts)
+    out: set[int] = set()
+    for m in ignore.finditer(text):
+        for g in range(1, ignore.groups + 1):
+            a, b = m.span(g)
+            if b > a:
+                out.update(range(bisect_right(starts, a - 1), bisect_right(starts, b - 1)))
+    return out
 
 
+# ------------------------------------------------------------------------------- tables of contents
+_ENTRY = re.compile(r"(?:[A-Z]|[0-9]{1,2})(?:\.[0-9]{1,2})*\.")
+_REFERS = frozenset("chapter appendix section part table figure example step".split())
+
+
+def _parts(entry: str) -> list[str]:
+    return entry.rstrip(".").split(".")
+
+
+def _follows(a: list[str], b: list[str]) -> bool:
+    """Whether numbering ``b`` can come right after ``a`` in a table of contents (2.4.6 -> 2.5, 2.5 -> 2.5.1,
+    2.5 -> 3, 8 -> A, A.5 -> B)."""
+    if b == a + ["1"]:
+        return True
+    for d in range(len(a), 0, -1):
+        p = a[d - 1]
+        nxt = str(int(p) + 1) if p.isdigit() else chr(ord(p) + 1)
+        if b == a[:d - 1] + [nxt]:
+            return True
+    return b == ["A"] and a[0].isdigit()
+
+
+def _is_title(toks: list[str], nl: list[bool], lo: int, hi: int) -> bool:
+    """Tokens ``lo..hi`` can be one entry's title: 1-15 tokens on one line, none ending a sentence."""
+    return 1 <= hi - lo <= 15 and not any(nl[lo:hi]) and \
+        not any(t.endswith(".") and not t.endswith("..") for t in toks[lo:hi])
+
+
+def _title_end(toks: list[str], nl: list[bool], k: int) -> int:
+    """End of the title of the entry at ``k``, the last of its run: the end of its line within 12 tokens;
+    without a line break there, its capitalised and short words (the title ran into the body text)."""
+    end = k + 1
+    while end < len(toks) and end - k <= 12 and not nl[end] and not _ENTRY.fullmatch(toks[end]):
+        end += 1
+    if end - k <= 12 or nl[end]:
+        return end
+    end = k + 1
+    while end < len(toks) and (toks[end][:1].isupper() or len(toks[end]) <= 3):
+        end += 1
+    return end
+
+
+def _toc_positions(toks: list[str], nl: list[bool]) -> set[int]:
+    """Token positions of tables of contents: runs of entries (``2.4.5. Un*x or GNU system``) whose numbers
+    follow each other (``_follows``), each with a one-line title that ends no sentence; two entries when a
+    number has a dot inside (``2.4.5.``), four when none has (so numbered steps do not qualify). An entry
+    after ``Chapter``/``Appendix`` is a heading or a reference, never part of a run. Linear in the tokens."""
+    entries = [k for k, t in enumerate(toks) if _ENTRY.fullmatch(t)
+               and not (k and toks[k - 1].lower() in _REFERS)]
+    out: set[int] = set()
+    run: list[int] = []
+    for e, nxt in zip(entries, entries[1:] + [None]):
+        run.append(e)
+        if nxt is not None and _is_title(toks, nl, e + 1, nxt) and _follows(_parts(toks[e]), _parts(toks[nxt])):
+            continue
+        nested = any("." in toks[x].rstrip(".") for x in run)
+        if len(run) >= (2 if nested else 4):
+            out.update(range(run[0], _title_end(toks, nl, run[-1])))
+        run = []
+    return out
+
+
+# ---------------------------------------------------------------------------------------- footnotes
+_NOTE_START = re.compile(r"\^\[(?:\d+|[a-z])\]|[" + _SUPERSCRIPTS + r"]+[^\W\d_].*")
+
+
+def _note_spans(toks: list[str], nl: list[bool]) -> list[tuple[int, int]]:
+    """Footnote texts: from a token that starts one (``^[4]`` alone, as a TXT rendering writes it at the
+    start of the note; ``¹With``, a PDF's mark glued to the note's first word; marks in the body are glued to
+    the end of a word) to the end of its line or the next note."""
+    starts = [k for k, t in enumerate(toks) if _NOTE_START.fullmatch(t)]
+    spans = []
+    for s, nxt in zip(starts, starts[1:] + [len(toks)]):
+        end = s + 1
+        while end < nxt and not nl[end]:
+            end += 1
+        spans.append((s, end))
+    return spans
+
+
+# ------------------------------------------------------------------------------------------ keyed chunks
 @dataclass
 class Keyed:
-    """A chunk's tokens and their comparison keys (empty key: punctuation, a footnote mark or a cross-reference
-    title, never a change)."""
+    """A chunk's tokens and their comparison keys (empty key: punctuation, a footnote mark or text that
+    :func:`ignore_pattern` hides, never a change), which tokens belong to a table of contents or to a drawn
+    table, and the footnote texts in it (token ranges). Made by :func:`keyed_thread`."""
 
     toks: list
     keys: list
+    toc: list      # per token: part of a table of contents
+    cell: list     # per token: a cell of a table drawn with box characters
+    notes: list    # (start, end) token ranges of footnote texts
 
     @classmethod
     def of(cls, text: str, ignore: re.Pattern | None = None) -> "Keyed":
-        joined = _join_hyphens(text)
-        spans = []
-        if ignore is not None:
-            for m in ignore.finditer(joined):
-                spans.extend(m.span(g) for g in range(1, (m.re.groups or 0) + 1) if m.group(g) is not None)
-            spans = [sp for sp in spans if sp[1] > sp[0]]
-        matches = list(re.finditer(r"\S+", joined))
-        toks = [m.group() for m in matches]
-        toc = _toc_tokens(toks) if ignore is not None else set()
-        keys = ["" if k in toc or any(a <= m.start() < b for a, b in spans) else word_key(m.group())
-                for k, m in enumerate(matches)]
-        return cls(toks, keys)
+        return keyed_thread([text], ignore)[0]
 
     @property
     def words(self) -> int:
         return sum(1 for k in self.keys if k)
 
+    @property
+    def has_toc(self) -> bool:
+        return any(self.toc)
 
-def match_mask(a: Keyed, window: Sequence[Keyed]) -> tuple[list, list]:
-    """Which tokens of ``a`` occur, in order, in the concatenated ``window``: (mask over a's tokens,
-    difflib opcodes of a's content keys vs the window's). Runs that differ only in where the spaces fall
-    (``alt f1`` / ``altf1``) count as found."""
-    a_idx = [i for i, k in enumerate(a.keys) if k]
+
+def _overlap(prev: list[str], cur: list[str]) -> int:
+    """Tokens at the start of ``cur`` that repeat the end of ``prev`` (the chunker's overlap)."""
+    for n in range(min(len(prev), len(cur)), 0, -1):
+        if prev[-n] == cur[0] and prev[-n:] == cur[:n]:
+            return n
+    return 0
+
+
+def keyed_thread(texts: Sequence[str], ignore: re.Pattern | None = None) -> list[Keyed]:
+    """:class:`Keyed` chunks of one thread. What is hidden, a footnote or a table of contents is decided on the
+    thread's text (the chunks joined, each without the overlap it repeats from the one before), so one that a
+    chunk boundary cuts is still recognised."""
+    toks: list[str] = []
+    nl: list[bool] = []
+    cell: list[bool] = []
+    brk: list[bool] = []   # a line break, or a boundary where two chunks share no text (a running header ends)
+    spans, prev = [], []
+    for k, text in enumerate(texts):
+        t, n, c = _stream(text)
+        shared = _overlap(prev, t) if k else 0
+        spans.append((len(toks) - shared, len(toks) + len(t) - shared))
+        toks += t[shared:]
+        nl += n[shared:]
+        cell += c[shared:]
+        brk += [n[x] or (x == 0 and k > 0) for x in range(shared, len(t))]
+        prev = t
+    hidden = _hidden(toks, brk, ignore) if ignore is not None else set()
+    keys = ["" if k in hidden else word_key(t) for k, t in enumerate(toks)]
+    toc = _toc_positions(toks, nl)
+    notes = _note_spans(toks, nl)
+    return [Keyed(toks[lo:hi], keys[lo:hi], [k in toc for k in range(lo, hi)], cell[lo:hi],
+                  [(max(s, lo) - lo, min(e, hi) - lo) for s, e in notes if s < hi and e > lo]) for lo, hi in spans]
+
+
+class _Notes:
+    """All footnote texts of one thread, to look a footnote up wherever the other rendering placed it."""
+
+    def __init__(self, thread: Sequence[Keyed]):
+        pool: list[str] = []
+        for kd in thread:
+            for s, e in kd.notes:
+                pool.extend(k for k in kd.keys[s:e] if k)
+                pool.append("\x00")
+        self.matcher = difflib.SequenceMatcher(None, autojunk=False)
+        self.matcher.set_seq2(pool)
+        self.empty = not pool
+
+    def find(self, own: Keyed, mask: list) -> None:
+        """Mark as found the words of ``own``'s footnotes that stand, in runs of three or more, in a footnote
+        of this thread."""
+        if self.empty:
+            return
+        for s, e in own.notes:
+            idx = [k for k in range(s, e) if own.keys[k]]
+            if all(mask[k] for k in idx):
+                continue
+            self.matcher.set_seq1([own.keys[k] for k in idx])
+            for blk in self.matcher.get_matching_blocks():
+                if blk.size >= 3:
+                    for t in range(blk.a, blk.a + blk.size):
+                        mask[idx[t]] = True
+
+
+# ------------------------------------------------------------------------------------------ matching
+def match_mask(a: Keyed, window: Sequence[Keyed], tables_differ: bool = False) -> list:
+    """Which tokens of ``a`` occur, in order, in the concatenated ``window``. Runs that differ only in where
+    the spaces fall (``alt f1`` / ``altf1``) count as found; so does a table of contents when the window
+    holds none (the other rendering prints none there). ``tables_differ``: one version draws its tables with
+    box characters and the other does not (:func:`_found_in_table`)."""
+    skip_toc = a.has_toc and not any(w.has_toc for w in window)
+    mask = [not k or (skip_toc and t) for k, t in zip(a.keys, a.toc)]
+    a_idx = [i for i, ok in enumerate(mask) if not ok]
     ak = [a.keys[i] for i in a_idx]
     wk = [k for w in window for k in w.keys if k]
-    mask = [not k for k in a.keys]
     if not ak:
-        return mask, []
-    sm = difflib.SequenceMatcher(None, ak, wk, autojunk=False)
-    ops = sm.get_opcodes()
-    for tag, i1, i2, j1, j2 in ops:
+        return mask
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ak, wk, autojunk=False).get_opcodes():
         if tag == "equal" or (tag == "replace" and "".join(ak[i1:i2]) == "".join(wk[j1:j2])):
             for i in range(i1, i2):
                 mask[a_idx[i]] = True
         elif tag == "replace":  # words broken elsewhere (``/usr/ share/doc`` vs ``/usr/share/doc``): by characters
-            for i in _found_by_chars(ak[i1:i2], wk[j1:j2]):
+            for i in _found_by_chars(ak[i1:i2], _beside(wk, i1, i2, j1, j2, len(ak))):
                 mask[a_idx[i1 + i]] = True
-    return mask, ops
+    if tables_differ:
+        _found_in_table(a, mask, window)
+    return mask
+
+
+def _found_in_table(a: Keyed, mask: list, window: Sequence[Keyed]) -> None:
+    """Table cells in any order, between a version that draws its tables with box characters and one that
+    does not: they lay a table out differently (a TXT's drawn rows wrap cells over several lines, a PDF's
+    text lists them column by column). A missing word of a drawn table counts as found when the window has it
+    anywhere; a missing word of ``a`` counts as found when a drawn table in the window has it. Each word of
+    the window serves once."""
+    drawn = Counter(k for w in window for k, c in zip(w.keys, w.cell) if c and k)
+    mine = any(a.cell)
+    if not drawn and not mine:
+        return
+    bag = Counter(k for w in window for k in w.keys if k) if mine else drawn
+    for i, (ok, key, c) in enumerate(zip(mask, a.keys, a.cell)):
+        if not ok and (c or not mine) and bag[key] > 0:
+            bag[key] -= 1
+            mask[i] = True
+
+
+def _beside(wk: list, i1: int, i2: int, j1: int, j2: int, n: int) -> list:
+    """The window's words replaced by ``a``'s words ``i1..i2``; at an end of ``a`` (where the window runs on
+    past the chunk's text) only the few words right next to the matched part."""
+    width = 2 * (i2 - i1) + 3
+    if i2 == n and i1 > 0:
+        return wk[j1:min(j2, j1 + width)]
+    if i1 == 0 and i2 < n:
+        return wk[max(j1, j2 - width):j2]
+    return wk[j1:j2]
 
 
 def _found_by_chars(a_keys: list, w_keys: list, max_chars: int = 600) -> list[int]:
@@ -226,6 +415,34 @@ def _found_by_chars(a_keys: list, w_keys: list, max_chars: int = 600) -> list[in
             out.append(i)
         pos += len(k)
     return out
+
+
+def _found_nearby(own: Keyed, mask: list, other: Sequence[Keyed], centre: int, p: LabelParams) -> None:
+    """Runs of at least ``nearby_min_run`` words missing from the window that stand, in order, within
+    ``nearby`` chunks of it (a float or a table that pagination placed elsewhere) count as found. Single
+    words never do: a changed value or name stays a change."""
+    if not p.nearby or not p.nearby_min_run:
+        return
+    run_list, cur = [], []
+    for k, (ok, key) in enumerate(zip(mask, own.keys)):
+        if key and not ok:
+            cur.append(k)
+        elif key and cur:
+            run_list.append(cur)
+            cur = []
+    if cur:
+        run_list.append(cur)
+    run_list = [r for r in run_list if len(r) >= p.nearby_min_run]
+    if not run_list:
+        return
+    wk = [key for x in range(max(0, centre - p.nearby), min(len(other), centre + p.nearby + 1))
+          for key in other[x].keys if key]
+    for r in run_list:
+        sm = difflib.SequenceMatcher(None, [own.keys[k] for k in r], wk, autojunk=False)
+        for blk in sm.get_matching_blocks():
+            if blk.size >= 3:
+                for t in range(blk.a, blk.a + blk.size):
+                    mask[r[t]] = True
 
 
 def coverage(mask: Sequence[bool], keyed: Keyed) -> float:
@@ -250,6 +467,7 @@ def runs(keyed: Keyed, mask: Sequence[bool], limit: int = 12) -> list[str]:
     return out[:limit]
 
 
+# ------------------------------------------------------------------------------------------ rows
 @dataclass
 class Row:
     """One line of the comparison: chunk positions on each side (None = no counterpart) and the verdict."""
@@ -280,151 +498,159 @@ def _window(k: int, count: int, size: int, lo: int | None = None, hi: int | None
     return range(max(0, first), min(count, last + 1))
 
 
-def label_rows(texts_a: Sequence[str], texts_b: Sequence[str], pairs: Sequence[tuple], sims=None,
-               params: LabelParams | None = None, titles=()) -> list[Row]:
-    """Rows for an alignment (``pairs`` from :func:`thread_rag.compare.align.align`).
-
-    ``sims(i, j)``: cosine of two chunks (optional; recorded on aligned rows). ``titles``: the documents'
-    heading titles (cross-references that print them are normalised away, see :func:`ignore_pattern`)."""
-    p = params or LabelParams()
-    ignore = ignore_pattern(titles)
-    ka = [Keyed.of(t, ignore) for t in texts_a]
-    kb = [Keyed.of(t, ignore) for t in texts_b]
-    n, m = len(ka), len(kb)
-    rows: list[Row] = []
-    prev_anchor: list = [None] * len(pairs)
-    next_anchor: list = [None] * len(pairs)
+def _anchors(pairs: Sequence[tuple]) -> tuple[list, list]:
+    """For each position of ``pairs``: the nearest aligned pair before it and after it (None: none)."""
+    prev, nxt = [None] * len(pairs), [None] * len(pairs)
     last = None
     for k, pr in enumerate(pairs):
-        prev_anchor[k] = last
+        prev[k] = last
         if pr[0] is not None and pr[1] is not None:
             last = pr
     last = None
     for k in range(len(pairs) - 1, -1, -1):
-        next_anchor[k] = last
+        nxt[k] = last
         if pairs[k][0] is not None and pairs[k][1] is not None:
             last = pairs[k]
+    return prev, nxt
 
-    def label_for(ca: float, cb: float | None) -> str:
-        worst = ca if cb is None else min(ca, cb)
-        return SAME if worst >= p.same_min_coverage - 1e-9 else CHANGED
 
-    for k, (i, j) in enumerate(pairs):
-        if i is not None and j is not None:
-            pa, na = prev_anchor[k], next_anchor[k]
-            win_b = _window(j, m, p.window, pa and pa[1], na and na[1], cap=p.window + 2)
-            win_a = _window(i, n, p.window, pa and pa[0], na and na[0], cap=p.window + 2)
-            ma, _ = match_mask(ka[i], [kb[x] for x in win_b])
-            mb, _ = match_mask(kb[j], [ka[x] for x in win_a])
-            _found_nearby(ka[i], ma, kb, j, p)
-            _found_nearby(kb[j], mb, ka, i, p)
-            ca, cb = coverage(ma, ka[i]), coverage(mb, kb[j])
-            rows.append(Row(label_for(ca, cb), i, j, similarity=None if sims is None else round(float(sims(i, j)), 4),
-                            coverage_a=round(ca, 4), coverage_b=round(cb, 4), removed=runs(ka[i], ma),
-                            added=runs(kb[j], mb), mask_a=ma, mask_b=mb))
-            continue
-        pa, na = prev_anchor[k], next_anchor[k]
-        if i is not None:  # only in A: look for its words between the aligned neighbours' B chunks
-            own, other, cnt, side = ka[i], kb, m, 1
-        else:
-            own, other, cnt, side = kb[j], ka, n, 0
-        lo = pa[side] if pa else 0
-        hi = na[side] if na else cnt - 1
-        cand = list(range(lo, hi + 1)) if hi - lo + 1 <= p.max_gap_window else \
-            sorted(set(range(lo, min(lo + p.window + 1, cnt))) | set(range(max(hi - p.window, 0), hi + 1)))
-        cand = [x for x in cand if 0 <= x < cnt]
+class Labeller:
+    """Both threads keyed once (:func:`keyed_thread`): rows for an alignment, word diffs of pairs."""
+
+    def __init__(self, texts_a: Sequence[str], texts_b: Sequence[str], params: LabelParams | None = None,
+                 titles=()):
+        self.p = params or LabelParams()
+        ignore = ignore_pattern(titles)
+        self.ka, self.kb = keyed_thread(texts_a, ignore), keyed_thread(texts_b, ignore)
+        self.notes_a, self.notes_b = _Notes(self.ka), _Notes(self.kb)
+        # one version draws its tables with box characters, the other does not: cells in any order
+        self.tables_differ = any(any(k.cell) for k in self.ka) != any(any(k.cell) for k in self.kb)
+
+    def rows(self, pairs: Sequence[tuple], vectors: tuple | None = None) -> list[Row]:
+        """Rows for an alignment (``pairs`` from :func:`thread_rag.compare.align.align`). ``vectors``: the two
+        threads' chunk vectors (optional): cosine recorded on rows, moved text marked."""
+        unit = None if vectors is None else tuple(_unit(v) for v in vectors)
+        prev, nxt = _anchors(pairs)
+        rows = []
+        for k, (i, j) in enumerate(pairs):
+            row = self._pair(i, j, prev[k], nxt[k]) if i is not None and j is not None else \
+                self._gap(i, j, prev[k], nxt[k])
+            if unit is not None and row.a is not None and row.b is not None:
+                row.similarity = round(float(unit[0][row.a] @ unit[1][row.b]), 4)
+            rows.append(row)
+        if unit is not None:
+            self._mark_moved(rows, *unit)
+        return rows
+
+    def _found(self, own: Keyed, side: int, window: Sequence[int], centre: int) -> tuple[list, float]:
+        """Mask and coverage of ``own`` (a chunk of thread ``side``) against chunks ``window`` of the other
+        thread: in order in the window, in runs a few chunks away, footnotes anywhere."""
+        other, notes = (self.kb, self.notes_b) if side == 0 else (self.ka, self.notes_a)
+        mask = match_mask(own, [other[x] for x in window], self.tables_differ)
+        _found_nearby(own, mask, other, centre, self.p)
+        notes.find(own, mask)
+        return mask, coverage(mask, own)
+
+    def _label(self, *covs: float) -> str:
+        return SAME if min(covs) >= self.p.same_min_coverage - 1e-9 else CHANGED
+
+    def _pair(self, i: int, j: int, prev, nxt) -> Row:
+        w = self.p.window
+        win_b = _window(j, len(self.kb), w, prev and prev[1], nxt and nxt[1], cap=w + 2)
+        win_a = _window(i, len(self.ka), w, prev and prev[0], nxt and nxt[0], cap=w + 2)
+        ma, ca = self._found(self.ka[i], 0, win_b, j)
+        mb, cb = self._found(self.kb[j], 1, win_a, i)
+        return Row(self._label(ca, cb), i, j, coverage_a=round(ca, 4), coverage_b=round(cb, 4),
+                   removed=runs(self.ka[i], ma), added=runs(self.kb[j], mb), mask_a=ma, mask_b=mb)
+
+    def _gap(self, i: int | None, j: int | None, prev, nxt) -> Row:
+        """A chunk without counterpart: its words are looked for between its aligned neighbours' counterparts;
+        found (``changed_min_coverage``), it joins the neighbour it shares most words with (``merged``)."""
+        side = 0 if i is not None else 1
+        own, other = (self.ka[i], self.kb) if side == 0 else (self.kb[j], self.ka)
+        o = 1 - side
+        lo, hi = (prev[o] if prev else 0), (nxt[o] if nxt else len(other) - 1)
+        cand = list(range(lo, hi + 1)) if hi - lo + 1 <= self.p.max_gap_window else \
+            sorted(set(range(lo, min(lo + self.p.window + 1, len(other)))) |
+                   set(range(max(hi - self.p.window, 0), hi + 1)))
+        cand = [x for x in cand if 0 <= x < len(other)]
         mask, cov = [not key for key in own.keys], (1.0 if not own.words else 0.0)  # nothing to compare: no change
         if cand and own.words:
-            mask, _ = match_mask(own, [other[x] for x in cand])
-            _found_nearby(own, mask, other, (cand[0] + cand[-1]) // 2, p)
-            cov = coverage(mask, own)
-        if cand and cov >= p.changed_min_coverage:
+            mask, cov = self._found(own, side, cand, (cand[0] + cand[-1]) // 2)
+        if cand and cov >= self.p.changed_min_coverage:
             best = max(cand, key=lambda x: _shared(own, other[x]))  # the neighbour it shares most words with
-            a, b = (i, best) if i is not None else (best, j)
-            row = Row(label_for(cov, None), a, b, merged="a" if i is not None else "b",
-                      similarity=None if sims is None else round(float(sims(a, b)), 4))
+            a, b = (i, best) if side == 0 else (best, j)
+            row = Row(self._label(cov), a, b, merged="a" if side == 0 else "b")
         else:
-            row = Row(ONLY_A if i is not None else ONLY_B, i, j)
-        if i is not None:
+            row = Row(ONLY_A if side == 0 else ONLY_B, i, j)
+        if side == 0:
             row.coverage_a, row.mask_a, row.removed = round(cov, 4), mask, runs(own, mask)
         else:
             row.coverage_b, row.mask_b, row.added = round(cov, 4), mask, runs(own, mask)
-        rows.append(row)
-    return rows
+        return row
+
+    def _mark_moved(self, rows: list[Row], va: np.ndarray, vb: np.ndarray) -> None:
+        """An only-in-A chunk whose text stands, unchanged, at an only-in-B place (and vice versa) was moved:
+        the alignment is monotone, so it cannot pair them, but the rows point at each other."""
+        ra = [r for r in rows if r.label == ONLY_A]
+        rb = [r for r in rows if r.label == ONLY_B]
+        if not ra or not rb:
+            return
+        sub_b = vb[[r.b for r in rb]]
+        for s in range(0, len(ra), 256):  # blocks of rows: memory stays linear
+            sim = va[[r.a for r in ra[s:s + 256]]] @ sub_b.T
+            for off, row in enumerate(ra[s:s + 256]):
+                best = int(np.argmax(sim[off]))
+                other = rb[best]
+                if sim[off, best] < self.p.moved_min_similarity or other.moved is not None:
+                    continue
+                ka, kb = self.ka[row.a], self.kb[other.b]
+                covs = coverage(match_mask(ka, [kb], self.tables_differ), ka), \
+                    coverage(match_mask(kb, [ka], self.tables_differ), kb)
+                if self._label(*covs) == SAME:
+                    row.moved, other.moved = other.b, row.a
+
+    def diff(self, i: int, j: int, max_chars: int = 2000) -> str:
+        """Word-level diff of chunk ``i`` of A and chunk ``j`` of B: ``[-removed-]{+added+}`` inside the common
+        words (difflib on the content words; hidden text is shown as it stands in B, never as a change)."""
+        return inline_diff(self.ka[i], self.kb[j], max_chars)
 
 
-def _found_nearby(own: Keyed, mask: list, other: Sequence[Keyed], centre: int, p: LabelParams) -> None:
-    """Runs of at least ``nearby_min_run`` words missing from the window that stand, in order, within
-    ``nearby`` chunks of it (a footnote or a table that pagination placed elsewhere) count as found. Single
-    words never do: a changed value or name stays a change."""
-    if not p.nearby or not p.nearby_min_run:
-        return
-    run_list, cur = [], []
-    for k, (ok, key) in enumerate(zip(mask, own.keys)):
-        if key and not ok:
-            cur.append(k)
-        elif key and cur:
-            run_list.append(cur)
-            cur = []
-    if cur:
-        run_list.append(cur)
-    run_list = [r for r in run_list if len(r) >= p.nearby_min_run]
-    if not run_list:
-        return
-    wk = [key for x in range(max(0, centre - p.nearby), min(len(other), centre + p.nearby + 1))
-          for key in other[x].keys if key]
-    for r in run_list:
-        sm = difflib.SequenceMatcher(None, [own.keys[k] for k in r], wk, autojunk=False)
-        for blk in sm.get_matching_blocks():
-            if blk.size >= 3:
-                for t in range(blk.a, blk.a + blk.size):
-                    mask[r[t]] = True
+def _unit(v) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
 
 def _shared(x: Keyed, y: Keyed) -> int:
     return len({k for k in x.keys if k} & {k for k in y.keys if k})
 
 
-def mark_moved(rows: list[Row], texts_a, texts_b, vec_a, vec_b, params: LabelParams | None = None,
-               titles=()) -> None:
-    """An only-in-A chunk whose text stands, unchanged, at an only-in-B place (and vice versa) was moved:
-    the alignment is monotone, so it cannot pair them, but the rows point at each other."""
-    import numpy as np
-
-    p = params or LabelParams()
-    ra = [r for r in rows if r.label == ONLY_A]
-    rb = [r for r in rows if r.label == ONLY_B]
-    if not ra or not rb:
-        return
-    va = np.asarray(vec_a, dtype=np.float32)[[r.a for r in ra]]
-    vb = np.asarray(vec_b, dtype=np.float32)[[r.b for r in rb]]
-    va /= np.maximum(np.linalg.norm(va, axis=1, keepdims=True), 1e-12)
-    vb /= np.maximum(np.linalg.norm(vb, axis=1, keepdims=True), 1e-12)
-    for s in range(0, len(ra), 256):  # blocks of rows: memory stays linear
-        sim = va[s:s + 256] @ vb.T
-        for off, row in enumerate(ra[s:s + 256]):
-            best = int(np.argmax(sim[off]))
-            if sim[off, best] < p.moved_min_similarity or rb[best].moved is not None:
-                continue
-            other = rb[best]
-            ignore = ignore_pattern(titles)
-            ka, kb = Keyed.of(texts_a[row.a], ignore), Keyed.of(texts_b[other.b], ignore)
-            ma, _ = match_mask(ka, [kb])
-            mb, _ = match_mask(kb, [ka])
-            if min(coverage(ma, ka), coverage(mb, kb)) >= p.same_min_coverage - 1e-9:
-                row.moved, other.moved = other.b, row.a
+def label_rows(texts_a: Sequence[str], texts_b: Sequence[str], pairs: Sequence[tuple],
+               params: LabelParams | None = None, titles=(), vectors: tuple | None = None) -> list[Row]:
+    """Rows for an alignment: :meth:`Labeller.rows` for two threads' texts (``titles``: the documents'
+    heading titles, see :func:`ignore_pattern`)."""
+    return Labeller(texts_a, texts_b, params, titles).rows(pairs, vectors)
 
 
-def inline_diff(text_a: str, text_b: str, max_chars: int = 2000, ignore: re.Pattern | None = None) -> str:
-    """Word-level diff of two texts: ``[-removed-]{+added+}`` inside the common words (difflib)."""
-    a, b = Keyed.of(text_a, ignore), Keyed.of(text_b, ignore)
-    sm = difflib.SequenceMatcher(None, a.keys, b.keys, autojunk=False)
+def inline_diff(a: Keyed, b: Keyed, max_chars: int = 2000) -> str:
+    """Word-level diff of two keyed chunks: ``[-removed-]{+added+}`` inside B's text (difflib on the content
+    words, so punctuation and hidden text never show as changes; a table of contents the other chunk lacks
+    neither)."""
+    ia = [k for k, key in enumerate(a.keys) if key and not (a.toc[k] and not b.has_toc)]
+    ib = [k for k, key in enumerate(b.keys) if key and not (b.toc[k] and not a.has_toc)]
+    ak, bk = [a.keys[k] for k in ia], [b.keys[k] for k in ib]
     out: list[str] = []
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
-        if tag == "equal" or (tag == "replace" and "".join(a.keys[i1:i2]) == "".join(b.keys[j1:j2])):
-            out.append(" ".join(b.toks[j1:j2]))
-            continue
-        out.append(("[-" + " ".join(a.toks[i1:i2]) + "-]" if i2 > i1 else "")
-                   + ("{+" + " ".join(b.toks[j1:j2]) + "+}" if j2 > j1 else ""))
+    shown = 0  # B's tokens before this one are in ``out``
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ak, bk, autojunk=False).get_opcodes():
+        start = ib[j1] if j1 < len(ib) else len(b.toks)
+        end = ib[j2 - 1] + 1 if j2 > j1 else start
+        if tag == "equal" or "".join(ak[i1:i2]) == "".join(bk[j1:j2]):
+            out.append(" ".join(b.toks[shown:end]))
+        else:
+            out.append(" ".join(b.toks[shown:start]))
+            out.append(("[-" + " ".join(a.toks[ia[i1]:ia[i2 - 1] + 1]) + "-]" if i2 > i1 else "")
+                       + ("{+" + " ".join(b.toks[start:end]) + "+}" if j2 > j1 else ""))
+        shown = max(shown, end)
+    out.append(" ".join(b.toks[shown:]))
     text = " ".join(x for x in out if x)
     return text if len(text) <= max_chars else text[:max_chars].rstrip() + " ..."

@@ -12,8 +12,7 @@ from typing import Callable
 import numpy as np
 
 from .align import AlignParams, align, heading_ids
-from .labels import (CHANGED, LABELS, ONLY_A, ONLY_B, SAME, LabelParams, Row, heading_titles, inline_diff, label_rows,
-                     mark_moved, ignore_pattern)
+from .labels import CHANGED, LABELS, ONLY_A, ONLY_B, SAME, Labeller, LabelParams, Row, heading_key, heading_titles
 
 
 @dataclass
@@ -59,8 +58,6 @@ def focus_rows(rows: list[Row], a_chunks, b_chunks, a_pos: int | None, b_pos: in
                max_rows: int = 40) -> list[int]:
     """Row indices of the aligned region around the topic's hits: the hit's row, widened while the rows stay
     in the hit chunk's section (deepest heading) on either side, at least ``radius`` rows each way."""
-    from .labels import heading_key
-
     def section(r: Row) -> set:
         keys = set()
         if r.a is not None and a_chunks[r.a].heading_path:
@@ -101,13 +98,9 @@ def compare_sides(a: Side, b: Side, *, align_params: AlignParams | None = None,
     ha, hb = heading_ids([c.heading_path for c in a.chunks], [c.heading_path for c in b.chunks])
     pairs = align(a.vectors, b.vectors, ha, hb, ap)
     t1 = time.perf_counter()
-    va = a.vectors / np.maximum(np.linalg.norm(a.vectors, axis=1, keepdims=True), 1e-12)
-    vb = b.vectors / np.maximum(np.linalg.norm(b.vectors, axis=1, keepdims=True), 1e-12)
-    ta, tb = [c.text for c in a.chunks], [c.text for c in b.chunks]
-    titles = heading_titles([c.heading_path for c in a.chunks], [c.heading_path for c in b.chunks])
-    rows = label_rows(ta, tb, pairs, sims=lambda i, j: float(va[i] @ vb[j]), params=lp, titles=titles)
-    mark_moved(rows, ta, tb, a.vectors, b.vectors, lp, titles=titles)
-    ignore = ignore_pattern(titles)
+    labeller = Labeller([c.text for c in a.chunks], [c.text for c in b.chunks], lp,
+                        titles=heading_titles([c.heading_path for c in a.chunks], [c.heading_path for c in b.chunks]))
+    rows = labeller.rows(pairs, vectors=(a.vectors, b.vectors))
     t2 = time.perf_counter()
     chosen = list(range(len(rows)))
     focus_info = {}
@@ -116,34 +109,19 @@ def compare_sides(a: Side, b: Side, *, align_params: AlignParams | None = None,
         focus_info = {"a": None if focus[0] is None else a.chunks[focus[0]].chunk_id,
                       "b": None if focus[1] is None else b.chunks[focus[1]].chunk_id}
     out, counts = [], dict.fromkeys(LABELS, 0)
-    t_explain, explained = 0.0, 0
-    prev = -1
+    t_explain, explained, prev = 0.0, 0, -1
     for k in chosen:
         r = rows[k]
         counts[r.label] += 1
-        skipped, prev = k - prev - 1, k
-        show_text = r.label != SAME
-        d = {"label": r.label, "merged": r.merged,
-             "a": None if r.a is None else chunk_info(a.chunks[r.a], show_text),
-             "b": None if r.b is None else chunk_info(b.chunks[r.b], show_text),
-             "similarity": r.similarity, "coverage_a": r.coverage_a, "coverage_b": r.coverage_b}
-        if focus is not None and skipped:
-            d["skipped_before"] = skipped  # rows outside the topic's region(s) left out here
-        if r.label == CHANGED:
-            d["removed"], d["added"] = r.removed, r.added
-            if r.a is not None and r.b is not None:
-                d["diff"] = inline_diff(ta[r.a], tb[r.b], ignore=ignore)
-            d["unmatched_a"] = _unmatched(r.mask_a)
-            d["unmatched_b"] = _unmatched(r.mask_b)
-            if explain is not None and explained < explain_limit:
-                explained += 1
-                te = time.perf_counter()
-                d["explanation"] = explain(r, d["a"], d["b"])
-                t_explain += time.perf_counter() - te
-        if r.label in (ONLY_A, ONLY_B):
-            if r.moved is not None:
-                d["moved_to" if r.label == ONLY_A else "moved_from"] = (
-                    b.chunks[r.moved].chunk_id if r.label == ONLY_A else a.chunks[r.moved].chunk_id)
+        d = row_dict(r, a, b, labeller)
+        if focus is not None and k - prev > 1:
+            d["skipped_before"] = k - prev - 1  # rows outside the topic's region(s) left out here
+        prev = k
+        if r.label == CHANGED and explain is not None and explained < explain_limit:
+            explained += 1
+            te = time.perf_counter()
+            d["explanation"] = explain(r, d["a"], d["b"])
+            t_explain += time.perf_counter() - te
         out.append(d)
     timings = {"align_ms": round((t1 - t0) * 1000, 1), "label_ms": round((t2 - t1) * 1000, 1)}
     if explain is not None:
@@ -153,3 +131,26 @@ def compare_sides(a: Side, b: Side, *, align_params: AlignParams | None = None,
                       timings_ms=timings,
                       settings={"match_min": ap.match_min, "gap": ap.gap, "heading_bonus": ap.heading_bonus,
                                 "same_min_coverage": lp.same_min_coverage})
+
+
+def row_dict(r: Row, a: Side, b: Side, labeller: Labeller) -> dict:
+    """One row as JSON: the label and both chunks (with their text unless same); changed rows add the words
+    found on one side only, a word diff and the unmatched token positions; only-in rows whose text stands
+    elsewhere say where (``moved_to`` / ``moved_from``)."""
+    show_text = r.label != SAME
+    d = {"label": r.label, "merged": r.merged,
+         "a": None if r.a is None else chunk_info(a.chunks[r.a], show_text),
+         "b": None if r.b is None else chunk_info(b.chunks[r.b], show_text),
+         "similarity": r.similarity, "coverage_a": r.coverage_a, "coverage_b": r.coverage_b}
+    if r.label == CHANGED:
+        d["removed"], d["added"] = r.removed, r.added
+        if r.a is not None and r.b is not None:
+            d["diff"] = labeller.diff(r.a, r.b)
+        d["unmatched_a"] = _unmatched(r.mask_a)
+        d["unmatched_b"] = _unmatched(r.mask_b)
+    if r.label in (ONLY_A, ONLY_B) and r.moved is not None:
+        if r.label == ONLY_A:
+            d["moved_to"] = b.chunks[r.moved].chunk_id
+        else:
+            d["moved_from"] = a.chunks[r.moved].chunk_id
+    return d

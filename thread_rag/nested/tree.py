@@ -127,8 +127,9 @@ class NestedIndex:
     def path(self, serial: int, gen: int) -> Path:
         return self.engine.home / "trees" / f"DOC{serial}.g{gen}.json"
 
-    def build(self, serial: int, gen: int, chunks, vecs: np.ndarray | None = None) -> dict:
-        """Build and persist the tree of one document generation (vectors from the store if not given)."""
+    def build(self, serial: int, gen: int, chunks, vecs: np.ndarray | None = None, persist: bool = True) -> dict:
+        """Build the tree of one document generation (vectors from the store if not given); indexing persists
+        it under the write lock, a reader (``load``) keeps it in memory only."""
         t0 = time.perf_counter()
         if vecs is None:
             _, vecs = self.engine.store.load(serial, gen, with_embeddings=True)
@@ -138,14 +139,15 @@ class NestedIndex:
         nv = node_vectors(np.asarray(vecs, np.float32), nodes)
         stats = tree_stats(nodes)
         stats["build_seconds"] = round(time.perf_counter() - t0, 4)
-        p = self.path(serial, gen)
-        import io
+        if persist:
+            p = self.path(serial, gen)
+            import io
 
-        buf = io.BytesIO()
-        np.save(buf, nv)
-        atomic_write_bytes(p.with_suffix(".npy"), buf.getvalue())
-        atomic_write_json(p, {"format": 1, "doc_id": format_doc_id(serial), "generation": gen, "stats": stats,
-                              "nodes": nodes}, indent=None)
+            buf = io.BytesIO()
+            np.save(buf, nv)
+            atomic_write_bytes(p.with_suffix(".npy"), buf.getvalue())
+            atomic_write_json(p, {"format": 1, "doc_id": format_doc_id(serial), "generation": gen, "stats": stats,
+                                  "nodes": nodes}, indent=None)
         self._loaded[(serial, gen)] = (nodes, nv)
         return stats
 
@@ -157,7 +159,9 @@ class NestedIndex:
                 rec = self.engine.document(serial)
                 if rec.chunk_count < 1:
                     raise ThreadRagError(f"{rec.doc_id} has no chunks")
-                self.build(serial, gen, self.engine.thread(serial).chunks)
+                # small documents get no tree at index time (NESTED_MIN_CHUNKS), a lost file none either: build
+                # it in memory; readers never write
+                self.build(serial, gen, self.engine.thread(serial).chunks, persist=False)
             else:
                 data = json.loads(p.read_text())
                 self._loaded[key] = (data["nodes"], np.load(p.with_suffix(".npy")))

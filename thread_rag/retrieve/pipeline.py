@@ -78,6 +78,7 @@ class Retriever:
         self._index: SearchIndex | None = None
         self._reranker = None
         self._reranker_checked = False
+        self._recomputed: dict = {}  # (serial, generation) -> token vectors of a document whose cache file is lost
 
     # -- index lifecycle ---------------------------------------------------------------------
     @property
@@ -112,13 +113,20 @@ class Retriever:
 
     def doc_tokens(self, serial: int, generation: int, position: int) -> np.ndarray:
         cache = self.engine.token_cache
-        if not cache.exists(serial, generation):  # a miss is recomputed and saved, never skipped
-            chunks = self.engine.thread(serial).chunks
+        if cache.exists(serial, generation):
+            return cache.get(serial, generation, position)
+        # a lost cache file (doctor reports it) is recomputed in memory, never skipped, and never written
+        # here: readers read, only indexing writes under the lock
+        key = (serial, generation)
+        if key not in self._recomputed:
             from ..ingest import text_for_embedding
 
-            _, toks = self.engine.embedder.embed_with_tokens([text_for_embedding(c.text) for c in chunks])
-            cache.write(serial, generation, toks)
-        return cache.get(serial, generation, position)
+            if len(self._recomputed) >= 8:
+                self._recomputed.clear()
+            chunks = self.engine.thread(serial).chunks
+            self._recomputed[key] = self.engine.embedder.embed_with_tokens(
+                [text_for_embedding(c.text) for c in chunks])[1]
+        return self._recomputed[key][position]
 
     # -- search ------------------------------------------------------------------------------
     def search(self, query: str, doc_id: str | None = None, k: int | None = None, pages: tuple | None = None,

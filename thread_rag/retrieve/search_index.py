@@ -71,7 +71,17 @@ class SearchIndex:
                 return cls._load(root, committed, manifest)
             except (OSError, ValueError, KeyError):
                 pass  # rebuild below
-        return cls.build(root, engine, committed, hnsw_threshold)
+        from ..atomic import file_lock
+
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with file_lock(root.parent / "index.lock"):  # one process rebuilds; the others wait, then load its result
+            manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
+            if manifest and manifest.get("committed") == want and manifest.get("hnsw_threshold") == hnsw_threshold:
+                try:
+                    return cls._load(root, committed, manifest)
+                except (OSError, ValueError, KeyError):
+                    pass
+            return cls.build(root, engine, committed, hnsw_threshold)
 
     @classmethod
     def _load(cls, root: Path, committed, manifest) -> "SearchIndex":
