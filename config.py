@@ -11,7 +11,8 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 # ALLOWED_ROOTS = []               # folders the agent may index from ([] = current dir + data dir)
 
 # --- models (all offline; nothing is downloaded at run time) ---
-# EMBEDDER_MODEL = "packaged:all-MiniLM-L6-v2"   # or a local sentence-transformers directory
+# EMBEDDER_MODEL = "packaged:all-MiniLM-L6-v2"   # | "packaged:bge-small-en-v1.5" (INT8 ONNX, no torch) | a local
+#                                  # sentence-transformers directory; a store remembers its embedder: re-index to switch
 # EMBEDDER_DTYPE = "auto"          # auto picks bfloat16 on CPUs with AVX512-BF16/AMX, else float32
 # MAIN_MODEL = "qwen2.5-coder-1.5b" # embedded GGUF, or an Ollama model name with CHAT_BACKEND = "ollama"
 # CHAT_BACKEND = "auto"            # auto | embedded | ollama  (auto: Ollama if OLLAMA_HOST answers)
@@ -22,7 +23,7 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 
 # --- chunking ---
 # CHUNK_STRATEGY = "sentence"      # sentence | semantic | parent_child
-# CHUNK_TOKENS = 200               # in embedder (MiniLM word-piece) tokens
+# CHUNK_TOKENS = 200               # in embedder word pieces; must fit the embedder (MiniLM 254, bge-small 510)
 # CHUNK_OVERLAP = 32
 
 # --- retrieval ---
@@ -31,7 +32,9 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 # DENSE_WEIGHT = 1.0
 # BM25_WEIGHT = 1.0
 # STAGE2 = True                    # MaxSim rescoring from the int8 token cache
-# RERANKER = "none"                # none | llm | /path/to/cross-encoder
+# RERANKER = "none"                # none | "packaged:ms-marco-MiniLM-L-12-v2" (INT8 ONNX) | llm | /path/to/cross-encoder
+# STAGE3_K = 20                    # candidates the reranker reads
+# RERANK_MAX_TOKENS = 256          # (query, passage) pairs truncated to this
 # EARLY_EXIT_MARGIN = 0.15
 # SEARCH_K = 5
 

@@ -55,3 +55,17 @@ def test_suite_quick_variant(tmp_path):
             assert r["questions"] == 1 and 0 <= r["f1"] <= 1 and (r["refusal_rate"] == 1.0 or r["tokens_in"] > 0)
         assert f"### {x['dataset']} (suite)" in md
     assert "| walk | 1 |" in md
+
+
+def test_embedders_bench_alternates_both_packaged_embedders():
+    from conftest import DOCS
+    from thread_rag.bench.ingest import run_embedders_bench
+    from thread_rag.settings import load_settings
+
+    out = run_embedders_bench(load_settings({}, env={}, config_file=False), str(DOCS / "03-searching.md"), rounds=1)
+    e = out["embedders"]
+    assert set(e) == {"packaged:all-MiniLM-L6-v2", "packaged:bge-small-en-v1.5"} and out["chunks"] > 0
+    assert all(len(v["chunks_per_s"]) == 1 and v["median_chunks_per_s"] > 0 and v["median_query_ms"] > 0
+               for v in e.values())
+    assert out["bge_ingest_speed_vs_minilm"] == round(e["packaged:bge-small-en-v1.5"]["median_chunks_per_s"] /
+                                                       e["packaged:all-MiniLM-L6-v2"]["median_chunks_per_s"], 3)

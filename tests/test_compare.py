@@ -13,9 +13,28 @@ import pytest
 from rich.console import Console
 
 from conftest import write
-from thread_rag.compare.align import AlignParams, align, align_full, heading_ids, path_score
+from thread_rag.compare import align as align_mod
+from thread_rag.compare.align import AlignParams, align, heading_ids
 from thread_rag.compare.labels import (CHANGED, ONLY_A, ONLY_B, SAME, Keyed, Labeller, ignore_pattern, keyed_thread,
-                                       label_rows, match_mask, tokens)
+                                       label_rows, match_mask, tokens, word_key)
+
+
+def align_full(vec_a, vec_b, heads_a=None, heads_b=None, params: AlignParams | None = None) -> tuple[list, float]:
+    """The alignment objective solved with the whole n x m table (the reference for Hirschberg; small inputs)."""
+    prob = align_mod._prepare(vec_a, vec_b, heads_a, heads_b, params)
+    return prob.full(np.arange(len(prob.a)), np.arange(len(prob.b)))
+
+
+def path_score(vec_a, vec_b, pairs: list, heads_a=None, heads_b=None, params: AlignParams | None = None) -> float:
+    """The objective's value for a given alignment."""
+    prob = align_mod._prepare(vec_a, vec_b, heads_a, heads_b, params)
+    score = 0.0
+    for i, j in pairs:
+        if i is None or j is None:
+            score -= prob.p.gap
+        else:
+            score += float(prob.weights(np.array([i]), np.array([j]))[0, 0])
+    return score
 
 
 def bow(texts, dim: int = 512) -> np.ndarray:
@@ -141,14 +160,17 @@ def test_running_headers_stay_on_their_line_and_need_a_section_number_with_a_dot
     a = "The list of partitions might look like this:\nSCSI1 (0,0,0) (sda) - 6.4 GB WDC AC36400L #1 primary"
     assert labels_of([a], [a.replace("AC36400L", "AC99999X")], [(0, 0)]) == [CHANGED]  # a listing, no header
     h = "It can be used to netboot.\nAPPENDIX A. INSTALLATION HOWTO\nA.2.4 Booting from hard disk\nIt is possible."
+    h += "\nMore text.\nAPPENDIX A. INSTALLATION HOWTO\nAnd more."  # the header repeats (another page)
     assert labels_of([h], [h.replace("A.2.4", "A.2.5")], [(0, 0)]) == [CHANGED]  # the next line is no header
+    assert labels_of([h], [h.replace("APPENDIX A. INSTALLATION HOWTO\n", "")], [(0, 0)]) == [SAME]
 
 
 def test_running_header_cut_by_a_chunk_boundary_is_not_a_change():
     pdf = ["Only be done with care. APPENDIX B. AUTOMATING THE INSTALLATION … B.2.",
-           "AUTOMATING THE INSTALLATION … B.2. USING PRESEEDING The preconfiguration file is read first."]
-    txt = ["Only be done with care.", "The preconfiguration file is read first."]
-    assert labels_of(pdf, txt, [(0, 0), (1, 1)]) == [SAME, SAME]
+           "AUTOMATING THE INSTALLATION … B.2. USING PRESEEDING The preconfiguration file is read first.",
+           "It is read by the installer.\nAPPENDIX B. AUTOMATING THE INSTALLATION … B.2. USING PRESEEDING"]
+    txt = ["Only be done with care.", "The preconfiguration file is read first.", "It is read by the installer."]
+    assert labels_of(pdf, txt, [(0, 0), (1, 1), (2, 2)]) == [SAME, SAME, SAME]
 
 
 def test_cross_reference_with_a_one_word_title():
@@ -175,6 +197,79 @@ def test_word_diff_never_shows_hidden_text():
     res = compare_sides(Side("A", "a", [chunks[0]], bow([a])), Side("B", "b", [chunks[1]], bow([b])))
     (row,) = res.rows
     assert row["label"] == CHANGED and "[-512-]{+1024+}" in row["diff"] and "Loading" not in row["diff"]
+
+
+STEPS = ["1. Open the lid", "2. Remove the battery", "3. Unplug the cable", "4. Replace the fan"]
+
+
+def test_a_deleted_procedure_step_is_a_change():
+    a = "To replace the fan:\n" + "\n".join(STEPS)
+    b = "To replace the fan:\n" + "\n".join(s for s in STEPS if not s.startswith("2."))
+    (row,) = label_rows([a], [b], [(0, 0)])
+    assert row.label == CHANGED and row.removed == ["2. Remove the battery"]
+    # the steps are a procedure, not a table of contents: no evidence (heading, nested numbers, page numbers)
+    assert not any(Keyed.of(a).toc)
+
+
+def test_a_deleted_procedure_is_a_change():
+    intro, outro = "To replace the fan, switch the machine off first.", "Close the lid and switch it on again."
+    a = [intro + "\n" + "\n".join(STEPS), outro]
+    b = [intro, outro]
+    assert labels_of(a, b, [(0, 0), (1, 1)]) == [CHANGED, SAME]
+    # the procedure in a chunk of its own, without counterpart: only in A, not "cut elsewhere"
+    a = [intro, "\n".join(STEPS), outro]
+    assert labels_of(a, b, [(0, 0), (1, None), (2, 1)]) == [SAME, ONLY_A, SAME]
+
+
+def test_what_makes_a_table_of_contents():
+    def toc(text):
+        k = Keyed.of(text)
+        return [t for t, x in zip(k.toks, k.toc) if x]
+
+    assert toc("Contents\n" + "\n".join(STEPS)) == " ".join(STEPS).split()  # a Contents heading just before
+    assert toc("Table of Contents\n1. Welcome\n2. Requirements") == ["1.", "Welcome", "2.", "Requirements"]
+    assert toc("2.4. Media\n2.4.1. USB Stick\n2.5. Memory") == ["2.4.", "Media", "2.4.1.", "USB", "Stick", "2.5.",
+                                                                 "Memory"]  # nested numbers
+    paged = "1. Welcome ..... 1\n2. System Requirements ..... 5\n3. Before Installing 10"
+    assert toc(paged) == paged.split()  # page numbers and dot leaders
+    assert toc(paged.replace(" .....", "")) == paged.replace(" .....", "").split()  # page numbers: 1, 5, 10
+    assert toc("1. Set the volume to 5\n2. Set the brightness to 3") == []  # steps that end with a value
+    assert toc("1. Set the volume to 5\n2. Wait 9\n3. Set the brightness to 3") == []  # not page order
+    assert toc("Read the table of contents.\n1. Open the lid\n2. Remove the battery") == []  # no heading line
+
+
+def test_table_of_contents_running_to_the_end_of_the_text():
+    (k,) = keyed_thread(["Contents\n2.1. Intro\n2.2. Setup\n2.3. a b c d e f g h i j k l"])
+    assert all(k.toc[1:])
+
+
+def test_decimal_points_and_minus_signs_belong_to_the_number():
+    assert word_key("1.5") == "1.5" and word_key("15") == "15"
+    assert word_key("-5") == "-5" and word_key("(-5),") == "-5" and word_key("\u22125") == "-5"
+    assert word_key("10.0.0.1.") == "10.0.0.1" and word_key("100.0.1") == "100.0.1"
+    assert word_key("1,000,") == "1,000" and word_key("2.4.5.") == "2.4.5"
+    assert word_key("“preseed”;") == "preseed" and word_key("in-staller") == "installer"  # rendering, as before
+    for a, b in (("Wait 1.5 s before you press the key.", "Wait 15 s before you press the key."),
+                 ("Set the offset to -5 here.", "Set the offset to 5 here."),
+                 ("Ping 10.0.0.1 to test it.", "Ping 100.0.1 to test it."),
+                 ("It costs 1,5 units.", "It costs 15 units.")):
+        assert labels_of([a], [b], [(0, 0)]) == [CHANGED], (a, b)
+
+
+def test_a_running_header_repeats_and_contents_in_a_sentence_is_a_word():
+    a = "Type the new password twice.\n3.2. SET THE ROOT PASSWORD TO ADMIN\nThen reboot the machine."
+    assert labels_of([a], [a.replace("ADMIN", "SECRET")], [(0, 0)]) == [CHANGED]  # once: content, not a header
+    s = "Check the\nCONTENTS of the archive before you unpack it."
+    assert labels_of([s], [s.replace("CONTENTS ", "")], [(0, 0)]) == [CHANGED]
+    assert labels_of(["See CONTENTS first."], ["See first."], [(0, 0)]) == [CHANGED]
+    # a header on every page of a PDF (and one printed beside it on the same line once) is rendering
+    head = "\nAPPENDIX B. AUTOMATING THE INSTALLATION … B.4. CONTENTS OF THE FILE"
+    txt = [f"Body text of page {k} goes on here and ends." for k in range(4)]
+    pdf = [txt[0] + head, txt[1] + head, txt[2] + "\nAPPENDIX B. AUTOMATING THE INSTALLATION … B.3. CREATING A FILE",
+           txt[3]]
+    assert labels_of(pdf, txt, [(k, k) for k in range(4)]) == [SAME] * 4
+    assert labels_of(pdf, txt[:1] + ["Body text of page 7 goes on here and ends."] + txt[2:],
+                     [(k, k) for k in range(4)]) == [SAME, CHANGED, SAME, SAME]
 
 
 def test_heading_ids_ignore_numbering_and_break_ties():
@@ -236,6 +331,20 @@ def test_bad_vectors_are_rejected():
 # ------------------------------------------------------------------- real documents, real embedder
 V1 = """# Install Guide
 
+## Introduction
+
+This guide explains how to install the system on a personal computer. Read it once before you begin, and keep
+it at hand while the installer runs.
+
+## Getting the Media
+
+Download the image for your architecture from the project's web site and write it to a USB stick or a disc.
+
+## Verifying the Image
+
+Compare the checksum of the downloaded image with the published list. A wrong checksum means a damaged
+download: fetch the image again.
+
 ## Requirements
 
 You need a computer with at least 2 GB of memory and a network connection. Check that the firmware of the
@@ -255,6 +364,33 @@ the gateway and the name servers by hand when the installer asks for them.
 
 After the installation the boot loader starts the new system. Remove the installation medium and reboot the
 machine; log in with the user name and password chosen during the installation.
+
+## Localisation
+
+Choose the language, the country and the keyboard layout at the start. They decide the default time zone and
+the language of the installed system.
+
+## Upgrading
+
+Later releases are installed with the package manager: update the package lists, then upgrade the whole
+system, then reboot into the new kernel.
+
+## Troubleshooting
+
+If the installer stops, switch to the second console and read the log file. Most problems come from missing
+firmware or a damaged installation image.
+"""
+PRINTER = """# Printer Manual
+
+## Loading Paper
+
+Open the paper tray, fan the stack of sheets and slide it under the guides. The tray holds 250 sheets of plain
+A4 paper; do not fill it above the mark.
+
+## Replacing the Toner
+
+When the status light blinks orange, lift the front cover, pull the old toner cartridge out and shake the new
+one gently before you push it in.
 """
 V2 = (V1.replace("at least 512 MB of space", "at least 1024 MB of space")
       .replace("## Booting", "## Secure Boot\n\nSecure boot needs a signed shim. Enroll the distribution key in the "
@@ -263,18 +399,20 @@ V2 = (V1.replace("at least 512 MB of space", "at least 1024 MB of space")
 
 @pytest.fixture(scope="module")
 def pair_home(tmp_path_factory, embedder):
-    """Two versions of a small guide, indexed once with the real embedder (DOC1 = v1, DOC2 = v2)."""
+    """Two versions of a small guide and an unrelated manual, indexed once with the real embedder (DOC1 = v1,
+    DOC2 = v2, DOC3 = a printer manual)."""
     from thread_rag.engine import Engine
     from thread_rag.settings import load_settings
 
     root = tmp_path_factory.mktemp("compare")
     v1 = write(root / "v1" / "guide.md", V1)
     v2 = write(root / "v2" / "guide.md", V2)
+    printer = write(root / "printer" / "printer.md", PRINTER)
     settings = load_settings({"HOME": str(root / "home"), "CACHE_PATH": str(root / "cache"), "CHUNK_TOKENS": 80,
                               "CHUNK_OVERLAP": 8, "CHUNK_MIN_TOKENS": 16},  # a chunk per section
                              env={}, config_file=False)
     engine = Engine(settings, embedder=embedder)
-    assert [r.status for r in engine.index_paths([v1, v2])] == ["indexed", "indexed"]
+    assert [r.status for r in engine.index_paths([v1, v2, printer])] == ["indexed"] * 3
     return root, settings
 
 
@@ -315,7 +453,35 @@ def test_topic_keeps_the_region_around_the_hits(pair_engine):
     assert res["topic"] and res["focus"]["b"] is not None
     assert any(r["label"] == ONLY_B for r in res["rows"])
     full = tools.compare_documents(pair_engine, "DOC1", "DOC2")
-    assert 0 < len(res["rows"]) <= len(full["rows"])
+    assert 0 < len(res["rows"]) < len(full["rows"])  # a 13-section guide: the region is a part of it
+    skipped = sum(r.get("skipped_before", 0) + r.get("skipped_after", 0) for r in res["rows"])
+    assert skipped > 0 and len(res["rows"]) + skipped == len(full["rows"])  # every left-out row is accounted for
+    assert res["rows"][-1].get("skipped_after")  # the guide goes on after the region: said, not silently cut
+    buf = io.StringIO()
+    from thread_rag.compare.view import render_comparison
+
+    render_comparison(Console(file=buf, width=140), res)
+    assert "rows outside the topic's region" in buf.getvalue()
+
+
+def test_a_topic_below_the_relevance_floor_is_said_not_shown(pair_engine):
+    """A topic one document does not treat: one clear line instead of the region around an unrelated hit;
+    neither document treats it: a one-line error."""
+    from thread_rag import tools
+    from thread_rag.compare.view import render_comparison
+    from thread_rag.errors import ThreadRagError
+
+    res = tools.compare_documents(pair_engine, "DOC1", "DOC3", topic="guided partitioning of the root partition")
+    assert res["topic_missing"] == ["DOC3"] and res["focus"]["b"] is None and res["focus"]["a"] is not None
+    assert res["note"] == "nothing about 'guided partitioning of the root partition' in DOC3"
+    assert any(r["a"] and r["a"]["heading_path"][-1] == "Partitioning" for r in res["rows"])
+    buf = io.StringIO()
+    render_comparison(Console(file=buf, width=140), res)
+    assert "nothing about 'guided partitioning of the root partition' in DOC3" in buf.getvalue()
+    with pytest.raises(ThreadRagError, match="nothing about 'chocolate cake with cherries' in DOC1 or DOC2"):
+        tools.compare_documents(pair_engine, "DOC1", "DOC2", topic="chocolate cake with cherries")
+    full = tools.compare_documents(pair_engine, "DOC1", "DOC2", topic="guided partitioning of the root partition")
+    assert "note" not in full and full["topic_missing"] == []  # both documents treat it
 
 
 def test_cli_compare_json_text_and_one_line_errors(pair_home, capsys):
@@ -404,6 +570,91 @@ def test_agent_tool_argument_validation_and_intent(pair_engine):
     ans = Agent(pair_engine, chat_model=model).ask(text)
     assert ans.tool_trace[0]["tool"] == "compare_documents" and ans.tool_trace[0]["ok"]
     assert "changed: DOC1_" in ans.answer and "-512" in ans.answer and "+1024" in ans.answer
+
+
+def test_documents_indexed_with_different_embedders_are_not_compared(pair_engine, monkeypatch):
+    from dataclasses import replace
+
+    from thread_rag import tools
+    from thread_rag.errors import EmbedderMismatchError
+
+    real = pair_engine.document
+    stored = {"DOC1": "packaged:all-MiniLM-L6-v2", "DOC2": "packaged:bge-small-en-v1.5"}
+    monkeypatch.setattr(pair_engine, "document", lambda d: replace(real(d), embedder=stored[real(d).doc_id]))
+    with pytest.raises(EmbedderMismatchError) as err:
+        tools.compare_documents(pair_engine, "DOC1", "DOC2")
+    msg = str(err.value)
+    assert "\n" not in msg and "DOC1" in msg and "DOC2" in msg
+    assert "packaged:all-MiniLM-L6-v2" in msg and "packaged:bge-small-en-v1.5" in msg
+    assert f"thread-rag index {real('DOC2').path}" in msg
+    stored["DOC1"] = ""  # a record written before the recipe was stored: the packaged MiniLM
+    with pytest.raises(EmbedderMismatchError):
+        tools.compare_documents(pair_engine, "DOC1", "DOC2")
+    stored["DOC2"] = "packaged:all-MiniLM-L6-v2"
+    assert tools.compare_documents(pair_engine, "DOC1", "DOC2")["counts"]["changed"] == 1
+
+
+def test_explain_limit_counts_the_rows_the_view_shows():
+    """``--explain --limit N`` explains the changed rows among the N changed-or-only rows shown, no others."""
+    from thread_rag.compare.run import Side, compare_sides
+    from thread_rag.compare.view import comparison_table
+
+    a = P[:4]
+    b = [NEW, P[0], P[1], P[2].replace("512 MB", "1024 MB"), P[3]]
+
+    def side(doc, texts):
+        chunks = [type("C", (), dict(chunk_id=f"{doc}_{k:03d}", text=t, heading_path=[], page_start=None,
+                                     page_end=None, pages_label=""))() for k, t in enumerate(texts)]
+        return Side(doc, doc.lower(), chunks, bow(texts))
+
+    asked = []
+
+    def explain(row, x, y):
+        asked.append((row.a, row.b))
+        return "The minimum grows."
+
+    sa, sb = side("DOC1", a), side("DOC2", b)
+    res = compare_sides(sa, sb, explain=explain, explain_limit=1, explain_within=1)
+    assert [r["label"] for r in res.rows] == [ONLY_B, SAME, SAME, CHANGED, SAME]
+    assert asked == [] and res.counts["explained"] == 0  # the one row shown is the only-in-B row
+    res = compare_sides(sa, sb, explain=explain, explain_limit=2, explain_within=2)
+    assert asked == [(2, 3)] and res.counts["explained"] == 1
+    table, left_out = comparison_table({"doc_a": sa.info(), "doc_b": sb.info(), "rows": res.rows}, limit=2,
+                                       show_same=True)
+    assert left_out == 0  # with --all the same rows are shown but never count against --limit
+
+
+def test_cli_explain_limit_is_the_view_limit(pair_home, monkeypatch, capsys):
+    from thread_rag import tools
+    from thread_rag.cli import main
+
+    real, seen = tools.compare_documents, {}
+
+    def spy(engine, a, b, **kw):
+        seen.update(kw)
+        return real(engine, a, b, **{**kw, "explain": False})  # no model here: only the arguments are checked
+
+    monkeypatch.setattr(tools, "compare_documents", spy)
+    assert main(["--data-dir", str(pair_home[1].home), "compare", "DOC1", "DOC2", "--explain", "--limit", "1"]) == 0
+    assert seen["explain"] and seen["explain_limit"] == 1 and seen["explain_within"] == 1
+    capsys.readouterr()
+
+
+def test_compare_intent_finds_the_topic_before_the_documents():
+    from thread_rag.agent.intent import arguments, candidate
+
+    docs = {"doc_a": "DOC1", "doc_b": "DOC2"}
+    for text, topic in (("How does partitioning differ between DOC1 and DOC2?", "partitioning"),
+                        ("How do the network settings differ in DOC1 and DOC2?", "network settings"),
+                        ("What are the differences in secure boot between DOC1 and DOC2?", "secure boot"),
+                        ("What changed in the boot loader between DOC1 and DOC2?", "boot loader"),
+                        ("Compare the partitioning in DOC1 and DOC2", "partitioning"),
+                        ("What changed between DOC1 and DOC2 about partitioning?", "partitioning")):
+        assert candidate(text) == "compare_documents", text
+        assert arguments("compare_documents", text) == {**docs, "topic": topic}, text
+    for text in ("What are the differences between DOC1 and DOC2?", "Compare DOC1 and DOC2",
+                 "What changed between DOC1 and DOC2?", "How does it differ between DOC1 and DOC2?"):
+        assert arguments("compare_documents", text) == docs, text
 
 
 # ---------------------------------------------------------------------- the benchmark's ground truth

@@ -80,3 +80,15 @@ def test_chunk_size_must_fit_the_embedder_window():
         load_settings({"CHUNK_TOKENS": 600, "EMBEDDER_MODEL": "packaged:bge-small-en-v1.5"}, env={}, config_file=False)
     with pytest.raises(SettingsError, match="RERANKER"):
         load_settings({"RERANKER": "packaged:ms-marco-MiniLM-L6-v2"}, env={}, config_file=False)
+
+
+def test_packaged_model_names_are_checked_per_role_up_front():
+    from thread_rag.errors import SettingsError
+    from thread_rag.settings import load_settings
+
+    with pytest.raises(SettingsError, match="EMBEDDER_MODEL='packaged:bge-small'"):
+        load_settings({"EMBEDDER_MODEL": "packaged:bge-small"}, env={}, config_file=False)
+    with pytest.raises(SettingsError, match="RERANKER"):  # an embedder is not a reranker
+        load_settings({"RERANKER": "packaged:bge-small-en-v1.5"}, env={}, config_file=False)
+    with pytest.raises(SettingsError, match=r"unknown setting COLBERT_MODEL \(removed: "):
+        load_settings({"COLBERT_MODEL": "/models/colbert"}, env={}, config_file=False)

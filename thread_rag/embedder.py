@@ -20,6 +20,7 @@ from .errors import ModelUnavailableError
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 PACKAGED_BGE = "packaged:bge-small-en-v1.5"
 BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
+PACKAGED_EMBEDDERS = (PACKAGED_MINILM, PACKAGED_BGE)
 
 
 def offline_hub() -> None:
@@ -209,9 +210,6 @@ class SentenceTransformerEmbedder:
         """Query vectors (MiniLM: the same encoding as passages)."""
         return self.embed(texts)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_queries([text])[0]
-
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         """Sentence vectors and per-token vectors (both L2-normalised) from one forward pass.
 
@@ -236,9 +234,6 @@ class SentenceTransformerEmbedder:
             te = te / np.maximum(np.linalg.norm(te, axis=1, keepdims=True), 1e-12)
             toks.append(te.astype(np.float32))
         return sent, toks
-
-    def embed_query_tokens(self, text: str) -> np.ndarray:
-        return self.embed_with_tokens([text])[1][0]
 
 
 class OnnxEmbedder:
@@ -277,9 +272,6 @@ class OnnxEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed([BGE_QUERY_PREFIX + t for t in texts])
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_queries([text])[0]
-
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         """CLS vectors and per-token vectors (without [CLS]/[SEP]) from one forward pass."""
         if not texts:
@@ -288,9 +280,6 @@ class OnnxEmbedder:
         sent = _unit(np.stack([h[0] for h, _ in hidden]))
         toks = [_unit(h[1:n - 1] if n > 2 else h[:n]) for h, n in hidden]
         return sent, toks
-
-    def embed_query_tokens(self, text: str) -> np.ndarray:
-        return self.embed_with_tokens([text])[1][0]
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

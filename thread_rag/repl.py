@@ -208,7 +208,8 @@ class Repl:
         topic = " ".join(words[2:]) or None
         if topic and topic.lower().startswith("about "):
             topic = topic[6:].strip() or None
-        res = tools.compare_documents(self.engine, words[0], words[1], topic=topic, explain=explain)
+        res = tools.compare_documents(self.engine, words[0], words[1], topic=topic, explain=explain,
+                                      explain_within=self.COMPARE_ROWS)
         from .compare.view import render_comparison
 
         render_comparison(self.console, res, limit=self.COMPARE_ROWS)

@@ -149,11 +149,15 @@ class Settings:
         need(self.READER in ("walk", "windows", "topk", "nested"), "READER", "use walk, windows, topk or nested")
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         need(bool(self.HOME.strip()), "HOME", "must not be empty")
-        from .onnx_models import PACKAGED_DIRS
+        from .embedder import PACKAGED_EMBEDDERS
+        from .onnx_models import PACKAGED_RERANKERS
 
         need(bool(self.RERANKER.strip()) and (not self.RERANKER.startswith("packaged:")
-                                               or self.RERANKER[len("packaged:"):] in PACKAGED_DIRS), "RERANKER",
+                                               or self.RERANKER[len("packaged:"):] in PACKAGED_RERANKERS), "RERANKER",
              "use none, packaged:ms-marco-MiniLM-L-12-v2, llm or a local CrossEncoder path")
+        need(self.EMBEDDER_MODEL in PACKAGED_EMBEDDERS or (not self.EMBEDDER_MODEL.startswith("packaged:")
+                                                           and bool(self.EMBEDDER_MODEL.strip())), "EMBEDDER_MODEL",
+             f"use {' or '.join(PACKAGED_EMBEDDERS)}, or a local sentence-transformers directory")
         need(16 <= self.RERANK_MAX_TOKENS <= 512, "RERANK_MAX_TOKENS", "must be between 16 and 512")
         if not isinstance(self.ALLOWED_ROOTS, list) or not all(isinstance(x, str) for x in self.ALLOWED_ROOTS):
             raise SettingsError(f"invalid setting ALLOWED_ROOTS={self.ALLOWED_ROOTS!r}: must be a list of paths")
@@ -232,12 +236,20 @@ def read_config_file(path: Path) -> dict:
             if not name.isupper():
                 continue
             if name not in _FIELD_TYPES:
-                raise SettingsError(f"config file {path}: unknown setting {name}")
+                raise SettingsError(f"config file {path}: unknown setting {name}{_removed(name)}")
             try:
                 values[name] = ast.literal_eval(node.value)
             except ValueError:
                 raise SettingsError(f"config file {path}: {name} must be a literal value") from None
     return values
+
+
+REMOVED = {"COLBERT_MODEL": "removed: stage 2 uses the embedder's own token vectors (a ColBERT checkpoint would "
+                            "need its document side encoded at index time, and none ships offline)"}
+
+
+def _removed(name: str) -> str:
+    return f" ({REMOVED[name]})" if name in REMOVED else ""
 
 
 def find_config_file(env: Mapping[str, str]) -> Path | None:
@@ -273,7 +285,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, env: Mapping[str, 
         if value is None:
             continue
         if name not in _FIELD_TYPES:
-            raise SettingsError(f"unknown setting {name}")
+            raise SettingsError(f"unknown setting {name}{_removed(name)}")
         values[name] = _coerce(name, value, "command line")
     try:
         return Settings(**values)

@@ -63,11 +63,14 @@ def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = Non
 
 
 def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, explain: bool = False,
-                      explain_limit: int = 10) -> dict:
+                      explain_limit: int = 10, explain_within: int | None = None) -> dict:
     """Align two documents' chunk threads step by step and label each pair same / changed / only-in-A /
     only-in-B (``thread_rag.compare``). ``topic`` keeps the aligned region around that topic's best search hit
-    in each document; ``explain`` adds one LLM sentence to each of the first ``explain_limit`` changed pairs
-    (cached); without it no model is called."""
+    in each document (a document none of whose entry hits reaches ``RELEVANCE_MIN`` is named in
+    ``topic_missing`` and ``note`` instead of lending an unrelated region; neither document: an error); ``explain`` adds one LLM
+    sentence to each of the first ``explain_limit`` changed pairs (cached), only among the first
+    ``explain_within`` changed-or-only rows when given (the rows a view limited to that many shows); without
+    it no model is called. Both documents must have been indexed with the same embedder."""
     import time
 
     from .compare.run import Side, compare_sides
@@ -83,18 +86,20 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
     if topic is not None and (not isinstance(topic, str) or not topic.strip()):
         raise ThreadRagError("the topic is empty: leave it out to compare whole documents")
     t0 = time.perf_counter()
+    recs = [engine.document(serial) for serial in (serial_a, serial_b)]  # unknown ids: one clear line
+    _same_embedder(*recs, engine.settings.EMBEDDER_MODEL)
     sides = []
-    for serial in (serial_a, serial_b):
-        rec = engine.document(serial)  # unknown ids: one clear line
+    for rec in recs:
         chunks, vectors = engine.store.load(rec.serial, rec.generation, with_embeddings=True)
         sides.append(Side(rec.doc_id, rec.name, chunks, vectors, rec.content_hash))
     t_load = time.perf_counter() - t0
-    focus = None
+    focus, missing = None, []
     t_search = 0.0
     if topic is not None:
         t = time.perf_counter()
-        focus = tuple(_first_hit_position(engine, topic, side.doc_id) for side in sides)
+        focus = _topic_focus(engine, topic, sides)
         t_search = time.perf_counter() - t
+        missing = [side.doc_id for side, pos in zip(sides, focus) if pos is None]
         if focus == (None, None):
             raise ThreadRagError(f"nothing about {topic!r} in {sides[0].doc_id} or {sides[1].doc_id}")
     explainer = None
@@ -104,16 +109,48 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
         explainer = ChangeExplainer(engine.chat_model, engine.settings.cache_path)
     res = compare_sides(sides[0], sides[1], focus=focus, topic=topic,
                         explain=None if explainer is None else explainer.for_docs(sides[0], sides[1]),
-                        explain_limit=explain_limit)
+                        explain_limit=explain_limit, explain_within=explain_within)
     res.timings_ms["load_ms"] = round(t_load * 1000, 1)
     if topic is not None:
         res.timings_ms["search_ms"] = round(t_search * 1000, 1)
     res.timings_ms["total_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-    return to_dict(res)
+    out = to_dict(res)
+    if topic is not None:
+        out["topic_missing"] = missing
+        if missing:
+            out["note"] = f"nothing about {topic!r} in {' or '.join(missing)}"
+    return out
 
 
-def _first_hit_position(engine, topic: str, doc_id: str) -> int | None:
+def _same_embedder(rec_a, rec_b, configured: str) -> None:
+    """Vectors from two embedders live in different spaces: aligning them would pair chunks at random. The
+    message names both documents and embedders, and how to re-index the one that differs from EMBEDDER_MODEL
+    (both when neither matches it)."""
+    from .embedder import PACKAGED_MINILM
+    from .errors import EmbedderMismatchError
+
+    emb_a, emb_b = rec_a.embedder or PACKAGED_MINILM, rec_b.embedder or PACKAGED_MINILM
+    if emb_a == emb_b:
+        return
+    stale = [r for r, e in ((rec_a, emb_a), (rec_b, emb_b)) if e != configured] or [rec_a, rec_b]
+    raise EmbedderMismatchError(
+        f"{rec_a.doc_id} ({rec_a.name}) was indexed with {emb_a} and {rec_b.doc_id} ({rec_b.name}) with {emb_b}: "
+        f"their vectors cannot be aligned; re-index with one embedder (EMBEDDER_MODEL is {configured}): "
+        + " and ".join(f"thread-rag index {r.path}" for r in stale))
+
+
+def _topic_focus(engine, topic: str, sides) -> tuple:
+    """Each document's best hit for the topic (its position), or None where there is none or where none of its
+    entry hits (``READ_K``, as the agent reads) reaches the relevance floor (``RELEVANCE_MIN``: the cosine the
+    agent needs to answer from the documents at all)."""
+    from .agent.reading import best_similarity
     from .ids import ChunkId
 
-    hits = engine.retriever.search(topic, doc_id=doc_id, k=1).hits
-    return ChunkId.parse(hits[0].chunk_id).position if hits else None
+    s = engine.settings
+    qvec = engine.embedder.embed_queries([topic])[0]
+    out = []
+    for side in sides:
+        hits = [h.chunk_id for h in engine.retriever.search(topic, doc_id=side.doc_id, k=max(s.READ_K, 1)).hits]
+        ok = bool(hits) and best_similarity(engine.retriever.index, qvec, hits) >= s.RELEVANCE_MIN
+        out.append(ChunkId.parse(hits[0]).position if ok else None)
+    return tuple(out)

@@ -47,6 +47,16 @@ PATH_RE = re.compile(r"""(?:"([^"]+)"|'([^']+)'|(\S+\.(?:pdf|docx|txt|md|markdow
 DOC_RE = re.compile(r"\bDOC([1-9][0-9]*)\b", re.I)
 TOPIC_RE = re.compile(r"\b(?:about|regarding|concerning|on the topic of|in terms of|on)\s+(?:the\s+)?(.+?)"
                       r"[\s?.!]*$", re.I)
+# the topic before the documents: "how does partitioning differ between DOC1 and DOC2?", "what are the
+# differences in secure boot between ...", "what changed in the boot loader between ...", "compare the
+# partitioning in ..." (the prefix up to the first DOCn)
+_CMP = r"(?:compare|comparison|diff|differ|differs|differences?|changed?|changes|vary|varies)"
+TOPIC_BEFORE_RE = re.compile(
+    r"(?:\b(?:does|do|did|is|are|has|have)\s+(?:the\s+)?(?P<subject>.+?)\s+" + _CMP +
+    r"|\b" + _CMP + r"\s+(?:in|about|regarding|concerning|for|to|of|on)\s+(?:the\s+)?(?P<object>.+?)"
+    r"|" + ASK + r"compare\s+(?:the\s+)?(?P<compared>.+?))"
+    r"\s+(?:between|in|from|across|of|for)\s+(?:the\s+)?$", re.I)
+_NOT_A_TOPIC = frozenset("it they this that these those them there what which the a an".split())
 LIMIT_RE = re.compile(r"\b([1-9]|1[0-9]|20)\s+(?:\w+\s+)?(?:passages|sections|parts|excerpts)\b", re.I)
 
 
@@ -80,10 +90,24 @@ def arguments(action: str, text: str) -> dict:
         found = list(DOC_RE.finditer(text))
         if len(found) < 2:
             return {}
-        topic = TOPIC_RE.search(text[found[1].end():])  # "... DOC1 and DOC2 about partitioning?"
+        after = TOPIC_RE.search(text[found[1].end():])  # "... DOC1 and DOC2 about partitioning?"
+        topic = after.group(1).strip() if after else _topic_before(text[:found[0].start()])
         return {"doc_a": f"DOC{found[0].group(1)}", "doc_b": f"DOC{found[1].group(1)}",
-                **({"topic": topic.group(1).strip()} if topic else {})}
+                **({"topic": topic} if topic else {})}
     return {}
+
+
+def _topic_before(prefix: str) -> str | None:
+    """The topic a comparison names before its first document id ("how does partitioning differ between"),
+    or None ("what are the differences between", "how does it differ between")."""
+    m = TOPIC_BEFORE_RE.search(prefix)
+    if not m:
+        return None
+    topic = next(g for g in (m.group("subject"), m.group("object"), m.group("compared")) if g is not None).strip()
+    words = re.findall(r"\w+", topic.lower())
+    if not words or all(w in _NOT_A_TOPIC for w in words) or re.search(r"\b" + _CMP + r"\b", topic, re.I):
+        return None
+    return topic
 
 
 def recognise(text: str, invoke_json=None) -> Intent:

@@ -182,7 +182,7 @@ def compare_summary(r: dict, max_rows: int = 12, max_chars: int = 6000) -> str:
             + (f", about {r['topic']!r}" if r.get("topic") else "")
             + f": same {c['same']}, changed {c['changed']}, only in {a['doc_id']} {c['only-in-A']}, "
               f"only in {b['doc_id']} {c['only-in-B']}")
-    lines = [head]
+    lines = [head] + ([r["note"]] if r.get("note") else [])
 
     def where(side):
         if not side:

@@ -60,6 +60,13 @@ def run_bench(args) -> int:
         else:
             print(json.dumps(out, indent=1))
         return 0
+    if args.kind == "embedders":
+        from .ingest import run_embedders_bench
+
+        out = run_embedders_bench(settings, args.file)
+        out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+        print(json.dumps(out, indent=1))
+        return 0
     if args.kind == "ingest":
         from .ingest import run_ingest_bench
 
@@ -67,8 +74,6 @@ def run_bench(args) -> int:
         print(json.dumps(out, indent=1))
         return 0
     if args.kind == "compare":
-        from pathlib import Path
-
         from ..atomic import atomic_write_json
         from .compare import run_compare_bench
 

@@ -14,7 +14,11 @@ Pairs measured (the rules and thresholds were chosen on the dev pairs; the test 
 - ``txt-amd64/txt-arm64``: its dev pair (the two TXT files themselves);
 - ``txt-arm64/pdf-arm64`` (dev) and ``txt-amd64/pdf-amd64`` (test): one edition in two renderings, where
   everything should be ``same``: the false-change rate (and the share of chunks whose words the other
-  rendering lacks altogether).
+  rendering lacks altogether), and the rows not labelled same (``false_change_rows``: what the false changes
+  are).
+
+Besides the default settings: sweeps of the coverage threshold, the window and the alignment's parameters,
+and on the dev pairs a leave-one-out of the labelling rules (``rule_ablation``, ``compare.labels.RULES``).
 """
 from __future__ import annotations
 
@@ -37,7 +41,6 @@ EDITIONS = {"amd64": "installation-guide-amd64-en", "arm64": "installation-guide
 PAIRS = [("pdf-amd64", "pdf-arm64", "test"), ("txt-amd64", "txt-arm64", "dev"),
          ("txt-arm64", "pdf-arm64", "same-edition dev"), ("txt-amd64", "pdf-amd64", "same-edition test")]
 GRAM = 4
-EDGE_SLACK = 0
 SWEEP = (1.0, 0.99, 0.98, 0.97, 0.95, 0.9)
 
 
@@ -138,15 +141,8 @@ def map_chunks(chunks, keys: list[str]) -> list[tuple[int, int] | None]:
 
 
 def chunk_truth(spans, changed: np.ndarray) -> list[bool | None]:
-    """True: every word in the chunk's span unchanged (EDGE_SLACK words of slack at each end); None: unmapped."""
-    out = []
-    for s in spans:
-        if s is None:
-            out.append(None)
-            continue
-        lo, hi = s[0] + EDGE_SLACK, s[1] - EDGE_SLACK
-        out.append(bool(not changed[lo:hi].any()) if hi > lo else bool(not changed[s[0]:s[1]].any()))
-    return out
+    """True: every word in the chunk's span unchanged; None: unmapped."""
+    return [None if s is None else bool(not changed[s[0]:s[1]].any()) for s in spans]
 
 
 def true_counterparts(spans_a, spans_b, word_map: np.ndarray, changed_a: np.ndarray) -> list[set | None]:
@@ -273,10 +269,14 @@ def run_compare_bench(settings, args, progress=None) -> dict:
     if missing:
         raise ThreadRagError(f"bench compare needs {', '.join(missing)}")
     home = bench_home(settings, "compare-debian")
+    load_start = _load()
     engine, ids, index_s = _index(settings, home, files)
     out: dict = {"machine": machine(), "embedder": settings.EMBEDDER_MODEL, "data_dir": str(home),
-                 "index_seconds": round(index_s, 1), "documents": {k: {"doc_id": ids[k], "file": str(files[k]),
-                 "chunks": engine.document(ids[k]).chunk_count} for k in files},
+                 "indexing_this_run_s": round(index_s, 1),
+                 "indexing_note": "indexing_this_run_s is the time this run spent indexing (about 0 when the four "
+                                  "files were already indexed in data_dir and were reused); each document's "
+                                  "indexed_in_s is the time its indexing took when it was indexed (catalog record)",
+                 "documents": {k: _doc_info(engine.document(ids[k]), files[k]) for k in files},
                  "truth": "difflib of the two TXT files: equal lines, and equal words inside changed blocks; "
                           "a chunk is truly same when no word of its mapped span changed",
                  "tuned_on": "dev pairs only (txt-amd64/txt-arm64 for F1, txt-arm64/pdf-arm64 for false changes); "
@@ -288,7 +288,20 @@ def run_compare_bench(settings, args, progress=None) -> dict:
         out["pairs"][f"{ka}/{kb}"] = _measure_pair(engine, home, files, (ka, kb), (ids[ka], ids[kb]), role, truths)
         if progress:
             progress("compare", len(out["pairs"]), len(PAIRS))
+    out["load_average_1min"] = {"start": load_start, "end": _load()}  # other processes on the machine
     return out
+
+
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # not available on this platform
+        return None
+
+
+def _doc_info(rec, path: Path) -> dict:
+    return {"doc_id": rec.doc_id, "file": str(path), "chunks": rec.chunk_count, "indexed_at": rec.indexed_at,
+            "indexed_in_s": round(rec.seconds, 1)}
 
 
 def _index(settings, home: Path, files: dict) -> tuple:
@@ -331,8 +344,49 @@ def _measure_pair(engine, home: Path, files: dict, keys: tuple, doc_ids: tuple, 
         entry["txt_diff"] = gold["txt_diff"]
     if role.startswith("same-edition"):
         entry.update(_false_changes(res["rows"], gold["spans"], n, res["settings"]["same_min_coverage"]))
+        entry["false_change_rows"] = not_same_rows(res["rows"])
     entry.update(_sweeps(sides, pairs, gold, n))
+    if role.endswith("dev"):
+        entry["rule_ablation"] = rule_ablation(sides, pairs, gold, n, same_edition=role.startswith("same-edition"))
     return entry
+
+
+def not_same_rows(rows: list[dict], words: int = 12) -> list[dict]:
+    """The rows not labelled same, compactly: chunk ids and what was not found on the other side (changed: the
+    unmatched phrases; only-in: the chunk's first words), to see what the false changes of a same-edition
+    pair are."""
+    out = []
+    for r in rows:
+        if r["label"] == "same":
+            continue
+        d = {"label": r["label"], "a": (r["a"] or {}).get("chunk_id"), "b": (r["b"] or {}).get("chunk_id")}
+        if r["label"] == "changed":
+            d["removed"], d["added"] = r.get("removed", [])[:6], r.get("added", [])[:6]
+        else:
+            side = r["a"] if r["label"] == "only-in-A" else r["b"]
+            d["text"] = " ".join((side or {}).get("text", "").split()[:words])
+        out.append(d)
+    return out
+
+
+def rule_ablation(sides, pairs: list, gold: dict, n: tuple, same_edition: bool) -> dict:
+    """Leave-one-out of the labelling rules (``compare.labels.RULES``) on one pair, same alignment: the share
+    of chunks called not same (the false-change rate on a same-edition pair) and the F1 scores, with all
+    rules and with each one off."""
+    from ..compare.labels import RULES, LabelParams
+
+    out = {}
+    for off in (None,) + RULES:
+        rd = _rows(sides, pairs, LabelParams(rules=tuple(r for r in RULES if r != off)))
+        sc = score_pair(rd, gold, n)
+        pa, pb, _, _ = predictions(rd, *n)
+        d = {"chunks_not_same": sum(not x for x in pa + pb),
+             "chunks_not_same_rate": round(sum(not x for x in pa + pb) / (n[0] + n[1]), 4),
+             "same_f1": sc["same"]["f1"]}
+        if not same_edition:
+            d.update(changed_f1=sc["changed_or_only"]["f1"], macro_f1=sc["macro_f1"])
+        out["all rules" if off is None else f"without {off}"] = d
+    return out
 
 
 def _end_to_end(engine, home: Path, a_id: str, b_id: str) -> tuple[dict, dict, dict]:

@@ -33,3 +33,44 @@ def run_ingest_bench(settings, file: str | None) -> dict:
                 "embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype}
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def run_embedders_bench(settings, file: str | None, rounds: int = 3) -> dict:
+    """``thread-rag bench embedders``: encode the same chunks with each packaged embedder, alternating A, B, A,
+    B, ... so both see the same machine load; chunks/s as indexing encodes (sentence + token vectors), and
+    query-encoding latency. The ratio is what decides a default; absolute rates move with the load."""
+    from ..embedder import PACKAGED_BGE, PACKAGED_MINILM, make_embedder
+    from ..ingest import load_document, make_chunker, text_for_embedding
+    from .metrics import percentile
+
+    file = file or str(settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
+    if not Path(file).is_file():
+        raise ThreadRagError(f"{file}: no such file")
+    names = [PACKAGED_MINILM, PACKAGED_BGE]
+    embedders = {n: make_embedder(settings.replace(EMBEDDER_MODEL=n)) for n in names}
+    counter = embedders[PACKAGED_MINILM]
+    chunks = make_chunker(settings, counter.count_tokens).chunk(load_document(file))
+    texts = [text_for_embedding(c.text) for c in chunks]
+    queries = [t[:120] for t in texts[::max(1, len(texts) // 50)]][:50]
+    out: dict = {n: {"chunks_per_s": [], "query_ms": []} for n in names}
+    for e in embedders.values():  # load outside the timed rounds
+        e.embed_with_tokens(texts[:4])
+    for _ in range(rounds):
+        for n, e in embedders.items():
+            t = time.perf_counter()
+            for i in range(0, len(texts), 32):
+                e.embed_with_tokens(texts[i:i + 32])
+            out[n]["chunks_per_s"].append(round(len(texts) / (time.perf_counter() - t), 1))
+            lat = []
+            for q in queries:
+                t = time.perf_counter()
+                e.embed_queries([q])
+                lat.append((time.perf_counter() - t) * 1000)
+            out[n]["query_ms"].append(round(percentile(lat, 50), 2))
+    for n in names:
+        out[n]["median_chunks_per_s"] = sorted(out[n]["chunks_per_s"])[len(out[n]["chunks_per_s"]) // 2]
+        out[n]["median_query_ms"] = sorted(out[n]["query_ms"])[len(out[n]["query_ms"]) // 2]
+        out[n]["dtype"] = getattr(embedders[n], "dtype", "")
+    ratio = out[PACKAGED_BGE]["median_chunks_per_s"] / out[PACKAGED_MINILM]["median_chunks_per_s"]
+    return {"file": file, "chunks": len(texts), "rounds": rounds, "embedders": out,
+            "bge_ingest_speed_vs_minilm": round(ratio, 3), "machine": machine()}

@@ -54,7 +54,8 @@ def heading_ids(paths_a: Sequence, paths_b: Sequence) -> tuple[np.ndarray, np.nd
     return one(paths_a), one(paths_b)
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
+def unit_rows(v) -> np.ndarray:
+    """Each row scaled to unit length (zero rows stay zero), float32: cosines become dot products."""
     v = np.asarray(v, dtype=np.float32)
     if v.ndim != 2:
         raise ValueError("vectors must be a 2-D array (chunks x dimensions)")
@@ -153,7 +154,7 @@ class _Problem:
 
 
 def _prepare(vec_a, vec_b, heads_a, heads_b, params):
-    a, b = _unit(vec_a), _unit(vec_b)
+    a, b = unit_rows(vec_a), unit_rows(vec_b)
     if a.shape[1] != b.shape[1] and len(a) and len(b):
         raise ValueError(f"vectors of different dimensions ({a.shape[1]} vs {b.shape[1]})")
     ha = np.full(len(a), -1, dtype=np.int64) if heads_a is None else np.asarray(heads_a, dtype=np.int64)
@@ -188,21 +189,3 @@ def tidy(pairs: list) -> list:
         run = []
         out.append(pr)
     return out[:-1]
-
-
-def align_full(vec_a, vec_b, heads_a=None, heads_b=None, params: AlignParams | None = None) -> tuple[list, float]:
-    """The same objective with the whole n x m table (reference for tests; small inputs only)."""
-    prob = _prepare(vec_a, vec_b, heads_a, heads_b, params)
-    return prob.full(np.arange(len(prob.a)), np.arange(len(prob.b)))
-
-
-def path_score(vec_a, vec_b, pairs: list, heads_a=None, heads_b=None, params: AlignParams | None = None) -> float:
-    """The objective's value for a given alignment."""
-    prob = _prepare(vec_a, vec_b, heads_a, heads_b, params)
-    score = 0.0
-    for i, j in pairs:
-        if i is None or j is None:
-            score -= prob.p.gap
-        else:
-            score += float(prob.weights(np.array([i]), np.array([j]))[0, 0])
-    return score

@@ -58,7 +58,7 @@ class ChangeExplainer:
         from langchain_core.messages import HumanMessage, SystemMessage
 
         from ..llm.backends import limit
-        from ..threads.summarizers import _clean_llm
+        from ..threads.summarizers import first_sentence
 
         heading = " > ".join((a.get("heading_path") or b.get("heading_path") or [])[-2:]) or "-"
         prompt = PROMPT.format(n=self.max_words, heading=heading,
@@ -69,4 +69,4 @@ class ChangeExplainer:
         r = self.model.invoke([SystemMessage("You describe changes between two versions of a text in one sentence."),
                                HumanMessage(prompt)], **limit(self.model, self.max_words * 2))
         content = r.content if isinstance(r.content, str) else str(r.content)
-        return _clean_llm(content, self.max_words) or "(no explanation)"
+        return first_sentence(content, self.max_words) or "(no explanation)"

@@ -18,17 +18,19 @@ What is *not* a change (rendering, not content):
 - footnote marks (``¹``, ``^[4]``, ``^[a]``, also when a line break splits ``^`` from ``[4]``), and where
   the footnote text stands: at the foot of a page in one rendering, at the end of the chapter in another.
   A footnote's words count as found when the other version has that footnote anywhere (``_Notes``);
-- cross-reference titles, running headers and the heading of a table of contents (``ignore_pattern``);
+- cross-reference titles, running headers (upper-case header lines the thread repeats from page to page; a
+  one-off upper-case line is content) and the heading of a table of contents (``ignore_pattern``, ``_hidden``);
 - a table of contents where the other version prints none: its entries are compared with the other
   version's table of contents when the window holds one, and are not a change when it holds none
-  (``_toc_positions``);
+  (``_toc_positions``: numbered entries with evidence of a table of contents, a ``Contents`` heading, nested
+  numbers or page numbers; a numbered list of steps is content);
 - table rules drawn with box characters (``│Type│RAM`` = ``Type RAM``) and, between a version that draws its
   tables and one that does not, the order of the cells (``_found_in_table``).
 
 Whether a token is a footnote, a running header or a table-of-contents entry is decided on the thread, not
 on the chunk alone (``keyed_thread``: the chunks joined without their overlap), so one that a chunk boundary
 cuts is still recognised. Runs of four or more words that pagination moved a few chunks away (floats) count
-as found. Everything else is a change, including a single number.
+as found. Everything else is a change, including a single number (``1.5`` is not ``15``, ``-5`` not ``5``).
 
 ``SAME_MIN_COVERAGE`` is 1.0: every normalised word must be found. Chosen on the dev pair (the two TXT
 editions) from a sweep of 1.0 / 0.99 / 0.98 / 0.97 / 0.95 / 0.9: anything lower calls a one-word edit in a
@@ -53,6 +55,12 @@ ONLY_B = "only-in-B"
 LABELS = (SAME, CHANGED, ONLY_A, ONLY_B)
 
 
+# the rules that tell rendering from content, each switchable for the benchmark's leave-one-out (bench compare):
+# the thread read as one stream (else chunk by chunk), footnotes looked up anywhere, tables of contents the
+# other version lacks, words broken elsewhere at a chunk's edge, table cells in any order across renderings
+RULES = ("thread", "footnotes", "toc", "edges", "table_cells")
+
+
 @dataclass(frozen=True)
 class LabelParams:
     same_min_coverage: float = 1.0      # every word found: measured best on the Debian editions (BENCHMARKS.md)
@@ -62,6 +70,7 @@ class LabelParams:
     moved_min_similarity: float = 0.9   # an only-in chunk whose text stands elsewhere in the other thread: moved
     nearby: int = 5                     # runs of >= nearby_min_run words not in the window are looked for this many
     nearby_min_run: int = 4             # chunks further (floats and tables that pagination moved); 0: off
+    rules: tuple = RULES                # all on; the benchmark leaves one out at a time
 
 
 # ------------------------------------------------------------------------------------------ headings
@@ -96,10 +105,17 @@ _BOX = re.compile(r"[\u2500-\u257f]+")           # box drawing: the rules of a t
 _MARK_BROKEN = re.compile(r"\^\s+\[(?=(?:\d+|[a-z])\])")  # ``country^`` / ``[4],`` on the next line
 
 
+# what a key keeps: letters and digits, a decimal point or separator between digits (``1.5``, ``10.0.0.1``,
+# ``1,000``) and a minus sign before a digit that starts the word (``-5``, ``(-5)``, ``−5``); every other
+# character (quotes, brackets, a sentence's full stop, hyphens inside a word) is rendering and dropped
+_KEY_PART = re.compile(r"[^\W_]+|(?<=\d)[.,](?=\d)|(?<![\w.,\-\u2212])[\-\u2212](?=\d)")
+
+
 def word_key(token: str) -> str:
     """A whitespace token as compared: footnote marks dropped, compatibility form, lower case, letters and
-    digits only."""
-    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", _FOOTNOTE_MARK.sub("", token)).lower())
+    digits, and the points and minus signs that make a number (``1.5`` is not ``15``, ``-5`` not ``5``)."""
+    text = unicodedata.normalize("NFKC", _FOOTNOTE_MARK.sub("", token)).lower()
+    return "".join(_KEY_PART.findall(text)).replace("\u2212", "-")
 
 
 def _mend(text: str) -> str:
@@ -129,11 +145,14 @@ def _stream(text: str) -> tuple[list[str], list[bool], list[bool]]:
 
 # ------------------------------------------------------------------------------- printed, not content
 _CAPS = r"[A-Z0-9][A-Z0-9/\u2019'(),:.\u2026*-]*"
-# running headers a PDF loader left in the text (they land at other places in another edition or rendering),
-# on one line: ``APPENDIX B. AUTOMATING THE INSTALLATION B.4. CONTENTS OF THE ...``, ``B.2. USING PRESEEDING``
-# (a header's section number ends with a dot: ``6.4 GB WDC`` in a listing is no header)
-_RUNNING = (r"(?<!\S)((?:APPENDIX|CHAPTER)[^\S\n]+[A-Z0-9]{1,2}\.?(?:[^\S\n]+" + _CAPS + r")+"
-            r"|[A-Z0-9]{1,2}(?:\.[0-9]+)+\.(?:[^\S\n]+" + _CAPS + r"){2,}|CONTENTS)(?!\S)")
+# running header candidates a PDF loader left in the text (they land at other places in another edition or
+# rendering), on one line: ``APPENDIX B. AUTOMATING THE INSTALLATION B.4. CONTENTS OF THE ...``, ``B.2. USING
+# PRESEEDING`` (a header's section number ends with a dot: ``6.4 GB WDC`` in a listing is no header), a
+# ``CONTENTS`` that starts a line. A candidate is hidden only when the thread repeats it (``_hidden``).
+_RUNNING = (r"(?<!\S)(?P<running>(?:APPENDIX|CHAPTER)[^\S\n]+[A-Z0-9]{1,2}\.?(?:[^\S\n]+" + _CAPS + r")+"
+            r"|[A-Z0-9]{1,2}(?:\.[0-9]+)+\.(?:[^\S\n]+" + _CAPS + r"){2,}|(?<![^\n])CONTENTS)(?!\S)")
+_HEADER_PART = re.compile(r"[^\S\n]+(?=[A-Z0-9]{1,2}(?:\.[0-9]+)+\.(?!\S))")  # ``... INSTALLATION | B.4. ...``
+HEADER_MIN_REPEATS = 2  # a running header is printed on page after page; once, the line is content
 _TOC_HEAD = re.compile(r"(?<!\S)(Table of Contents|List of Tables|List of Figures|List of Examples)(?!\S)")
 _XREF = r"\b(?:Section|Chapter|Appendix|Table|Figure|Example)\s+[0-9A-Z][0-9A-Z.]*,\s*"
 _XREF_QUOTED = re.compile(_XREF + r"(\"[^\"]{1,160}\"|\u201c[^\u201d]{1,160}\u201d)")
@@ -147,7 +166,8 @@ def ignore_pattern(titles=()) -> re.Pattern:
       after ``Section N,`` and, given the documents' heading titles, unquoted ones (``Chapter 3, Before
       Installing Debian GNU/Linux``, ``Appendix E, Administrivia``); the reference itself stays part of the
       text;
-    - running headers left in a PDF's text (upper-case section titles after a section number);
+    - running headers left in a PDF's text (upper-case section titles after a section number, ``CONTENTS`` at
+      the start of a line), group ``running``: hidden by :func:`_hidden` only where the thread repeats them;
     - the heading of a table of contents (its entries: ``_toc_positions``)."""
     names = sorted({" ".join(t.split()) for t in titles if len(" ".join(str(t).split())) >= 4},
                    key=len, reverse=True)
@@ -157,8 +177,16 @@ def ignore_pattern(titles=()) -> re.Pattern:
     return re.compile("|".join(f"(?:{a})" for a in alts))
 
 
+def _header_parts(header: str) -> list[str]:
+    """A running header line's parts: ``APPENDIX B. AUTOMATING THE INSTALLATION`` / ``B.4. CONTENTS OF ...``."""
+    return [" ".join(x.split()) for x in _HEADER_PART.split(header)]
+
+
 def _hidden(toks: list[str], nl: list[bool], ignore: re.Pattern) -> set[int]:
-    """Token positions inside a hidden group of ``ignore`` (matched on the tokens joined again)."""
+    """Token positions inside a hidden group of ``ignore`` (matched on the tokens joined again). Running header
+    candidates (group ``running``) are hidden only on a line where one of their parts occurs at least
+    ``HEADER_MIN_REPEATS`` times in the thread: a header repeats from page to page (the section part beside
+    the chapter part changes), a one-off upper-case line is content."""
     starts, parts, pos = [], [], 0
     for t, n in zip(toks, nl):
         if parts:
@@ -169,11 +197,26 @@ def _hidden(toks: list[str], nl: list[bool], ignore: re.Pattern) -> set[int]:
         pos += len(t)
     text = "".join(parts)
     out: set[int] = set()
+
+    def hide(a: int, b: int) -> None:
+        out.update(range(bisect_right(starts, a - 1), bisect_right(starts, b - 1)))
+
+    running = ignore.groupindex.get("running")
+    lines: dict[int, list] = {}  # line start -> running header candidates on that line
     for m in ignore.finditer(text):
         for g in range(1, ignore.groups + 1):
             a, b = m.span(g)
-            if b > a:
-                out.update(range(bisect_right(starts, a - 1), bisect_right(starts, b - 1)))
+            if b <= a:
+                continue
+            if g == running:
+                lines.setdefault(text.rfind("\n", 0, a), []).append((a, b, _header_parts(text[a:b])))
+            else:
+                hide(a, b)
+    seen = Counter(p for cands in lines.values() for _, _, ps in cands for p in ps)
+    for cands in lines.values():
+        if any(seen[p] >= HEADER_MIN_REPEATS for _, _, ps in cands for p in ps):
+            for a, b, _ in cands:
+                hide(a, b)
     return out
 
 
@@ -211,7 +254,7 @@ def _title_end(toks: list[str], nl: list[bool], k: int) -> int:
     end = k + 1
     while end < len(toks) and end - k <= 12 and not nl[end] and not _ENTRY.fullmatch(toks[end]):
         end += 1
-    if end - k <= 12 or nl[end]:
+    if end == len(toks) or end - k <= 12 or nl[end]:
         return end
     end = k + 1
     while end < len(toks) and (toks[end][:1].isupper() or len(toks[end]) <= 3):
@@ -219,11 +262,38 @@ def _title_end(toks: list[str], nl: list[bool], k: int) -> int:
     return end
 
 
+_TOC_TITLES = (("contents",), ("table", "of", "contents"), ("list", "of", "tables"), ("list", "of", "figures"),
+               ("list", "of", "examples"))
+_PAGE = re.compile(r"[0-9]{1,4}")
+_LEADER = re.compile(r"\.{3,}|\u2026+|(?:\. ?){3,}")
+
+
+def _headed(toks: list[str], nl: list[bool], k: int) -> bool:
+    """Whether a ``Contents`` / ``Table of Contents`` / ``List of Tables`` line ends right before token ``k``."""
+    for title in _TOC_TITLES:
+        s = k - len(title)
+        if s >= 0 and (s == 0 or nl[s]) and tuple(t.lower().rstrip(":") for t in toks[s:k]) == title:
+            return True
+    return False
+
+
+def _paged(toks: list[str], titles: list[tuple[int, int]]) -> bool:
+    """Whether entry titles look like a table of contents' lines: dot leaders in at least half of them
+    (``Welcome ..... 1``), or at least three, and most, ending with page numbers that never decrease (a
+    numbered procedure whose steps end with a value has no such run)."""
+    leaders = sum(any(_LEADER.fullmatch(t) for t in toks[lo:hi]) for lo, hi in titles)
+    pages = [int(toks[hi - 1]) for lo, hi in titles if hi > lo and _PAGE.fullmatch(toks[hi - 1])]
+    return 2 * leaders >= len(titles) or \
+        (len(pages) >= 3 and 2 * len(pages) >= len(titles) and pages == sorted(pages))
+
+
 def _toc_positions(toks: list[str], nl: list[bool]) -> set[int]:
-    """Token positions of tables of contents: runs of entries (``2.4.5. Un*x or GNU system``) whose numbers
-    follow each other (``_follows``), each with a one-line title that ends no sentence; two entries when a
-    number has a dot inside (``2.4.5.``), four when none has (so numbered steps do not qualify). An entry
-    after ``Chapter``/``Appendix`` is a heading or a reference, never part of a run. Linear in the tokens."""
+    """Token positions of tables of contents: runs of two or more entries (``2.4.5. Un*x or GNU system``) whose
+    numbers follow each other (``_follows``), each with a one-line title that ends no sentence, and with
+    evidence that they list sections rather than steps (``1. Open the lid`` / ``2. Remove the battery`` is a
+    procedure): a ``Contents`` heading line right before, a number with a dot inside (``2.4.``), or page
+    numbers or dot leaders after most titles. An entry after ``Chapter``/``Appendix`` is a heading or a
+    reference, never part of a run. Linear in the tokens."""
     entries = [k for k, t in enumerate(toks) if _ENTRY.fullmatch(t)
                and not (k and toks[k - 1].lower() in _REFERS)]
     out: set[int] = set()
@@ -232,9 +302,12 @@ def _toc_positions(toks: list[str], nl: list[bool]) -> set[int]:
         run.append(e)
         if nxt is not None and _is_title(toks, nl, e + 1, nxt) and _follows(_parts(toks[e]), _parts(toks[nxt])):
             continue
-        nested = any("." in toks[x].rstrip(".") for x in run)
-        if len(run) >= (2 if nested else 4):
-            out.update(range(run[0], _title_end(toks, nl, run[-1])))
+        if len(run) >= 2:
+            end = _title_end(toks, nl, run[-1])
+            nested = any("." in toks[x].rstrip(".") for x in run)
+            titles = [(x + 1, y) for x, y in zip(run, run[1:] + [end])]
+            if nested or _headed(toks, nl, run[0]) or _paged(toks, titles):
+                out.update(range(run[0], end))
         run = []
     return out
 
@@ -347,12 +420,12 @@ class _Notes:
 
 
 # ------------------------------------------------------------------------------------------ matching
-def match_mask(a: Keyed, window: Sequence[Keyed], tables_differ: bool = False) -> list:
+def match_mask(a: Keyed, window: Sequence[Keyed], tables_differ: bool = False, rules: Sequence[str] = RULES) -> list:
     """Which tokens of ``a`` occur, in order, in the concatenated ``window``. Runs that differ only in where
     the spaces fall (``alt f1`` / ``altf1``) count as found; so does a table of contents when the window
     holds none (the other rendering prints none there). ``tables_differ``: one version draws its tables with
-    box characters and the other does not (:func:`_found_in_table`)."""
-    skip_toc = a.has_toc and not any(w.has_toc for w in window)
+    box characters and the other does not (:func:`_found_in_table`). ``rules``: see :data:`RULES`."""
+    skip_toc = "toc" in rules and a.has_toc and not any(w.has_toc for w in window)
     mask = [not k or (skip_toc and t) for k, t in zip(a.keys, a.toc)]
     a_idx = [i for i, ok in enumerate(mask) if not ok]
     ak = [a.keys[i] for i in a_idx]
@@ -364,9 +437,10 @@ def match_mask(a: Keyed, window: Sequence[Keyed], tables_differ: bool = False) -
             for i in range(i1, i2):
                 mask[a_idx[i]] = True
         elif tag == "replace":  # words broken elsewhere (``/usr/ share/doc`` vs ``/usr/share/doc``): by characters
-            for i in _found_by_chars(ak[i1:i2], _beside(wk, i1, i2, j1, j2, len(ak))):
+            beside = _beside(wk, i1, i2, j1, j2, len(ak)) if "edges" in rules else wk[j1:j2]
+            for i in _found_by_chars(ak[i1:i2], beside):
                 mask[a_idx[i1 + i]] = True
-    if tables_differ:
+    if tables_differ and "table_cells" in rules:
         _found_in_table(a, mask, window)
     return mask
 
@@ -521,7 +595,11 @@ class Labeller:
                  titles=()):
         self.p = params or LabelParams()
         ignore = ignore_pattern(titles)
-        self.ka, self.kb = keyed_thread(texts_a, ignore), keyed_thread(texts_b, ignore)
+        if "thread" in self.p.rules:
+            self.ka, self.kb = keyed_thread(texts_a, ignore), keyed_thread(texts_b, ignore)
+        else:  # leave-one-out only: each chunk decided on its own text
+            self.ka = [keyed_thread([t], ignore)[0] for t in texts_a]
+            self.kb = [keyed_thread([t], ignore)[0] for t in texts_b]
         self.notes_a, self.notes_b = _Notes(self.ka), _Notes(self.kb)
         # one version draws its tables with box characters, the other does not: cells in any order
         self.tables_differ = any(any(k.cell) for k in self.ka) != any(any(k.cell) for k in self.kb)
@@ -529,7 +607,9 @@ class Labeller:
     def rows(self, pairs: Sequence[tuple], vectors: tuple | None = None) -> list[Row]:
         """Rows for an alignment (``pairs`` from :func:`thread_rag.compare.align.align`). ``vectors``: the two
         threads' chunk vectors (optional): cosine recorded on rows, moved text marked."""
-        unit = None if vectors is None else tuple(_unit(v) for v in vectors)
+        from .align import unit_rows  # (align imports this module: imported here, not at the top)
+
+        unit = None if vectors is None else tuple(unit_rows(v) for v in vectors)
         prev, nxt = _anchors(pairs)
         rows = []
         for k, (i, j) in enumerate(pairs):
@@ -546,9 +626,10 @@ class Labeller:
         """Mask and coverage of ``own`` (a chunk of thread ``side``) against chunks ``window`` of the other
         thread: in order in the window, in runs a few chunks away, footnotes anywhere."""
         other, notes = (self.kb, self.notes_b) if side == 0 else (self.ka, self.notes_a)
-        mask = match_mask(own, [other[x] for x in window], self.tables_differ)
+        mask = match_mask(own, [other[x] for x in window], self.tables_differ, self.p.rules)
         _found_nearby(own, mask, other, centre, self.p)
-        notes.find(own, mask)
+        if "footnotes" in self.p.rules:
+            notes.find(own, mask)
         return mask, coverage(mask, own)
 
     def _label(self, *covs: float) -> str:
@@ -605,8 +686,8 @@ class Labeller:
                 if sim[off, best] < self.p.moved_min_similarity or other.moved is not None:
                     continue
                 ka, kb = self.ka[row.a], self.kb[other.b]
-                covs = coverage(match_mask(ka, [kb], self.tables_differ), ka), \
-                    coverage(match_mask(kb, [ka], self.tables_differ), kb)
+                covs = coverage(match_mask(ka, [kb], self.tables_differ, self.p.rules), ka), \
+                    coverage(match_mask(kb, [ka], self.tables_differ, self.p.rules), kb)
                 if self._label(*covs) == SAME:
                     row.moved, other.moved = other.b, row.a
 
@@ -614,11 +695,6 @@ class Labeller:
         """Word-level diff of chunk ``i`` of A and chunk ``j`` of B: ``[-removed-]{+added+}`` inside the common
         words (difflib on the content words; hidden text is shown as it stands in B, never as a change)."""
         return inline_diff(self.ka[i], self.kb[j], max_chars)
-
-
-def _unit(v) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
 
 def _shared(x: Keyed, y: Keyed) -> int:

@@ -88,11 +88,14 @@ def focus_rows(rows: list[Row], a_chunks, b_chunks, a_pos: int | None, b_pos: in
 
 def compare_sides(a: Side, b: Side, *, align_params: AlignParams | None = None,
                   label_params: LabelParams | None = None, focus: tuple | None = None, topic: str | None = None,
-                  explain: Callable[[Row, dict, dict], str] | None = None, explain_limit: int = 10) -> Comparison:
+                  explain: Callable[[Row, dict, dict], str] | None = None, explain_limit: int = 10,
+                  explain_within: int | None = None) -> Comparison:
     """Align, label and describe. ``focus``: (position in A, position in B) of the topic's hits (either may be
-    None): only the aligned region around them is returned. ``explain(row, a_dict, b_dict)``: one sentence
-    per changed row, for the first ``explain_limit`` changed rows shown (only when asked; the default path calls
-    no model)."""
+    None): only the aligned region around them is returned, rows left out before and after it are counted
+    (``skipped_before`` / ``skipped_after``). ``explain(row, a_dict, b_dict)``: one sentence per changed row,
+    for the first ``explain_limit`` changed rows, and only among the first ``explain_within`` changed-or-only
+    rows when given (what a view limited to that many rows shows; only when asked: the default path calls no
+    model)."""
     ap, lp = align_params or AlignParams(), label_params or LabelParams()
     t0 = time.perf_counter()
     ha, hb = heading_ids([c.heading_path for c in a.chunks], [c.heading_path for c in b.chunks])
@@ -109,7 +112,7 @@ def compare_sides(a: Side, b: Side, *, align_params: AlignParams | None = None,
         focus_info = {"a": None if focus[0] is None else a.chunks[focus[0]].chunk_id,
                       "b": None if focus[1] is None else b.chunks[focus[1]].chunk_id}
     out, counts = [], dict.fromkeys(LABELS, 0)
-    t_explain, explained, prev = 0.0, 0, -1
+    t_explain, explained, prev, listed = 0.0, 0, -1, 0
     for k in chosen:
         r = rows[k]
         counts[r.label] += 1
@@ -117,12 +120,16 @@ def compare_sides(a: Side, b: Side, *, align_params: AlignParams | None = None,
         if focus is not None and k - prev > 1:
             d["skipped_before"] = k - prev - 1  # rows outside the topic's region(s) left out here
         prev = k
-        if r.label == CHANGED and explain is not None and explained < explain_limit:
+        listed += r.label != SAME
+        if r.label == CHANGED and explain is not None and explained < explain_limit and \
+                (explain_within is None or listed <= explain_within):
             explained += 1
             te = time.perf_counter()
             d["explanation"] = explain(r, d["a"], d["b"])
             t_explain += time.perf_counter() - te
         out.append(d)
+    if focus is not None and out and prev < len(rows) - 1:
+        out[-1]["skipped_after"] = len(rows) - 1 - prev  # the rows after the last region
     timings = {"align_ms": round((t1 - t0) * 1000, 1), "label_ms": round((t2 - t1) * 1000, 1)}
     if explain is not None:
         counts["explained"] = explained

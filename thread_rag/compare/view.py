@@ -90,7 +90,9 @@ def _cell(row: dict, key: str, doc: str) -> Group | Text:
 
 
 def comparison_table(res: dict, limit: int | None = None, show_same: bool = False) -> tuple[Table, int]:
-    """The two-column table; returns it and how many non-same rows were left out by ``limit``."""
+    """The two-column table; returns it and how many non-same rows were left out by ``limit`` (which counts
+    changed and only-in rows: same rows, folded or with ``show_same`` one by one, are shown between them until
+    the limit is reached)."""
     a, b = res["doc_a"], res["doc_b"]
     t = Table(box=box.SIMPLE_HEAD, expand=True, show_lines=True, pad_edge=False)
     t.add_column(f"A  {a['doc_id']}  {a['name']}", ratio=1, overflow="fold")
@@ -102,6 +104,10 @@ def comparison_table(res: dict, limit: int | None = None, show_same: bool = Fals
         r = rows[k]
         if r.get("skipped_before"):
             t.add_row(Text(f"⋯ {r['skipped_before']} rows outside the topic's region", style="dim"), Text(""))
+        if r.get("skipped_after") and (limit is None or shown < limit):
+            after = Text(f"⋯ {r['skipped_after']} rows outside the topic's region", style="dim")
+        else:
+            after = None
         if r["label"] == "same" and not show_same:
             run = [r]
             while k + 1 < len(rows) and rows[k + 1]["label"] == "same" and not rows[k + 1].get("skipped_before"):
@@ -110,18 +116,23 @@ def comparison_table(res: dict, limit: int | None = None, show_same: bool = Fals
             if limit is None or shown < limit:
                 t.add_row(Text(f"= same ×{len(run)}  {_span_label(run, 'a')}", style="dim"),
                           Text(_span_label(run, "b"), style="dim"))
+                if rows[k].get("skipped_after"):
+                    t.add_row(Text(f"⋯ {rows[k]['skipped_after']} rows outside the topic's region", style="dim"),
+                              Text(""))
             k += 1
             continue
         if limit is not None and shown >= limit:
-            left_out += 1
+            left_out += r["label"] != "same"
             k += 1
             continue
-        shown += 1
+        shown += r["label"] != "same"
         label = Text(r["label"] + (" (cut elsewhere)" if r.get("merged") else ""), style=LABEL_STYLE[r["label"]])
         cell_a = _cell(r, "a", a["doc_id"])
         cell_b = _cell(r, "b", b["doc_id"])
         extra = [Text("≈ " + r["explanation"], style="italic cyan")] if r.get("explanation") else []
         t.add_row(Group(label, cell_a), Group(Text(""), cell_b, *extra))
+        if after is not None:
+            t.add_row(after, Text(""))
         k += 1
     return t, left_out
 
@@ -138,6 +149,8 @@ def render_comparison(console: Console, res: dict, limit: int | None = None, sho
         f = res.get("focus") or {}
         console.print(Text(f"topic {res['topic']!r}: the aligned region around {f.get('a') or '-'} and "
                            f"{f.get('b') or '-'}", style="dim"))
+    if res.get("note"):
+        console.print(Text(res["note"], style="bold yellow"))
     summary = Text()
     for label, name in (("same", "same"), ("changed", "changed"), ("only-in-A", f"only in {a['doc_id']}"),
                         ("only-in-B", f"only in {b['doc_id']}")):

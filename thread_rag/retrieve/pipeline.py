@@ -7,7 +7,7 @@ stage 2: MaxSim over the int8 token cache for the top ``STAGE2_K``, blended with
 stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, or the LLM) on the top
          ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``).
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
-``score`` is that stage's), so ``k`` larger than a pool still returns ``k`` hits.
+``score`` is that stage's, named by ``ranked_by``), so ``k`` larger than a pool still returns ``k`` hits.
 Every result uses one schema (:class:`SearchResult`), whatever ran.
 """
 from __future__ import annotations
@@ -37,6 +37,7 @@ class SearchHit:
     page_end: int | None
     heading_path: list
     scores: dict  # dense, bm25, rrf, maxsim, rerank: float or None
+    ranked_by: str = "stage1"  # the stage whose score ``score`` is: scores order hits within one stage only
 
 
 @dataclass
@@ -78,7 +79,7 @@ class Retriever:
         self._index: SearchIndex | None = None
         self._reranker = None
         self._reranker_checked = False
-        self._recomputed: dict = {}  # (serial, generation) -> token vectors of a document whose cache file is lost
+        self._recomputed: dict = {}  # (serial, generation) -> int8 token vectors of a document whose cache file is lost
 
     # -- index lifecycle ---------------------------------------------------------------------
     @property
@@ -115,18 +116,19 @@ class Retriever:
         cache = self.engine.token_cache
         if cache.exists(serial, generation):
             return cache.get(serial, generation, position)
-        # a lost cache file (doctor reports it) is recomputed in memory, never skipped, and never written
-        # here: readers read, only indexing writes under the lock
+        # a lost cache file (doctor reports it; re-indexing rebuilds it) is recomputed in memory, int8 like
+        # the file so scores match, for one document at a time; never written here: only indexing writes
         key = (serial, generation)
         if key not in self._recomputed:
             from ..ingest import text_for_embedding
+            from ..store.token_cache import quantize
 
-            if len(self._recomputed) >= 8:
-                self._recomputed.clear()
             chunks = self.engine.thread(serial).chunks
-            self._recomputed[key] = self.engine.embedder.embed_with_tokens(
-                [text_for_embedding(c.text) for c in chunks])[1]
-        return self._recomputed[key][position]
+            toks = self.engine.embedder.embed_with_tokens([text_for_embedding(c.text) for c in chunks])[1]
+            self._recomputed = {key: [quantize(t) for t in toks]}
+        from ..store.token_cache import dequantize
+
+        return dequantize(*self._recomputed[key][position])
 
     # -- search ------------------------------------------------------------------------------
     def search(self, query: str, doc_id: str | None = None, k: int | None = None, pages: tuple | None = None,
@@ -227,7 +229,8 @@ class Retriever:
                 text=ch.text, page_start=ch.page_start, page_end=ch.page_end, heading_path=ch.heading_path,
                 scores={"dense": _r(dense_map.get(r)), "bm25": _r(lex_map.get(r)), "rrf": _r(fused.get(r)),
                         "maxsim": _r(maxsim_map.get(r)) if pipeline.maxsim else None,
-                        "rerank": _r(rerank_map.get(r)) if rerank_map else None}))
+                        "rerank": _r(rerank_map.get(r)) if rerank_map else None},
+                ranked_by="stage3" if r in rerank_map else "stage2" if r in maxsim_map else "stage1"))
         timings = {key: round(v, 3) for key, v in timings.items()}
         return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=stages, early_exit=early_exit,
                             candidates=len(fused), timings_ms=timings)

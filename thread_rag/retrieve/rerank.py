@@ -47,8 +47,8 @@ class CrossEncoderReranker:
 class OnnxCrossEncoder:
     """A packaged INT8 ONNX cross-encoder (default ms-marco-MiniLM-L-12-v2): onnxruntime + tokenizers only.
 
-    Pairs are truncated to ``max_tokens`` (longest side first) and batched by length with dynamic
-    padding; the score is the logit ``out[:, 0]`` squashed to 0..1.
+    Pairs are truncated to ``max_tokens`` (longest side first), unpadded, and run one at a time (see
+    ``OnnxEncoder``); the score is the logit ``out[:, 0]`` squashed to 0..1.
     """
 
     def __init__(self, name: str = "ms-marco-MiniLM-L-12-v2", max_tokens: int = 256, threads: int = 0):

@@ -59,12 +59,18 @@ class ExtractiveSummarizer:
         return f"{heading}: {out}" if heading and heading.lower() not in out.lower() else out
 
 
+def first_sentence(text: str, max_words: int) -> str:
+    """A model's reply as one sentence: whitespace collapsed, the first sentence, at most ``max_words``."""
+    text = " ".join(text.strip().split())
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    return bound_words(m.group(1) if m else text, max_words)
+
+
 def _clean_llm(text: str, max_words: int) -> str:
     text = " ".join(text.strip().split())
     text = re.sub(r"^(to summarize|in summary|summary)[:,]?\s*", "", text, flags=re.I)
     text = re.sub(r"^(the (passage|text|section))\s+", "This section ", text, flags=re.I)
-    m = re.match(r"(.+?[.!?])(\s|$)", text)
-    return bound_words(m.group(1) if m else text, max_words)
+    return first_sentence(text, max_words)
 
 
 PROMPT = ("Summarize the passage below in ONE sentence of at most {n} words. Say what it explains or tells the "
