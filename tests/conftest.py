@@ -30,8 +30,9 @@ def settings_for(tmp_path):
     from thread_rag.settings import load_settings
 
     def make(**over):
+        # stage 3 (the packaged cross-encoder, on by default) is off here for speed; tests that need it say so
         base = {"HOME": str(tmp_path / "home"), "CACHE_PATH": str(tmp_path / "cache"),
-                "MODEL_DIR": str(REPO / "local_rag_db" / "models")}
+                "MODEL_DIR": str(REPO / "local_rag_db" / "models"), "RERANKER": "none"}
         base.update(over)
         return load_settings(base, env={}, config_file=False)
 

@@ -117,6 +117,9 @@ def test_packaged_models_are_located_without_importing_their_package():
 
 def test_packaged_reranker_runs_as_stage_3(manual_engine):
     from thread_rag.engine import Engine
+    from thread_rag.settings import Settings
+
+    assert Settings().RERANKER == "packaged:ms-marco-MiniLM-L-12-v2" and Settings().EARLY_EXIT_MARGIN >= 2  # default
 
     e = Engine(manual_engine.settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2", EARLY_EXIT_MARGIN=5.0,
                                               STAGE3_K=10), embedder=manual_engine.embedder)

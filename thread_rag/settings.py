@@ -48,10 +48,11 @@ class Settings:
     STAGE2: bool = True                     # MaxSim rescoring from the int8 token cache
     STAGE2_K: int = 50
     STAGE2_WEIGHT: float = 0.5              # blend of MaxSim with the stage-1 fused rank
-    RERANKER: str = "none"                  # none | packaged:ms-marco-MiniLM-L-12-v2 | llm | <local CrossEncoder path>
+    RERANKER: str = "packaged:ms-marco-MiniLM-L-12-v2"  # | none | llm | <local CrossEncoder path>
     RERANK_MAX_TOKENS: int = 256            # packaged cross-encoder: (query, passage) pairs truncated to this
     STAGE3_K: int = 20
-    EARLY_EXIT_MARGIN: float = 0.15         # skip stage 3 when top1 - median(stage 2) > margin
+    EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
+                                            # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 50000             # exact FAISS below, HNSW at or above
     SEARCH_K: int = 5
     # --- windows & summaries --------------------------------------------------------------

@@ -29,8 +29,8 @@ def open_corpus_engine(settings: Settings, ds, progress=None, home: Path | None 
     have = {d.path: d for d in engine.documents()}
     t0 = time.perf_counter()
     for i, doc in enumerate(ds.corpus):
-        key = f"bench://{ds.name}/{doc.key}"
-        if key not in have:
+        key = f"bench://{ds.corpus_name or ds.name}/{doc.key}"  # one key per corpus document, whichever half asks
+        if key not in have and _still_missing(engine, key):
             loaded = parse_text(doc.text, key, markdown=(doc.kind == "markdown"))
             if not loaded.blocks:
                 continue
@@ -40,3 +40,9 @@ def open_corpus_engine(settings: Settings, ds, progress=None, home: Path | None 
             progress("index", i + 1, len(ds.corpus))
     keymap = {d.doc_id: d.path.split("/", 3)[-1] for d in engine.documents()}
     return engine, keymap, time.perf_counter() - t0
+
+
+def _still_missing(engine, key: str) -> bool:
+    """Another process may be filling the same corpus home: look again before paying for the embedding."""
+    engine.refresh()
+    return engine.catalog.find_by_path(key) is None

@@ -21,7 +21,8 @@ def retrieval_table(x: dict) -> str:
     split = f" ({x['split']} split)" if x.get("split") else ""
     rer = x["models"].get("reranker", "none")
     lines = [f"*{x['dataset']}: {x['queries']} queries{split}, {x['corpus_docs']} documents, {x['chunks']} chunks "
-             f"({x.get('corpus', 'full')} corpus); indexing took {x['index_seconds']:.0f} s; embedder "
+             f"({x.get('corpus', 'full')} corpus); "
+             f"{'index reused' if x['index_seconds'] < 1 else 'indexing took %.0f s' % x['index_seconds']}; embedder "
              f"{x['models']['embedder']} ({x['models']['dtype']}); stage 3: {rer}.*",
              "", "| configuration | nDCG@10 (95% CI) | R@1 | R@5 | R@10 | MRR@10 | all-gold@10 | p50 / p95 ms (k=50) | "
              "p50 / p95 ms (k=5) | early exit |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -47,6 +48,25 @@ def no_regret_line(x: dict, default: str) -> str:
     verdict = "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "no difference shown"
     return (f"Default `{default}` minus the best single retriever (`{best}`), nDCG@10 paired over the same "
             f"{x['queries']} questions: {d:+.3f} (95% CI {ci[0]:+.3f} to {ci[1]:+.3f}): {verdict}.")
+
+
+def embedder_table(runs: list, default: str) -> str:
+    """Both embedders side by side on the test halves: dense alone, stage 1+2, and the default pipeline."""
+    lines = ["| set (corpus) | embedder | dense nDCG@10 | BM25 nDCG@10 | stage 1+2 nDCG@10 | default nDCG@10 (95% CI) | "
+             "default R@5 | default all-gold@10 | default p50 / p95 ms (k=5) |", "|---|---|---|---|---|---|---|---|---|"]
+    for x in runs:
+        c = x["configs"]
+        d = c.get(default)
+        if d is None:
+            continue
+        ci = d["ndcg@10_ci95"]
+        lines.append(f"| {x['dataset']} ({x['chunks']} chunks, {x.get('corpus', 'full')}) | {x['models']['embedder']} | "
+                     f"{c.get('dense_only', {}).get('ndcg@10', float('nan')):.3f} | "
+                     f"{c.get('bm25_only', {}).get('ndcg@10', float('nan')):.3f} | "
+                     f"{c.get('stage1_2', {}).get('ndcg@10', float('nan')):.3f} | {d['ndcg@10']:.3f} "
+                     f"({ci[0]:.3f}-{ci[1]:.3f}) | {d['recall@5']:.3f} | {d['all@10']:.2f} | "
+                     f"{d['k5_p50_ms']:.0f} / {d['k5_p95_ms']:.0f} |")
+    return "\n".join(lines)
 
 
 def context_table(x: dict) -> str:
@@ -162,10 +182,17 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", retrieval_table(x), ""]
+    from ..settings import Settings
+    from .retrieval import default_spec
+
+    default = default_spec(Settings())  # today's default pipeline, whatever the default was when a file was run
+    runs = [json.loads(p.read_text()) for p in sorted(d.glob("retrieval-*-test-*.json"))]
+    if runs:
+        out += [f"### Embedders on the test halves (default pipeline `{default}`)", "", embedder_table(runs, default), ""]
     for p in sorted(d.glob("retrieval-*-test-*.json")):  # issue 14: test halves, one file per set and embedder
         x = json.loads(p.read_text())
         out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", retrieval_table(x), ""]
-        line = no_regret_line(x, x.get("default_config", ""))
+        line = no_regret_line(x, default)
         if line:
             out += [line, ""]
     for p in sorted(d.glob("tuning-retrieval-*.json")):

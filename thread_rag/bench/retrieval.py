@@ -54,7 +54,7 @@ def default_spec(settings) -> str:
         return "dense_only" if s.FUSION == "dense" else "bm25_only"
     if s.RERANKER == "none":
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
-    margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= 1e6 else f":m{s.EARLY_EXIT_MARGIN:g}"
+    margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= 2 else f":m{s.EARLY_EXIT_MARGIN:g}"
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}"
 
 
