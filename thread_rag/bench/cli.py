@@ -26,7 +26,7 @@ def run_bench(args) -> int:
 
         if not args.dataset:
             raise ThreadRagError("bench retrieval needs --dataset (limit-small, aws-docs-qa, musique)")
-        from .retrieval import default_spec
+        from .retrieval import default_spec, same_config
 
         default = default_spec(settings)
         if settings.RERANKER == "none":  # stage-3 configurations use the packaged cross-encoder
@@ -37,7 +37,7 @@ def run_bench(args) -> int:
         with progress_bar(err, disable=False) as bar:
             engine, keymap, index_s = open_corpus_engine(settings, ds, progress=bar)
         configs = args.configs.split(",") if args.configs else list(PIPELINES)
-        if default not in configs:
+        if not any(same_config(c, default, settings) for c in configs):
             configs.append(default)
         t0 = time.perf_counter()
         res = run_retrieval(engine, keymap, ds, configs)

@@ -58,6 +58,17 @@ def default_spec(settings) -> str:
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}"
 
 
+def same_config(a: str, b: str, settings) -> bool:
+    """Whether two configuration specs run the same search under ``settings`` (``three_stage`` with the
+    default STAGE3_K and margin is ``three_stage:k20:m-``)."""
+    def effective(spec):
+        name, over = parse_config(spec)
+        s = settings.replace(**over)
+        return name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, 2.0)
+
+    return effective(a) == effective(b)
+
+
 def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 50) -> dict:
     """One row per configuration; ``per_query`` keeps each question's scores for paired comparisons."""
     retriever = engine.retriever
