@@ -32,6 +32,7 @@ def test_repl_pipe_input_question_command_exit(manual_engine):
         repl = Repl(manual_engine, console=console, agent=fake_agent(manual_engine), pt_input=inp,
                     pt_output=DummyOutput())
         inp.send_text("how do I pre-heat summaries?\n/docs\n/fetch DOC1_000 DOC1_\n/bogus\nexit\n")
+        inp.close()  # no more input: an unexpected prompt (e.g. prompt-toolkit's "press ENTER" after an error) ends
         assert repl.run() == 0
     out = buf.getvalue()
     print(out)
