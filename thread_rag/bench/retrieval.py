@@ -8,7 +8,7 @@ from __future__ import annotations
 import platform
 import time
 
-from ..retrieve.pipeline import PIPELINES
+from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 
@@ -54,7 +54,7 @@ def default_spec(settings) -> str:
         return "dense_only" if s.FUSION == "dense" else "bm25_only"
     if s.RERANKER == "none":
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
-    margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= 2 else f":m{s.EARLY_EXIT_MARGIN:g}"
+    margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}"
 
 
@@ -64,7 +64,7 @@ def same_config(a: str, b: str, settings) -> bool:
     def effective(spec):
         name, over = parse_config(spec)
         s = settings.replace(**over)
-        return name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, 2.0)
+        return name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT)
 
     return effective(a) == effective(b)
 

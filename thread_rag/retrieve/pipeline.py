@@ -24,6 +24,7 @@ from .maxsim import maxsim_many
 from .search_index import SearchIndex
 
 MAX_QUERY_CHARS = 2000
+NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
 @dataclass

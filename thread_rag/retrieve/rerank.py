@@ -8,8 +8,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import ModelUnavailableError
-
-PACKAGED = "packaged:"
+from ..onnx_models import PACKAGED
 
 
 class Reranker(Protocol):

@@ -64,24 +64,27 @@ class SearchIndex:
     @classmethod
     def open(cls, root: Path, engine, hnsw_threshold: int) -> "SearchIndex":
         committed = engine.catalog.committed()
-        manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
-        want = [list(x) for x in committed]
-        if manifest and manifest.get("committed") == want and manifest.get("hnsw_threshold") == hnsw_threshold:
-            try:
-                return cls._load(root, committed, manifest)
-            except (OSError, ValueError, KeyError):
-                pass  # rebuild below
+        current = cls._load_current(root, committed, hnsw_threshold)
+        if current is not None:
+            return current
         from ..atomic import file_lock
 
         root.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(root.parent / "index.lock"):  # one process rebuilds; the others wait, then load its result
-            manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
-            if manifest and manifest.get("committed") == want and manifest.get("hnsw_threshold") == hnsw_threshold:
-                try:
-                    return cls._load(root, committed, manifest)
-                except (OSError, ValueError, KeyError):
-                    pass
-            return cls.build(root, engine, committed, hnsw_threshold)
+            current = cls._load_current(root, committed, hnsw_threshold)
+            return current if current is not None else cls.build(root, engine, committed, hnsw_threshold)
+
+    @classmethod
+    def _load_current(cls, root: Path, committed, hnsw_threshold: int) -> "SearchIndex | None":
+        """The persisted index when its manifest names exactly these generations and threshold, else None."""
+        manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
+        if manifest and manifest.get("committed") == [list(x) for x in committed] \
+                and manifest.get("hnsw_threshold") == hnsw_threshold:
+            try:
+                return cls._load(root, committed, manifest)
+            except (OSError, ValueError, KeyError):
+                pass  # rebuilt by the caller
+        return None
 
     @classmethod
     def _load(cls, root: Path, committed, manifest) -> "SearchIndex":
