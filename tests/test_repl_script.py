@@ -1,6 +1,7 @@
 """The REPL through prompt-toolkit's pipe input, scripted sessions, and the Ollama backend against a
 local stand-in server (a fake that speaks Ollama's HTTP API on loopback; not a real Ollama)."""
 import io
+import logging
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -21,7 +22,7 @@ def fake_agent(engine):
     return Agent(engine, chat_model=m)
 
 
-def test_repl_pipe_input_question_command_exit(manual_engine):
+def test_repl_pipe_input_question_command_exit(manual_engine, caplog):
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
@@ -40,6 +41,8 @@ def test_repl_pipe_input_question_command_exit(manual_engine):
     assert "01-getting-started.md" in out
     assert "[start of document]" in out and "'DOC1_' is not a chunk id" in out
     assert "unknown command /bogus" in out and "bye" in out
+    loop_errors = [f"{r.getMessage()} {r.exc_info and repr(r.exc_info[1])}" for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR]
+    assert not loop_errors, loop_errors
 
 
 def test_repl_first_run_offers_manual(make_engine):

@@ -230,7 +230,9 @@ class Repl:
             session = self.make_session()
 
             def ask(prompt):
-                return session.prompt(prompt)
+                # prompt-toolkit's own handler answers a stray event-loop exception with "Press ENTER to
+                # continue", which never ends on piped input; asyncio's handler logs one line instead.
+                return session.prompt(prompt, set_exception_handler=False)
         else:
             ask = self._input_fn
         self.banner()
