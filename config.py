@@ -41,7 +41,7 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 # --- agent ---
 # AGENT_MODE = "fast"              # fast: code searches and walks, the model answers in ONE call
 #                                  # routed: the model picks every tool step (slow with the embedded 1.5B)
-# READER = "walk"                  # what the fast path reads: walk | windows | topk | nested
+# READER = "walk"                  # what the fast path reads: walk | windows | topk | sentence_window | parent_doc | nested
 # READ_K = 3                       # entry chunks from the search
 # READ_BUDGET = 900                # LLM tokens of sources in the answer prompt (the first-token cost: BENCHMARKS.md curve)
 # WALK_MAX = 2                     # neighbours walked forward from each entry chunk

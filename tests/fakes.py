@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict
 
-from thread_rag.agent.answer import SOURCES_PROMPT
+from thread_rag.agent.answer import DECIDE_PROMPT, SOURCES_PROMPT
 from thread_rag.agent.intent import INTENT_PROMPT
 from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
 
@@ -17,7 +17,7 @@ from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
 class ScriptedChatModel(BaseChatModel):
     """Replies by the kind of request: routing steps pop ``routes``; the gate returns ``answerable``;
     condensation returns ``standalone``; the intent check returns ``action``; the sources follow-up returns
-    ``sources``; the answer calls ``answer(messages)``. Every call is recorded in ``calls``."""
+    ``sources``; the post-reading decision returns ``decide``; the answer calls ``answer(messages)``. Every call is recorded in ``calls``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     routes: list = []
@@ -28,6 +28,7 @@ class ScriptedChatModel(BaseChatModel):
     pending_args: Any = None
     action: str = "question"
     sources: Any = None
+    decide: Any = None
 
     @property
     def _llm_type(self) -> str:
@@ -47,6 +48,9 @@ class ScriptedChatModel(BaseChatModel):
             return a if isinstance(a, str) else json.dumps(a)
         if last == GATE:
             return json.dumps({"answerable": self.answerable})
+        if last.endswith(DECIDE_PROMPT):
+            d = self.decide if self.decide is not None else {"decision": "answer"}
+            return d if isinstance(d, str) else json.dumps(d)
         if last == SOURCES_PROMPT:
             return json.dumps({"sources": self.sources if self.sources is not None else [1]})
         if last.startswith(INTENT_PROMPT.split("\n")[0]):

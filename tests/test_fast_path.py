@@ -7,7 +7,8 @@ import pytest
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, number, written_citations
 from thread_rag.agent.loop import REFUSAL, Agent
-from thread_rag.agent.reading import topk_sources, walk_sources
+from thread_rag.agent.reading import (parent_blocks, parent_doc_sources, sentence_window_sources, topk_sources,
+                                      walk_sources)
 
 
 def agent_with(engine, **kw):
@@ -133,6 +134,50 @@ def test_walk_respects_budget_and_signals(manual_engine):
     assert [c for s in small for c in s.chunk_ids] == [hits[0].chunk_id]
 
 
+def test_baseline_readers_fill_the_same_budget_from_their_own_windows(manual_engine):
+    e = manual_engine
+    hits = e.retriever.search("how do I pre-heat summaries?", k=3).hits
+    entries = [h.chunk_id for h in hits[:3]]
+
+    def ids(sources):
+        return [c for s in sources for c in s.chunk_ids]
+
+    def pos(cid):
+        return int(cid.split("_")[1])
+
+    # sentence window, no budget limit: every entry with both raw neighbours (clamped at the ends), no repeats
+    wide = ids(sentence_window_sources(hits, 3, e.thread, _count, budget=10**6))
+    want = set()
+    for c in entries:
+        doc, n = c.split("_")[0], len(e.thread(c.split("_")[0]))
+        want |= {f"{doc}_{p:03d}" for p in (pos(c) - 1, pos(c), pos(c) + 1) if 0 <= p < n}
+    assert set(wide) == want and len(wide) == len(set(wide))
+    # parent document, no budget limit: the whole ~1000-word block around each entry
+    blocks = {}
+    for c in entries:
+        doc = c.split("_")[0]
+        a, b = next(x for x in parent_blocks(e.thread(doc).chunks) if x[0] <= pos(c) <= x[1])
+        blocks.update({f"{doc}_{p:03d}": 1 for p in range(a, b + 1)})
+    assert set(ids(parent_doc_sources(hits, 3, e.thread, _count, budget=10**6))) == set(blocks)
+    # both spend a small budget the same way the walk does: the best entry chunk first, nothing else
+    one = _count(hits[0].text) + 1
+    for reader in (sentence_window_sources, parent_doc_sources):
+        assert ids(reader(hits, 3, e.thread, _count, budget=one)) == [hits[0].chunk_id]
+    # and the entries before any neighbour: a budget that holds the three entries holds exactly them
+    three = sum(_count(e.chunk(c).text) for c in set(entries))
+    assert set(ids(sentence_window_sources(hits, 3, e.thread, _count, budget=three))) == set(entries)
+
+
+def test_parent_blocks_cover_the_thread_in_order():
+    class C:
+        def __init__(self, n):
+            self.text = "w " * n
+
+    chunks = [C(n) for n in (300, 400, 500, 100, 2000, 10, 20)]
+    assert parent_blocks(chunks, 1000) == [(0, 2), (3, 4), (5, 6)]
+    assert parent_blocks([], 1000) == []
+
+
 def test_disjoint_calibration_is_checked(tmp_path):
     from thread_rag.bench.datasets import Dataset, Query, check_disjoint, split_qids
     from thread_rag.errors import ThreadRagError
@@ -198,3 +243,45 @@ def test_windows_reader_frames_sources_with_neighbour_summaries(manual_engine):
         assert p["text"] in f["text"] and f["tokens"] >= p["tokens"]
     assert any("(before: " in s["text"] or "(after: " in s["text"] for s in framed.sources)
     assert not any("(before: " in s["text"] for s in plain.sources)
+
+
+def test_every_reader_answers_through_the_same_path(manual_engine):
+    from thread_rag.settings import READERS
+
+    agent, model = agent_with(manual_engine, answer=cite_one)
+    for reader in READERS:
+        agent.clear()
+        ans = agent.ask("how do I pre-heat summaries?", reader=reader)
+        assert ans.mode == f"fast/{reader}" and not ans.refused and ans.sources, reader
+        assert sum(s["tokens"] for s in ans.sources) <= manual_engine.settings.READ_BUDGET + 400, reader
+    agent.clear()
+    with pytest.raises(Exception, match="unknown reader"):
+        agent.ask("how do I pre-heat summaries?", reader="bogus")
+
+
+def test_post_reading_decision_searches_once_more_under_the_same_budget(manual_engine):
+    e = manual_engine
+    q = "how do I pre-heat summaries?"
+    e.settings = e.settings.replace(DECIDE=True)
+    try:
+        agent, model = agent_with(e, answer=cite_one, decide={"decision": "answer"})
+        ans = agent.ask(q)
+        assert [t["tool"] for t in ans.tool_trace] == ["rag_search", "read:walk", "decide"]
+        assert ans.llm_calls == 2 and model.calls[0]["format"]["required"] == ["decision"]
+        first = [s["chunk_ids"] for s in ans.sources]
+
+        other = "nested retrieval excludes ancestors and descendants"
+        agent, model = agent_with(e, answer=cite_one, decide={"decision": "search", "query": other})
+        ans = agent.ask(q)
+        assert [t["tool"] for t in ans.tool_trace] == ["rag_search", "read:walk", "decide", "read:walk"]
+        read = {c for s in ans.sources for c in s["chunk_ids"]}
+        assert e.retriever.search(other, k=3).hits[0].chunk_id in read          # the second search was read
+        assert e.retriever.search(q, k=3).hits[0].chunk_id in read              # and the first one's best hit kept
+        assert sum(s["tokens"] for s in ans.sources) <= e.settings.READ_BUDGET + 200
+        assert ans.llm_calls == 2 and not ans.refused
+
+        agent, model = agent_with(e, answer=cite_one, decide="not json")       # an unusable decision: answer
+        ans = agent.ask(q)
+        assert [s["chunk_ids"] for s in ans.sources] == first and not ans.refused
+    finally:
+        e.settings = e.settings.replace(DECIDE=False)

@@ -17,6 +17,9 @@ from typing import Any, Mapping
 from .errors import SettingsError
 
 ENV_PREFIX = "THREAD_RAG_"
+# what the fast path can read (agent/reading.py): the walk, the walk framed by neighbour summaries, and the
+# baselines it is compared with on equal terms (plain top-k, sentence window, parent document, nested)
+READERS = ("walk", "windows", "topk", "sentence_window", "parent_doc", "nested")
 
 
 @dataclass
@@ -80,12 +83,12 @@ class Settings:
     LLM_BATCH: int = 512                    # llama.cpp n_batch = n_ubatch (prompt tokens evaluated per step)
     AGENT_MODE: str = "fast"                # fast: code jumps + walks, one LLM call | routed: model-driven loop
     INTENTS: bool = True                    # recognise actions (list/index/pre-heat/nested) in chat messages
-    READER: str = "walk"                    # what the fast path reads: walk | windows (walk + neighbour
-                                            # summaries) | topk | nested
+    READER: str = "walk"                    # what the fast path reads: one of READERS above
     READ_K: int = 3                         # entry chunks from the search
     READ_BUDGET: int = 900                  # LLM tokens of source text the fast path may put in the prompt
     WALK_MAX: int = 2                       # chunks walked forward from each entry chunk
     WALK_QUERY_MIN: float = 0.2             # a walked chunk must still have this cosine to the question
+    DECIDE: bool = False                    # after reading, one constrained call: answer, or search once more
     CITE_FOLLOWUP: bool = True              # ask for the sources (constrained) when the answer cites none
     MAX_STEPS: int = 4                      # routed mode: routing steps per question (the first is the search)
     RELEVANCE_MIN: float = 0.35             # refuse when no entry chunk has cosine >= this to the question
@@ -147,7 +150,7 @@ class Settings:
              "use extractive, llm or ollama")
         need(self.CHAT_BACKEND in ("auto", "embedded", "ollama"), "CHAT_BACKEND", "use auto, embedded or ollama")
         need(self.AGENT_MODE in ("fast", "routed"), "AGENT_MODE", "use fast or routed")
-        need(self.READER in ("walk", "windows", "topk", "nested"), "READER", "use walk, windows, topk or nested")
+        need(self.READER in READERS, "READER", "use one of " + ", ".join(READERS))
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         need(bool(self.HOME.strip()), "HOME", "must not be empty")
         from .embedder import PACKAGED_EMBEDDERS

@@ -8,6 +8,7 @@ sources differ.
 - ``answer_messages``: the one answer prompt;
 - ``stream_answer``: streams the reply, measures first-token time, stops cleanly on Ctrl-C;
 - ``written_citations``: the ``[1]`` / ``[1, 3]`` / ``[DOC1_052]`` markers the model wrote, mapped to sources;
+- ``decide_messages``: the optional post-reading decision (answer now, or search once more);
 - ``ask_sources``: when the model wrote none, one short grammar-constrained follow-up on the same prompt
   (llama.cpp reuses the evaluated prefix) asks which numbered sources support the answer.
 """
@@ -51,6 +52,14 @@ def parse_json_lenient(text: str):
     raise ValueError(f"not JSON: {text[:80]!r}")
 
 
+DECIDE_PROMPT = """
+
+Do not answer yet. If the sources above hold the facts the question needs, reply {"decision": "answer"}. If a \
+needed fact is missing, reply {"decision": "search", "query": "<words to search the documents for it>"}."""
+DECIDE_SCHEMA = {"type": "object", "properties": {"decision": {"enum": ["answer", "search"]},
+                                                  "query": {"type": "string", "maxLength": 160}},
+                 "required": ["decision"]}
+
 SOURCES_PROMPT = "Which numbered sources support your answer? Reply with JSON {\"sources\": [numbers]}."
 
 NUM_RE = re.compile(r"\[(\d{1,2}(?:\s*[,;]\s*\d{1,2})*)\]")
@@ -91,6 +100,12 @@ def render_sources(sources: list[Source]) -> str:
 
 def answer_messages(question: str, sources: list[Source]) -> list:
     return [HumanMessage(ANSWER_PROMPT.format(sources=render_sources(sources), question=question))]
+
+
+def decide_messages(question: str, sources: list[Source]) -> list:
+    """The post-reading decision prompt: the answer prompt's text (so llama.cpp reuses its evaluated prefix
+    for the answer call) followed by the decision request."""
+    return [HumanMessage(ANSWER_PROMPT.format(sources=render_sources(sources), question=question) + DECIDE_PROMPT)]
 
 
 def stream_answer(model, messages: list, max_tokens: int,

@@ -28,10 +28,13 @@ from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
 from ..records import to_dict
+from ..settings import READERS
 from ..threads.walk import jump_and_walk
-from .answer import Source, answer_messages, ask_sources, parse_json_lenient, stream_answer, written_citations
+from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, decide_messages, parse_json_lenient,
+                     stream_answer, written_citations)
 from .intent import recognise
-from .reading import best_similarity, nested_sources, topk_sources, walk_sources
+from .reading import (best_similarity, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
+                      walk_sources)
 from .tools import call_tool, compact, describe_outcome, make_tools, tool_args_schema, tool_choice_schema
 
 REFUSAL = "The indexed documents don't contain an answer to this question."
@@ -264,10 +267,9 @@ class Agent:
             return self._refusal(base, on_token, t0, calls)
         t_read = time.perf_counter()
         sources = self.read(reader, standalone, hits, qvec, doc_id)
-        trace.append({"step": 1, "tool": f"read:{reader}", "ok": True, "error": None,
-                      "result": [f"[{x.n}] " + x.chunk_ids[0] + (".." + x.chunk_ids[-1] if len(x.chunk_ids) > 1 else "")
-                                 for x in sources], "ms": round((time.perf_counter() - t_read) * 1000, 1)})
-        self.on_event("tool", trace[-1])
+        self._trace_read(trace, reader, sources, t_read)
+        if s.DECIDE and sources and reader not in ("topk", "nested"):  # the budgeted readers
+            sources = self._decide(standalone, sources, hits, qvec, reader, doc_id, trace)
         if not sources:
             return self._refusal(base, on_token, t0, calls)
         msgs = answer_messages(standalone, sources)
@@ -287,19 +289,54 @@ class Agent:
                       tokens={"in": self._prompt_tokens(msgs), "out": self._count(text),
                               "sources": sum(x.tokens for x in sources)}, **base)
 
-    def read(self, reader: str, query: str, hits: list, qvec, doc_id: str | None = None) -> list[Source]:
-        """The numbered sources the model will read."""
+    def _trace_read(self, trace: list, reader: str, sources: list, t_read: float) -> None:
+        trace.append({"step": len(trace), "tool": f"read:{reader}", "ok": True, "error": None,
+                      "result": [f"[{x.n}] " + x.chunk_ids[0] + (".." + x.chunk_ids[-1] if len(x.chunk_ids) > 1 else "")
+                                 for x in sources], "ms": round((time.perf_counter() - t_read) * 1000, 1)})
+        self.on_event("tool", trace[-1])
+
+    def _decide(self, question: str, sources: list, hits: list, qvec, reader: str, doc_id: str | None,
+                trace: list) -> list[Source]:
+        """The post-reading decision (``DECIDE``): one constrained call on the answer prompt's prefix says
+        "answer" or "search <query>". A second search's hits are interleaved with the first's and read again
+        under the same budget, so the answer never reads more than any other strategy."""
+        try:
+            got = self._invoke_json(decide_messages(question, sources), DECIDE_SCHEMA, max_tokens=48)
+        except Exception:  # noqa: BLE001 - an unusable decision answers from what was read
+            return sources
+        query = str(got.get("query") or "").strip() if isinstance(got, dict) and got.get("decision") == "search" else ""
+        trace.append({"step": len(trace), "tool": "decide", "ok": True, "error": None,
+                      "result": f"search: {query}" if query else "answer"})
+        self.on_event("tool", trace[-1])
+        if not query:
+            return sources
+        t_read = time.perf_counter()
+        more = self.engine.retriever.search(query, doc_id=doc_id, k=max(self.settings.READ_K, 1)).hits
+        k = self.settings.READ_K
+        mixed = list({h.chunk_id: h for pair in zip(hits[:k], more[:k]) for h in pair}.values())
+        sources = self.read(reader, question, mixed, qvec, doc_id, k=len(mixed))
+        self._trace_read(trace, reader, sources, t_read)
+        return sources
+
+    def read(self, reader: str, query: str, hits: list, qvec, doc_id: str | None = None,
+             k: int | None = None) -> list[Source]:
+        """The numbered sources the model will read (from the first ``k`` hits, default ``READ_K``)."""
         s, e = self.settings, self.engine
+        k = s.READ_K if k is None else k
         if reader == "topk":
-            return topk_sources(hits, s.READ_K, e.thread, self._count)
+            return topk_sources(hits, k, e.thread, self._count)
         if reader in ("walk", "windows"):
-            return walk_sources(hits, s.READ_K, e.thread, e.retriever.index, qvec, self._count, s.READ_BUDGET,
+            return walk_sources(hits, k, e.thread, e.retriever.index, qvec, self._count, s.READ_BUDGET,
                                 max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN,
                                 frame=self._neighbour_summary if reader == "windows" else None)
+        if reader == "sentence_window":
+            return sentence_window_sources(hits, k, e.thread, self._count, s.READ_BUDGET)
+        if reader == "parent_doc":
+            return parent_doc_sources(hits, k, e.thread, self._count, s.READ_BUDGET)
         if reader == "nested":
             res = e.nested.retrieve(query, limit=s.READ_K, doc_id=doc_id)
             return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET)
-        raise ThreadRagError(f"unknown reader {reader!r} (walk, windows, topk or nested)")
+        raise ThreadRagError(f"unknown reader {reader!r} ({', '.join(READERS)})")
 
     def _neighbour_summary(self, chunk, step: int) -> str:
         """The cached summary of the chunk ``step`` away from ``chunk`` (made on the spot, not stored, when the

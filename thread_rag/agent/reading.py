@@ -6,7 +6,11 @@ cosine to the question >= ``walk_query_min``), at most ``max_walk`` steps; conse
 one source with the overlap removed. The budget is spent entry chunks first (by rank), then walked
 chunks by their similarity to the question; what does not fit is left out.
 ``topk_sources``: the hits' own texts, one source each (the plain-RAG baseline).
-Both return :class:`~thread_rag.agent.answer.Source` lists in entry-rank order.
+``sentence_window_sources``: each hit with its raw neighbours (+-1 chunk), merged (the sentence-window baseline).
+``parent_doc_sources``: each hit inside its ~``PARENT_WORDS``-word parent block (the parent-document baseline).
+The two baselines spend the same budget the walk does: entry chunks first (by rank), then the nearest
+chunks of their window or block; what does not fit is left out.
+All return :class:`~thread_rag.agent.answer.Source` lists in entry-rank order.
 
 Parts in: ``thread_of(serial)`` (a document's chunks), ``index`` (vectors and ``row_of``), the question
 vector, and ``count`` (LLM tokens of a text).
@@ -58,25 +62,69 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
     """``frame(chunk, step)``: the summary of the chunk ``step`` positions away ("" past an end); when given,
     each source carries its neighbours' summaries (the THREAD window) and they count against the budget."""
     vec = lambda s, p: None if index.row_of.get((s, p)) is None else np.asarray(index.vectors[index.row_of[(s, p)]])  # noqa: E731
-    picked: dict[tuple[int, int], float] = {}     # (serial, position) -> priority (higher first)
-    order: list[tuple[int, int]] = []             # entry order for the output
-    for rank, h in enumerate(hits[:k]):
-        e = ChunkId.parse(h.chunk_id)
-        picked[(e.serial, e.position)] = max(picked.get((e.serial, e.position), -1), 10.0 - rank)
-        order.append((e.serial, e.position))
-        n = len(thread_of(e.serial))
-        pos = e.position
+    picked, order = _entries(hits, k)  # (serial, position) -> priority (higher first); entry order
+    for serial, pos in order:
+        n = len(thread_of(serial))
         for _ in range(max_walk):
-            a, b = vec(e.serial, pos), vec(e.serial, pos + 1)
+            a, b = vec(serial, pos), vec(serial, pos + 1)
             if pos + 1 >= n or a is None or b is None:
                 break
             q_sim = float(b @ qvec)
             if float(a @ b) < walk_threshold or q_sim < walk_query_min:
                 break
             pos += 1
-            picked[(e.serial, pos)] = max(picked.get((e.serial, pos), -1), q_sim)
+            picked[(serial, pos)] = max(picked.get((serial, pos), -99.0), q_sim)
     kept = _fit(picked, thread_of, count, budget)
     return number(_runs(kept, order, thread_of, count, frame))
+
+
+def sentence_window_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str], int],
+                            budget: int, reach: int = 1) -> list[Source]:
+    picked, order = _entries(hits, k)
+    for rank, (serial, pos) in enumerate(order):
+        n = len(thread_of(serial))
+        for step in range(1, reach + 1):
+            for p in (pos - step, pos + step):
+                if 0 <= p < n:
+                    picked[(serial, p)] = max(picked.get((serial, p), -99.0), -step - rank / 100)
+    return number(_runs(_fit(picked, thread_of, count, budget), order, thread_of, count))
+
+
+PARENT_WORDS = 1000
+
+
+def parent_blocks(chunks: list, words: int = PARENT_WORDS) -> list[tuple[int, int]]:
+    """A thread cut into consecutive blocks of about ``words`` words: (first, last) positions."""
+    out, start, seen = [], 0, 0
+    for i, c in enumerate(chunks):
+        seen += len(c.text.split())
+        if seen >= words:
+            out.append((start, i))
+            start, seen = i + 1, 0
+    if start < len(chunks):
+        out.append((start, len(chunks) - 1))
+    return out
+
+
+def parent_doc_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str], int], budget: int,
+                       words: int = PARENT_WORDS) -> list[Source]:
+    picked, order = _entries(hits, k)
+    for rank, (serial, pos) in enumerate(order):
+        a, b = next(blk for blk in parent_blocks(thread_of(serial).chunks, words) if blk[0] <= pos <= blk[1])
+        for p in range(a, b + 1):
+            picked[(serial, p)] = max(picked.get((serial, p), -99.0), -abs(p - pos) - rank / 100)
+    return number(_runs(_fit(picked, thread_of, count, budget), order, thread_of, count))
+
+
+def _entries(hits: list, k: int) -> tuple[dict, list]:
+    """The first k hits as (serial, position) with priority 10 - rank, and their order."""
+    picked: dict[tuple[int, int], float] = {}
+    order = []
+    for rank, h in enumerate(hits[:k]):
+        e = ChunkId.parse(h.chunk_id)
+        picked[(e.serial, e.position)] = max(picked.get((e.serial, e.position), -99.0), 10.0 - rank)
+        order.append((e.serial, e.position))
+    return picked, order
 
 
 def _fit(picked: dict, thread_of: Callable, count: Callable[[str], int], budget: int) -> set:

@@ -8,7 +8,11 @@ answer token cap, the source budget and the citation follow-up; only what the mo
 - ``topk``: the k hits' own texts (plain RAG);
 - ``walk``: THREAD-RAG's jump-and-walk under the source budget (the product default);
 - ``windows``: the walk with each source framed by its neighbours' summaries (the THREAD window);
+- ``sentence_window``: each hit with its raw neighbours (+-1 chunk) under the same budget;
+- ``parent_doc``: each hit inside its ~1000-word parent block under the same budget;
 - ``nested``: ``nested_retrieve`` passages under the same budget;
+- ``decide``: the walk followed by the post-reading decision (``DECIDE``: answer, or search once more and
+  read again under the same budget); one more LLM call per question;
 - ``routed``: the fully model-driven loop (``AGENT_MODE=routed``; its own prompt and gate, so NOT on equal
   terms; it is there to show what the old agent costs).
 
@@ -27,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..settings import READERS as _READERS
 from .metrics import bootstrap_ci, exact_match, token_coverage, token_f1
 
-READERS = ("topk", "walk", "windows", "nested", "routed")
+READERS = _READERS + ("decide", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
 K = 3                    # entry chunks for every strategy
 
@@ -117,14 +122,17 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     agent = Agent(engine, chat_model=model)
     routed = Agent(engine, chat_model=model)
     routed.settings = shared.replace(AGENT_MODE="routed")
+    decider = Agent(engine, chat_model=model)
+    decider.settings = shared.replace(DECIDE=True)
     res: dict[str, list] = {s: [] for s in strategies}
     total, done = len(ds.queries) * len(strategies), 0
     for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
         for s in strategies:
-            who = routed if s == "routed" else agent
+            who = {"routed": routed, "decide": decider}.get(s, agent)
             who.clear()
             reset_prompt_cache(model)  # no strategy reads another's evaluated prompt (first-token times)
-            a = who.ask(q.text, doc_id=doc_id) if s == "routed" else who.ask(q.text, doc_id=doc_id, reader=s)
+            reader = {"routed": None, "decide": "walk"}.get(s, s)
+            a = who.ask(q.text, doc_id=doc_id, reader=reader)
             res[s].append(_row(q, s, a, engine))
             done += 1
             if progress:
@@ -134,7 +142,7 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
             "search_scope": ds.search_scope,
             "shared_settings": {n: getattr(shared, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
                                                                  "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
-                                                                 "WALK_QUERY_MIN", "CITE_FOLLOWUP")},
+                                                                 "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE")},
             "strategies": {s: summarise(rows, base if s != "topk" and base else None) for s, rows in res.items() if rows},
             "rows": res}
 

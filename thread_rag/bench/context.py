@@ -16,26 +16,13 @@ import time
 
 import numpy as np
 
+from ..agent.reading import PARENT_WORDS, parent_blocks
 from ..ids import ChunkId
 from ..threads.walk import jump_and_walk
 from ..threads.windows import join_thread
 from .metrics import bootstrap_ci, span_found, token_coverage
 
 STRATEGIES = ["topk", "sentence_window", "parent_doc", "thread_windows", "thread_walk", "nested"]
-PARENT_WORDS = 1000
-
-
-def _parents(engine, doc_id: str) -> list[tuple[int, int]]:
-    chunks = engine.thread(doc_id).chunks
-    out, start, words = [], 0, 0
-    for i, c in enumerate(chunks):
-        words += len(c.text.split())
-        if words >= PARENT_WORDS:
-            out.append((start, i))
-            start, words = i + 1, 0
-    if start < len(chunks):
-        out.append((start, len(chunks) - 1))
-    return out
 
 
 def _runs_text(engine, ids: list[ChunkId]) -> str:
@@ -63,7 +50,7 @@ def build_context(engine, strategy: str, query: str, k: int, doc_id: str | None,
         ids = []
         for h in hits[:k]:
             c = ChunkId.parse(h.chunk_id)
-            for a, b in _parents(engine, h.doc_id):
+            for a, b in parent_blocks(engine.thread(h.doc_id).chunks, PARENT_WORDS):
                 if a <= c.position <= b:
                     ids.extend(ChunkId(c.serial, p) for p in range(a, b + 1))
         return _runs_text(engine, ids)
