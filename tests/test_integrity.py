@@ -1,6 +1,7 @@
 """Integrity of the store beyond SIGKILL trials (issue 13): in-process recovery after an aborted
 write, leftover temporaries, the allowed-roots rule on every expanded file, and warnings that reach
 the user (PDF pages without text, corrupt summary caches)."""
+import json
 import os
 import subprocess
 import sys
@@ -230,3 +231,37 @@ def test_full_recovery_removes_orphan_trees(make_engine, tmp_path):
     e.recover(full=True)
     assert e.check_consistency() == []
     assert {f.name for f in trees.iterdir()} == {f"DOC1.g{rec.generation}.json", f"DOC1.g{rec.generation}.npy"}
+
+
+def test_a_lost_catalog_never_restarts_the_ids_over_an_existing_store(make_engine, tmp_path):
+    """Issue 13 item 3: a corrupt catalog is set aside; the next start must not begin an empty catalog over
+    the chunks, vectors and index parts still keyed by the old (serial, generation)s."""
+    from thread_rag.errors import CorruptFileError
+
+    e = make_engine()
+    e.index_file(write(tmp_path / "a.md", guide(1, 12)))
+    cat = e.home / "catalog.json"
+    cat.write_text('{"format": 1, "documents": {"1": ')  # torn
+    with pytest.raises(CorruptFileError, match="corrupt"):
+        make_engine()
+    aside = list(e.home.glob("catalog.json.corrupt-*"))
+    assert len(aside) == 1 and not cat.exists()
+    with pytest.raises(CorruptFileError) as again:  # the second start refuses too, and says what to do
+        make_engine()
+    msg = str(again.value)
+    assert aside[0].name in msg and "index again" in msg and "\n" not in msg
+    # a catalog deleted by hand while the store still holds chunks: refused the same way
+    aside[0].unlink()
+    with pytest.raises(CorruptFileError, match="catalog.json is missing"):
+        make_engine()
+    # restoring a good catalog brings the library back unchanged
+    cat.write_text(json.dumps({"format": 1, "next_serial": 2, "version": 1, "documents": {
+        "1": {**e.document("DOC1").__dict__}}}))
+    assert [d.doc_id for d in make_engine().documents()] == ["DOC1"]
+
+
+def test_a_fresh_or_empty_store_starts_without_a_catalog(make_engine):
+    e = make_engine()
+    assert e.documents() == [] and e.store.count() == 0  # opens the (empty) store
+    assert not (e.home / "catalog.json").exists()
+    assert make_engine().documents() == []                # an empty store is not a lost library

@@ -162,3 +162,44 @@ def test_a_derived_index_rebuild_waits_for_the_process_already_rebuilding(manual
         assert t.is_alive() and "n" not in got  # waiting, not building beside it
     t.join(timeout=120)
     assert got["n"] == len(manual_engine.retriever.index) > 0
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_hits_come_from_the_snapshot_the_index_ranked(make_engine, embedder, tmp_path, warm):
+    """Issue 13 item 5: another process re-indexes a document between the moment a search takes its index
+    and the moment it reads the hits' texts. Every hit must be the text at its chunk id in one generation
+    (the ranked one, or a retried search on the new one), never a mix, never an IndexError."""
+    from thread_rag.engine import Engine
+
+    f = tmp_path / "guide.md"
+    f.write_text("# Guide\n\n" + "\n\n".join(f"## Step {i}\n\nConfigure the widget bolt number {i} with the torque "
+                                             f"wrench before the widget sealing stage {i}." for i in range(30)))
+    reader = make_engine()
+    reader.index_file(f)
+    q = "widget bolt torque wrench"
+    old = {c.chunk_id: c.text for c in reader.thread("DOC1").chunks}
+    if warm:  # the reader holds the old generation's chunks in memory
+        assert reader.retriever.search(q, k=5).hits
+    else:     # it holds only the index; the old generation's chunks are gone from the store when it reads them
+        reader = make_engine()
+        assert len(reader.retriever.index) == len(old)
+    writer = Engine(reader.settings, embedder=embedder)             # "another process" on the same store
+    real = reader.embedder.embed_queries
+    state = {"done": False}
+
+    def embed_then_reindex(texts):
+        if not state["done"]:
+            state["done"] = True
+            f.write_text("# Guide\n\n## Only step\n\nThe widget bolt is fastened by hand; no torque wrench.")
+            writer.index_file(f)                                   # commits a 1-chunk generation
+        return real(texts)
+
+    reader.embedder.embed_queries = embed_then_reindex
+    try:
+        res = reader.retriever.search(q, k=5)
+    finally:
+        reader.embedder.embed_queries = real
+    assert state["done"] and res.hits
+    new = {c.chunk_id: c.text for c in reader.thread("DOC1").chunks}
+    got = {h.chunk_id: h.text for h in res.hits}
+    assert got.items() <= old.items() or got.items() <= new.items()  # one generation's texts, whichever it was

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .atomic import atomic_write_json, file_lock, remove_stale_temporaries
-from .errors import IngestError, ThreadRagError, UnknownDocumentError
+from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError
 from .ids import ChunkId, format_doc_id, parse_doc_id
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
 from .records import Chunk, DocumentRecord, IndexResult
@@ -59,15 +59,30 @@ class Engine:
         self.home.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(self.home / "catalog.json")
         self._store: ChunkStore | None = None
+        self._refuse_a_lost_catalog()
         self.token_cache = TokenCache(self.home / "tokcache")
         self._embedder = embedder
         self._summarizer = summarizer
         self._chat_model = chat_model
         self._threads: dict[int, Thread] = {}
+        self._old_generation: tuple = (None, None, None)  # (serial, generation, chunks) read by a stale search
         self._retriever = None
         self._windows = None
         self._nested = None
         self.recover()
+
+    def _refuse_a_lost_catalog(self) -> None:
+        """No catalog file but a store that holds chunks (the catalog was set aside as corrupt, or deleted):
+        an empty catalog would hand out DOC1 again over the old DOC1's chunks, vectors and index parts."""
+        if self.catalog.path.exists():
+            return
+        aside = sorted(self.home.glob("catalog.json.corrupt-*"))
+        if not aside and not ((self.home / "chroma").is_dir() and self.store.count()):
+            return
+        where = f" ({aside[-1].name} holds the damaged copy)" if aside else ""
+        raise CorruptFileError(f"{self.catalog.path} is missing{where} but {self.home} still holds indexed chunks; "
+                               f"an empty catalog would reuse their document ids. Restore a good catalog.json, "
+                               f"or move {self.home} away and index again")
 
     # -- lazily built parts -----------------------------------------------------------------
     @property
@@ -245,6 +260,17 @@ class Engine:
             cached = Thread(rec, chunks)
             self._threads[rec.serial] = cached
         return cached
+
+    def chunks_at(self, serial: int, generation: int) -> list | None:
+        """A document's chunks at one generation (what a search index ranked); None once that generation is
+        gone (another process committed a newer one and removed it)."""
+        cached = self._threads.get(serial)
+        if cached is not None and cached.record.generation == generation:
+            return cached.chunks
+        if self._old_generation[:2] != (serial, generation):
+            chunks, _ = self.store.load(serial, generation)
+            self._old_generation = (serial, generation, chunks or None)  # at most one old generation held
+        return self._old_generation[2]
 
     def chunk(self, cid: ChunkId | str) -> Chunk:
         cid = ChunkId.parse(cid) if isinstance(cid, str) else cid

@@ -124,7 +124,7 @@ class Retriever:
             from ..ingest import text_for_embedding
             from ..store.token_cache import quantize
 
-            chunks = self.engine.thread(serial).chunks
+            chunks = self._chunks(serial, generation)
             toks = self.engine.embedder.embed_with_tokens([text_for_embedding(c.text) for c in chunks])[1]
             self._recomputed = {key: [quantize(t) for t in toks]}
         from ..store.token_cache import dequantize
@@ -156,11 +156,25 @@ class Retriever:
         if pipeline is None:
             pipeline = Pipeline(dense=s.FUSION in ("rrf", "dense"), bm25=s.FUSION in ("rrf", "bm25"),
                                 maxsim=s.STAGE2, rerank=s.RERANKER != "none")
-        timings: dict[str, float] = {}
         serial = None
         if doc_id:
             serial = self.engine.document(doc_id).serial  # raises a clear error for unknown ids
             doc_id = format_doc_id(serial)
+        try:
+            return self._search(query, serial, doc_id, k, pages, heading, pipeline)
+        except _StaleSnapshot:  # another process replaced a document mid-search: once more, on the new index
+            self._index = None
+            try:
+                return self._search(query, serial, doc_id, k, pages, heading, pipeline)
+            except _StaleSnapshot:
+                raise ThreadRagError("the library changed during the search; try again") from None
+
+    def _search(self, query: str, serial: int | None, doc_id: str | None, k: int, pages, heading,
+                pipeline: Pipeline) -> SearchResult:
+        """One search against one snapshot: the index it ranks with and the chunks of exactly the generations
+        that index holds (``_chunks``), so hit texts always match their ranks."""
+        s = self.settings
+        timings: dict[str, float] = {}
         t = time.perf_counter()
         index = self.index
         rows = index.allowed_rows(serial, pages, heading)
@@ -196,8 +210,7 @@ class Retriever:
             t = time.perf_counter()
             pool = cand[: s.STAGE2_K]
             qtok = self.query_tokens(query)
-            gen = dict(index.committed)
-            docs = [self.doc_tokens(int(index.meta.serial[r]), gen[int(index.meta.serial[r])],
+            docs = [self.doc_tokens(int(index.meta.serial[r]), index.generation_of(int(index.meta.serial[r])),
                                     int(index.meta.position[r])) for r in pool]
             ms = maxsim_many(qtok, docs)
             maxsim_map = dict(zip(pool, ms.tolist()))
@@ -224,7 +237,7 @@ class Retriever:
         hits = []
         for rank, r in enumerate(cand[:k], start=1):
             ser, pos = int(index.meta.serial[r]), int(index.meta.position[r])
-            ch = self.engine.thread(ser).chunks[pos]
+            ch = self._chunk(index, r)
             hits.append(SearchHit(
                 chunk_id=str(ChunkId(ser, pos)), doc_id=format_doc_id(ser), rank=rank, score=round(final[r], 6),
                 text=ch.text, page_start=ch.page_start, page_end=ch.page_end, heading_path=ch.heading_path,
@@ -237,7 +250,24 @@ class Retriever:
                             candidates=len(fused), timings_ms=timings)
 
     def _text(self, index: SearchIndex, row: int) -> str:
-        return self.engine.thread(int(index.meta.serial[row])).chunks[int(index.meta.position[row])].text
+        return self._chunk(index, row).text
+
+    def _chunk(self, index: SearchIndex, row: int):
+        serial, pos = int(index.meta.serial[row]), int(index.meta.position[row])
+        chunks = self._chunks(serial, index.generation_of(serial))
+        if pos >= len(chunks):
+            raise _StaleSnapshot
+        return chunks[pos]
+
+    def _chunks(self, serial: int, generation: int | None) -> list:
+        chunks = None if generation is None else self.engine.chunks_at(serial, generation)
+        if chunks is None:
+            raise _StaleSnapshot
+        return chunks
+
+
+class _StaleSnapshot(Exception):
+    """The generation a search index ranked is no longer in the store."""
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

@@ -43,6 +43,7 @@ class SearchIndex:
                  faiss_index, kind: str):
         self.root = root
         self.committed = committed
+        self._generation = {int(s): int(g) for s, g in committed}
         self.vectors = vectors
         self.meta = meta
         self.bm25 = bm25
@@ -56,6 +57,10 @@ class SearchIndex:
             bounds = np.flatnonzero(np.diff(sers)) + 1
             for grp in np.split(order, bounds):
                 self.doc_rows[int(meta.serial[grp[0]])] = grp
+
+    def generation_of(self, serial: int) -> int | None:
+        """The generation of a document this index was built from (None if it holds none)."""
+        return self._generation.get(int(serial))
 
     def __len__(self) -> int:
         return len(self.meta.serial)
