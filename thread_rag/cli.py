@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--split", choices=["dev", "test"], default=None,
                    help="answers, retrieval: question half (answers default test; retrieval default all; dev is for tuning)")
+    p = cmd("mcp", "serve the tools to other agents over stdio (Model Context Protocol); read-only by default")
+    p.add_argument("--allow-writes", dest="allow_writes", action="store_true",
+                   help="also offer index_new_document (inside ALLOWED_ROOTS) and pre_heat_summaries")
     cmd("doctor", "check the installation and print what to fix")
     cmd("stats", "store statistics")
     return ap
@@ -132,6 +135,10 @@ def _dispatch(args) -> int:
         from .bench.cli import run_bench
 
         return run_bench(args)
+    if args.cmd == "mcp":
+        from .mcp_server import serve
+
+        return serve(_engine(args), allow_writes=args.allow_writes)
     engine = _engine(args)
     if args.cmd == "index":
         return _cmd_index(engine, args, out)
