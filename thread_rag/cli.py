@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = cmd("index", "index files or directories (PDF, DOCX, TXT, Markdown)")
     p.add_argument("paths", nargs="+")
+    p = cmd("watch", "keep folders indexed: index new and edited files, remove deleted ones (Ctrl-C to stop)")
+    p.add_argument("paths", nargs="+", metavar="DIR")
+    p.add_argument("--debounce", type=float, default=1.0,
+                   help="seconds a file must be quiet before it is (re)indexed (default 1.0)")
     cmd("docs", "list indexed documents")
     p = cmd("delete", "delete a document")
     p.add_argument("doc_id")
@@ -142,6 +146,10 @@ def _dispatch(args) -> int:
     engine = _engine(args)
     if args.cmd == "index":
         return _cmd_index(engine, args, out)
+    if args.cmd == "watch":
+        from .watch import run_watch
+
+        return run_watch(engine, args.paths, as_json=args.json, quiet=args.debounce)
     if args.cmd == "docs":
         res = tools.list_available_documents(engine)
         if args.json:

@@ -1,0 +1,351 @@
+"""``thread-rag watch``: the pure parts (change batch -> actions, debouncing), the loop with a stand-in engine and a
+``stop_event``, and a real watcher process editing files under it (create, edit, burst, bad files, delete, SIGTERM)."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, write
+from thread_rag.watch import ADDED, DELETED, MODIFIED, Action, Debouncer, ignored, plan, run_watch
+
+ROOT = "/w"
+
+
+def _plan(changes, library=(), files=(), dirs=()):
+    """plan() against an imaginary tree: ``files``/``dirs`` exist now (relative to ROOT)."""
+    files = {f"{ROOT}/{f}" for f in files}
+    dirs = {f"{ROOT}/{d}" for d in dirs} | {ROOT}
+    return plan([(k, f"{ROOT}/{p}") for k, p in changes], [ROOT], [f"{ROOT}/{p}" for p in library],
+                exists=lambda p: p in files or p in dirs, isdir=lambda p: p in dirs, realpath=lambda p: p)
+
+
+# -- pure parts ------------------------------------------------------------------------------------
+def test_plan_collapses_a_path_and_puts_removals_first():
+    acts = _plan([(ADDED, "a.md"), (MODIFIED, "a.md"), (MODIFIED, "a.md"),
+                  (DELETED, "old.md"), (ADDED, "new.md"),        # a rename: removal first, then the new name
+                  (DELETED, "b.md"), (ADDED, "b.md")],           # an editor's delete + write: b.md exists now
+                 library=["old.md", "b.md"], files=["a.md", "new.md", "b.md"])
+    assert acts == [Action("remove", f"{ROOT}/old.md"), Action("index", f"{ROOT}/a.md"),
+                    Action("index", f"{ROOT}/b.md"), Action("index", f"{ROOT}/new.md")]
+
+
+def test_plan_ignores_hidden_names_editor_temporaries_and_unsupported_files():
+    names = [".#notes.md", "notes.md~", ".notes.md.swp", "#notes.md#", "~$report.docx", ".hidden.md",
+             ".git/config.md", "sub/.cache/x.md", "notes.md.tmp", "photo.png", "archive.zip", "Makefile", "4913"]
+    assert _plan([(ADDED, n) for n in names] + [(MODIFIED, n) for n in names], files=names) == []
+    assert _plan([(ADDED, "/elsewhere/x.md")]) == []  # outside every watched folder
+    # every supported suffix, in any case, is kept
+    kept = ["a.pdf", "b.DOCX", "c.txt", "d.md", "e.Markdown", "f.rst", "sub/g.md"]
+    assert [a.path for a in _plan([(ADDED, n) for n in kept], files=kept)] == sorted(f"{ROOT}/{n}" for n in kept)
+
+
+def test_plan_ignored_is_relative_to_the_watched_folder():
+    assert not ignored("/home/u/.notes/a.md", ["/home/u/.notes"])  # a hidden watched folder still works
+    assert ignored("/home/u/.notes/.a.md", ["/home/u/.notes"])
+    assert not ignored("/w/v1.2/a.md", ["/w"])
+
+
+def test_plan_removes_only_what_the_library_holds():
+    assert _plan([(DELETED, "gone.md"), (DELETED, "never-indexed.md"), (DELETED, "x.png")], library=["gone.md"]) \
+        == [Action("remove", f"{ROOT}/gone.md")]
+    # a folder deleted or moved away (one event for the folder only): everything under it goes
+    assert _plan([(DELETED, "sub")], library=["sub/a.md", "sub/deep/b.md", "subway.md"]) \
+        == [Action("remove", f"{ROOT}/sub")]
+    assert _plan([(DELETED, "other")], library=["sub/a.md"]) == []
+
+
+def test_plan_scans_a_folder_that_appears_and_skips_files_inside_it():
+    acts = _plan([(ADDED, "sub"), (ADDED, "sub/a.md"), (ADDED, "sub/in/b.md"), (ADDED, "sub/in"), (ADDED, "c.md")],
+                 files=["sub/a.md", "sub/in/b.md", "c.md"], dirs=["sub", "sub/in"])
+    assert acts == [Action("scan", f"{ROOT}/sub"), Action("index", f"{ROOT}/c.md")]
+    assert _plan([(MODIFIED, "sub")], dirs=["sub"]) == []  # a folder's own metadata changing is not a change
+
+
+def test_debouncer_turns_a_burst_into_one_change():
+    d = Debouncer(quiet=1.0, longest=30)
+    for t in (0.0, 0.2, 0.4, 0.6):  # four writes to one file, 0.2 s apart
+        d.add({(MODIFIED, f"{ROOT}/a.md")}, t)
+    d.add({(ADDED, f"{ROOT}/b.md")}, 0.1)
+    assert d.ready(1.0) == set()  # b.md: 0.9 s quiet; a.md: 0.4 s
+    assert d.ready(1.1) == {(ADDED, f"{ROOT}/b.md")}
+    assert d.ready(1.5) == set() and len(d) == 1
+    settled = d.ready(1.6)
+    assert settled == {(MODIFIED, f"{ROOT}/a.md")} and len(d) == 0
+    assert _plan([(k, p[len(ROOT) + 1:]) for k, p in settled], files=["a.md"]) \
+        == [Action("index", f"{ROOT}/a.md")]  # one re-index
+
+
+def test_debouncer_lets_a_file_out_that_never_stops_changing():
+    d = Debouncer(quiet=1.0, longest=5.0)
+    t = 0.0
+    while t < 4.9:
+        d.add({(MODIFIED, "/w/log.md")}, t)
+        assert d.ready(t) == set()
+        t += 0.5
+    d.add({(MODIFIED, "/w/log.md")}, 5.0)
+    assert d.ready(5.0) == {(MODIFIED, "/w/log.md")}
+
+
+# -- the loop, in-process, with a stand-in engine ----------------------------------------------------
+class FakeEngine:
+    """Engine's duck type for the watcher: path-keyed, hash-idempotent, one chunk per line, empty files fail."""
+
+    from thread_rag.engine import Engine as _E
+
+    supported = _E.supported
+    expand_paths = _E.expand_paths
+
+    def __init__(self):
+        from thread_rag.records import DocumentRecord
+
+        self._rec = DocumentRecord
+        self.docs: dict[str, object] = {}
+        self.serial = 0
+        self.calls: list[str] = []
+
+    def documents(self):
+        return list(self.docs.values())
+
+    def index_file(self, path):
+        from thread_rag.errors import IngestError
+        from thread_rag.records import IndexResult
+
+        real = os.path.realpath(path)
+        self.calls.append(real)
+        raw = Path(real).read_bytes()
+        if not raw:
+            raise IngestError(f"{real}: empty file (0 bytes)")
+        h = hashlib.sha256(raw).hexdigest()
+        old = next((d for d in self.docs.values() if d.path == real), None)
+        dup = next((d for d in self.docs.values() if d.content_hash == h), None)
+        if (old and old.content_hash == h) or (old is None and dup is not None):
+            same = old or dup
+            return IndexResult(path=str(path), status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count)
+        if old is None:
+            self.serial += 1
+        serial = old.serial if old else self.serial
+        n = len(raw.decode().splitlines())
+        self.docs[f"DOC{serial}"] = self._rec(serial=serial, doc_id=f"DOC{serial}", name=Path(real).name, path=real,
+                                              content_hash=h, kind="markdown", chunk_count=n, pages=None,
+                                              indexed_at="now", generation=1)
+        return IndexResult(path=str(path), status="replaced" if old else "indexed", doc_id=f"DOC{serial}", chunks=n)
+
+    def delete(self, doc_id):
+        return self.docs.pop(doc_id)
+
+
+def _wait(pred, timeout=10.0, what=""):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_loop_catches_up_watches_and_stops_on_the_event(tmp_path):
+    d = tmp_path / "notes"
+    engine = FakeEngine()
+    write(d / "gone.md", "one\n")
+    write(d / "kept.md", "kept\n")
+    engine.index_file(d / "gone.md")                      # DOC1, its file deleted while nobody watched
+    engine.index_file(d / "kept.md")                      # DOC2, unchanged
+    (d / "gone.md").unlink()
+    write(d / "new.md", "new\nfile\n")                    # added while nobody watched
+    out, err, stop = io.StringIO(), io.StringIO(), threading.Event()
+    rc = []
+    t = threading.Thread(target=lambda: rc.append(run_watch(engine, [d], stop_event=stop, quiet=0.2, out=out,
+                                                            err=err)), daemon=True)
+    t.start()
+    lines = lambda: out.getvalue().splitlines()  # noqa: E731
+    _wait(lambda: "watching" in err.getvalue(), what="the catch-up pass")
+    assert lines() == [f"removed DOC1 {d}/gone.md", f"indexed DOC3 (2 chunks) {d}/new.md"]
+    assert "1 up to date, 1 indexed, 0 updated, 1 removed, 0 failed" in err.getvalue()
+
+    write(d / "copy.md", "kept\n")                        # same bytes as kept.md: kept as DOC2
+    write(d / ".#new.md", "lock")                         # ignored
+    _wait(lambda: len(lines()) == 3, what="the duplicate line")
+    assert lines()[2].startswith(f"duplicate DOC2 {d}/copy.md")
+    (d / "kept.md").unlink()                               # DOC2 goes; its copy becomes a document of its own
+    _wait(lambda: len(lines()) == 5, what="removal + re-index of the copy")
+    assert lines()[3:] == [f"removed DOC2 {d}/kept.md", f"indexed DOC4 (1 chunks) {d}/copy.md"]
+    (d / "sub").mkdir()
+    write(d / "sub/deep.md", "a\nb\nc\n")
+    write(d / "empty.md", "")
+    _wait(lambda: len(lines()) == 7, what="the new folder and the empty file")
+    assert sorted(lines()[5:]) == [f"failed {d}/empty.md: empty file (0 bytes)",
+                                   f"indexed DOC5 (3 chunks) {d}/sub/deep.md"]
+    assert not any(".#new.md" in c for c in engine.calls)
+
+    stop.set()
+    t.join(timeout=5)
+    assert not t.is_alive() and rc == [0]
+    assert err.getvalue().rstrip().endswith("stopped watching")
+
+
+def test_loop_refuses_a_missing_folder(tmp_path):
+    from thread_rag.errors import ThreadRagError
+
+    with pytest.raises(ThreadRagError, match="not a folder"):
+        run_watch(FakeEngine(), [tmp_path / "missing"], stop_event=threading.Event())
+
+
+# -- a real watcher process ------------------------------------------------------------------------
+class Proc:
+    """``thread-rag --data-dir HOME watch DIR`` with its stdout and stderr read line by line in threads."""
+
+    def __init__(self, tmp_path: Path, home: Path, *args: str):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+        env.update({"PYTHONPATH": str(REPO), "THREAD_RAG_CACHE_PATH": str(tmp_path / "cache"),
+                    "THREAD_RAG_MODEL_DIR": str(REPO / "local_rag_db" / "models"), "THREAD_RAG_RERANKER": "none",
+                    "THREAD_RAG_EMBEDDER_MODEL": "packaged:bge-small-en-v1.5", "THREAD_RAG_TORCH_THREADS": "1",
+                    "PYTHONUNBUFFERED": "1"})
+        cwd = tmp_path / "cwd"
+        cwd.mkdir(exist_ok=True)  # no config.py here
+        self.p = subprocess.Popen([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(home), "watch", *args],
+                                  cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+        self.out: list[str] = []
+        self.err: list[str] = []
+        for stream, sink in ((self.p.stdout, self.out), (self.p.stderr, self.err)):
+            threading.Thread(target=lambda s=stream, k=sink: [k.append(line.rstrip("\n")) for line in s],
+                             daemon=True).start()
+
+    def wait_for(self, text: str, timeout: float = 20.0, stream: str = "out", count: int = 1) -> str:
+        sink = self.out if stream == "out" else self.err
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            hits = [line for line in list(sink) if text in line]
+            if len(hits) >= count:
+                return hits[count - 1]
+            if self.p.poll() is not None:
+                time.sleep(0.2)  # let the readers drain
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no {stream} line with {text!r} within {timeout} s; stdout={self.out} "
+                             f"stderr={self.err[-20:]} rc={self.p.poll()}")
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 15.0) -> int:
+        self.p.send_signal(sig)
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise
+
+
+def _reader(home: Path, tmp_path: Path):
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    over = {"HOME": str(home), "CACHE_PATH": str(tmp_path / "cache"), "MODEL_DIR": str(REPO / "local_rag_db" / "models"),
+            "RERANKER": "none", "EMBEDDER_MODEL": "packaged:bge-small-en-v1.5", "TORCH_THREADS": 1}
+    return Engine(load_settings(over, env={}, config_file=False))
+
+
+PUMP = "# Quaxel pump\n\nThe quaxel pump is primed in three steps. Open the bleed valve, fill the housing, close it.\n"
+FAN = "# Zorbit fan\n\nThe zorbit fan is balanced with {n} brass weights clipped to the blades.\n"
+
+
+def test_real_watcher_indexes_updates_removes_and_survives_bad_files(tmp_path):
+    docs, home = tmp_path / "docs", tmp_path / "home"
+    write(docs / "pump.md", PUMP)  # there before the start: the catch-up pass indexes it
+    w = Proc(tmp_path, home, str(docs), "--debounce", "0.6")
+    try:
+        assert w.wait_for("indexed DOC1", timeout=60).endswith(f"{docs}/pump.md")
+        w.wait_for("watching", stream="err")
+
+        write(docs / "fan.md", FAN.format(n=3))
+        line = w.wait_for("fan.md")
+        assert line.startswith("indexed DOC2 (") and " chunks) " in line
+        reader = _reader(home, tmp_path)
+        assert {(d.doc_id, d.name) for d in reader.documents()} == {("DOC1", "pump.md"), ("DOC2", "fan.md")}
+
+        # an edit as a burst of writes (an editor saving in pieces): one re-index, same id, new text
+        path = docs / "fan.md"
+        path.write_text(FAN.format(n=7), encoding="utf-8")
+        for part in (" Tighten each clip", " by hand.", " Spin it up", " and listen.\n"):
+            time.sleep(0.1)
+            with path.open("a", encoding="utf-8") as f:
+                f.write(part)
+        assert w.wait_for("updated").startswith("updated DOC2 (")
+        assert "7 brass weights" in reader.thread("DOC2").chunks[0].text
+
+        from thread_rag import tools
+
+        hits = tools.rag_search(reader, "how many brass weights balance the zorbit fan", k=1)["hits"]
+        assert hits and hits[0]["chunk_id"].startswith("DOC2_") and "7 brass weights" in hits[0]["text"]
+
+        # bad files: one line each, and the watcher goes on
+        write(docs / "broken.pdf", b"%PDF-1.4 this is not a PDF")
+        write(docs / "empty.md", "")
+        write(docs / ".#fan.md", "emacs lock")      # editor temporaries: nothing
+        write(docs / "fan.md~", "backup")
+        assert w.wait_for("broken.pdf").startswith(f"failed {docs}/broken.pdf: corrupt PDF")
+        assert w.wait_for("empty.md") == f"failed {docs}/empty.md: empty file (0 bytes)"
+        write(docs / "later.md", "# Later\n\nA file written after the failures is still indexed.\n")
+        assert w.wait_for("later.md").startswith("indexed DOC3 (")
+
+        (docs / "fan.md").unlink()
+        assert w.wait_for("removed") == f"removed DOC2 {docs}/fan.md"
+        assert {d.doc_id for d in reader.documents()} == {"DOC1", "DOC3"}
+
+        assert w.stop(signal.SIGTERM) == 0
+    finally:
+        if w.p.poll() is None:
+            w.p.kill()
+            w.p.wait()
+    time.sleep(0.2)
+    assert w.err[-1] == "stopped watching" and not any("Traceback" in e for e in w.err), w.err
+    assert len([line for line in w.out if line.startswith("updated")]) == 1, w.out  # the burst was one re-index
+    assert not any("fan.md~" in line or ".#fan.md" in line for line in w.out), w.out
+    assert len(w.out) == 7, w.out  # one line per change, nothing else on stdout
+
+
+def test_real_watcher_catches_up_and_ctrl_c_exits_0(tmp_path):
+    """A restart after a file was deleted and another added while nobody watched; then Ctrl-C."""
+    docs, home = tmp_path / "docs", tmp_path / "home"
+    write(docs / "pump.md", PUMP)
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(home), "watch", str(docs / "nope")],
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60,
+                       cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.strip() == f"error: {docs}/nope: not a folder (watch takes folders)"
+    reader = _reader(home, tmp_path)
+    assert reader.index_file(docs / "pump.md").doc_id == "DOC1"
+    (docs / "pump.md").unlink()
+    write(docs / "sub" / "fan.md", FAN.format(n=2))
+    w = Proc(tmp_path, home, str(docs))
+    try:
+        w.wait_for("watching", stream="err", timeout=60)
+        assert len(w.out) == 2 and w.out[0] == f"removed DOC1 {docs}/pump.md", w.out
+        assert w.out[1].startswith("indexed DOC2 (") and w.out[1].endswith(f" chunks) {docs}/sub/fan.md"), w.out
+        assert w.stop(signal.SIGINT) == 0
+    finally:
+        if w.p.poll() is None:
+            w.p.kill()
+            w.p.wait()
+    assert [d.doc_id for d in reader.documents()] == ["DOC2"]
+
+
+def test_json_lines_one_object_per_change():
+    import json
+
+    from thread_rag.watch import Watcher
+
+    out = io.StringIO()
+    w = Watcher(FakeEngine(), ["/w"], as_json=True, out=out, err=io.StringIO())
+    w.emit("indexed", "/w/a.md", doc_id="DOC1", chunks=4)
+    w.emit("failed", "/w/b.pdf", reason="corrupt PDF (x)")
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == [
+        {"event": "indexed", "path": "/w/a.md", "doc_id": "DOC1", "chunks": 4},
+        {"event": "failed", "path": "/w/b.pdf", "error": "corrupt PDF (x)"}]

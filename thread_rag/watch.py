@@ -1,0 +1,295 @@
+"""``thread-rag watch DIR...``: keep folders indexed.
+
+New and edited supported files are indexed, deleted ones leave the library; one line per change. Crash-safe
+because it only goes through the Engine's own transactional, idempotent paths (``index_file``, ``delete``): a
+watcher killed at any point leaves the library as a killed ``thread-rag index`` would, and the catch-up pass of
+the next start does what was missed.
+
+Three small parts, two of them pure so they can be tested without a file system watcher:
+
+* :class:`Debouncer` holds raw changes until a path has been quiet for ``quiet`` seconds (a burst of writes
+  to one file is one re-index);
+* :func:`plan` turns a batch of settled changes into :class:`Action` s (remove / scan / index), deciding by
+  what exists now, since a batch is an unordered set;
+* :class:`Watcher` applies actions through the Engine and prints the lines; :func:`run_watch` is the loop.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .errors import ThreadRagError, UnknownDocumentError, one_line
+from .ingest import SUPPORTED_SUFFIXES
+
+ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); plain ints keep plan() import-free
+
+# Editor and download temporaries. Names starting with "." (hidden files, ".#x" Emacs locks, ".x.swp" Vim swap
+# files, ".~lock.x#" LibreOffice locks) are ignored by the hidden-name rule, at any depth below a watched folder.
+_TEMPORARY = re.compile(r"^(~|#)|(~|#|\.sw[a-p]|\.te?mp|\.part|\.crdownload|\.bak|\.orig)$", re.IGNORECASE)
+
+
+def ignored(path: str, roots: Iterable[str]) -> bool:
+    """A hidden name (file or folder) below its watched folder, an editor temporary, or outside every root."""
+    rel = _relative(path, roots)
+    if rel is None:
+        return True
+    parts = Path(rel).parts
+    if not parts:
+        return False  # the watched folder itself
+    return any(p.startswith(".") for p in parts) or bool(_TEMPORARY.search(parts[-1]))
+
+
+def supported(path: str) -> bool:
+    return Path(path).suffix.lower() in SUPPORTED_SUFFIXES
+
+
+def _relative(path: str, roots: Iterable[str]) -> str | None:
+    for root in roots:
+        if _under(path, root):
+            return os.path.relpath(path, root)
+    return None
+
+
+def _under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or inside it (plain strings; a key such as ``bench://x`` is under nothing)."""
+    try:
+        return os.path.commonpath([root, path]) == root
+    except ValueError:  # relative and absolute mixed, or different drives
+        return False
+
+
+@dataclass(frozen=True, order=True)
+class Action:
+    kind: str   # "remove" (path or folder gone) | "scan" (a folder appeared) | "index" (a file appeared or changed)
+    path: str
+
+
+def plan(changes: Iterable[tuple[int, str]], roots: Iterable[str], library: Iterable[str] = (), *,
+         exists: Callable[[str], bool] = os.path.exists, isdir: Callable[[str], bool] = os.path.isdir,
+         realpath: Callable[[str], str] = os.path.realpath) -> list[Action]:
+    """Actions for a batch of ``(change, path)`` pairs, removals first (a rename is a removal and an addition;
+    removing first lets the new name index as itself). A path's changes collapse to one action decided by
+    whether it exists now. ``library``: the paths of indexed documents (a gone path is removed only if it is
+    one of them or a folder holding some)."""
+    roots = list(roots)
+    kinds: dict[str, set[int]] = {}
+    for change, path in changes:
+        kinds.setdefault(path, set()).add(int(change))
+    library = list(library)
+    removes: list[Action] = []
+    scans: list[Action] = []
+    indexes: list[Action] = []
+    for path, seen in sorted(kinds.items()):
+        if ignored(path, roots):
+            continue
+        if exists(path):
+            if isdir(path):
+                if ADDED in seen:  # a folder created or moved in: its files may have no events of their own
+                    scans.append(Action("scan", path))
+            elif supported(path):
+                indexes.append(Action("index", path))
+        else:
+            real = realpath(path)  # documents are stored under their resolved path
+            if any(p == real or _under(p, real) for p in library):
+                removes.append(Action("remove", real))
+    scanned = [a.path for a in scans]
+    indexes = [a for a in indexes if not any(_under(a.path, d) for d in scanned)]
+    scans = [a for a in scans if not any(d != a.path and _under(a.path, d) for d in scanned)]
+    return removes + scans + indexes
+
+
+class Debouncer:
+    """Raw changes held per path until that path has had no event for ``quiet`` seconds (or waited ``longest``
+    seconds in all, so a file written without pause is still indexed now and then). Time comes in as ``now``."""
+
+    def __init__(self, quiet: float = 1.0, longest: float = 30.0):
+        self.quiet = quiet
+        self.longest = longest
+        self._held: dict[str, list] = {}  # path -> [first seen, last seen, {changes}]
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def add(self, changes: Iterable[tuple[int, str]], now: float) -> None:
+        for change, path in changes:
+            held = self._held.setdefault(path, [now, now, set()])
+            held[1] = now
+            held[2].add(int(change))
+
+    def ready(self, now: float) -> set[tuple[int, str]]:
+        """Pop and return the changes of every path that has settled."""
+        out: set[tuple[int, str]] = set()
+        for path, (first, last, kinds) in list(self._held.items()):
+            if now - last >= self.quiet or now - first >= self.longest:
+                out.update((k, path) for k in kinds)
+                del self._held[path]
+        return out
+
+
+class Watcher:
+    """Applies actions through the Engine and prints one line per change (``--json``: one JSON object)."""
+
+    def __init__(self, engine, roots: Iterable[str], *, as_json: bool = False, out=None, err=None):
+        self.engine = engine
+        self.roots = [os.path.realpath(r) for r in roots]
+        self.as_json = as_json
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.aliases: dict[str, set[str]] = {}  # doc id -> other files with the same bytes (indexed as that doc)
+
+    # -- output ---------------------------------------------------------------------------------
+    def emit(self, event: str, path: str, doc_id: str | None = None, chunks: int | None = None,
+             reason: str | None = None) -> None:
+        if self.as_json:
+            rec = {"event": event, "path": path, "doc_id": doc_id, "chunks": chunks, "error": reason}
+            line = json.dumps({k: v for k, v in rec.items() if v is not None}, ensure_ascii=False)
+        elif event == "failed":
+            line = f"failed {path}: {reason}"
+        elif event == "removed":
+            line = f"removed {doc_id} {path}"
+        elif event == "duplicate":
+            line = f"duplicate {doc_id} {path} ({reason})"
+        else:
+            line = f"{event} {doc_id} ({chunks} chunks) {path}"
+        print(line, file=self.out, flush=True)
+
+    def note(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    # -- actions --------------------------------------------------------------------------------
+    def library(self) -> list[str]:
+        return [d.path for d in self.engine.documents()]
+
+    def _record(self, doc_id: str | None):
+        return next((d for d in self.engine.documents() if d.doc_id == doc_id), None)
+
+    def files(self, folder: str) -> list[str]:
+        return [str(f) for f in self.engine.expand_paths([folder]) if not ignored(str(f), self.roots)]
+
+    def index(self, path: str, quiet_unchanged: bool = True) -> str:
+        """Index one file; returns its status (indexed | replaced | unchanged | failed)."""
+        try:
+            res = self.engine.index_file(path)
+        except Exception as exc:  # noqa: BLE001 - a bad file is one line and the watcher goes on
+            reason = one_line(exc)
+            for prefix in {path, os.path.realpath(path)}:
+                if reason.startswith(prefix + ": "):
+                    reason = reason[len(prefix) + 2:]
+            self.emit("failed", path, reason=reason)
+            return "failed"
+        for w in res.warnings:
+            self.note(f"warning: {path}: {w}")
+        if res.status == "unchanged":
+            rec = self._record(res.doc_id)
+            real = os.path.realpath(path)
+            if rec is not None and rec.path != real:  # same bytes as another indexed file: kept as that document
+                known = self.aliases.setdefault(rec.doc_id, set())
+                if real not in known:
+                    known.add(real)
+                    self.emit("duplicate", path, doc_id=rec.doc_id, reason=f"same content as {rec.path}")
+            return "unchanged"
+        self.emit("indexed" if res.status == "indexed" else "updated", path, doc_id=res.doc_id, chunks=res.chunks)
+        return res.status
+
+    def remove(self, path: str) -> int:
+        """Remove every document stored under ``path`` (a file, or a folder that was deleted or moved away)."""
+        removed = 0
+        for rec in self.engine.documents():
+            if rec.path == path or _under(rec.path, path):
+                try:
+                    self.engine.delete(rec.doc_id)
+                except UnknownDocumentError:
+                    continue  # another process removed it first
+                removed += 1
+                self.emit("removed", rec.path, doc_id=rec.doc_id)
+                for other in sorted(self.aliases.pop(rec.doc_id, ())):
+                    if os.path.isfile(other) and not ignored(other, self.roots):
+                        self.index(other)  # a copy with the same bytes still exists: it becomes its own document
+        return removed
+
+    def apply(self, actions: Iterable[Action]) -> None:
+        for a in actions:
+            if a.kind == "remove":
+                self.remove(a.path)
+            elif a.kind == "scan":
+                for f in self.files(a.path):
+                    self.index(f)
+            else:
+                self.index(a.path)
+
+    def catch_up(self) -> dict:
+        """What changed while nobody watched: documents whose file under a watched folder is gone are removed
+        (first, so a renamed file indexes under its new name), then every file is indexed (a no-op if
+        unchanged)."""
+        counts = {"removed": 0, "indexed": 0, "replaced": 0, "unchanged": 0, "failed": 0}
+        for rec in self.engine.documents():
+            if any(_under(rec.path, r) for r in self.roots) and not os.path.exists(rec.path):
+                counts["removed"] += self.remove(rec.path)
+        for root in self.roots:
+            for f in self.files(root):
+                counts[self.index(f)] += 1
+        return counts
+
+
+def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | None = None, as_json: bool = False,
+              quiet: float = 1.0, out=None, err=None) -> int:
+    """Catch up, then watch until ``stop_event`` is set, Ctrl-C or SIGTERM; returns 0."""
+    import logging
+
+    import watchfiles
+
+    logging.getLogger("watchfiles").setLevel(logging.ERROR)  # its "KeyboardInterrupt caught" warning on Ctrl-C
+    if quiet < 0:
+        raise ThreadRagError(f"--debounce {quiet}: must be 0 or more seconds")
+    roots = []
+    for p in paths:
+        p = os.path.expanduser(str(p))
+        if not os.path.isdir(p):
+            raise ThreadRagError(f"{p}: not a folder (watch takes folders)")
+        roots.append(os.path.realpath(p))
+    roots = list(dict.fromkeys(roots))
+    w = Watcher(engine, roots, as_json=as_json, out=out, err=err)
+    pending = Debouncer(quiet=quiet)
+    stop_event = stop_event or threading.Event()
+
+    def on_term(signum, frame):  # SIGTERM ends the watcher as Ctrl-C does (a half-done index is rolled back)
+        stop_event.set()
+        raise KeyboardInterrupt
+
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        started = False
+        # The watcher is armed before the catch-up pass (its first, empty, yield comes after ``rust_timeout``),
+        # so nothing written during the pass is missed; periodic empty yields let settled changes out.
+        for changes in watchfiles.watch(*roots, watch_filter=None, stop_event=stop_event, raise_interrupt=False,
+                                        rust_timeout=max(50, int(min(quiet / 2, 0.5) * 1000)),
+                                        yield_on_timeout=True):
+            now = time.monotonic()
+            pending.add(changes, now)
+            if not started:
+                started = True
+                c = w.catch_up()
+                w.note(f"watching {', '.join(roots)}: {c['unchanged']} up to date, {c['indexed']} indexed, "
+                       f"{c['replaced']} updated, {c['removed']} removed, {c['failed']} failed (Ctrl-C to stop)")
+                continue
+            settled = pending.ready(now)
+            if settled:
+                w.apply(plan(settled, roots, w.library()))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+    w.note(f"stopped watching ({len(pending)} pending change(s) left for the next start's catch-up)"
+           if len(pending) else "stopped watching")
+    return 0
