@@ -9,6 +9,7 @@ only plain literal values are allowed. Every setting and its default: thread_rag
 # HOME = "./local_rag_db"          # data dir (catalog, Chroma, indexes); --data-dir / THREAD_RAG_HOME
 # CACHE_PATH = "./doc_cache"       # summary cache (JSON per document)
 # ALLOWED_ROOTS = []               # folders the agent may index from ([] = current dir + data dir)
+# CHROMA_HOST = "127.0.0.1:8000"  # keep chunks/vectors on a Chroma server (`chroma run`) instead of the data dir
 
 # --- models (all offline; nothing is downloaded at run time) ---
 # EMBEDDER_MODEL = "packaged:all-MiniLM-L6-v2"   # | "packaged:bge-small-en-v1.5" (INT8 ONNX, no torch) | a local

@@ -43,7 +43,7 @@ def checks(settings) -> list[dict]:
     try:
         from .store.chunk_store import ChunkStore
 
-        n = ChunkStore(settings.home / "chroma").count()
+        n = ChunkStore(settings.home / "chroma", host=settings.CHROMA_HOST.strip() or None).count()
         add("chroma", True, f"{settings.home / 'chroma'} ({n} records)")
     except Exception as exc:  # noqa: BLE001
         add("chroma", False, str(exc), f"check permissions of {settings.home}")

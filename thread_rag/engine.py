@@ -88,7 +88,7 @@ class Engine:
     @property
     def store(self) -> ChunkStore:
         if self._store is None:
-            self._store = ChunkStore(self.home / "chroma")
+            self._store = ChunkStore(self.home / "chroma", host=self.settings.CHROMA_HOST.strip() or None)
         return self._store
 
     @property

@@ -30,6 +30,7 @@ class Settings:
     MODEL_DIR: str = ""                     # where joined GGUF files are cached ("" = <HOME>/models)
     SHARED_DATA: str = "../shared/data"     # benchmark data sets
     ALLOWED_ROOTS: list = field(default_factory=list)  # index_new_document roots ([] = cwd + HOME)
+    CHROMA_HOST: str = ""                   # Chroma server for chunks/vectors, host:port or http://host:port ("" = <HOME>/chroma)
     # --- embedder -------------------------------------------------------------------------
     EMBEDDER_MODEL: str = "packaged:all-MiniLM-L6-v2"  # | packaged:bge-small-en-v1.5 | a local sentence-transformers path
     EMBEDDER_DTYPE: str = "auto"            # auto | float32 | bfloat16
@@ -153,6 +154,13 @@ class Settings:
         need(self.READER in READERS, "READER", "use one of " + ", ".join(READERS))
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         need(bool(self.HOME.strip()), "HOME", "must not be empty")
+        if self.CHROMA_HOST.strip():
+            from .store.chunk_store import parse_chroma_host
+
+            try:
+                parse_chroma_host(self.CHROMA_HOST)
+            except ValueError as exc:
+                raise SettingsError(f"invalid setting CHROMA_HOST={self.CHROMA_HOST!r}: {exc}") from None
         from .embedder import PACKAGED_EMBEDDERS
         from .onnx_models import PACKAGED, PACKAGED_RERANKERS
 

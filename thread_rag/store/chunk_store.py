@@ -1,18 +1,30 @@
-"""Chunk texts, raw-text embeddings and metadata in ChromaDB (``PersistentClient``).
+"""Chunk texts, raw-text embeddings and metadata in ChromaDB: a local ``PersistentClient`` under
+``<HOME>/chroma``, or a Chroma server (``chromadb.HttpClient``) when ``CHROMA_HOST`` is set.
 
 Records are keyed ``DOC1_006@g2``: the generation suffix lets a re-index write the new chunks
 beside the old ones and switch over atomically when the catalog commits. Chroma never embeds
 anything itself (``embedding_function=None``) and never phones home (telemetry off).
+
+On a server, a data dir's records live in the collection ``thread_rag_<library id>``; the id is a
+random one made once and kept in ``<HOME>/chroma/library.json``, so two data dirs sharing a server
+never share (or overwrite) each other's records, and every process on one data dir uses the same one.
+The catalog, search indexes, token cache and trees stay in the data dir.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
+import re
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from ..errors import CorruptFileError, ModelUnavailableError, SettingsError
 from ..ids import ChunkId
 from ..records import Chunk
 
@@ -20,28 +32,76 @@ for _name in ("chromadb", "chromadb.telemetry", "chromadb.telemetry.product.post
     logging.getLogger(_name).setLevel(logging.ERROR)
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+LIBRARY_FILE = "library.json"  # in <HOME>/chroma: the server collection of a data dir whose chunks live on a server
+_HOST = re.compile(r"(?:(?P<scheme>https?)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>\d{1,5})/?")
+
+
+def parse_chroma_host(value: str) -> tuple[str, int, bool]:
+    """``host:port``, ``http://host:port`` or ``https://host:port`` -> (host, port, ssl); ValueError otherwise."""
+    m = _HOST.fullmatch(value.strip())
+    if not m or not 0 < int(m["port"]) < 65536:
+        raise ValueError("expected host:port or http://host:port, e.g. 127.0.0.1:8000")
+    return m["host"], int(m["port"]), m["scheme"] == "https"
+
 
 def record_id(serial: int, position: int, generation: int) -> str:
     return f"{ChunkId(serial, position)}@g{generation}"
 
 
 class ChunkStore:
-    COLLECTION = "chunks"
+    COLLECTION = "chunks"  # the local store's collection; on a server: collection_name(library id)
 
-    def __init__(self, path: Path):
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
+    def __init__(self, path: Path, host: str | None = None):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        self._client = chromadb.PersistentClient(
-            path=str(self.path), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False))
-        self._col = self._client.get_or_create_collection(
-            self.COLLECTION, embedding_function=None, metadata={"hnsw:space": "ip"})
+        self.host = host or None
+        library = self.path / LIBRARY_FILE
+        if self.host is None:
+            if library.exists():
+                raise SettingsError(f"{self.path.parent} keeps its chunks on a Chroma server "
+                                    f"({_describe(library)}); set CHROMA_HOST (THREAD_RAG_CHROMA_HOST) to that server")
+            self._open_local()
+        else:
+            self._open_remote(library)
         try:
             self._batch = max(100, min(2000, int(self._client.get_max_batch_size())))
         except Exception:  # noqa: BLE001
             self._batch = 1000
+
+    def _open_local(self) -> None:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        self.url = None
+        self._client = chromadb.PersistentClient(
+            path=str(self.path), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False))
+        self._col = self._client.get_or_create_collection(
+            self.COLLECTION, embedding_function=None, metadata={"hnsw:space": "ip"})
+
+    def _open_remote(self, library: Path) -> None:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        try:
+            host, port, ssl = parse_chroma_host(self.host)
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting CHROMA_HOST={self.host!r}: {exc}") from None
+        self.url = f"{'https' if ssl else 'http'}://{host}:{port}"
+        if not library.exists() and (self.path / "chroma.sqlite3").exists():
+            raise SettingsError(f"CHROMA_HOST is set but {self.path.parent} holds a local Chroma store; its documents "
+                                f"would not be on the server. Unset CHROMA_HOST for this data dir, or use a new "
+                                f"--data-dir for the server library")
+        _heartbeat(self.url)
+        self.library_id = _library_id(library, self.url)
+        self.collection_name = collection_name(self.library_id)
+        with _server_errors(self.url):
+            # the full URL as host: chromadb reads any host starting with "http" as a URL (a host named
+            # "httpd" would otherwise lose its port)
+            self._client = chromadb.HttpClient(host=self.url, port=port, ssl=ssl,
+                                               settings=ChromaSettings(anonymized_telemetry=False))
+            col = self._client.get_or_create_collection(
+                self.collection_name, embedding_function=None, metadata={"hnsw:space": "ip"})
+        self._col = _Guarded(col, self.url)
 
     # -- writes ----------------------------------------------------------------------------
     def add(self, chunks: list[Chunk], embeddings: np.ndarray, generation: int) -> None:
@@ -92,6 +152,99 @@ class ChunkStore:
     def load_many(self, docs: Iterable[tuple[int, int]], with_embeddings: bool = True):
         for serial, gen in docs:
             yield serial, gen, *self.load(serial, gen, with_embeddings)
+
+
+def collection_name(library_id: str) -> str:
+    return f"thread_rag_{library_id}"
+
+
+def _library_id(library: Path, url: str) -> str:
+    """This data dir's library id: read from ``library.json``, or made and written once (exclusively: two
+    processes starting at once on a fresh data dir end up with the same id)."""
+    if not library.exists():
+        body = json.dumps({"library_id": uuid.uuid4().hex, "server": url}, indent=1).encode()
+        fd, tmp = tempfile.mkstemp(dir=library.parent, prefix=f".{library.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, library)  # fails if another process made it first: theirs wins
+        finally:
+            os.unlink(tmp)
+    try:
+        lid = json.loads(library.read_text(encoding="utf-8"))["library_id"]
+        if not re.fullmatch(r"[0-9a-f]{32}", lid):
+            raise ValueError(lid)
+        return lid
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorruptFileError(f"{library} cannot be read ({type(exc).__name__}); it names the server collection "
+                               f"that holds this data dir's chunks: restore it") from None
+
+
+def _describe(library: Path) -> str:
+    try:
+        info = json.loads(library.read_text(encoding="utf-8"))
+        return f"collection {collection_name(info['library_id'])} on {info.get('server', '?')}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return str(library)
+
+
+def _unreachable(url: str, exc: BaseException) -> ModelUnavailableError:
+    first = (str(exc).splitlines() or [""])[0][:160]
+    return ModelUnavailableError(f"the Chroma server at {url} (CHROMA_HOST) is not reachable "
+                                 f"({type(exc).__name__}{': ' + first if first else ''}); is it running?")
+
+
+def _heartbeat(url: str, timeout: float = 5.0) -> None:
+    """One bounded request before the client (whose own requests never time out)."""
+    import httpx
+
+    try:
+        resp = httpx.get(f"{url}/api/v2/heartbeat", timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise _unreachable(url, exc) from None
+    if resp.status_code != 200 or "nanosecond heartbeat" not in resp.text:
+        raise ModelUnavailableError(f"{url} (CHROMA_HOST) does not answer as a Chroma server "
+                                    f"(GET /api/v2/heartbeat: HTTP {resp.status_code}); it needs chromadb 1.x")
+
+
+@contextlib.contextmanager
+def _server_errors(url: str):
+    """Transport failures and server-side errors as one line naming the server."""
+    import httpx
+    from chromadb.errors import ChromaError
+
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise _unreachable(url, exc) from None
+    except ChromaError as exc:
+        raise ModelUnavailableError(f"the Chroma server at {url} (CHROMA_HOST) refused a request: "
+                                    f"{type(exc).__name__}: {exc}") from None
+    except ValueError as exc:
+        if "connect" not in str(exc).lower():  # the client reports a refused connection as ValueError
+            raise
+        raise _unreachable(url, exc) from None
+
+
+class _Guarded:
+    """A server collection whose calls fail with one line (see :func:`_server_errors`)."""
+
+    def __init__(self, col, url: str):
+        self._col, self._url = col, url
+
+    def __getattr__(self, name):
+        attr = getattr(self._col, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            with _server_errors(self._url):
+                return attr(*args, **kwargs)
+
+        return call
 
 
 def _meta(c: Chunk, serial: int, generation: int) -> dict:
