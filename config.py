@@ -3,11 +3,19 @@
 Uncomment and edit a line to change a setting. Each name can also be set with an environment
 variable THREAD_RAG_<NAME> (which wins over this file). This file is read, never executed:
 only plain literal values are allowed. Every setting and its default: thread_rag/settings.py.
+
+This file is read wherever the program is started from (it is found beside runner.py, not in the
+current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one instead.
 """
 
 # --- where things live ---
-# HOME = "./local_rag_db"          # data dir (catalog, Chroma, indexes); --data-dir / THREAD_RAG_HOME
-# CACHE_PATH = "./doc_cache"       # summary cache (JSON per document)
+# Unset, the data dir is local_rag_db/ and the summary cache doc_cache/ beside this file (an installed
+# `thread-rag` outside a checkout: the per-user data dir, e.g. ~/.local/share/thread-rag); joined model
+# files go to one per-user cache shared by every data dir (e.g. ~/.cache/thread-rag/models).
+# A relative path set here is read from the current directory: prefer absolute paths.
+# HOME = "/abs/path/local_rag_db"  # data dir (catalog, Chroma, indexes); --data-dir / THREAD_RAG_HOME
+# CACHE_PATH = "/abs/path/cache"   # summary cache (JSON per document); unset: <HOME>/doc_cache
+# MODEL_DIR = "/abs/path/models"   # joined GGUF files (1.1 GB for the 1.5B model); unset: the per-user cache
 # ALLOWED_ROOTS = []               # folders the agent may index from ([] = current dir + data dir)
 # CHROMA_HOST = "127.0.0.1:8000"  # keep chunks/vectors on a Chroma server (`chroma run`) instead of the data dir
 

@@ -15,8 +15,8 @@ from .errors import ThreadRagError
 
 def _common(p: argparse.ArgumentParser, top: bool) -> None:
     d = None if top else argparse.SUPPRESS
-    p.add_argument("--data-dir", dest="data_dir", default=d, help="data directory (default ./local_rag_db; "
-                   "env THREAD_RAG_HOME)")
+    p.add_argument("--data-dir", dest="data_dir", default=d, help="data directory (default: local_rag_db/ beside "
+                   "runner.py in a checkout, else the per-user data dir; env THREAD_RAG_HOME)")
     p.add_argument("--json", dest="json", action="store_true", default=False if top else argparse.SUPPRESS,
                    help="print JSON")
 

