@@ -169,7 +169,8 @@ def run_latency_bench(settings, args) -> dict:
                 "first_token_s_median": med, "total_s_median": tot, "first_token_ratio_vs_topk": ratio,
                 "off_topic": off, "first_token_curve": curve,
                 "settings": {n: getattr(e.settings, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
-                                                                 "LLM_THREADS", "LLM_BATCH", "RELEVANCE_MIN")},
+                                                                 "LLM_THREADS", "LLM_BATCH", "RELEVANCE_MIN", "RERANKER",
+                                                                 "STAGE3_K", "EMBEDDER_MODEL")},
                 "command": "thread-rag bench latency" + (f" --configs {args.configs}" if args.configs else ""),
                 "rows": rows}
     finally:

@@ -207,10 +207,10 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", contextual_table(x), ""]
-    x = _load(d, "tuning-dev-aws-docs-qa")
-    if x:
-        out += ["### tuning-dev-aws-docs-qa (window rendering, dev split)", "", f"`{x.get('command', '')}`", "",
-                answers_table(x), ""]
+    for name, what in (("tuning-dev-aws-docs-qa", "window rendering"), ("tuning-decide-musique", "post-reading decision")):
+        x = _load(d, name)
+        if x:
+            out += [f"### {name} ({what}, dev split)", "", f"`{x.get('command', '')}`", "", answers_table(x), ""]
     x = _load(d, "throughput")
     if x:
         from .throughput import throughput_table
