@@ -7,7 +7,9 @@ into place; loaded memory-mapped. Quantisation: ``code = round(v / s * 127)`` wi
 """
 from __future__ import annotations
 
+import os
 import shutil
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -35,20 +37,17 @@ class TokenCache:
     def dir_for(self, serial: int, generation: int) -> Path:
         return self.root / f"DOC{serial}.g{generation}"
 
-    def write(self, serial: int, generation: int, token_vectors: list[np.ndarray]) -> None:
+    def stage(self) -> "TokenStage":
+        """A staging area that takes a document's token vectors batch by batch (quantised on arrival, so
+        indexing never holds a file's float32 token vectors in memory); ``write`` moves it into place."""
+        return TokenStage(self.root)
+
+    def write(self, serial: int, generation: int, tokens: "TokenStage | list[np.ndarray]") -> None:
+        """Commit staged token vectors (or a list of per-chunk arrays) as the cache of (serial, generation)."""
+        stage = tokens if isinstance(tokens, TokenStage) else TokenStage(self.root).add(tokens)
         final = self.dir_for(serial, generation)
-        tmp = final.with_name(f".{final.name}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        lengths = [len(t) for t in token_vectors]
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        dim = token_vectors[0].shape[1] if token_vectors and len(token_vectors[0]) else 0
-        allv = np.concatenate([t for t in token_vectors if len(t)]) if sum(lengths) else np.zeros((0, dim), np.float32)
-        codes, scales = quantize(allv)
-        np.save(tmp / "codes.npy", codes)
-        np.save(tmp / "scales.npy", scales)
-        np.save(tmp / "offsets.npy", offsets)
-        atomic_replace_dir(tmp, final)
+        stage.finish()
+        atomic_replace_dir(stage.dir, final)
         self._open.pop((serial, generation), None)
 
     def exists(self, serial: int, generation: int) -> bool:
@@ -85,3 +84,47 @@ class TokenCache:
             except ValueError:
                 continue
         return out
+
+
+class TokenStage:
+    """Token vectors of one document on their way to the cache: each batch is quantised and appended to raw
+    files in a PID-named temporary folder (recovery removes it only once this process is gone); ``finish``
+    turns them into the cache's ``.npy`` files. Memory stays at one batch."""
+
+    BUFFER = 8 << 20  # bytes copied per step in ``finish``
+
+    def __init__(self, root: Path):
+        root.mkdir(parents=True, exist_ok=True)
+        self.dir = root / f".stage-{uuid.uuid4().hex[:12]}.{os.getpid()}.tmp"
+        self.dir.mkdir()
+        self.lengths: list[int] = []
+        self.dim = 0
+
+    def add(self, token_vectors: list[np.ndarray]) -> "TokenStage":
+        rows = [t for t in token_vectors if len(t)]
+        self.lengths.extend(len(t) for t in token_vectors)
+        if rows:
+            self.dim = rows[0].shape[1]
+            codes, scales = quantize(np.concatenate(rows))
+            with open(self.dir / "codes.bin", "ab") as fc, open(self.dir / "scales.bin", "ab") as fs:
+                fc.write(codes.tobytes())
+                fs.write(scales.tobytes())
+        return self
+
+    def finish(self) -> None:
+        """Write ``offsets.npy`` and turn the raw files into ``codes.npy`` / ``scales.npy`` (an ``.npy`` header,
+        then the raw bytes copied through a small buffer: no memory map, nothing held in memory)."""
+        n = int(sum(self.lengths))
+        np.save(self.dir / "offsets.npy", np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64))
+        for name, dtype, shape in (("codes", np.int8, (n, self.dim)), ("scales", np.float32, (n,))):
+            raw = self.dir / f"{name}.bin"
+            with open(self.dir / f"{name}.npy", "wb") as out:
+                np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                           "fortran_order": False, "shape": shape})
+                if n:
+                    with open(raw, "rb") as src:
+                        shutil.copyfileobj(src, out, self.BUFFER)
+            raw.unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
