@@ -100,6 +100,21 @@ class Engine:
         return self._embedder
 
     @property
+    def query_embedder(self):
+        """The embedder for queries (search, the agent's relevance floor, nested retrieval). On a store indexed
+        with the default MiniLM and ``QUERY_EMBEDDER`` auto/onnx: the same MiniLM as INT8 ONNX, so a search never
+        imports torch (``embedder.make_query_embedder``); else :attr:`embedder`. An embedder passed in
+        (``Engine(embedder=...)``, e.g. by tests) embeds the queries too. Indexing always uses :attr:`embedder`."""
+        qe = self.__dict__.get("_query_embedder")
+        if qe is None:
+            if self._embedder is not None and not getattr(self._embedder, "from_settings", False):
+                return self._embedder
+            from .embedder import make_query_embedder
+
+            qe = self._query_embedder = make_query_embedder(self.settings, lambda: self.embedder)
+        return qe
+
+    @property
     def retriever(self):
         if self._retriever is None:
             from .retrieve.pipeline import Retriever
@@ -376,15 +391,24 @@ class Engine:
         drafts = chunker.chunk(doc)
         texts = [text_for_embedding(d.text) for d in drafts]
         timings = {"chunk_s": round(time.perf_counter() - t_chunk, 3)}
+        staged = self.token_cache.stage()  # token vectors go to disk per batch, never all in memory
+        try:
+            return self._embed_and_commit(doc, drafts, texts, staged, key, name, content_hash, recipe, p, t0,
+                                          timings, progress)
+        finally:
+            staged.discard()  # a no-op once committed
+
+    def _embed_and_commit(self, doc, drafts, texts, staged, key, name, content_hash, recipe, p, t0, timings,
+                          progress) -> IndexResult:
         t_embed = time.perf_counter()
-        vectors, token_vectors = [], []
+        vectors = []
         step = 64
         for i in range(0, len(texts), step):
             if progress:
                 progress("embed", i, len(texts))
             v, t = self.embedder.embed_with_tokens(texts[i:i + step])
             vectors.append(v)
-            token_vectors.extend(t)
+            staged.add(t)
         if progress:
             progress("embed", len(texts), len(texts))
         import numpy as np
@@ -414,7 +438,7 @@ class Engine:
                 progress("store", 0, 1)
             self.store.add(chunks, vectors, gen)
             crash_point("after_chroma")
-            self.token_cache.write(serial, gen, token_vectors)
+            self.token_cache.write(serial, gen, staged)
             crash_point("after_tokens")
             if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
                 if progress:
