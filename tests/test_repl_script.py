@@ -261,3 +261,52 @@ def test_cli_prints_one_line_for_unexpected_errors(monkeypatch, capsys, tmp_path
     assert cli.main(["--data-dir", str(tmp_path), "docs"]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "error: file system error: Input/output error"
+
+
+def test_repl_loads_the_llm_in_the_background(manual_engine, monkeypatch, capsys):
+    """``Repl.run`` starts loading the model's weights in a thread after the banner; a question asked at once waits
+    for (joins) that load instead of loading a second time. A failed background load prints nothing; the real call
+    loads again and reports the error in one line, and the session goes on."""
+    import time
+
+    from thread_rag.errors import ModelUnavailableError
+
+    state = {"made": 0, "loads": [], "fail": False, "loaded": False}
+
+    class SlowModel(ScriptedChatModel):
+        @property
+        def llama(self):  # like EmbeddedChatModel.llama: the weights load on first use, then stay
+            if not state["loaded"]:
+                state["loads"].append(threading.current_thread().name)
+                time.sleep(0.5)
+                if state["fail"]:
+                    raise ModelUnavailableError("cannot load qwen2.5-coder-1.5b: file is truncated")
+                state["loaded"] = True
+            return "weights"
+
+    def factory(settings):  # stands in for make_chat_model (engine.chat_model calls it on first use)
+        state["made"] += 1
+        time.sleep(0.1)
+        m = SlowModel(answer=lambda msgs: (m.llama, "Run thread-rag preheat [1].")[1])  # a real call needs the weights
+        m.calls, m.metadata = [], {"backend": "fake", "model": "slow", "ctx": 0}
+        return m
+
+    monkeypatch.setattr("thread_rag.llm.backends.make_chat_model", factory)
+    for fail in (False, True):
+        state.update(made=0, loads=[], fail=fail, loaded=False)
+        manual_engine._chat_model = None
+        buf = io.StringIO()
+        lines = iter(["how do I pre-heat summaries?", "/docs", None])  # asked at once: no time to type
+        repl = Repl(manual_engine, console=Console(file=buf, width=200), input_fn=lambda p: next(lines))
+        assert repl.run() == 0
+        out = buf.getvalue()
+        assert state["made"] == 1 and "bye" in out and "Traceback" not in out
+        if not fail:
+            assert state["loads"] == ["thread-rag-llm-load"]  # loaded once, in the background thread
+            assert "Run thread-rag preheat [1]." in out
+        else:
+            assert state["loads"] == ["thread-rag-llm-load", "MainThread"]  # failed quietly, then the real call
+            assert out.count("error: cannot load qwen2.5-coder-1.5b: file is truncated") == 1, out
+            assert "01-getting-started.md" in out  # the next command still ran
+    captured = capsys.readouterr()
+    assert "Exception in thread" not in captured.err and "Traceback" not in captured.err

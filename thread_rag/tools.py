@@ -147,7 +147,7 @@ def _topic_focus(engine, topic: str, sides) -> tuple:
     from .ids import ChunkId
 
     s = engine.settings
-    qvec = engine.embedder.embed_queries([topic])[0]
+    qvec = engine.query_embedder.embed_queries([topic])[0]
     out = []
     for side in sides:
         hits = [h.chunk_id for h in engine.retriever.search(topic, doc_id=side.doc_id, k=max(s.READ_K, 1)).hits]

@@ -143,7 +143,7 @@ def relevance(engine, question: str, chunk_ids: list[str]) -> float:
     Below ``RELEVANCE_MIN`` the routed loop refuses without asking the model."""
     if not chunk_ids:
         return -1.0
-    return best_similarity(engine.retriever.index, engine.embedder.embed_queries([question])[0], chunk_ids)
+    return best_similarity(engine.retriever.index, engine.query_embedder.embed_queries([question])[0], chunk_ids)
 
 
 class _HoldBack:
@@ -256,7 +256,7 @@ class Agent:
         calls = 0
         hits = self.engine.retriever.search(standalone, doc_id=doc_id, k=max(s.READ_K, 1)).hits
         index = self.engine.retriever.index
-        qvec = self.engine.embedder.embed_queries([standalone])[0]
+        qvec = self.engine.query_embedder.embed_queries([standalone])[0]
         rel = best_similarity(index, qvec, [h.chunk_id for h in hits[:s.READ_K]])
         trace = [{"step": 0, "tool": "rag_search", "args": {"query": standalone, **({"doc_id": doc_id} if doc_id else {})},
                   "ok": True, "error": None, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in hits]}]

@@ -150,6 +150,11 @@ def run_bench(args) -> int:
         out = run_throughput_bench(settings, args)
         print(throughput_table(out) if args.markdown else json.dumps(out, indent=1))
         return 0
+    if args.kind == "coldstart":
+        from .coldstart import run_coldstart_bench
+
+        print(json.dumps(run_coldstart_bench(settings, args), indent=1))
+        return 0
     if args.kind in ("routing", "latency"):
         from . import agent_bench
 

@@ -198,7 +198,7 @@ class NestedIndex:
             owners.extend([rec.serial] * len(nodes))
             all_nodes.extend(nodes)
             mats.append(nv)
-        q = self.engine.embedder.embed_queries([query])[0]
+        q = self.engine.query_embedder.embed_queries([query])[0]
         scores = np.concatenate(mats) @ q  # one vector query over every node
         order = np.argsort(-scores, kind="stable")
         want = limit + offset

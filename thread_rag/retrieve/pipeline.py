@@ -111,7 +111,7 @@ class Retriever:
         return self._reranker
 
     def query_tokens(self, query: str) -> np.ndarray:
-        return self.engine.embedder.embed_with_tokens([query])[1][0]
+        return self.engine.query_embedder.embed_with_tokens([query])[1][0]
 
     def doc_tokens(self, serial: int, generation: int, position: int) -> np.ndarray:
         cache = self.engine.token_cache
@@ -185,7 +185,7 @@ class Retriever:
         dense_rows = np.zeros(0, np.int64)
         dense_scores = np.zeros(0, np.float32)
         if pipeline.dense:
-            qvec = self.engine.embedder.embed_queries([query])[0]
+            qvec = self.engine.query_embedder.embed_queries([query])[0]
             dense_rows, dense_scores = index.dense(qvec, s.STAGE1_K, rows)
         lex_rows = np.zeros(0, np.int64)
         lex_scores = np.zeros(0, np.float32)

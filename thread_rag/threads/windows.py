@@ -141,7 +141,7 @@ class WindowBuilder:
         # keep the caller's order of first appearance for the runs
         first_seen = {c: i for i, c in reversed(list(enumerate(parsed)))}
         runs.sort(key=lambda r: min(first_seen[c] for c in r))
-        qvec = self.engine.embedder.embed_queries([query])[0] if query else None
+        qvec = self.engine.query_embedder.embed_queries([query])[0] if query else None
         index = self.engine.retriever.index if runs else None
         windows, pending, used, omitted = [], {}, 0, []
         for run in runs:

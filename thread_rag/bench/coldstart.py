@@ -1,0 +1,135 @@
+"""``thread-rag bench coldstart``: how long a fresh ``thread-rag search`` process takes, start to exit.
+
+A small temporary library (``--file``, default the user manual ``docs/``) is indexed first, outside the
+timings. Then ``--limit`` N (default 3) rounds, each starting fresh processes one after another:
+``thread-rag search "<query>"`` with queries embedded by the INT8 ONNX MiniLM (``QUERY_EMBEDDER=onnx``, no
+torch), the same with the torch model (``QUERY_EMBEDDER=torch``), and ``thread-rag docs`` (no model at all: the
+floor of a cold command). The variants alternate within each round, so a busy machine slows them alike.
+One untimed run of each comes first (page cache, the derived search index). Reported: wall seconds of every
+run and their median, the torch/onnx ratio, each variant's peak RSS, the machine's load average before and
+after (a loaded machine means contended numbers), and the stage timings of one extra ``--json`` search.
+Processes are timed from spawn to exit with ``time.perf_counter``; peak RSS comes from ``os.wait4``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import ThreadRagError
+
+QUERY = "how do I pre-heat summaries?"
+GOAL_S = 3.0  # issue 15: a cold search in at most 3 s
+REPO = Path(__file__).resolve().parents[2]
+VARIANTS = {  # name -> (command after --data-dir, QUERY_EMBEDDER)
+    "search_onnx": ("search", "onnx"),
+    "search_torch": ("search", "torch"),
+    "docs": ("docs", None),
+}
+
+
+def cli() -> list[str]:
+    """This interpreter running this package's CLI (what the ``thread-rag`` command runs)."""
+    return [sys.executable, "-m", "thread_rag.cli"]
+
+
+def run_process(argv: list[str], env: dict, cwd: Path, timeout: float = 600.0) -> dict:
+    """Run one process to its end: wall seconds, exit code, peak RSS in MB (``os.wait4``), stdout and stderr."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.002)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+        out.seek(0)
+        err.seek(0)
+        return {"wall_s": wall, "rc": proc.returncode, "rss_mb": round(usage.ru_maxrss / 1024, 1),
+                "stdout": out.read().decode("utf-8", "replace"), "stderr": err.read().decode("utf-8", "replace")}
+
+
+def _env(query_embedder: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "THREAD_RAG_QUERY_EMBEDDER"}
+    if query_embedder:
+        env["THREAD_RAG_QUERY_EMBEDDER"] = query_embedder
+    return env
+
+
+def _argv(home: Path, command: str, query: str, as_json: bool = False) -> list[str]:
+    argv = cli() + ["--data-dir", str(home)] + (["--json"] if as_json else []) + [command]
+    return argv + ([query] if command == "search" else [])
+
+
+def _check(name: str, r: dict) -> None:
+    if r["rc"] != 0:
+        raise ThreadRagError(f"bench coldstart: {name} exited {r['rc']}: "
+                             f"{(r['stderr'].strip().splitlines() or ['?'])[-1][:300]}")
+
+
+def run_coldstart_bench(settings, args) -> dict:
+    from .retrieval import machine
+
+    n = args.limit or 3
+    if n < 1:
+        raise ThreadRagError(f"--limit {n}: must be 1 or more")
+    corpus = Path(args.file).expanduser() if args.file else REPO / "docs"
+    if not corpus.exists():
+        raise ThreadRagError(f"bench coldstart: {corpus} does not exist (--file: a folder or file to index)")
+    query = QUERY
+    load_before = os.getloadavg()
+    tmp = Path(tempfile.mkdtemp(prefix="thread-rag-coldstart-"))
+    try:
+        home = tmp / "home"
+        t0 = time.perf_counter()
+        r = run_process(cli() + ["--data-dir", str(home), "--json", "index", str(corpus)], _env(None), REPO)
+        _check("index", r)
+        index_s = time.perf_counter() - t0
+        indexed = json.loads(r["stdout"])["results"]
+        for name, (command, qe) in VARIANTS.items():  # untimed: page cache, the derived search index
+            _check(name, run_process(_argv(home, command, query), _env(qe), REPO))
+        runs: dict[str, list[dict]] = {name: [] for name in VARIANTS}
+        for i in range(n):
+            # the two searches take turns going first
+            names = list(VARIANTS) if i % 2 == 0 else ["search_torch", "search_onnx", "docs"]
+            for name in names:
+                command, qe = VARIANTS[name]
+                r = run_process(_argv(home, command, query), _env(qe), REPO)
+                _check(name, r)
+                runs[name].append({"wall_s": round(r["wall_s"], 3), "rss_mb": r["rss_mb"]})
+        detail = run_process(_argv(home, "search", query, as_json=True), _env("onnx"), REPO)
+        _check("search --json", detail)
+        res = json.loads(detail["stdout"])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out: dict = {"bench": "coldstart", "query": query, "n": n,
+                 "corpus": {"path": str(corpus), "documents": len(indexed),
+                            "chunks": sum(x.get("chunks") or 0 for x in indexed), "index_seconds": round(index_s, 1)}}
+    for name, rs in runs.items():
+        walls = [x["wall_s"] for x in rs]
+        out[name] = {"median_s": round(statistics.median(walls), 3), "wall_s": walls,
+                     "peak_rss_mb": max(x["rss_mb"] for x in rs)}
+    onnx, torch = out["search_onnx"]["median_s"], out["search_torch"]["median_s"]
+    out["torch_over_onnx"] = round(torch / onnx, 2) if onnx else None
+    out["goal_s"] = GOAL_S
+    out["search_onnx_meets_goal"] = onnx <= GOAL_S
+    out["onnx_search_stages_ms"] = {"stages_run": res.get("stages_run"), **(res.get("timings_ms") or {})}
+    out["settings"] = {k: getattr(settings, k) for k in ("EMBEDDER_MODEL", "RERANKER", "STAGE2", "STAGE3_K",
+                                                         "TORCH_THREADS")}
+    out["load_avg_before_after"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
+    out["machine"] = machine()
+    out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+    return out
