@@ -283,5 +283,12 @@ def test_post_reading_decision_searches_once_more_under_the_same_budget(manual_e
         agent, model = agent_with(e, answer=cite_one, decide="not json")       # an unusable decision: answer
         ans = agent.ask(q)
         assert [s["chunk_ids"] for s in ans.sources] == first and not ans.refused
+
+        e.retriever.settings = e.retriever.settings.replace(FUSION="bm25")  # a second search that finds nothing
+        agent, model = agent_with(e, answer=cite_one, decide={"decision": "search", "query": "zzqx vvkw"})
+        ans = agent.ask(q)
+        assert e.retriever.search("zzqx vvkw", k=3).hits == [] and not ans.refused
+        assert {h.chunk_id for h in e.retriever.search(q, k=3).hits} <= {c for s in ans.sources for c in s["chunk_ids"]}
     finally:
         e.settings = e.settings.replace(DECIDE=False)
+        e.retriever.settings = e.retriever.settings.replace(FUSION="rrf")

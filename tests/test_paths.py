@@ -187,6 +187,15 @@ def test_doctor_creates_nothing_and_joins_nothing(tmp_path, monkeypatch, setting
         if round_ == "missing":
             assert "not created yet" in rows["data dir"]["detail"]
             home.mkdir(), models.mkdir()
+    # an empty chroma folder and a torn catalog: reported, neither opened (no chroma.sqlite3) nor set aside
+    (home / "chroma").mkdir()
+    before = listing(tmp_path)
+    rows = {r["check"]: r for r in checks(s, env={})}
+    assert listing(tmp_path) == before and rows["chroma"]["ok"]
+    (home / "catalog.json").write_text('{"documents": {"1": ')
+    before = listing(tmp_path)
+    rows = {r["check"]: r for r in checks(s, env={})}
+    assert listing(tmp_path) == before and not rows["catalog"]["ok"] and "unreadable" in rows["catalog"]["detail"]
 
 
 def tiny_model(tmp_path: Path, monkeypatch, sizes=(1000, 1000, 500)):

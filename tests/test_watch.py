@@ -349,3 +349,25 @@ def test_json_lines_one_object_per_change():
     assert [json.loads(line) for line in out.getvalue().splitlines()] == [
         {"event": "indexed", "path": "/w/a.md", "doc_id": "DOC1", "chunks": 4},
         {"event": "failed", "path": "/w/b.pdf", "error": "corrupt PDF (x)"}]
+
+
+def test_links_out_of_the_watched_folder_are_not_followed_and_a_failed_removal_is_one_line(tmp_path):
+    from thread_rag.watch import Watcher
+
+    root, outside = tmp_path / "notes", tmp_path / "private"
+    write(outside / "secret.md", "secret\n")
+    write(root / "mine.md", "mine\n")
+    (root / "link.md").symlink_to(outside / "secret.md")
+    engine, out = FakeEngine(), io.StringIO()
+    w = Watcher(engine, [str(root.resolve())], out=out, err=io.StringIO())
+    w.catch_up()
+    assert [d.name for d in engine.documents()] == ["mine.md"]
+    assert "failed" in out.getvalue() and "outside the watched folders" in out.getvalue()
+
+    def broken(doc_id):
+        raise OSError("disk gone")
+
+    engine.delete = broken
+    (root / "mine.md").unlink()
+    w.remove(str((root / "mine.md").resolve()))  # must not raise: one line, the next catch-up retries
+    assert "not removed: " in out.getvalue().splitlines()[-1]

@@ -139,6 +139,20 @@ def store_checks(settings) -> list[dict]:
             add("chroma", True, f"{home / 'chroma'}: no store yet (made on first index)")
         add("store consistency", True, "no documents indexed yet")
         return out
+    cat, named = home / "catalog.json", 0
+    if cat.exists():  # read as plain JSON: opening the Catalog would set a corrupt file aside
+        try:
+            named = len(json.loads(cat.read_text(encoding="utf-8")).get("documents") or {})
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+            add("catalog", False, f"{cat} is unreadable ({exc.__class__.__name__})",
+                "restore a good catalog.json, or move the data dir away and index again")
+            return out
+    if host is None and not (home / "chroma" / "chroma.sqlite3").exists():  # opening Chroma would create it
+        add("chroma", not named, f"{home / 'chroma'}: no store yet" + (f", but the catalog names {named} "
+                                                                      f"documents" if named else ""),
+            "index the documents again (or restore the data dir's chroma folder)")
+        add("store consistency", not named, "nothing stored yet", "see the message above")
+        return out
     try:
         from .store.chunk_store import ChunkStore
 

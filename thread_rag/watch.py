@@ -175,7 +175,11 @@ class Watcher:
         return [str(f) for f in self.engine.expand_paths([folder]) if not ignored(str(f), self.roots)]
 
     def index(self, path: str, quiet_unchanged: bool = True) -> str:
-        """Index one file; returns its status (indexed | replaced | unchanged | failed)."""
+        """Index one file; returns its status (indexed | replaced | unchanged | failed). A link to a file
+        outside the watched folders is not followed (the library would keep it under a path no event names)."""
+        if not any(_under(os.path.realpath(path), r) for r in self.roots):
+            self.emit("failed", path, reason="links to a file outside the watched folders (not followed)")
+            return "failed"
         try:
             res = self.engine.index_file(path)
         except Exception as exc:  # noqa: BLE001 - a bad file is one line and the watcher goes on
@@ -208,6 +212,9 @@ class Watcher:
                     self.engine.delete(rec.doc_id)
                 except UnknownDocumentError:
                     continue  # another process removed it first
+                except Exception as exc:  # noqa: BLE001 - one line; the next start's catch-up removes it
+                    self.emit("failed", rec.path, reason=f"not removed: {one_line(exc)}")
+                    continue
                 removed += 1
                 self.emit("removed", rec.path, doc_id=rec.doc_id)
                 for other in sorted(self.aliases.pop(rec.doc_id, ())):

@@ -16,6 +16,7 @@ check, then the answer) for capable models.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -313,7 +314,8 @@ class Agent:
         t_read = time.perf_counter()
         more = self.engine.retriever.search(query, doc_id=doc_id, k=max(self.settings.READ_K, 1)).hits
         k = self.settings.READ_K
-        mixed = list({h.chunk_id: h for pair in zip(hits[:k], more[:k]) for h in pair}.values())
+        pairs = itertools.zip_longest(hits[:k], more[:k])  # a shorter second search keeps all of the first
+        mixed = list({h.chunk_id: h for pair in pairs for h in pair if h is not None}.values())
         sources = self.read(reader, question, mixed, qvec, doc_id, k=len(mixed))
         self._trace_read(trace, reader, sources, t_read)
         return sources

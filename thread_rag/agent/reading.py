@@ -116,13 +116,16 @@ def parent_doc_sources(hits: list, k: int, thread_of: Callable, count: Callable[
     return number(_runs(_fit(picked, thread_of, count, budget), order, thread_of, count))
 
 
+ENTRY = 1000.0  # an entry chunk's priority before its rank; neighbours score a cosine (<= 1) or a negative distance
+
+
 def _entries(hits: list, k: int) -> tuple[dict, list]:
-    """The first k hits as (serial, position) with priority 10 - rank, and their order."""
+    """The first k hits as (serial, position) with priority ENTRY - rank (above any neighbour's), and their order."""
     picked: dict[tuple[int, int], float] = {}
     order = []
     for rank, h in enumerate(hits[:k]):
         e = ChunkId.parse(h.chunk_id)
-        picked[(e.serial, e.position)] = max(picked.get((e.serial, e.position), -99.0), 10.0 - rank)
+        picked[(e.serial, e.position)] = max(picked.get((e.serial, e.position), -99.0), ENTRY - rank)
         order.append((e.serial, e.position))
     return picked, order
 

@@ -5,7 +5,8 @@ timings. Then ``--limit`` N (default 3) rounds, each starting fresh processes on
 ``thread-rag search "<query>"`` with queries embedded by the INT8 ONNX MiniLM (``QUERY_EMBEDDER=onnx``, no
 torch), the same with the torch model (``QUERY_EMBEDDER=torch``), and ``thread-rag docs`` (no model at all: the
 floor of a cold command), and ``thread-rag ask "<query>"`` (the first answer from a cold process, model files
-already joined: loading the LLM is inside the timing). The variants alternate within each round, so a busy machine slows them alike.
+already joined: loading the LLM is inside the timing). The two searches take turns going first in each round (``docs`` and ``ask`` follow them), so a busy machine slows
+the compared pair alike.
 One untimed run of each comes first (page cache, the derived search index). Reported: wall seconds of every
 run and their median, the torch/onnx ratio, each variant's peak RSS, the machine's load average before and
 after (a loaded machine means contended numbers), and the stage timings of one extra ``--json`` search.

@@ -188,6 +188,7 @@ def ensure_joined(model: PackagedModel, directory: Path) -> Path:
 
 
 _llamas: dict = {}
+_llamas_lock = threading.Lock()
 
 
 def load_llama(settings, name: str, n_ctx: int | None = None):
@@ -196,14 +197,15 @@ def load_llama(settings, name: str, n_ctx: int | None = None):
         from llama_cpp import Llama
     except ImportError:
         raise ModelUnavailableError("llama-cpp-python is not installed (pip install -r requirements.txt)") from None
-    path = model_path(settings, name)
     n_ctx = n_ctx or settings.LLM_CTX
-    key = (str(path), n_ctx)
-    if key not in _llamas:
-        threads = settings.LLM_THREADS or (os.cpu_count() or 1)
-        _llamas[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                             n_batch=settings.LLM_BATCH, n_ubatch=settings.LLM_BATCH, verbose=False, seed=0)
-    return _llamas[key]
+    with _llamas_lock:  # the REPL loads the chat model in the background: one join and load at a time
+        path = model_path(settings, name)
+        key = (str(path), n_ctx)
+        if key not in _llamas:
+            threads = settings.LLM_THREADS or (os.cpu_count() or 1)
+            _llamas[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                                 n_batch=settings.LLM_BATCH, n_ubatch=settings.LLM_BATCH, verbose=False, seed=0)
+        return _llamas[key]
 
 
 def model_label(name: str) -> str:

@@ -121,6 +121,9 @@ class Retriever:
         # the file so scores match, for one document at a time; never written here: only indexing writes
         key = (serial, generation)
         if key not in self._recomputed:
+            self.engine.refresh()
+            if dict(self.engine.catalog.committed()).get(serial) != generation:
+                raise _StaleSnapshot  # its cache went with a newer generation: rank again, do not re-embed
             from ..ingest import text_for_embedding
             from ..store.token_cache import quantize
 
