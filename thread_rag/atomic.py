@@ -33,7 +33,9 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, exclusive: bool = False) -> None:
+    """Write ``data`` to ``path`` whole or not at all (temporary file, fsync, rename). ``exclusive``: only if
+    ``path`` does not exist yet; when another writer made it first, theirs is kept (no error)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -42,7 +44,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)  # fails if another writer made it first: theirs wins
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

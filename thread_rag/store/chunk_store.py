@@ -17,13 +17,13 @@ import json
 import logging
 import os
 import re
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from ..atomic import atomic_write_bytes
 from ..errors import CorruptFileError, ModelUnavailableError, SettingsError
 from ..ids import ChunkId
 from ..records import Chunk
@@ -163,16 +163,7 @@ def _library_id(library: Path, url: str) -> str:
     processes starting at once on a fresh data dir end up with the same id)."""
     if not library.exists():
         body = json.dumps({"library_id": uuid.uuid4().hex, "server": url}, indent=1).encode()
-        fd, tmp = tempfile.mkstemp(dir=library.parent, prefix=f".{library.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(body)
-                fh.flush()
-                os.fsync(fh.fileno())
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, library)  # fails if another process made it first: theirs wins
-        finally:
-            os.unlink(tmp)
+        atomic_write_bytes(library, body, exclusive=True)  # another process made it first: theirs wins
     try:
         lid = json.loads(library.read_text(encoding="utf-8"))["library_id"]
         if not re.fullmatch(r"[0-9a-f]{32}", lid):
