@@ -62,6 +62,7 @@ class Engine:
         self._refuse_a_lost_catalog()
         self.token_cache = TokenCache(self.home / "tokcache")
         self._embedder = embedder
+        self._query_embedder = None
         self._summarizer = summarizer
         self._chat_model = chat_model
         self._threads: dict[int, Thread] = {}
@@ -105,14 +106,13 @@ class Engine:
         with the default MiniLM and ``QUERY_EMBEDDER`` auto/onnx: the same MiniLM as INT8 ONNX, so a search never
         imports torch (``embedder.make_query_embedder``); else :attr:`embedder`. An embedder passed in
         (``Engine(embedder=...)``, e.g. by tests) embeds the queries too. Indexing always uses :attr:`embedder`."""
-        qe = self.__dict__.get("_query_embedder")
-        if qe is None:
+        if self._query_embedder is None:
             if self._embedder is not None and not getattr(self._embedder, "from_settings", False):
                 return self._embedder
             from .embedder import make_query_embedder
 
-            qe = self._query_embedder = make_query_embedder(self.settings, lambda: self.embedder)
-        return qe
+            self._query_embedder = make_query_embedder(self.settings, lambda: self.embedder)
+        return self._query_embedder
 
     @property
     def retriever(self):
