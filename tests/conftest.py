@@ -65,3 +65,22 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _close_engines(monkeypatch):
+    """Every Engine a test makes is closed after it: an open Chroma client holds ~6 file descriptors, and a
+    suite that leaked them reached 1,024 (prompt-toolkit's select() limit) by test ~200."""
+    from thread_rag import engine as engine_module
+
+    made = []
+    real_init = engine_module.Engine.__init__
+
+    def init(self, *args, **kwargs):
+        made.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(engine_module.Engine, "__init__", init)
+    yield
+    for e in made:
+        e.close()

@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",
-                                      "coldstart"])
+                                      "coldstart", "scale"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--split", choices=["dev", "test"], default=None,
                    help="answers, retrieval: question half (answers default test; retrieval default all; dev is for tuning)")
+    p.add_argument("--chunks", type=int, default=100000, help="scale: grow the library to this many chunks")
+    p.add_argument("--checkpoints", default="10000,30000,100000", help="scale: measure at these chunk counts")
+    p.add_argument("--queries", type=int, default=30, help="scale: queries per configuration and checkpoint")
+    p.add_argument("--no-download", dest="download", action="store_false",
+                   help="scale: no Debian documentation packages (apt-get download); shared sets and Python's own text")
     p = cmd("mcp", "serve the tools to other agents over stdio (Model Context Protocol); read-only by default")
     p.add_argument("--allow-writes", dest="allow_writes", action="store_true",
                    help="also offer index_new_document (inside ALLOWED_ROOTS) and pre_heat_summaries")

@@ -9,6 +9,8 @@ import json
 import os
 from pathlib import Path
 
+from .errors import CorruptFileError
+
 
 def checks(settings, env=None) -> list[dict]:
     out = []
@@ -142,8 +144,12 @@ def store_checks(settings) -> list[dict]:
     cat, named = home / "catalog.json", 0
     if cat.exists():  # read as plain JSON: opening the Catalog would set a corrupt file aside
         try:
-            named = len(json.loads(cat.read_text(encoding="utf-8")).get("documents") or {})
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+            from .store.catalog import read_log
+
+            data = json.loads(cat.read_text(encoding="utf-8"))
+            read_log(home / "catalog.log", data)  # the changes since the snapshot (read only)
+            named = len(data.get("documents") or {})
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError, CorruptFileError) as exc:
             add("catalog", False, f"{cat} is unreadable ({exc.__class__.__name__})",
                 "restore a good catalog.json, or move the data dir away and index again")
             return out

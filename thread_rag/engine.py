@@ -25,6 +25,7 @@ from .atomic import atomic_write_json, file_lock, remove_stale_temporaries
 from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError
 from .ids import ChunkId, format_doc_id, parse_doc_id
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
+from .lru import LRU
 from .records import Chunk, DocumentRecord, IndexResult
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, TokenCache
@@ -60,12 +61,12 @@ class Engine:
         self.catalog = Catalog(self.home / "catalog.json")
         self._store: ChunkStore | None = None
         self._refuse_a_lost_catalog()
-        self.token_cache = TokenCache(self.home / "tokcache")
+        self.token_cache = TokenCache(self.home / "tokcache", max_open=self.settings.CACHE_DOCUMENTS)
         self._embedder = embedder
         self._query_embedder = None
         self._summarizer = summarizer
         self._chat_model = chat_model
-        self._threads: dict[int, Thread] = {}
+        self._threads: LRU[int, Thread] = LRU(self.settings.CACHE_DOCUMENTS)
         self._old_generation: tuple = (None, None, None)  # (serial, generation, chunks) read by a stale search
         self._retriever = None
         self._windows = None
@@ -84,6 +85,24 @@ class Engine:
         raise CorruptFileError(f"{self.catalog.path} is missing{where} but {self.home} still holds indexed chunks; "
                                f"an empty catalog would reuse their document ids. Restore a good catalog.json, "
                                f"or move {self.home} away and index again")
+
+    def close(self) -> None:
+        """Release the store's client (its files and threads), open token files and the caches. The engine can
+        be used again afterwards (the parts reopen on need); long-lived doors and the tests call this."""
+        store, self._store = getattr(self, "_store", None), None  # also after a failed __init__
+        if store is not None:
+            store.close()
+        if hasattr(self, "token_cache"):
+            self.token_cache.close()
+            self._threads.clear()
+        self._old_generation = (None, None, None)
+        self._retriever = self._windows = self._nested = None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- lazily built parts -----------------------------------------------------------------
     @property
@@ -198,6 +217,7 @@ class Engine:
                 self.store.delete_generation(serial, gen)
                 self.token_cache.remove(serial, gen)
                 self._remove_trees(serial, gen=gen)
+                self._remove_index_parts(serial, gen=gen)
                 notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
             else:  # committed, but the old generation may not have been cleaned
                 self.store.delete_document(serial, keep_generation=gen)
@@ -440,6 +460,9 @@ class Engine:
             crash_point("after_chroma")
             self.token_cache.write(serial, gen, staged)
             crash_point("after_tokens")
+            from .retrieve.search_index import write_part
+
+            write_part(self.home / "index_parts", serial, gen, chunks, vectors)  # search reads no Chroma for it
             if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
                 if progress:
                     progress("tree", 0, 1)
@@ -502,12 +525,23 @@ class Engine:
             if s == serial and g != keep_gen:
                 self.token_cache.remove(s, g)
         self._remove_trees(serial, keep=keep_gen)
+        self._remove_index_parts(serial, keep=keep_gen)
+
+    def _remove_index_parts(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:
+        """Search-index parts of a document: of generation ``gen``, of all but ``keep``, or all (derived data)."""
+        import shutil
+
+        for d in (self.home / "index_parts").glob(f"DOC{serial}.g*"):
+            g = d.name.rsplit(".g", 1)[1]
+            if g.isdigit() and gen in (None, int(g)) and int(g) != keep:
+                shutil.rmtree(d, ignore_errors=True)
 
     def _purge_document(self, serial: int, content_hash: str | None) -> None:
         """Everything stored for a document the catalog no longer names (caller holds the write lock)."""
         self.store.delete_document(serial)
         self.token_cache.remove(serial)
         self._remove_trees(serial)
+        self._remove_index_parts(serial)
         self._threads.pop(serial, None)
         if content_hash and self.settings.cache_path.is_dir():
             from .threads.summary_cache import SummaryCache

@@ -90,6 +90,8 @@ def run_bench(args) -> int:
             print(json.dumps(out, indent=1))
         err.print(f"written {path}")
         return 0
+    if args.kind == "scale":
+        return _scale(settings, args, err)
     if args.kind == "windows":
         from .windows import run_windows_bench
 
@@ -168,3 +170,33 @@ def run_bench(args) -> int:
             print(json.dumps(out, indent=1, ensure_ascii=False))
         return 0
     raise ThreadRagError(f"unknown benchmark {args.kind}")
+
+
+def _scale(settings, args, err) -> int:
+    import shutil
+
+    from ..atomic import atomic_write_json
+    from ..render import progress_bar
+    from .report import scale_svg, scale_table
+    from .scale import run_scale_bench
+
+    try:
+        marks = [int(c) for c in args.checkpoints.split(",") if c.strip()]
+    except ValueError:
+        raise ThreadRagError(f"--checkpoints {args.checkpoints!r}: comma-separated chunk counts") from None
+    if args.chunks < 100 or any(c < 1 for c in marks) or args.queries < 1:
+        raise ThreadRagError("--chunks must be >= 100, --checkpoints and --queries >= 1")
+    home = Path(args.data_dir) if args.data_dir else Path("bench_out") / f"scale-{args.chunks}"
+    shutil.rmtree(home, ignore_errors=True)  # ingest is measured from an empty library
+    with progress_bar(err, disable=False) as bar:
+        out = run_scale_bench(settings, home, args.chunks, marks, args.download, args.queries, progress=bar)
+    out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+    path = Path(args.out or "bench_results") / f"scale-{args.chunks}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, out)
+    svg = scale_svg(out)
+    if svg:
+        path.with_suffix(".svg").write_text(svg)
+    print(scale_table(out) if args.markdown else json.dumps(out, indent=1))
+    err.print(f"written {path}")
+    return 0

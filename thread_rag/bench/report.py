@@ -223,10 +223,57 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", refusal_table(x), ""]
+    for p in sorted(d.glob("scale-*.json")):
+        x = json.loads(p.read_text())
+        out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", scale_table(x), ""]
     suite = [x for x in (_load(d, f"suite-{n}") for n in ("aws-docs-qa", "leval-legal", "musique")) if x]
     if suite:
         out.append(suite_report(suite))
     return "\n".join(out)
+
+
+def scale_table(x: dict) -> str:
+    """One row per checkpoint of ``bench scale``, then the ingest rate against the embedder's own."""
+    head = ("| chunks | docs | ingest chunks/s | peak RSS MiB | fds | bytes/chunk | index update s | fresh open s "
+            "| add 1 doc (index + search) s | " + " | ".join(f"{c} p50/p95 ms" for c in ("stage 1", "stage 1+2", "default (stage 3)"))
+            + " |")
+    rows = [head, "|" + "---|" * (9 + 3)]
+    for p in x.get("checkpoints", []):
+        q = p["queries"]
+        a = p["add_one_document"]
+        lat = " | ".join(f"{q[c]['p50_ms']:.0f} / {q[c]['p95_ms']:.0f}" for c in ("stage1_rrf", "stage1_2", "three_stage") if c in q)
+        rows.append(f"| {p['chunks']:,} | {p['documents']:,} | {p['ingest_chunks_per_s']} | {p['peak_rss_mib']:.0f} | "
+                    f"{p['open_fds']} | {p['bytes_per_chunk']:,} | {p['index_update_s']} | {p['fresh_open_s']} | "
+                    f"{a['index_s']} + {a['first_search_s']} = {a['end_to_end_s']} ({a['chunks']} chunks) | {lat} |")
+    r = x.get("encode_rate_chunks_per_s", {})
+    rows += ["", f"Embedder alone (same run, sentence + token vectors, {STEP_NOTE}): {r.get('before')} chunks/s before, "
+             f"{r.get('after')} after. Ingest phases (s): {x.get('phases_s')}. Corpus: {x.get('corpus')}."]
+    return "\n".join(rows)
+
+
+STEP_NOTE = "64 chunks per call as indexing"
+
+
+def scale_svg(x: dict, width: int = 560, height: int = 220) -> str:
+    """The ingest rate along the run and query p50 per checkpoint, as a small dependency-free SVG."""
+    curve = x.get("curve") or []
+    if not curve:
+        return ""
+    top = max(c["chunks"] for c in curve)
+    peak = max(max(c["chunks_per_s"] for c in curve), 1.0)
+    sx = lambda n: 40 + (width - 60) * n / top  # noqa: E731
+    sy = lambda v: height - 30 - (height - 50) * v / peak  # noqa: E731
+    line = " ".join(f"{sx(c['chunks']):.1f},{sy(c['chunks_per_s']):.1f}" for c in curve)
+    marks = "".join(f'<line x1="{sx(p["chunks"]):.1f}" y1="20" x2="{sx(p["chunks"]):.1f}" y2="{height - 30}" '
+                    f'stroke="#bbb" stroke-dasharray="3"/><text x="{sx(p["chunks"]) + 3:.1f}" y="30" font-size="10">'
+                    f'{p["chunks"] // 1000}k: p50 {p["queries"].get("stage1_2", {}).get("p50_ms", 0):.0f} ms</text>'
+                    for p in x.get("checkpoints", []))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">'
+            f'<rect width="100%" height="100%" fill="white"/>{marks}'
+            f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{line}"/>'
+            f'<text x="40" y="{height - 8}" font-size="11">chunks indexed (0 to {top:,})</text>'
+            f'<text x="4" y="14" font-size="11">ingest chunks/s (max {peak:.0f}); dashed: checkpoints, '
+            f'stage 1+2 query p50</text></svg>')
 
 
 GENERATED = "# Generated tables (`thread-rag bench report`)"

@@ -26,6 +26,7 @@ import numpy as np
 from ..atomic import atomic_write_bytes, atomic_write_json
 from ..errors import ThreadRagError
 from ..ids import ChunkId, format_doc_id
+from ..lru import LRU
 
 MAX_LIMIT = 50
 
@@ -122,7 +123,8 @@ class NestedIndex:
     def __init__(self, engine):
         self.engine = engine
         self.settings = engine.settings
-        self._loaded: dict[tuple[int, int], tuple[list[dict], np.ndarray]] = {}
+        self._loaded: LRU[tuple[int, int], tuple[list[dict], np.ndarray]] = LRU(engine.settings.CACHE_DOCUMENTS)
+        self._library: tuple = (None, None)  # (the documents' (serial, generation)s, their nodes joined)
 
     def path(self, serial: int, gen: int) -> Path:
         return self.engine.home / "trees" / f"DOC{serial}.g{gen}.json"
@@ -177,6 +179,19 @@ class NestedIndex:
             stats["build_seconds"] = json.loads(p.read_text()).get("stats", {}).get("build_seconds")
         return stats
 
+    def _joined(self, docs) -> tuple[list[int], list[dict], np.ndarray]:
+        """Owners, nodes and node vectors of ``docs`` joined, kept for as long as the same generations are asked."""
+        key = tuple((d.serial, d.generation) for d in docs)
+        if self._library[0] != key:
+            owners, all_nodes, mats = [], [], []
+            for rec in docs:
+                nodes, nv = self.load(rec.serial, rec.generation)
+                owners.extend([rec.serial] * len(nodes))
+                all_nodes.extend(nodes)
+                mats.append(nv)
+            self._library = (key, (owners, all_nodes, np.concatenate(mats)))
+        return self._library[1]
+
     def retrieve(self, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0,
                  pool_factor: int = 8) -> NestedResult:
         if not isinstance(query, str) or not query.strip():
@@ -192,14 +207,9 @@ class NestedIndex:
         from ..embedder import check_recipe
 
         check_recipe(docs, self.engine.settings.EMBEDDER_MODEL)
-        owners, all_nodes, mats = [], [], []
-        for rec in docs:
-            nodes, nv = self.load(rec.serial, rec.generation)
-            owners.extend([rec.serial] * len(nodes))
-            all_nodes.extend(nodes)
-            mats.append(nv)
+        owners, all_nodes, matrix = self._joined(docs)
         q = self.engine.query_embedder.embed_queries([query])[0]
-        scores = np.concatenate(mats) @ q  # one vector query over every node
+        scores = matrix @ q  # one vector query over every node
         order = np.argsort(-scores, kind="stable")
         want = limit + offset
         pool = order[: max(pool_factor * want, want)]

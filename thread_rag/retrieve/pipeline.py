@@ -80,7 +80,7 @@ class Retriever:
         self._index: SearchIndex | None = None
         self._reranker = None
         self._reranker_checked = False
-        self._recomputed: dict = {}  # (serial, generation) -> int8 token vectors of a document whose cache file is lost
+        self._recomputed: dict = {}  # (serial, generation) -> int8 token vectors of the one document whose cache file is lost
 
     # -- index lifecycle ---------------------------------------------------------------------
     @property
@@ -91,7 +91,13 @@ class Retriever:
             from ..embedder import check_recipe
 
             check_recipe(self.engine.documents(), self.settings.EMBEDDER_MODEL)
-            self._index = SearchIndex.open(self.engine.home / "index", self.engine, self.settings.HNSW_THRESHOLD)
+            load = lambda s, g: self.engine.store.load(s, g, with_embeddings=True)  # noqa: E731
+            if self._index is None:
+                home = self.engine.home
+                self._index = SearchIndex.open(home / "index", home / "index_parts", committed, load,
+                                               self.settings.HNSW_THRESHOLD)
+            else:  # only what changed is read
+                self._index = self._index.updated(committed, load)
         return self._index
 
     @property
@@ -201,7 +207,7 @@ class Retriever:
         else:
             src = dense_map if pipeline.dense else lex_map
             fused = {r: v for r, v in src.items()}
-        order = sorted(fused, key=lambda r: (-fused[r], r))
+        order = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
         timings["stage1_ms"] = (time.perf_counter() - t) * 1000
         cand = order[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]
         final = {r: fused[r] for r in cand}
@@ -221,7 +227,7 @@ class Retriever:
             f = np.array([fused[r] for r in pool])
             blended = w * _minmax(ms) + (1 - w) * _minmax(f)
             final.update({r: float(b) for r, b in zip(pool, blended)})
-            cand = sorted(pool, key=lambda r: (-final[r], r)) + cand[len(pool):]  # the rest keep their order
+            cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]  # the rest keep their order
             stages.append("stage2")
             timings["stage2_ms"] = (time.perf_counter() - t) * 1000
             # decisive = the leader's raw MaxSim stands out from the pool's median by the margin
@@ -234,7 +240,7 @@ class Retriever:
             rs = self.reranker.score(query, texts)
             rerank_map = dict(zip(pool, rs.tolist()))
             final.update({r: float(v) for r, v in rerank_map.items()})
-            cand = sorted(pool, key=lambda r: (-final[r], r)) + cand[len(pool):]
+            cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
             stages.append("stage3")
             timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         hits = []

@@ -1,11 +1,20 @@
-"""The searchable corpus: every committed chunk in one FAISS index and one bm25s index.
+"""The searchable corpus: every committed chunk's vector, BM25 postings and place, in segments.
 
-Derived from the store (Chroma vectors and texts), persisted under ``<HOME>/index`` with a
-manifest naming the committed (document, generation) pairs it was built from. When the catalog
-changes, only the documents that changed are read from Chroma and re-tokenised (per-document
-BM25 token lists are cached as JSON); the BM25 matrix and the FAISS index are then reassembled
-from those parts, which costs milliseconds to seconds, never a re-encode. Flat (exact) inner
-product below ``HNSW_THRESHOLD`` chunks, HNSW at or above it.
+Derived from the store (Chroma vectors and texts), never the source of truth. Two kinds of segment:
+
+* a **part** per (document, generation) under ``<HOME>/index_parts/DOCn.gG`` (vectors, positions, pages,
+  headings, BM25 tokens), written by indexing before the catalog commit (or from the store by the first
+  search that misses it: a part is derived data, rebuilt whenever lost);
+* the **base** under ``<HOME>/index``: many parts merged into one (vectors, BM25 postings, manifest naming
+  the (document, generation) rows it holds).
+
+An index is the base plus the committed parts it lacks. When the catalog changes, a running index is
+*updated*: rows of dropped generations become dead (masked), new parts are appended; nothing else is read
+again. When the parts outgrow ``COMPACT_RATIO`` of the base (or dead rows do), the next open merges them
+into a new base under ``index.lock``. Dense scores are exact inner products (numpy; 100k x 384 takes
+about 9 ms on 2 cores), or FAISS HNSW over a base of ``HNSW_THRESHOLD`` rows or more; BM25 is scored at
+query time over the live rows (:mod:`.lexical`), so every result equals a full rebuild's; ties are broken
+by (document, position), never by where a row happens to sit.
 """
 from __future__ import annotations
 
@@ -15,12 +24,18 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from ..atomic import atomic_replace_dir, atomic_write_json, read_json
+from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json
+from .lexical import Postings, score
 
 BM25_STOPWORDS = "en"
+FORMAT = 2
+COMPACT_MIN = 2000     # rows outside the base (parts, dead rows) always tolerated
+COMPACT_RATIO = 0.25   # ... and this share of the base
+StoreLoad = Callable[[int, int], tuple]  # (serial, generation) -> (chunks, vectors): the store's reader
 
 
 def bm25_tokenize(texts: list[str]) -> list[list[str]]:
@@ -37,152 +52,245 @@ class Meta:
     page_end: np.ndarray
     heading: list
 
+    @classmethod
+    def concat(cls, metas: list["Meta"]) -> "Meta":
+        cat = lambda name: np.concatenate([getattr(m, name) for m in metas]) if metas else np.zeros(0, np.int64)  # noqa: E731
+        return cls(cat("serial"), cat("position"), cat("page_start"), cat("page_end"),
+                   [h for m in metas for h in m.heading])
+
+    def take(self, keep: np.ndarray) -> "Meta":
+        return Meta(self.serial[keep], self.position[keep], self.page_start[keep], self.page_end[keep],
+                    [h for h, k in zip(self.heading, keep) if k])
+
+    def to_json(self) -> dict:
+        return {"serial": self.serial.tolist(), "position": self.position.tolist(),
+                "page_start": self.page_start.tolist(), "page_end": self.page_end.tolist(), "heading": self.heading}
+
+    @classmethod
+    def from_json(cls, m: dict) -> "Meta":
+        a = lambda name: np.asarray(m[name], np.int64)  # noqa: E731
+        return cls(a("serial"), a("position"), a("page_start"), a("page_end"), m["heading"])
+
+
+@dataclass
+class Segment:
+    keys: list            # (serial, generation, first row, rows) of each document generation inside
+    vectors: np.ndarray
+    meta: Meta
+    postings: Postings
+
+    def __len__(self) -> int:
+        return len(self.meta.serial)
+
+    def live_mask(self, generation: dict) -> np.ndarray:
+        live = np.zeros(len(self), bool)
+        for s, g, start, n in self.keys:
+            if generation.get(s) == g:
+                live[start:start + n] = True
+        return live
+
+
+# -- parts: one per (document, generation) ----------------------------------------------------------
+def part_dir(parts: Path, serial: int, generation: int) -> Path:
+    return parts / f"DOC{serial}.g{generation}"
+
+
+def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors: np.ndarray) -> dict:
+    """Write a document generation's part (atomically); indexing does this, a reader only for a part it lacks."""
+    from ..ingest import text_for_embedding
+
+    part = part_dir(parts, serial, generation)
+    info = {"position": [c.position for c in chunks],
+            "page_start": [c.page_start or -1 for c in chunks],
+            "page_end": [c.page_end or -1 for c in chunks],
+            "heading": [" > ".join(c.heading_path) for c in chunks],
+            "tokens": bm25_tokenize([text_for_embedding(c.text) for c in chunks])}
+    tmp = part.with_name(f".{part.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    np.save(tmp / "vectors.npy", np.asarray(vectors, np.float32))
+    (tmp / "meta.json").write_text(json.dumps(info))
+    (tmp / "done").write_text("ok")
+    atomic_replace_dir(tmp, part)
+    return info
+
+
+def load_part(parts: Path, serial: int, generation: int, store_load: StoreLoad) -> Segment:
+    """A document generation's segment; written from the store when indexing did not leave it."""
+    part = part_dir(parts, serial, generation)
+    if (part / "done").is_file():
+        v = np.load(part / "vectors.npy")
+        info = json.loads((part / "meta.json").read_text())
+    else:
+        chunks, v = store_load(serial, generation)
+        info = write_part(parts, serial, generation, chunks, v)
+    n = len(info["position"])
+    meta = Meta(np.full(n, serial, np.int64), np.asarray(info["position"], np.int64),
+                np.asarray(info["page_start"], np.int64), np.asarray(info["page_end"], np.int64), info["heading"])
+    return Segment([(serial, generation, 0, n)], np.asarray(v, np.float32).reshape(n, -1), meta,
+                   Postings.from_tokens(info["tokens"]))
+
+
+# -- the base: merged parts --------------------------------------------------------------------------
+def load_base(root: Path, hnsw_threshold: int) -> tuple[Segment | None, object]:
+    """The persisted base and its HNSW index (or None), if it is of this format and threshold."""
+    manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
+    if not manifest or manifest.get("format") != FORMAT or manifest.get("hnsw_threshold") != hnsw_threshold:
+        return None, None
+    try:
+        meta = Meta.from_json(json.loads((root / "meta.json").read_text()))
+        seg = Segment([tuple(k) for k in manifest["keys"]], np.load(root / "vectors.npy"), meta,
+                      Postings.load(root / "postings"))
+        fi = None
+        if manifest.get("kind") == "hnsw":
+            import faiss
+
+            fi = faiss.read_index(str(root / "faiss.index"))
+        return seg, fi
+    except (OSError, ValueError, KeyError):
+        return None, None  # rebuilt by the caller
+
+
+def merge(segments: list[tuple[Segment, np.ndarray]]) -> Segment:
+    """One segment of the live rows of ``segments`` ((segment, live mask)), documents in their order."""
+    keys, start = [], 0
+    for seg, live in segments:
+        for s, g, a, n in seg.keys:
+            if live[a:a + n].all() and n:
+                keys.append((s, g, start, n))
+                start += n
+    vectors = [seg.vectors[live] for seg, live in segments]
+    dim = segments[0][0].vectors.shape[1] if segments and segments[0][0].vectors.ndim == 2 else 384
+    return Segment(keys, np.concatenate(vectors) if vectors else np.zeros((0, dim), np.float32),
+                   Meta.concat([seg.meta.take(live) for seg, live in segments]),
+                   Postings.merge([(seg.postings, live) for seg, live in segments]))
+
+
+def save_base(root: Path, base: Segment, hnsw_threshold: int, seconds: float):
+    """Write ``base`` atomically as the new ``<HOME>/index``; its HNSW index when it is that large."""
+    kind = "hnsw" if len(base) >= hnsw_threshold else "flat"
+    tmp = root.with_name(f".{root.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    np.save(tmp / "vectors.npy", base.vectors)
+    (tmp / "meta.json").write_text(json.dumps(base.meta.to_json()))
+    base.postings.save(tmp / "postings")
+    fi = None
+    if kind == "hnsw":
+        import faiss
+
+        fi = faiss.IndexHNSWFlat(base.vectors.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+        fi.hnsw.efConstruction = 80
+        fi.add(np.ascontiguousarray(base.vectors, np.float32))
+        faiss.write_index(fi, str(tmp / "faiss.index"))
+    atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "keys": [list(k) for k in base.keys], "kind": kind,
+                                              "hnsw_threshold": hnsw_threshold, "n": len(base),
+                                              "build_seconds": round(time.perf_counter() - seconds, 3)})
+    atomic_replace_dir(tmp, root)
+    return fi
+
 
 class SearchIndex:
-    def __init__(self, root: Path, committed: list[tuple[int, int]], vectors: np.ndarray, meta: Meta, bm25,
-                 faiss_index, kind: str):
-        self.root = root
-        self.committed = committed
-        self._generation = {int(s): int(g) for s, g in committed}
-        self.vectors = vectors
-        self.meta = meta
-        self.bm25 = bm25
-        self.faiss = faiss_index
-        self.kind = kind
-        self.row_of = {(int(s), int(p)): i for i, (s, p) in enumerate(zip(meta.serial, meta.position))}
+    """The live rows of a base and parts, addressed by one row number: ``meta``, ``vectors``, ``row_of``."""
+
+    def __init__(self, committed: list[tuple[int, int]], base: Segment | None, parts: list[Segment],
+                 hnsw=None, *, root: Path | None = None, parts_root: Path | None = None, hnsw_threshold: int = 0):
+        self.committed = [(int(s), int(g)) for s, g in committed]
+        self._generation = dict(self.committed)
+        self.base, self.parts, self.faiss = base, parts, hnsw
+        self.root, self.parts_root, self.hnsw_threshold = root, parts_root, hnsw_threshold
+        self.kind = "hnsw" if hnsw is not None else "flat"
+        segs = ([base] if base is not None else []) + parts
+        self._masks = [s.live_mask(self._generation) for s in segs]
+        self._offsets = np.cumsum([0] + [len(s) for s in segs])
+        dim = next((s.vectors.shape[1] for s in segs if len(s)), 384)
+        self.vectors = (segs[0].vectors if len(segs) == 1 else np.concatenate([s.vectors for s in segs]) if segs
+                        else np.zeros((0, dim), np.float32))
+        self.meta = Meta.concat([s.meta for s in segs])
+        self.live = np.concatenate(self._masks) if segs else np.zeros(0, bool)
+        self._segments = [(s.postings, int(o), None if m.all() else m) for s, o, m in zip(segs, self._offsets, self._masks)]
+        rows = np.flatnonzero(self.live)
+        self.tiebreak = self.meta.serial * (1 << 32) + self.meta.position  # (document, position) order
+        self.row_of = dict(zip(zip(self.meta.serial[rows].tolist(), self.meta.position[rows].tolist()), rows.tolist()))
         self.doc_rows: dict[int, np.ndarray] = {}
-        if len(meta.serial):
-            order = np.argsort(meta.serial, kind="stable")
-            sers = meta.serial[order]
-            bounds = np.flatnonzero(np.diff(sers)) + 1
-            for grp in np.split(order, bounds):
-                self.doc_rows[int(meta.serial[grp[0]])] = grp
+        if len(rows):
+            sers = self.meta.serial[rows]
+            order = np.argsort(sers, kind="stable")
+            bounds = np.flatnonzero(np.diff(sers[order])) + 1
+            for grp in np.split(rows[order], bounds):
+                self.doc_rows[int(self.meta.serial[grp[0]])] = grp
 
     def generation_of(self, serial: int) -> int | None:
         """The generation of a document this index was built from (None if it holds none)."""
         return self._generation.get(int(serial))
 
     def __len__(self) -> int:
-        return len(self.meta.serial)
+        """Live rows (chunks of committed generations)."""
+        return len(self.row_of)
 
-    # -- build / load ------------------------------------------------------------------------
+    @property
+    def outside_base(self) -> int:
+        """Rows that are not live rows of the base: parts plus dead base rows (what compaction removes)."""
+        return len(self.live) - (int(self._masks[0].sum()) if self.base is not None else 0)
+
+    # -- open / update ------------------------------------------------------------------------
     @classmethod
-    def open(cls, root: Path, engine, hnsw_threshold: int) -> "SearchIndex":
-        committed = engine.catalog.committed()
-        current = cls._load_current(root, committed, hnsw_threshold)
-        if current is not None:
-            return current
-        from ..atomic import file_lock
-
+    def open(cls, root: Path, parts_root: Path, committed: list, store_load: StoreLoad,
+             hnsw_threshold: int) -> "SearchIndex":
+        """The base on disk plus the parts it lacks; merged into a new base first when they outgrew it.
+        One process at a time (``index.lock``): another waits, then reads what the first wrote."""
         root.parent.mkdir(parents=True, exist_ok=True)
-        with file_lock(root.parent / "index.lock"):  # one process rebuilds; the others wait, then load its result
-            current = cls._load_current(root, committed, hnsw_threshold)
-            return current if current is not None else cls.build(root, engine, committed, hnsw_threshold)
+        with file_lock(root.parent / "index.lock"):
+            t0 = time.perf_counter()
+            base, hnsw = load_base(root, hnsw_threshold)
+            index = cls._with_parts(committed, base, hnsw, [], root, parts_root, store_load, hnsw_threshold)
+            if base is None or index.needs_compaction():
+                index = index.compact(t0)
+            return index
+
+    def updated(self, committed: list, store_load: StoreLoad) -> "SearchIndex":
+        """This index for a changed catalog: reuses every segment still committed, loads only new parts;
+        merges when the parts outgrew the base (then from memory, not from the parts on disk)."""
+        with file_lock(self.root.parent / "index.lock"):
+            parts = [p for p in self.parts if self._generation_in(p, dict(committed))]
+            index = self._with_parts(committed, self.base, self.faiss, parts, self.root, self.parts_root,
+                                     store_load, self.hnsw_threshold)
+            return index.compact(time.perf_counter()) if index.needs_compaction() else index
+
+    @staticmethod
+    def _generation_in(seg: Segment, generation: dict) -> bool:
+        return all(generation.get(s) == g for s, g, _, _ in seg.keys)
 
     @classmethod
-    def _load_current(cls, root: Path, committed, hnsw_threshold: int) -> "SearchIndex | None":
-        """The persisted index when its manifest names exactly these generations and threshold, else None."""
-        manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
-        if manifest and manifest.get("committed") == [list(x) for x in committed] \
-                and manifest.get("hnsw_threshold") == hnsw_threshold:
-            try:
-                return cls._load(root, committed, manifest)
-            except (OSError, ValueError, KeyError):
-                pass  # rebuilt by the caller
-        return None
+    def _with_parts(cls, committed, base, hnsw, parts, root, parts_root, store_load, hnsw_threshold):
+        have = {(s, g) for seg in ([base] if base is not None else []) + parts for s, g, _, _ in seg.keys}
+        parts = parts + [load_part(parts_root, s, g, store_load) for s, g in committed if (s, g) not in have]
+        return cls(committed, base, parts, hnsw, root=root, parts_root=parts_root, hnsw_threshold=hnsw_threshold)
 
-    @classmethod
-    def _load(cls, root: Path, committed, manifest) -> "SearchIndex":
-        import bm25s
-        import faiss
+    def needs_compaction(self) -> bool:
+        base_live = 0 if self.base is None else int(self._masks[0].sum())
+        return self.outside_base > max(COMPACT_MIN, COMPACT_RATIO * base_live)
 
-        vectors = np.load(root / "vectors.npy", mmap_mode="r")
-        m = json.loads((root / "meta.json").read_text())
-        meta = Meta(np.asarray(m["serial"], np.int64), np.asarray(m["position"], np.int64),
-                    np.asarray(m["page_start"], np.int64), np.asarray(m["page_end"], np.int64), m["heading"])
-        bm25 = bm25s.BM25.load(str(root / "bm25"), mmap=True, show_progress=False) if len(meta.serial) else None
-        fi = faiss.read_index(str(root / "faiss.index")) if len(meta.serial) else None
-        return cls(root, committed, vectors, meta, bm25, fi, manifest["kind"])
-
-    @classmethod
-    def build(cls, root: Path, engine, committed, hnsw_threshold: int) -> "SearchIndex":
-        import bm25s
-        import faiss
-
-        t0 = time.perf_counter()
-        parts = root.parent / "index_parts"
-        parts.mkdir(parents=True, exist_ok=True)
-        vecs, serials, positions, ps, pe, heads, tokens = [], [], [], [], [], [], []
-        for serial, gen in committed:
-            part = parts / f"DOC{serial}.g{gen}"
-            if (part / "done").is_file():
-                v = np.load(part / "vectors.npy")
-                info = json.loads((part / "meta.json").read_text())
-            else:
-                chunks, v = engine.store.load(serial, gen, with_embeddings=True)
-                from ..ingest import text_for_embedding
-
-                info = {"position": [c.position for c in chunks],
-                        "page_start": [c.page_start or -1 for c in chunks],
-                        "page_end": [c.page_end or -1 for c in chunks],
-                        "heading": [" > ".join(c.heading_path) for c in chunks],
-                        "tokens": bm25_tokenize([text_for_embedding(c.text) for c in chunks])}
-                tmp = part.with_name(f".{part.name}.{os.getpid()}.tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
-                tmp.mkdir(parents=True)
-                np.save(tmp / "vectors.npy", v.astype(np.float32))
-                (tmp / "meta.json").write_text(json.dumps(info))
-                (tmp / "done").write_text("ok")
-                atomic_replace_dir(tmp, part)
-            vecs.append(v.astype(np.float32))
-            serials.extend([serial] * len(info["position"]))
-            positions.extend(info["position"])
-            ps.extend(info["page_start"])
-            pe.extend(info["page_end"])
-            heads.extend(info["heading"])
-            tokens.extend(info["tokens"])
-        keep = {f"DOC{s}.g{g}" for s, g in committed}
-        for d in parts.iterdir():
-            if d.name not in keep and not d.name.startswith("."):
-                shutil.rmtree(d, ignore_errors=True)
-        dim = vecs[0].shape[1] if vecs else 384
-        vectors = np.concatenate(vecs) if vecs else np.zeros((0, dim), np.float32)
-        meta = Meta(np.asarray(serials, np.int64), np.asarray(positions, np.int64), np.asarray(ps, np.int64),
-                    np.asarray(pe, np.int64), heads)
-        kind = "hnsw" if len(vectors) >= hnsw_threshold else "flat"
-        bm25 = fi = None
-        tmp = root.with_name(f".{root.name}.{os.getpid()}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        if len(vectors):
-            bm25 = bm25s.BM25()
-            bm25.index([t if t else ["_empty_"] for t in tokens], show_progress=False)
-            bm25.save(str(tmp / "bm25"), show_progress=False)
-            if kind == "hnsw":
-                fi = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
-                fi.hnsw.efConstruction = 80
-            else:
-                fi = faiss.IndexFlatIP(dim)
-            fi.add(vectors)
-            faiss.write_index(fi, str(tmp / "faiss.index"))
-        np.save(tmp / "vectors.npy", vectors)
-        (tmp / "meta.json").write_text(json.dumps({"serial": serials, "position": positions, "page_start": ps,
-                                                   "page_end": pe, "heading": heads}))
-        atomic_write_json(tmp / "manifest.json", {"committed": [list(x) for x in committed], "kind": kind,
-                                                  "hnsw_threshold": hnsw_threshold, "n": len(vectors),
-                                                  "build_seconds": round(time.perf_counter() - t0, 3)})
-        atomic_replace_dir(tmp, root)
-        if bm25 is not None:
-            bm25 = bm25s.BM25.load(str(root / "bm25"), mmap=True, show_progress=False)
-        return cls(root, committed, np.load(root / "vectors.npy", mmap_mode="r"), meta, bm25, fi, kind)
+    def compact(self, t0: float) -> "SearchIndex":
+        """Merge the live rows into a new base on disk (caller holds ``index.lock``); parts it now holds,
+        and parts of generations no longer committed, are removed."""
+        segs = ([self.base] if self.base is not None else []) + self.parts
+        base = merge(list(zip(segs, self._masks)))
+        hnsw = save_base(self.root, base, self.hnsw_threshold, t0)
+        for s, g in self._generation.items():  # parts the base now holds, and generations they replaced
+            for d in self.parts_root.glob(f"DOC{s}.g*") if self.parts_root.is_dir() else []:
+                if d.name.rsplit(".g", 1)[1].isdigit() and int(d.name.rsplit(".g", 1)[1]) <= g:
+                    shutil.rmtree(d, ignore_errors=True)
+        return SearchIndex(self.committed, base, [], hnsw, root=self.root, parts_root=self.parts_root,
+                           hnsw_threshold=self.hnsw_threshold)
 
     # -- queries -----------------------------------------------------------------------------
     def allowed_rows(self, serial: int | None = None, pages: tuple | None = None,
                      heading: str | None = None) -> np.ndarray | None:
-        """Row indices passing the filters, or None when there is no filter."""
+        """Live row indices passing the filters, or None when there is no filter."""
         if serial is None and pages is None and not heading:
             return None
-        rows = self.doc_rows.get(serial, np.zeros(0, np.int64)) if serial is not None else np.arange(len(self))
+        rows = self.doc_rows.get(serial, np.zeros(0, np.int64)) if serial is not None else np.flatnonzero(self.live)
         if pages is not None:
             lo, hi = pages
             ps, pe = self.meta.page_start[rows], self.meta.page_end[rows]
@@ -193,40 +301,54 @@ class SearchIndex:
         return rows
 
     def dense(self, qvec: np.ndarray, k: int, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        if len(self) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         if rows is not None:
             if len(rows) == 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
             scores = np.asarray(self.vectors[rows]) @ qvec
-            top = _top(scores, k)
+            top = self._top(scores, k, rows)
             return rows[top], scores[top]
-        if self.kind == "hnsw":
-            self.faiss.hnsw.efSearch = max(128, 2 * k)
-        d, i = self.faiss.search(qvec.reshape(1, -1).astype(np.float32), min(k, len(self)))
-        keep = i[0] >= 0
-        return i[0][keep].astype(np.int64), d[0][keep]
+        if len(self) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        if self.faiss is not None:
+            return self._dense_hnsw(qvec, k)
+        scores = np.where(self.live, self.vectors @ qvec, -np.inf).astype(np.float32)
+        top = self._top(scores, min(k, len(self)))
+        return top, scores[top]
+
+    def _dense_hnsw(self, qvec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """HNSW over the base (its dead rows skipped), exact over the parts, merged by score."""
+        nb = len(self.base)
+        self.faiss.hnsw.efSearch = max(128, 2 * k)
+        dead = int(nb - self._masks[0].sum())
+        d, i = self.faiss.search(qvec.reshape(1, -1).astype(np.float32), min(k + dead, nb))
+        ok = (i[0] >= 0) & self.live[np.clip(i[0], 0, None)]
+        rows, scores = i[0][ok].astype(np.int64), d[0][ok]
+        if len(self.live) > nb:
+            tail = np.arange(nb, len(self.live))[self.live[nb:]]
+            rows = np.concatenate([rows, tail])
+            scores = np.concatenate([scores, np.asarray(self.vectors[tail]) @ qvec])
+        top = self._top(scores, k, rows)
+        return rows[top], scores[top]
 
     def lexical(self, query: str, k: int, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        if self.bm25 is None:
+        if len(self) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        toks = [t for t in bm25_tokenize([query])[0] if t in self.bm25.vocab_dict]
-        if not toks:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        scores = self.bm25.get_scores(toks)
+        scores = score(self._segments, bm25_tokenize([query])[0], len(self.live))
         if rows is not None:
             sub = scores[rows]
-            top = _top(sub, k)
+            top = self._top(sub, k, rows)
             top = top[sub[top] > 0]
-            return rows[top], sub[top]
-        top = _top(scores, k)
+            return rows[top], sub[top].astype(np.float32)
+        top = self._top(scores, k)
         top = top[scores[top] > 0]
-        return top.astype(np.int64), scores[top]
+        return top.astype(np.int64), scores[top].astype(np.float32)
 
-
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    k = min(k, len(scores))
-    if k <= 0:
-        return np.zeros(0, np.int64)
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.argsort(-scores[part], kind="stable")]
+    def _top(self, scores: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Positions of the ``k`` best ``scores`` (of ``rows``, or of every row), ties by (document, position)."""
+        k = min(k, len(scores))
+        if k <= 0:
+            return np.zeros(0, np.int64)
+        cut = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        cand = np.flatnonzero(scores >= cut)  # every tie at the cut, so the order decides, not argpartition
+        keys = self.tiebreak[cand if rows is None else rows[cand]]
+        return cand[np.lexsort((keys, -scores[cand]))][:k]

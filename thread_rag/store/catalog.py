@@ -1,27 +1,77 @@
 """The catalog: which documents exist, under which serial and which committed generation.
 
-One JSON file (``catalog.json``) written atomically. It is the commit point of indexing: chunks,
-vectors and token-cache files of a (serial, generation) that the catalog does not name are
-invisible to readers and are removed by recovery. Serial numbers come from a counter that only
-grows, so a deleted document's id is never reused.
+A snapshot (``catalog.json``, written atomically) and a log beside it (``catalog.log``, one JSON line per
+change, appended and fsynced): a commit costs one short line, not a rewrite of every record, so indexing a
+folder of N files writes O(N) bytes, not O(N^2). The log is folded into a new snapshot every
+``COMPACT_LINES`` changes. Each line carries the catalog version it makes; a line at or below the snapshot's
+version is already in it, so a writer killed between writing a snapshot and emptying the log loses or
+doubles nothing, and a torn last line (a writer killed mid-append) was never committed: readers skip it, the
+next writer cuts it off. Appending the line is the commit point of indexing: chunks, vectors and token-cache
+files of a (serial, generation) that the catalog does not name are invisible to readers and removed by
+recovery. Serial numbers come from a counter that only grows, so a deleted document's id is never reused.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
-from ..atomic import atomic_write_json, read_json
-from ..errors import UnknownDocumentError
+from ..atomic import atomic_write_bytes, atomic_write_json, read_json
+from ..errors import CorruptFileError, UnknownDocumentError
 from ..ids import format_doc_id, parse_doc_id
 from ..records import DocumentRecord
+
+COMPACT_LINES = 1000
+
+
+def _fresh() -> dict:
+    return {"format": 1, "next_serial": 1, "version": 0, "documents": {}}
+
+
+def _apply(data: dict, op: dict) -> None:
+    kind = op["op"]
+    if kind == "commit":
+        data["documents"][str(op["record"]["serial"])] = op["record"]
+    elif kind == "remove":
+        data["documents"].pop(str(op["serial"]), None)
+    elif kind == "serial":
+        data["next_serial"] = max(int(data["next_serial"]), int(op["next"]))
+    else:
+        raise ValueError(f"unknown catalog change {kind!r}")
+    data["version"] = int(op["v"])
+
+
+def read_log(path: Path, data: dict, offset: int = 0) -> tuple[int, int]:
+    """Apply the complete lines of the log from ``offset`` that are newer than ``data``; returns (the offset
+    after the last complete line, lines read). A torn last line (no newline yet) is left for later."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            raw = fh.read()
+    except FileNotFoundError:
+        return offset, 0
+    done = raw.rfind(b"\n") + 1
+    lines = raw[:done].splitlines()
+    for i, line in enumerate(lines):
+        try:
+            op = json.loads(line)
+            if int(op["v"]) > int(data.get("version", 0)):
+                _apply(data, op)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"{path}: line {i + 1} after byte {offset} is corrupt ({exc.__class__.__name__}); "
+                                   f"restore the data dir from a backup or index again into a new one") from None
+    return offset + done, len(lines)
 
 
 class Catalog:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._data = {"format": 1, "next_serial": 1, "version": 0, "documents": {}}
+        self.log_path = self.path.with_name("catalog.log")
+        self._data = _fresh()
         self._stamp: tuple | None = None
+        self._offset = 0      # bytes of the log already applied
+        self._lines = 0       # lines in the log (compaction counts them)
         self.reload()
 
     # -- persistence -----------------------------------------------------------------------
@@ -30,29 +80,73 @@ class Catalog:
             st = os.stat(self.path)
         except FileNotFoundError:
             return None
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
+        try:
+            lg = os.stat(self.log_path)
+            log = (lg.st_ino, lg.st_size)
+        except FileNotFoundError:
+            log = (None, 0)
+        return (st.st_mtime_ns, st.st_size, st.st_ino) + log
 
     def reload(self) -> bool:
-        """Re-read the file if another process changed it; True when something changed."""
-        stamp = self.stamp()
-        if stamp == self._stamp and stamp is not None:
-            return False
-        data = read_json(self.path, default=None)
-        if data is not None:
-            self._data = data
-        self._stamp = stamp
-        return True
+        """Read what other processes changed (only the new log lines when the snapshot is the same);
+        True when something changed."""
+        for _ in range(5):
+            stamp = self.stamp()
+            if stamp == self._stamp and stamp is not None:
+                return False
+            if stamp is None:  # no snapshot (a new library, or one set aside): what was read stays; a log
+                self._stamp, self._offset, self._lines = None, 0, 0  # without its snapshot is not read
+                return True
+            if self._stamp is not None and stamp[:4] == self._stamp[:4]:  # same snapshot, same log file: new lines
+                self._offset, n = read_log(self.log_path, self._data, self._offset)
+                self._lines += n
+            else:
+                data = read_json(self.path, default=None) or _fresh()
+                self._offset, self._lines = read_log(self.log_path, data)
+                self._data = data
+            if (self.stamp() or ())[:4] == stamp[:4]:  # no compaction replaced the files while they were read
+                self._stamp = stamp
+                return True
+        raise CorruptFileError(f"{self.path}: changed on every read; is another process rewriting it in a loop?")
 
-    def save(self) -> None:
-        self._data["version"] = int(self._data.get("version", 0)) + 1
-        atomic_write_json(self.path, self._data)
+    def _change(self, op: dict) -> None:
+        """Record one change (the caller holds the store's write lock and has applied it to ``_data``)."""
+        op["v"] = int(self._data.get("version", 0)) + 1
+        self._data["version"] = op["v"]
+        if not self.path.exists() or self._lines >= COMPACT_LINES:
+            atomic_write_json(self.path, self._data)        # the snapshot holds every change so far ...
+            atomic_write_bytes(self.log_path, b"")          # ... so the log starts again (its lines are <= it)
+            self._offset = self._lines = 0
+        else:
+            line = (json.dumps(op, ensure_ascii=False) + "\n").encode("utf-8")
+            with open(self.log_path, "ab+") as fh:
+                self._cut_torn_tail(fh)
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())  # <- the commit point
+                self._offset = fh.tell()
+            self._lines += 1
         self._stamp = self.stamp()
 
-    # -- queries ---------------------------------------------------------------------------
+    @staticmethod
+    def _cut_torn_tail(fh) -> None:
+        """A writer killed mid-append left a line without its newline: it never committed; cut it off."""
+        end = fh.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        fh.seek(max(0, end - 65536))
+        tail = fh.read()
+        if tail.endswith(b"\n"):
+            return
+        cut = tail.rfind(b"\n")
+        fh.truncate(end - len(tail) + cut + 1 if cut >= 0 else max(0, end - len(tail)))
+        fh.seek(0, os.SEEK_END)
+
     @property
     def version(self) -> int:
         return int(self._data.get("version", 0))
 
+    # -- queries ---------------------------------------------------------------------------
     def documents(self) -> list[DocumentRecord]:
         docs = [DocumentRecord(**d) for d in self._data["documents"].values()]
         return sorted(docs, key=lambda d: d.serial)
@@ -85,16 +179,17 @@ class Catalog:
     def allocate_serial(self) -> int:
         serial = int(self._data["next_serial"])
         self._data["next_serial"] = serial + 1
-        self.save()  # persisted before use: a crash can waste a serial, never reuse one
+        self._change({"op": "serial", "next": serial + 1})  # persisted before use: a crash can waste a serial, never reuse one
         return serial
 
     def commit(self, record: DocumentRecord) -> None:
-        self._data["documents"][str(record.serial)] = record.__dict__.copy()
-        self.save()
+        rec = record.__dict__.copy()
+        self._data["documents"][str(record.serial)] = rec
+        self._change({"op": "commit", "record": rec})
 
     def remove(self, serial: int) -> None:
         self._data["documents"].pop(str(serial), None)
-        self.save()
+        self._change({"op": "remove", "serial": serial})
 
     @staticmethod
     def now() -> str:

@@ -103,6 +103,12 @@ class ChunkStore:
                 self.collection_name, embedding_function=None, metadata={"hnsw:space": "ip"})
         self._col = _Guarded(col, self.url)
 
+    def close(self) -> None:
+        """Release the Chroma client (sqlite and segment files, its threads); idempotent."""
+        client, self._client = getattr(self, "_client", None), None
+        if client is not None and hasattr(client, "close"):
+            client.close()
+
     # -- writes ----------------------------------------------------------------------------
     def add(self, chunks: list[Chunk], embeddings: np.ndarray, generation: int) -> None:
         serial = ChunkId.parse(chunks[0].chunk_id).serial if chunks else 0

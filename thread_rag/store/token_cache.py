@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_replace_dir
+from ..lru import LRU
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -30,9 +31,12 @@ def dequantize(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
 
 
 class TokenCache:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, max_open: int = 64):
         self.root = Path(root)
-        self._open: dict[tuple[int, int], tuple] = {}
+        self._open: LRU[tuple[int, int], tuple] = LRU(max_open)  # memory maps of the recently read documents
+
+    def close(self) -> None:
+        self._open.clear()
 
     def dir_for(self, serial: int, generation: int) -> Path:
         return self.root / f"DOC{serial}.g{generation}"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write_json, file_lock, read_json
 from ..errors import CorruptFileError
+from ..lru import LRU
 
 
 def entry_key(summarizer_id: str, text: str) -> str:
@@ -20,10 +21,9 @@ def entry_key(summarizer_id: str, text: str) -> str:
 
 
 class SummaryCache:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, max_documents: int = 64):
         self.root = Path(root)
-        self._mem: dict[str, dict] = {}
-        self._stamp: dict[str, float] = {}
+        self._mem: LRU[str, tuple[int, dict]] = LRU(max_documents)  # (file mtime, entries) of recent documents
         self.warnings: list[str] = []
 
     def path_for(self, content_hash: str) -> Path:
@@ -47,10 +47,10 @@ class SummaryCache:
             mtime = path.stat().st_mtime_ns
         except FileNotFoundError:
             mtime = -1
-        if self._stamp.get(content_hash) != mtime:
-            self._mem[content_hash] = self._read(content_hash)
-            self._stamp[content_hash] = mtime
-        return self._mem[content_hash]
+        held = self._mem.get(content_hash)
+        if held is None or held[0] != mtime:
+            held = self._mem[content_hash] = (mtime, self._read(content_hash))
+        return held[1]
 
     def get(self, content_hash: str, summarizer_id: str, text: str) -> str | None:
         e = self.entries(content_hash).get(entry_key(summarizer_id, text))
@@ -68,7 +68,6 @@ class SummaryCache:
                 current[entry_key(sid, text)] = {"summary": summary, "summarizer": sid, "chunk": cid, "at": now}
             atomic_write_json(path, {"format": 1, "entries": current}, indent=None)
         self._mem.pop(content_hash, None)
-        self._stamp.pop(content_hash, None)
 
     def forget(self, content_hash: str) -> None:
         self.path_for(content_hash).unlink(missing_ok=True)

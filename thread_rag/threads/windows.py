@@ -93,7 +93,7 @@ class WindowBuilder:
     def __init__(self, engine):
         self.engine = engine
         self.settings = engine.settings
-        self.cache = SummaryCache(self.settings.cache_path)
+        self.cache = SummaryCache(self.settings.cache_path, self.settings.CACHE_DOCUMENTS)
 
     # -- summaries ----------------------------------------------------------------------------
     def summary(self, record, chunk, pending: dict) -> str:

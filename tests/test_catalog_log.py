@@ -1,0 +1,87 @@
+"""The catalog's snapshot + log (issue 16): a commit appends one line instead of rewriting every record;
+crashes at each step of a compaction or mid-append lose and double nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from thread_rag.errors import CorruptFileError
+from thread_rag.records import DocumentRecord
+from thread_rag.store import catalog as catalog_module
+from thread_rag.store.catalog import Catalog
+
+
+def rec(serial: int, gen: int = 1) -> DocumentRecord:
+    return DocumentRecord(serial=serial, doc_id=f"DOC{serial}", name=f"f{serial}.md", path=f"/d/f{serial}.md",
+                          content_hash=f"h{serial}.{gen}", kind="markdown", chunk_count=3, pages=None,
+                          indexed_at="2026-11-30T00:00:00+0000", generation=gen, chunk_strategy="s", embedder="e")
+
+
+def add(cat: Catalog, n: int) -> None:
+    for _ in range(n):
+        cat.commit(rec(cat.allocate_serial()))
+
+
+def test_a_commit_appends_one_line_and_the_snapshot_stays(tmp_path):
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 1)
+    snap = (tmp_path / "catalog.json").read_bytes()
+    log_before = cat.log_path.stat().st_size
+    add(cat, 200)
+    assert (tmp_path / "catalog.json").read_bytes() == snap  # never rewritten between compactions
+    lines = cat.log_path.read_bytes().splitlines()
+    assert len(lines) == 1 + 400 and cat.log_path.stat().st_size - log_before < 200 * 2 * 400  # short lines
+    other = Catalog(tmp_path / "catalog.json")
+    assert [d.serial for d in other.documents()] == list(range(1, 202)) and other.version == cat.version
+    cat.remove(5)
+    cat.commit(rec(7, gen=2))
+    assert other.reload() and 5 not in {d.serial for d in other.documents()} and other.get(7).generation == 2
+
+
+def test_compaction_folds_the_log_into_the_snapshot(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog_module, "COMPACT_LINES", 10)
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 30)
+    assert len(cat.log_path.read_bytes().splitlines()) < 10
+    snapshot = json.loads((tmp_path / "catalog.json").read_text())
+    assert len(snapshot["documents"]) >= 25
+    fresh = Catalog(tmp_path / "catalog.json")
+    assert len(fresh.documents()) == 30 and fresh._data["next_serial"] == 31
+
+
+def test_killed_between_snapshot_and_emptied_log_doubles_nothing(tmp_path):
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 3)
+    cat.remove(2)
+    old_log = cat.log_path.read_bytes()
+    # a compaction that wrote the new snapshot, then died before emptying the log
+    from thread_rag.atomic import atomic_write_json
+
+    atomic_write_json(cat.path, cat._data)
+    assert cat.log_path.read_bytes() == old_log
+    again = Catalog(tmp_path / "catalog.json")
+    assert [d.serial for d in again.documents()] == [1, 3] and again._data["next_serial"] == 4
+    assert again.version == cat.version
+
+
+def test_a_torn_last_line_is_not_committed_and_the_next_writer_cuts_it(tmp_path):
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 2)
+    with open(cat.log_path, "ab") as fh:  # a writer killed mid-append
+        fh.write(b'{"op": "commit", "record": {"serial": 9')
+    reader = Catalog(tmp_path / "catalog.json")
+    assert [d.serial for d in reader.documents()] == [1, 2]
+    writer = Catalog(tmp_path / "catalog.json")
+    add(writer, 1)
+    assert all(json.loads(line) for line in writer.log_path.read_bytes().splitlines())
+    assert reader.reload() and [d.serial for d in reader.documents()] == [1, 2, 3]
+
+
+def test_a_corrupt_line_inside_the_log_is_one_clear_error(tmp_path):
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 2)
+    data = cat.log_path.read_bytes().splitlines()
+    cat.log_path.write_bytes(b"\n".join([data[0], b"garbage", *data[1:]]) + b"\n")
+    with pytest.raises(CorruptFileError, match="catalog.log: line 2"):
+        Catalog(tmp_path / "catalog.json")

@@ -1,0 +1,29 @@
+"""`thread-rag bench scale` in CI (issue 16): a 2,000-chunk library grown from text every machine has (Python's
+reference topics, this repository's manual, the standard library's sources), measured at two checkpoints."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def test_scale_smoke_two_thousand_chunks(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "THREAD_RAG_SHARED_DATA": str(tmp_path / "no-shared-data")}
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "bench", "scale", "--chunks", "2000",
+                        "--checkpoints", "1000,2000", "--queries", "3", "--no-download",
+                        "--data-dir", str(tmp_path / "lib"), "--out", str(tmp_path / "results")],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads((tmp_path / "results" / "scale-2000.json").read_text())
+    assert out["chunks"] >= 2000 and [p["target"] for p in out["checkpoints"]] == [1000, 2000]
+    assert set(out["sources_chunks"]) <= {"python-topics", "thread-rag-docs", "python-stdlib"}
+    for p in out["checkpoints"]:
+        assert p["add_one_document"]["found"] and 60 <= p["add_one_document"]["chunks"] <= 200
+        assert set(p["queries"]) == {"stage1_rrf", "stage1_2", "three_stage"}
+        assert all(0 < q["p50_ms"] <= q["p95_ms"] for q in p["queries"].values())
+        assert "stage3_ms" in p["queries"]["three_stage"]["stage_p50_ms"]
+        assert p["open_fds"] > 0 and p["bytes_per_chunk"] > 0 and p["peak_rss_mib"] > 0
+    assert out["curve"] and all(c["chunks_per_s"] > 0 for c in out["curve"])
+    assert out["encode_rate_chunks_per_s"]["before"] > 0
+    assert (tmp_path / "results" / "scale-2000.svg").read_text().startswith("<svg")
