@@ -191,10 +191,12 @@ class Engine:
                 return []  # a live writer holds the lock; it cleans up after itself
             return self._recover_locked(full)
 
-    def _recover_locked(self, full: bool = False) -> list[str]:
+    def _recover_locked(self, full: bool = False, sweep: bool = True) -> list[str]:
         """Recovery proper; the caller holds the write lock (flock locks belong to one open file,
-        so a writer that already holds it must call this, not :meth:`recover`)."""
-        notes = [f"removed leftover temporary {p}" for p in self._remove_temporaries()]
+        so a writer that already holds it must call this, not :meth:`recover`). ``sweep``: also remove dead
+        writers' temporaries (at start; a commit skips it: listing every document's files per commit would
+        make indexing a folder quadratic)."""
+        notes = [f"removed leftover temporary {p}" for p in self._remove_temporaries()] if sweep else []
         pending = self._pending_dir()
         markers = sorted(pending.glob("*.json")) if pending.is_dir() else []
         if not markers and not full:
@@ -437,7 +439,7 @@ class Engine:
         timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
         t_store = time.perf_counter()
         with self.write_lock():
-            self._recover_locked()  # an attempt aborted in this process (Ctrl-C) left a pending marker
+            self._recover_locked(sweep=False)  # an attempt aborted in this process (Ctrl-C) left a pending marker
             self.catalog.reload()
             same = self._unchanged(key, content_hash, recipe)
             if same is not None:  # another process indexed it meanwhile
@@ -551,7 +553,7 @@ class Engine:
     def delete(self, doc_id: str) -> DocumentRecord:
         serial = parse_doc_id(doc_id)
         with self.write_lock():
-            self._recover_locked()
+            self._recover_locked(sweep=False)
             self.catalog.reload()
             rec = self.catalog.get(serial)
             marker = self._pending_dir() / f"DELETE-DOC{serial}.json"  # recovery finishes a killed delete

@@ -277,10 +277,10 @@ class SearchIndex:
         segs = ([self.base] if self.base is not None else []) + self.parts
         base = merge(list(zip(segs, self._masks)))
         hnsw = save_base(self.root, base, self.hnsw_threshold, t0)
-        for s, g in self._generation.items():  # parts the base now holds, and generations they replaced
-            for d in self.parts_root.glob(f"DOC{s}.g*") if self.parts_root.is_dir() else []:
-                if d.name.rsplit(".g", 1)[1].isdigit() and int(d.name.rsplit(".g", 1)[1]) <= g:
-                    shutil.rmtree(d, ignore_errors=True)
+        for d in self.parts_root.iterdir() if self.parts_root.is_dir() else []:
+            s, _, g = d.name[3:].partition(".g")  # DOC<serial>.g<generation>; temporaries start with a dot
+            if d.name.startswith("DOC") and s.isdigit() and g.isdigit() and int(g) <= self._generation.get(int(s), -1):
+                shutil.rmtree(d, ignore_errors=True)  # now in the base, or a generation it replaced
         return SearchIndex(self.committed, base, [], hnsw, root=self.root, parts_root=self.parts_root,
                            hnsw_threshold=self.hnsw_threshold)
 
