@@ -292,3 +292,38 @@ def test_post_reading_decision_searches_once_more_under_the_same_budget(manual_e
     finally:
         e.settings = e.settings.replace(DECIDE=False)
         e.retriever.settings = e.retriever.settings.replace(FUSION="rrf")
+
+
+def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path):
+    """Issue 13: another process re-indexes a document between the search and the reading. The readers must not
+    read the new version's chunks at the old version's positions (before: IndexError or a mix of versions)."""
+    from conftest import write
+    from thread_rag.engine import Engine
+
+    e = make_engine()
+    long = "# Oxen\n\n" + "\n\n".join(f"## Step {i}\n\nStep {i}: the ox pulls the plough {i} furrows across the "
+                                      f"field, then rests for {i} minutes in the shade." for i in range(1, 40))
+    doc = write(tmp_path / "in" / "oxen.md", long)
+    e.index_file(doc)
+    q = "how many furrows does the ox pull in step 37"
+    hits = e.retriever.search(q, k=3).hits
+    assert hits[0].generation == 1 and int(hits[0].chunk_id.split("_")[1]) > 3
+    other = Engine(e.settings, embedder=e.embedder)  # another process replaces it with a short version
+    write(doc, "# Oxen\n\nThe ox pulls the plough across the field in step 37 and rests in the shade.")
+    assert other.index_file(doc).status == "replaced"
+    agent, _ = agent_with(e, answer=cite_one)
+    qvec = e.query_embedder.embed_queries([q])[0]
+    ranked = {h.chunk_id: h.text for h in hits}
+    readers = ("walk", "topk", "sentence_window", "parent_doc")
+    for reader in readers:
+        # this process still holds the ranked version: read from it, entry chunks exactly as ranked, no walk
+        # into the new version (the index now holds generation 2)
+        sources = agent.read(reader, q, hits, qvec)
+        read = [(c, s.text) for s in sources for c in s.chunk_ids if c in ranked]
+        assert read and all(" ".join(ranked[c].split()[-8:]) in " ".join(text.split()) for c, text in read), reader
+        assert not any("step 37 and rests" in s.text for s in sources), reader
+    e._threads.clear()  # ... and once it is gone from memory too: searched again, the new version only
+    e._old_generation = (None, None, None)
+    for reader in readers:
+        sources = agent.read(reader, q, hits, qvec)
+        assert sources and all("step 37 and rests" in s.text for s in sources), reader

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -26,7 +25,7 @@ from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocume
 from .ids import ChunkId, format_doc_id, parse_doc_id
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
 from .lru import LRU
-from .records import Chunk, DocumentRecord, IndexResult
+from .records import Chunk, DocumentRecord, IndexResult, Thread
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, TokenCache
 
@@ -40,17 +39,6 @@ def crash_point(name: str) -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-@dataclass
-class Thread:
-    """One document's ordered chunks at its committed generation."""
-
-    record: DocumentRecord
-    chunks: list
-
-    def __len__(self) -> int:
-        return len(self.chunks)
 
 
 class Engine:

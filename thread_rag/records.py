@@ -95,3 +95,14 @@ class IndexResult:
     error: str | None = None
     timings: dict = field(default_factory=dict)  # load_s, chunk_s, embed_s, store_s
     warnings: list = field(default_factory=list)  # the loader's warnings (indexed, but something is missing)
+
+
+@dataclass
+class Thread:
+    """One document's ordered chunks at one generation (its committed one, unless a reader pinned another)."""
+
+    record: DocumentRecord
+    chunks: list
+
+    def __len__(self) -> int:
+        return len(self.chunks)

@@ -17,6 +17,7 @@ check, then the answer) for capable models.
 from __future__ import annotations
 
 import itertools
+import dataclasses
 import json
 import re
 import time
@@ -28,7 +29,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
-from ..records import to_dict
+from ..records import Thread, to_dict
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, decide_messages, parse_json_lenient,
@@ -37,6 +38,11 @@ from .intent import recognise
 from .reading import (best_similarity, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
 from .tools import call_tool, compact, describe_outcome, make_tools, tool_args_schema, tool_choice_schema
+
+
+class _GenerationGone(Exception):
+    """A document's generation the search ranked was replaced and removed before it was read."""
+
 
 REFUSAL = "The indexed documents don't contain an answer to this question."
 NOT_IN_DOCS = "NOT IN DOCUMENTS"
@@ -322,19 +328,44 @@ class Agent:
 
     def read(self, reader: str, query: str, hits: list, qvec, doc_id: str | None = None,
              k: int | None = None) -> list[Source]:
-        """The numbered sources the model will read (from the first ``k`` hits, default ``READ_K``)."""
+        """The numbered sources the model will read (from the first ``k`` hits, default ``READ_K``), each document
+        at the generation the search ranked; if another process re-indexed it since and that generation is
+        gone, the question is searched once more and read from the new hits."""
+        try:
+            return self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
+        except _GenerationGone:
+            hits = self.engine.retriever.search(query, doc_id=doc_id, k=max(len(hits), 1)).hits
+            return self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
+
+    def _thread_at(self, hits: list) -> Callable:
+        """``thread_of`` pinned to the generations the hits were ranked at (a re-index between the search and
+        the reading must not give the walk another version's neighbours)."""
+        ranked = {ChunkId.parse(h.chunk_id).serial: h.generation for h in hits if getattr(h, "generation", None)}
+
+        def thread_of(serial: int) -> Thread:
+            newest = self.engine.thread(serial)
+            gen = ranked.get(serial)
+            if gen is None or newest.record.generation == gen:
+                return newest
+            chunks = self.engine.chunks_at(serial, gen)
+            if chunks is None:
+                raise _GenerationGone(serial)
+            return Thread(dataclasses.replace(newest.record, generation=gen), chunks)
+        return thread_of
+
+    def _read(self, reader: str, query: str, hits: list, qvec, doc_id, k, thread_of: Callable) -> list[Source]:
         s, e = self.settings, self.engine
         k = s.READ_K if k is None else k
         if reader == "topk":
-            return topk_sources(hits, k, e.thread, self._count)
+            return topk_sources(hits, k, thread_of, self._count)
         if reader in ("walk", "windows"):
-            return walk_sources(hits, k, e.thread, e.retriever.index, qvec, self._count, s.READ_BUDGET,
+            return walk_sources(hits, k, thread_of, e.retriever.index, qvec, self._count, s.READ_BUDGET,
                                 max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN,
                                 frame=self._neighbour_summary if reader == "windows" else None)
         if reader == "sentence_window":
-            return sentence_window_sources(hits, k, e.thread, self._count, s.READ_BUDGET)
+            return sentence_window_sources(hits, k, thread_of, self._count, s.READ_BUDGET)
         if reader == "parent_doc":
-            return parent_doc_sources(hits, k, e.thread, self._count, s.READ_BUDGET)
+            return parent_doc_sources(hits, k, thread_of, self._count, s.READ_BUDGET)
         if reader == "nested":
             res = e.nested.retrieve(query, limit=s.READ_K, doc_id=doc_id)
             return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET)

@@ -60,8 +60,17 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
                  budget: int, max_walk: int = 2, walk_threshold: float = 0.35,
                  walk_query_min: float = 0.2, frame: Callable | None = None) -> list[Source]:
     """``frame(chunk, step)``: the summary of the chunk ``step`` positions away ("" past an end); when given,
-    each source carries its neighbours' summaries (the THREAD window) and they count against the budget."""
-    vec = lambda s, p: None if index.row_of.get((s, p)) is None else np.asarray(index.vectors[index.row_of[(s, p)]])  # noqa: E731
+    each source carries its neighbours' summaries (the THREAD window) and they count against the budget.
+    A document the index holds at another generation than the hits were ranked at is not walked (its vectors
+    would be another version's)."""
+    ranked = {ChunkId.parse(h.chunk_id).serial: getattr(h, "generation", None) for h in hits}
+
+    def vec(s: int, p: int):
+        row = index.row_of.get((s, p))
+        if row is None or ranked.get(s) not in (None, index.generation_of(s)):
+            return None
+        return np.asarray(index.vectors[row])
+
     picked, order = _entries(hits, k)  # (serial, position) -> priority (higher first); entry order
     for serial, pos in order:
         n = len(thread_of(serial))

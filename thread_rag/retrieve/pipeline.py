@@ -39,6 +39,7 @@ class SearchHit:
     heading_path: list
     scores: dict  # dense, bm25, rrf, maxsim, rerank: float or None
     ranked_by: str = "stage1"  # the stage whose score ``score`` is: scores order hits within one stage only
+    generation: int | None = None  # the document generation the search ranked (readers stay on it)
 
 
 @dataclass
@@ -253,7 +254,8 @@ class Retriever:
                 scores={"dense": _r(dense_map.get(r)), "bm25": _r(lex_map.get(r)), "rrf": _r(fused.get(r)),
                         "maxsim": _r(maxsim_map.get(r)) if pipeline.maxsim else None,
                         "rerank": _r(rerank_map.get(r)) if rerank_map else None},
-                ranked_by="stage3" if r in rerank_map else "stage2" if r in maxsim_map else "stage1"))
+                ranked_by="stage3" if r in rerank_map else "stage2" if r in maxsim_map else "stage1",
+                generation=index.generation_of(ser)))
         timings = {key: round(v, 3) for key, v in timings.items()}
         return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=stages, early_exit=early_exit,
                             candidates=len(fused), timings_ms=timings)
