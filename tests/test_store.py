@@ -126,3 +126,15 @@ def test_debian_guide_pdf_end_to_end(make_engine):
     assert all(c.page_start for c in e.thread(r.doc_id).chunks)
     assert e.index_file(DEBIAN_PDF).status == "unchanged"
     assert e.check_consistency() == []
+
+
+def test_a_folder_indexes_on_one_bar_that_only_moves_forward(make_engine, tmp_path):
+    e = make_engine()
+    for i in range(3):
+        write(tmp_path / "d" / f"f{i}.md", PROC.format(n=i) * (i + 1))
+    seen = []
+    e.index_paths([tmp_path / "d"], progress=lambda label, done, total: seen.append((label, done, total)))
+    totals = {t for _, _, t in seen}
+    done = [d for _, d, _ in seen]
+    assert len(totals) == 1 and done == sorted(done) and done[-1] == totals.pop()  # one bar, forward, to the end
+    assert seen[0][0].startswith("[1/3] f0.md: ") and seen[-1][0].startswith("[3/3] f2.md: done")

@@ -9,7 +9,8 @@ import pytest
 from conftest import REPO
 from thread_rag.threads.summarizers import ExtractiveSummarizer
 from thread_rag.threads.summary_cache import SummaryCache
-from thread_rag.threads.windows import END, START, strip_overlap
+from thread_rag.threads.passages import strip_overlap
+from thread_rag.threads.windows import END, START
 
 
 def test_window_format_and_ends(manual_engine):

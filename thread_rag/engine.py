@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 
 from .atomic import atomic_write_json, file_lock, remove_stale_temporaries
 from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError
+from .faults import crash_point
 from .ids import ChunkId, format_doc_id, parse_doc_id
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
 from .lru import LRU
@@ -32,13 +33,19 @@ from .store import Catalog, ChunkStore, TokenCache
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-def crash_point(name: str) -> None:
-    """Fault injection for crash-safety tests: SIGKILL this process at the named step when
-    ``THREAD_RAG_CRASH_AT`` names it. Costs one dict lookup otherwise."""
-    if os.environ.get("THREAD_RAG_CRASH_AT") == name:
-        import signal
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
-        os.kill(os.getpid(), signal.SIGKILL)
+
+def _folder_progress(progress: Progress, name: str, before: int, size: int, total: int) -> Progress:
+    """A file's stages as a share of its size on the folder's bar (embedding is the part that takes time)."""
+    def update(stage: str, done: int, of: int) -> None:
+        share = done / max(of, 1) if stage == "embed" else 0.0 if stage == "load" else 1.0
+        progress(f"{name}: {stage} {done}/{of}", before + int(size * share), total)
+    return update
 
 
 class Engine:
@@ -343,11 +350,16 @@ class Engine:
                     check: Callable[[Path], object] | None = None) -> list[IndexResult]:
         """Index every file; a bad file becomes a ``failed`` result and the rest go on.
         ``check(file)`` may refuse a file by raising ThreadRagError (the agent's allowed-roots rule).
-        Progress labels name the file being indexed."""
+        Progress: one bar for all files (done and total in KiB of file size, so the ETA covers the folder); its
+        label names the file ([i/N] name), the stage and that stage's own count."""
         results: list[IndexResult] = []
-        for f in self.expand_paths(paths):
-            labelled = None if progress is None else (
-                lambda stage, done, total, _n=f.name: progress(f"{_n}: {stage}", done, total))
+        files = self.expand_paths(paths)
+        kib = [max(1, _size(f) // 1024) for f in files]
+        total_kib, before = sum(kib), 0
+        for i, f in enumerate(files):  # one bar for the whole folder, its ETA by file size (KiB)
+            labelled = None if progress is None else _folder_progress(progress, f"[{i + 1}/{len(files)}] {f.name}",
+                                                                      before, kib[i], total_kib)
+            before += kib[i]
             try:
                 if check is not None:
                     check(f)

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ..ids import ChunkId
-from ..threads.windows import join_thread, pages_label
+from ..threads.passages import join_thread, pages_label
 from .answer import Source, number
 
 

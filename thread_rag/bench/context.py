@@ -19,7 +19,7 @@ import numpy as np
 from ..agent.reading import PARENT_WORDS, parent_blocks
 from ..ids import ChunkId
 from ..threads.walk import jump_and_walk
-from ..threads.windows import join_thread
+from ..threads.passages import join_thread
 from .metrics import bootstrap_ci, span_found, token_coverage
 
 STRATEGIES = ["topk", "sentence_window", "parent_doc", "thread_windows", "thread_walk", "nested"]

@@ -239,7 +239,7 @@ class NestedIndex:
             n, ser = all_nodes[i], owners[i]
             thread = self.engine.thread(ser)
             chunks = thread.chunks[n["first"]:n["last"] + 1]
-            from ..threads.windows import join_thread, pages_label
+            from ..threads.passages import join_thread, pages_label
 
             text = join_thread(chunks)
             pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]

@@ -25,7 +25,7 @@ class PreheatReport:
 
 
 def preheat(engine, serial_id: str | None = None, progress=None, flush_every: int = 64) -> PreheatReport:
-    from ..engine import crash_point
+    from ..faults import crash_point
 
     t0 = time.perf_counter()
     docs = [engine.document(serial_id)] if serial_id else engine.documents()
