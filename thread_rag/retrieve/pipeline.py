@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ThreadRagError
 from ..ids import ChunkId, format_doc_id, parse_doc_id
+from ..lru import LRU
 from .fusion import rrf
 from .maxsim import maxsim_many
 from .search_index import SearchIndex
@@ -81,6 +82,7 @@ class Retriever:
         self._index: SearchIndex | None = None
         self._reranker = None
         self._reranker_checked = False
+        self._hit_chunks: LRU = LRU(4096)  # (serial, position, generation) -> Chunk read for a hit or stage 3
         self._recomputed: dict = {}  # (serial, generation) -> int8 token vectors of the one document whose cache file is lost
 
     # -- index lifecycle ---------------------------------------------------------------------
@@ -182,69 +184,25 @@ class Retriever:
     def _search(self, query: str, serial: int | None, doc_id: str | None, k: int, pages, heading,
                 pipeline: Pipeline) -> SearchResult:
         """One search against one snapshot: the index it ranks with and the chunks of exactly the generations
-        that index holds (``_chunks``), so hit texts always match their ranks."""
-        s = self.settings
-        timings: dict[str, float] = {}
+        that index holds (``_chunks``), so hit texts always match their ranks. Each stage reorders only its pool."""
+        s, timings = self.settings, {}
         t = time.perf_counter()
         index = self.index
         rows = index.allowed_rows(serial, pages, heading)
         timings["load_ms"] = (time.perf_counter() - t) * 1000
-        stages = ["stage1"]
-        # ---- stage 1
-        t = time.perf_counter()
-        dense_rows = np.zeros(0, np.int64)
-        dense_scores = np.zeros(0, np.float32)
-        if pipeline.dense:
-            qvec = self.engine.query_embedder.embed_queries([query])[0]
-            dense_rows, dense_scores = index.dense(qvec, s.STAGE1_K, rows)
-        lex_rows = np.zeros(0, np.int64)
-        lex_scores = np.zeros(0, np.float32)
-        if pipeline.bm25:
-            lex_rows, lex_scores = index.lexical(query, s.STAGE1_K, rows)
-        dense_map = dict(zip(dense_rows.tolist(), dense_scores.tolist()))
-        lex_map = dict(zip(lex_rows.tolist(), lex_scores.tolist()))
-        if pipeline.dense and pipeline.bm25:
-            fused = rrf([dense_rows.tolist(), lex_rows.tolist()], [s.DENSE_WEIGHT, s.BM25_WEIGHT], k=s.RRF_K)
-        else:
-            src = dense_map if pipeline.dense else lex_map
-            fused = {r: v for r, v in src.items()}
-        order = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
-        timings["stage1_ms"] = (time.perf_counter() - t) * 1000
-        cand = order[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]
+        fused, dense_map, lex_map = self._stage1(index, query, rows, pipeline, timings)
+        cand = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
+        cand = cand[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]
         final = {r: fused[r] for r in cand}
-        maxsim_map: dict[int, float] = {}
-        rerank_map: dict[int, float] = {}
-        early_exit = False
-        # ---- stage 2
+        stages, maxsim_map, rerank_map, early_exit = ["stage1"], {}, {}, False
         if pipeline.maxsim and cand:
-            t = time.perf_counter()
-            pool = cand[: s.STAGE2_K]
-            qtok = self.query_tokens(query)
-            docs = [self.doc_tokens(int(index.meta.serial[r]), index.generation_of(int(index.meta.serial[r])),
-                                    int(index.meta.position[r])) for r in pool]
-            ms = maxsim_many(qtok, docs)
-            maxsim_map = dict(zip(pool, ms.tolist()))
-            w = s.STAGE2_WEIGHT
-            f = np.array([fused[r] for r in pool])
-            blended = w * _minmax(ms) + (1 - w) * _minmax(f)
-            final.update({r: float(b) for r, b in zip(pool, blended)})
-            cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]  # the rest keep their order
+            cand, maxsim_map, early_exit = self._stage2(index, query, cand, final, timings)
             stages.append("stage2")
-            timings["stage2_ms"] = (time.perf_counter() - t) * 1000
-            # decisive = the leader's raw MaxSim stands out from the pool's median by the margin
-            early_exit = len(ms) > 1 and float(maxsim_map[cand[0]] - np.median(ms)) > s.EARLY_EXIT_MARGIN
-        # ---- stage 3
         if pipeline.rerank and cand and not early_exit and self.reranker is not None:
-            t = time.perf_counter()
-            pool = cand[: s.STAGE3_K]
-            texts = [self._text(index, r) for r in pool]
-            rs = self.reranker.score(query, texts)
-            rerank_map = dict(zip(pool, rs.tolist()))
-            final.update({r: float(v) for r, v in rerank_map.items()})
-            cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
+            cand, rerank_map = self._stage3(index, query, cand, final, timings)
             stages.append("stage3")
-            timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         hits = []
+        self._fetch(index, cand[:k])
         for rank, r in enumerate(cand[:k], start=1):
             ser, pos = int(index.meta.serial[r]), int(index.meta.position[r])
             ch = self._chunk(index, r)
@@ -256,19 +214,82 @@ class Retriever:
                         "rerank": _r(rerank_map.get(r)) if rerank_map else None},
                 ranked_by="stage3" if r in rerank_map else "stage2" if r in maxsim_map else "stage1",
                 generation=index.generation_of(ser)))
-        timings = {key: round(v, 3) for key, v in timings.items()}
         return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=stages, early_exit=early_exit,
-                            candidates=len(fused), timings_ms=timings)
+                            candidates=len(fused), timings_ms={key: round(v, 3) for key, v in timings.items()})
+
+    def _stage1(self, index: SearchIndex, query: str, rows, pipeline: Pipeline, timings: dict):
+        """Dense and BM25 candidates (``STAGE1_K`` each), fused by weighted RRF: (fused, dense, bm25) by row."""
+        s, t = self.settings, time.perf_counter()
+        dense: dict[int, float] = {}
+        lex: dict[int, float] = {}
+        if pipeline.dense:
+            qvec = self.engine.query_embedder.embed_queries([query])[0]
+            dense = dict(zip(*(x.tolist() for x in index.dense(qvec, s.STAGE1_K, rows))))
+        if pipeline.bm25:
+            lex = dict(zip(*(x.tolist() for x in index.lexical(query, s.STAGE1_K, rows))))
+        if pipeline.dense and pipeline.bm25:
+            fused = rrf([list(dense), list(lex)], [s.DENSE_WEIGHT, s.BM25_WEIGHT], k=s.RRF_K)
+        else:
+            fused = dict(dense if pipeline.dense else lex)
+        timings["stage1_ms"] = (time.perf_counter() - t) * 1000
+        return fused, dense, lex
+
+    def _stage2(self, index: SearchIndex, query: str, cand: list, final: dict, timings: dict):
+        """MaxSim over the token cache for the top ``STAGE2_K``, blended with the fused score; early exit when
+        the leader's MaxSim stands out from the pool's median by ``EARLY_EXIT_MARGIN``."""
+        s, t = self.settings, time.perf_counter()
+        pool = cand[: s.STAGE2_K]
+        qtok = self.query_tokens(query)
+        docs = [self.doc_tokens(int(index.meta.serial[r]), index.generation_of(int(index.meta.serial[r])),
+                                int(index.meta.position[r])) for r in pool]
+        ms = maxsim_many(qtok, docs)
+        maxsim_map = dict(zip(pool, ms.tolist()))
+        w = s.STAGE2_WEIGHT
+        blended = w * _minmax(ms) + (1 - w) * _minmax(np.array([final[r] for r in pool]))
+        final.update({r: float(b) for r, b in zip(pool, blended)})
+        cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]  # the rest keep their order
+        timings["stage2_ms"] = (time.perf_counter() - t) * 1000
+        early_exit = len(ms) > 1 and float(maxsim_map[cand[0]] - np.median(ms)) > s.EARLY_EXIT_MARGIN
+        return cand, maxsim_map, early_exit
+
+    def _stage3(self, index: SearchIndex, query: str, cand: list, final: dict, timings: dict):
+        """The reranker's scores for the top ``STAGE3_K``."""
+        t = time.perf_counter()
+        pool = cand[: self.settings.STAGE3_K]
+        self._fetch(index, pool)
+        rs = self.reranker.score(query, [self._text(index, r) for r in pool])
+        rerank_map = dict(zip(pool, rs.tolist()))
+        final.update({r: float(v) for r, v in rerank_map.items()})
+        cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
+        timings["stage3_ms"] = (time.perf_counter() - t) * 1000
+        return cand, rerank_map
 
     def _text(self, index: SearchIndex, row: int) -> str:
         return self._chunk(index, row).text
 
-    def _chunk(self, index: SearchIndex, row: int):
-        serial, pos = int(index.meta.serial[row]), int(index.meta.position[row])
-        chunks = self._chunks(serial, index.generation_of(serial))
-        if pos >= len(chunks):
+    def _key(self, index: SearchIndex, row: int) -> tuple[int, int, int | None]:
+        serial = int(index.meta.serial[row])
+        return serial, int(index.meta.position[row]), index.generation_of(serial)
+
+    def _fetch(self, index: SearchIndex, rows: list) -> None:
+        """Read the rows' chunks of the generations the index holds, by id, those not read before; a generation
+        gone from the store (another process replaced it) is a stale snapshot."""
+        keys = [key for key in map(lambda r: self._key(index, r), rows) if key not in self._hit_chunks]
+        if not keys:
+            return
+        got = self.engine.store.get_chunks(keys)
+        if len(got) < len(set(keys)):
             raise _StaleSnapshot
-        return chunks[pos]
+        for key, chunk in got.items():
+            self._hit_chunks[key] = chunk
+
+    def _chunk(self, index: SearchIndex, row: int):
+        key = self._key(index, row)
+        chunk = self._hit_chunks.get(key)
+        if chunk is None:
+            self._fetch(index, [row])
+            chunk = self._hit_chunks[key]
+        return chunk
 
     def _chunks(self, serial: int, generation: int | None) -> list:
         chunks = None if generation is None else self.engine.chunks_at(serial, generation)

@@ -155,6 +155,15 @@ class ChunkStore:
             emb = np.asarray([raw[i] for i in rows], dtype=np.float32).reshape(len(rows), -1)
         return chunks, emb
 
+    def get_chunks(self, keys: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], Chunk]:
+        """Chunks by (serial, position, generation) in one lookup by record id (a search needs a handful, not
+        their whole documents); keys not stored are absent from the result."""
+        if not keys:
+            return {}
+        got = self._col.get(ids=[record_id(s, p, g) for s, p, g in keys], include=["documents", "metadatas"])
+        return {(int(m["serial"]), int(m["position"]), int(m["generation"])): _chunk(text, m)
+                for text, m in zip(got["documents"], got["metadatas"])}
+
     def load_many(self, docs: Iterable[tuple[int, int]], with_embeddings: bool = True):
         for serial, gen in docs:
             yield serial, gen, *self.load(serial, gen, with_embeddings)
