@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunks", type=int, default=100000, help="scale: grow the library to this many chunks")
     p.add_argument("--checkpoints", default="10000,30000,100000", help="scale: measure at these chunk counts")
     p.add_argument("--queries", type=int, default=30, help="scale: queries per configuration and checkpoint")
+    p.add_argument("--reuse", action="store_true",
+                   help="scale: no ingest; measure queries, fresh open and one added document again on the library "
+                        "an earlier run grew")
     p.add_argument("--no-download", dest="download", action="store_false",
                    help="scale: no Debian documentation packages (apt-get download); shared sets and Python's own text")
     p = cmd("mcp", "serve the tools to other agents over stdio (Model Context Protocol); read-only by default")

@@ -178,7 +178,7 @@ def _scale(settings, args, err) -> int:
     from ..atomic import atomic_write_json
     from ..render import progress_bar
     from .report import scale_svg, scale_table
-    from .scale import run_scale_bench
+    from .scale import remeasure, run_scale_bench
 
     try:
         marks = [int(c) for c in args.checkpoints.split(",") if c.strip()]
@@ -187,11 +187,16 @@ def _scale(settings, args, err) -> int:
     if args.chunks < 100 or any(c < 1 for c in marks) or args.queries < 1:
         raise ThreadRagError("--chunks must be >= 100, --checkpoints and --queries >= 1")
     home = Path(args.data_dir) if args.data_dir else Path("bench_out") / f"scale-{args.chunks}"
-    shutil.rmtree(home, ignore_errors=True)  # ingest is measured from an empty library
-    with progress_bar(err, disable=False) as bar:
-        out = run_scale_bench(settings, home, args.chunks, marks, args.download, args.queries, progress=bar)
+    if args.reuse:  # measure again on the library an earlier run grew
+        if not (home / "catalog.json").is_file():
+            raise ThreadRagError(f"--reuse: no library in {home} (run bench scale without --reuse first)")
+        out = remeasure(settings, home, args.queries)
+    else:
+        shutil.rmtree(home, ignore_errors=True)  # ingest is measured from an empty library
+        with progress_bar(err, disable=False) as bar:
+            out = run_scale_bench(settings, home, args.chunks, marks, args.download, args.queries, progress=bar)
     out["command"] = "thread-rag " + " ".join(sys.argv[1:])
-    path = Path(args.out or "bench_results") / f"scale-{args.chunks}.json"
+    path = Path(args.out or "bench_results") / f"scale-{args.chunks}{'-again' if args.reuse else ''}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, out)
     svg = scale_svg(out)

@@ -242,9 +242,11 @@ def scale_table(x: dict) -> str:
         q = p["queries"]
         a = p["add_one_document"]
         lat = " | ".join(f"{q[c]['p50_ms']:.0f} / {q[c]['p95_ms']:.0f}" for c in ("stage1_rrf", "stage1_2", "three_stage") if c in q)
-        rows.append(f"| {p['chunks']:,} | {p['documents']:,} | {p['ingest_chunks_per_s']} | {p['peak_rss_mib']:.0f} | "
+        rows.append(f"| {p['chunks']:,} | {p['documents']:,} | {p.get('ingest_chunks_per_s', '-')} | {p['peak_rss_mib']:.0f} | "
                     f"{p['open_fds']} | {p['bytes_per_chunk']:,} | {p['index_update_s']} | {p['fresh_open_s']} | "
                     f"{a['index_s']} + {a['first_search_s']} = {a['end_to_end_s']} ({a['chunks']} chunks) | {lat} |")
+    if x.get("reused_library"):
+        return "\n".join(rows + ["", f"No ingest: the library {x['reused_library']} grown by an earlier run, measured again."])
     r = x.get("encode_rate_chunks_per_s", {})
     rows += ["", f"Embedder alone (same run, sentence + token vectors, {STEP_NOTE}): {r.get('before')} chunks/s before, "
              f"{r.get('after')} after. Ingest phases (s): {x.get('phases_s')}. Corpus: {x.get('corpus')}."]

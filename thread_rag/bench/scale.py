@@ -130,6 +130,7 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
     docs, report = scale_corpus(data, home.parent / "scale-debs", download)
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "doc_cache")))
     sample = sample_texts(engine.settings, engine.embedder, docs[:200])
+    encode_rate(engine.embedder, sample[:STEP])  # warm up (the first calls allocate); not counted
     rates = {"before": encode_rate(engine.embedder, sample)}
     queries = scale_queries(data, n_queries)
     curve, points, used = [], [], {}
@@ -180,3 +181,17 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
             "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER},
             "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "NESTED", "STAGE1_K",
                                                              "STAGE2_K", "STAGE3_K", "HNSW_THRESHOLD", "CACHE_DOCUMENTS")}}
+
+
+def remeasure(settings, home: Path, n_queries: int = 30) -> dict:
+    """The checkpoint measurements again on a library an earlier run grew (no ingest): for a later code change
+    to the query path, on the same library."""
+    engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "doc_cache")))
+    engine.embedder.embed_with_tokens(["warm up"])  # the added document's time is indexing, not loading the model
+    docs = engine.catalog.documents()
+    data = settings.shared_data if settings.shared_data.is_dir() else None
+    point = {"target": None, "chunks": sum(d.chunk_count for d in docs), "documents": len(docs),
+             **checkpoint(engine, scale_queries(data, n_queries), home)}
+    point["bytes_per_chunk"] = round(point["disk_bytes"] / max(point["chunks"], 1))
+    return {"reused_library": str(home), "chunks": point["chunks"], "checkpoints": [point], "queries": n_queries,
+            "machine": machine(), "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER}}
