@@ -196,6 +196,7 @@ def _scale(settings, args, err) -> int:
         with progress_bar(err, disable=False) as bar:
             out = run_scale_bench(settings, home, args.chunks, marks, args.download, args.queries, progress=bar)
     out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+    out["commit"] = _commit()
     path = Path(args.out or "bench_results") / f"scale-{args.chunks}{'-again' if args.reuse else ''}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, out)
@@ -205,3 +206,15 @@ def _scale(settings, args, err) -> int:
     print(scale_table(out) if args.markdown else json.dumps(out, indent=1))
     err.print(f"written {path}")
     return 0
+
+
+def _commit() -> str | None:
+    """The checkout's commit (a result names the code that made it), or None outside a git checkout."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                           cwd=Path(__file__).resolve().parents[2])
+        return r.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -257,7 +257,7 @@ STEP_NOTE = "64 chunks per call as indexing"
 
 
 def scale_svg(x: dict, width: int = 560, height: int = 220) -> str:
-    """The ingest rate along the run and query p50 per checkpoint, as a small dependency-free SVG."""
+    """The ingest rate along the run, checkpoints marked, as a small dependency-free SVG."""
     curve = x.get("curve") or []
     if not curve:
         return ""
@@ -267,15 +267,14 @@ def scale_svg(x: dict, width: int = 560, height: int = 220) -> str:
     sy = lambda v: height - 30 - (height - 50) * v / peak  # noqa: E731
     line = " ".join(f"{sx(c['chunks']):.1f},{sy(c['chunks_per_s']):.1f}" for c in curve)
     marks = "".join(f'<line x1="{sx(p["chunks"]):.1f}" y1="20" x2="{sx(p["chunks"]):.1f}" y2="{height - 30}" '
-                    f'stroke="#bbb" stroke-dasharray="3"/><text x="{sx(p["chunks"]) + 3:.1f}" y="30" font-size="10">'
-                    f'{p["chunks"] // 1000}k: p50 {p["queries"].get("stage1_2", {}).get("p50_ms", 0):.0f} ms</text>'
-                    for p in x.get("checkpoints", []))
+                    f'stroke="#bbb" stroke-dasharray="3"/><text x="{sx(p["chunks"]) - 30:.1f}" y="30" font-size="10">'
+                    f'{p["chunks"] // 1000}k</text>' for p in x.get("checkpoints", []))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">'
             f'<rect width="100%" height="100%" fill="white"/>{marks}'
             f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{line}"/>'
             f'<text x="40" y="{height - 8}" font-size="11">chunks indexed (0 to {top:,})</text>'
-            f'<text x="4" y="14" font-size="11">ingest chunks/s (max {peak:.0f}); dashed: checkpoints, '
-            f'stage 1+2 query p50</text></svg>')
+            f'<text x="4" y="14" font-size="11">ingest chunks/s per slice (top of the box: {peak:.0f}); dashed: '
+            f'checkpoints</text></svg>')
 
 
 GENERATED = "# Generated tables (`thread-rag bench report`)"
