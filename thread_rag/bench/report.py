@@ -225,7 +225,8 @@ def report(directory: str | None = None) -> str:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", refusal_table(x), ""]
     for p in sorted(d.glob("scale-*.json")):
         x = json.loads(p.read_text())
-        out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", scale_table(x), ""]
+        at = f" (commit {x['commit']})" if x.get("commit") else ""
+        out += [f"### {p.stem}", "", f"`{x.get('command', '')}`{at}", "", scale_table(x), ""]
     suite = [x for x in (_load(d, f"suite-{n}") for n in ("aws-docs-qa", "leval-legal", "musique")) if x]
     if suite:
         out.append(suite_report(suite))
