@@ -85,3 +85,14 @@ def test_a_corrupt_line_inside_the_log_is_one_clear_error(tmp_path):
     cat.log_path.write_bytes(b"\n".join([data[0], b"garbage", *data[1:]]) + b"\n")
     with pytest.raises(CorruptFileError, match="catalog.log: line 2"):
         Catalog(tmp_path / "catalog.json")
+
+
+def test_a_torn_line_longer_than_the_tail_read_is_cut_whole(tmp_path):
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 2)
+    with open(cat.log_path, "ab") as fh:  # a writer killed mid-append of a very long line
+        fh.write(b'{"op": "commit", "record": {"name": "' + b"x" * 200_000)
+    writer = Catalog(tmp_path / "catalog.json")
+    add(writer, 1)
+    assert all(json.loads(line) for line in writer.log_path.read_bytes().splitlines())
+    assert [d.serial for d in Catalog(tmp_path / "catalog.json").documents()] == [1, 2, 3]

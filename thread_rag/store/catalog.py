@@ -132,15 +132,19 @@ class Catalog:
     def _cut_torn_tail(fh) -> None:
         """A writer killed mid-append left a line without its newline: it never committed; cut it off."""
         end = fh.seek(0, os.SEEK_END)
-        if end == 0:
-            return
-        fh.seek(max(0, end - 65536))
-        tail = fh.read()
-        if tail.endswith(b"\n"):
-            return
-        cut = tail.rfind(b"\n")
-        fh.truncate(end - len(tail) + cut + 1 if cut >= 0 else max(0, end - len(tail)))
-        fh.seek(0, os.SEEK_END)
+        start, step = end, 65536
+        while start > 0:  # back from the end until the last newline (a torn line can be longer than a step)
+            start = max(0, start - step)
+            fh.seek(start)
+            tail = fh.read(end - start)
+            if tail.endswith(b"\n"):
+                return
+            cut = tail.rfind(b"\n")
+            if cut >= 0:
+                fh.truncate(start + cut + 1)
+                return
+            step *= 2
+        fh.truncate(0)  # not one complete line: nothing in it was committed
 
     @property
     def version(self) -> int:
