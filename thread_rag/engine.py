@@ -12,6 +12,7 @@ any point leaves either the old document or the new one; recovery removes the le
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -213,8 +214,7 @@ class Engine:
             elif (serial, gen) not in committed:
                 self.store.delete_generation(serial, gen)
                 self.token_cache.remove(serial, gen)
-                self._remove_trees(serial, gen=gen)
-                self._remove_index_parts(serial, gen=gen)
+                self._remove_derived(serial, gen=gen)
                 notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
             else:  # committed, but the old generation may not have been cleaned
                 self.store.delete_document(serial, keep_generation=gen)
@@ -229,7 +229,7 @@ class Engine:
                 self.token_cache.remove(serial, gen)
                 notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
             for serial, gen in self._tree_generations() - committed:
-                self._remove_trees(serial, gen=gen)
+                self._remove_derived(serial, gen=gen)
                 notes.append(f"removed orphan tree {format_doc_id(serial)} generation {gen}")
         return notes
 
@@ -292,6 +292,14 @@ class Engine:
             cached = Thread(rec, chunks)
             self._threads[rec.serial] = cached
         return cached
+
+    def thread_at(self, serial: int, generation: int) -> Thread | None:
+        """A document at one generation (a reader pinned to what a search ranked); None once it is gone."""
+        newest = self.thread(serial)
+        if newest.record.generation == generation:
+            return newest
+        chunks = self.chunks_at(serial, generation)
+        return None if chunks is None else Thread(dataclasses.replace(newest.record, generation=generation), chunks)
 
     def chunks_at(self, serial: int, generation: int) -> list | None:
         """A document's chunks at one generation (what a search index ranked); None once that generation is
@@ -514,36 +522,35 @@ class Engine:
         found = (self._TREE_FILE.fullmatch(f.name) for f in (self.home / "trees").glob("DOC*.g*"))
         return {(int(m[1]), int(m[2])) for m in found if m}
 
-    def _remove_trees(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:
-        """Tree files of one document: of generation ``gen``, of all but ``keep``, or all of them."""
-        for f in (self.home / "trees").glob(f"DOC{serial}.g*"):
-            m = self._TREE_FILE.fullmatch(f.name)
-            g = int(m[2]) if m else None
-            if m and gen in (None, g) and g != keep:
-                f.unlink(missing_ok=True)
+    _PART_DIR = re.compile(r"DOC(\d+)\.g(\d+)")
+
+    def _remove_derived(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:
+        """A document's nested-tree files and search-index parts (derived data): of generation ``gen``, of all
+        but ``keep``, or all of them."""
+        import shutil
+
+        for folder, name in (("trees", self._TREE_FILE), ("index_parts", self._PART_DIR)):
+            for f in (self.home / folder).glob(f"DOC{serial}.g*"):
+                m = name.fullmatch(f.name)
+                g = int(m[2]) if m else None
+                if not m or gen not in (None, g) or g == keep:
+                    continue
+                if f.is_dir():
+                    shutil.rmtree(f, ignore_errors=True)
+                else:
+                    f.unlink(missing_ok=True)
 
     def _remove_stale_files(self, serial: int, keep_gen: int) -> None:
         for s, g in self.token_cache.present():
             if s == serial and g != keep_gen:
                 self.token_cache.remove(s, g)
-        self._remove_trees(serial, keep=keep_gen)
-        self._remove_index_parts(serial, keep=keep_gen)
-
-    def _remove_index_parts(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:
-        """Search-index parts of a document: of generation ``gen``, of all but ``keep``, or all (derived data)."""
-        import shutil
-
-        for d in (self.home / "index_parts").glob(f"DOC{serial}.g*"):
-            g = d.name.rsplit(".g", 1)[1]
-            if g.isdigit() and gen in (None, int(g)) and int(g) != keep:
-                shutil.rmtree(d, ignore_errors=True)
+        self._remove_derived(serial, keep=keep_gen)
 
     def _purge_document(self, serial: int, content_hash: str | None) -> None:
         """Everything stored for a document the catalog no longer names (caller holds the write lock)."""
         self.store.delete_document(serial)
         self.token_cache.remove(serial)
-        self._remove_trees(serial)
-        self._remove_index_parts(serial)
+        self._remove_derived(serial)
         self._threads.pop(serial, None)
         if content_hash and self.settings.cache_path.is_dir():
             from .threads.summary_cache import SummaryCache

@@ -17,7 +17,6 @@ check, then the answer) for capable models.
 from __future__ import annotations
 
 import itertools
-import dataclasses
 import json
 import re
 import time
@@ -343,14 +342,11 @@ class Agent:
         ranked = {ChunkId.parse(h.chunk_id).serial: h.generation for h in hits if getattr(h, "generation", None)}
 
         def thread_of(serial: int) -> Thread:
-            newest = self.engine.thread(serial)
             gen = ranked.get(serial)
-            if gen is None or newest.record.generation == gen:
-                return newest
-            chunks = self.engine.chunks_at(serial, gen)
-            if chunks is None:
+            thread = self.engine.thread(serial) if gen is None else self.engine.thread_at(serial, gen)
+            if thread is None:
                 raise _GenerationGone(serial)
-            return Thread(dataclasses.replace(newest.record, generation=gen), chunks)
+            return thread
         return thread_of
 
     def _read(self, reader: str, query: str, hits: list, qvec, doc_id, k, thread_of: Callable) -> list[Source]:

@@ -274,7 +274,7 @@ class Retriever:
     def _fetch(self, index: SearchIndex, rows: list) -> None:
         """Read the rows' chunks of the generations the index holds, by id, those not read before; a generation
         gone from the store (another process replaced it) is a stale snapshot."""
-        keys = [key for key in map(lambda r: self._key(index, r), rows) if key not in self._hit_chunks]
+        keys = [key for key in (self._key(index, r) for r in rows) if key not in self._hit_chunks]
         if not keys:
             return
         got = self.engine.store.get_chunks(keys)

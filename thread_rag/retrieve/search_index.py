@@ -166,7 +166,7 @@ def merge(segments: list[tuple[Segment, np.ndarray]]) -> Segment:
                    Postings.merge([(seg.postings, live) for seg, live in segments]))
 
 
-def save_base(root: Path, base: Segment, hnsw_threshold: int, seconds: float):
+def save_base(root: Path, base: Segment, hnsw_threshold: int, t0: float):
     """Write ``base`` atomically as the new ``<HOME>/index``; its HNSW index when it is that large."""
     kind = "hnsw" if len(base) >= hnsw_threshold else "flat"
     tmp = root.with_name(f".{root.name}.{os.getpid()}.tmp")
@@ -185,7 +185,7 @@ def save_base(root: Path, base: Segment, hnsw_threshold: int, seconds: float):
         faiss.write_index(fi, str(tmp / "faiss.index"))
     atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "keys": [list(k) for k in base.keys], "kind": kind,
                                               "hnsw_threshold": hnsw_threshold, "n": len(base),
-                                              "build_seconds": round(time.perf_counter() - seconds, 3)})
+                                              "build_seconds": round(time.perf_counter() - t0, 3)})
     atomic_replace_dir(tmp, root)
     return fi
 
