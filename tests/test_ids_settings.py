@@ -92,3 +92,15 @@ def test_packaged_model_names_are_checked_per_role_up_front():
         load_settings({"RERANKER": "packaged:bge-small-en-v1.5"}, env={}, config_file=False)
     with pytest.raises(SettingsError, match=r"unknown setting COLBERT_MODEL \(removed: "):
         load_settings({"COLBERT_MODEL": "/models/colbert"}, env={}, config_file=False)
+
+
+def test_generation_names_have_one_home():
+    from thread_rag.ids import generation_name, parse_generation_name
+
+    assert generation_name(3, 12) == "DOC3.g12" and generation_name(3, 12, ".json") == "DOC3.g12.json"
+    assert parse_generation_name("DOC3.g12") == (3, 12)
+    assert parse_generation_name("DOC3.g12.json") is None  # a suffix counts only where it is expected
+    assert parse_generation_name("DOC3.g12.json", (".json", ".npy")) == (3, 12)
+    assert parse_generation_name("DOC3.g12.npy", (".json", ".npy")) == (3, 12)
+    for other in (".DOC3.g12.tmp", "DOC3.g", "DOC3.gx", "DOCx.g1", "DOC3.g12.1234.tmp", "catalog.json", "DOC3.g12 "):
+        assert parse_generation_name(other, ("", ".json", ".npy")) is None, other

@@ -43,7 +43,14 @@ class FixedReranker:
     name = "fixed"
 
     def score(self, query, passages):
-        return np.arange(len(passages))[::-1] / max(1, len(passages))  # reverses the order it is given
+        return np.arange(len(passages))[::-1] / max(1, len(passages))  # keeps the order it is given
+
+
+class ReversingReranker:
+    name = "reversing"
+
+    def score(self, query, passages):
+        return np.arange(len(passages)) / max(1, len(passages))  # the last passage it is given scores highest
 
 
 def test_early_exit_skips_stage3_and_schema_stays_the_same(manual_engine):
@@ -175,3 +182,77 @@ def test_a_stage_reorders_its_pool_and_keeps_the_rest(manual_engine):
     assert [h.ranked_by for h in full.hits] == ["stage3"] * 4 + ["stage2"] * 4 + ["stage1"] * 4
     assert {h.chunk_id for h in full.hits[:8]} == {h.chunk_id for h in stage1.hits[:8]}  # stage 2's pool
     assert [h.chunk_id for h in full.hits[8:]] == [h.chunk_id for h in stage1.hits[8:]]  # untouched tail
+
+
+def test_stage3_weight_blends_the_reranker_with_the_stage2_order(manual_engine):
+    """STAGE3_WEIGHT=1 is the reranker's order, 0 keeps stage 2's order inside the pool, and a blend
+    lies between: its scores are w * minmax(reranker) + (1 - w) * minmax(stage 2) over the pool."""
+    from thread_rag.engine import Engine
+
+    def search(w):
+        e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=6,
+                                                  STAGE3_WEIGHT=w), embedder=manual_engine.embedder)
+        e.retriever._reranker, e.retriever._reranker_checked = ReversingReranker(), True
+        return e.retriever.search("how do I pre-heat summaries?", k=6)
+
+    no_rerank = manual_engine.retriever.search("how do I pre-heat summaries?", k=6, pipeline="stage1_2")
+    stage2 = [h.chunk_id for h in no_rerank.hits]
+    assert [h.chunk_id for h in search(1.0).hits] == stage2[::-1]  # the reranker reverses its pool
+    assert [h.chunk_id for h in search(0.0).hits] == stage2
+    half = search(0.5)
+    assert sorted(h.chunk_id for h in half.hits) == sorted(stage2)
+    s2 = np.array([h.score for h in no_rerank.hits])
+    s2 = (s2 - s2.min()) / (s2.max() - s2.min())
+    rr = np.arange(6) / 5  # the reranker's min-max scores, in stage-2 order
+    expect = {c: 0.5 * a + 0.5 * b for c, a, b in zip(stage2, rr, s2)}
+    assert all(abs(h.score - expect[h.chunk_id]) < 1e-5 for h in half.hits)
+    assert all(h.scores["rerank"] is not None for h in half.hits)  # the raw reranker score stays reported
+
+
+def test_stage3_weight_is_checked_and_named_in_bench_configs():
+    from thread_rag.bench.retrieval import default_spec, parse_config, same_config
+    from thread_rag.errors import SettingsError, ThreadRagError
+    from thread_rag.settings import Settings
+
+    assert parse_config("three_stage:k20:m-:w0.7") == ("three_stage", {"STAGE3_K": 20, "EARLY_EXIT_MARGIN": 1e9,
+                                                                       "STAGE3_WEIGHT": 0.7})
+    with pytest.raises(ThreadRagError, match="STAGE3_WEIGHT"):
+        parse_config("three_stage:w1.5")
+    s = Settings()
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.8)).endswith(":w0.8")
+    assert same_config("three_stage:k20:m-:w1", default_spec(s.replace(STAGE3_WEIGHT=1.0)), s)
+    assert not same_config("three_stage:k20:m-:w0.8", "three_stage:k20:m-", s)
+    with pytest.raises(SettingsError, match="STAGE3_WEIGHT"):
+        Settings(STAGE3_WEIGHT=1.2)
+
+
+def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_configs(manual_engine):
+    from types import SimpleNamespace
+
+    from thread_rag.bench.retrieval import run_retrieval
+    from thread_rag.engine import Engine
+
+    calls = []
+
+    class Counting(FixedReranker):
+        def score(self, query, passages):
+            calls.extend((query, p) for p in passages)
+            return super().score(query, passages)
+
+    e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", STAGE3_K=5), embedder=manual_engine.embedder)
+    e.retriever._reranker, e.retriever._reranker_checked = Counting(), True
+    docs = e.documents()
+    keymap = {d.doc_id: d.doc_id for d in docs}
+    qs = [SimpleNamespace(qid=str(i), text=t, gold_docs={docs[0].doc_id})
+          for i, t in enumerate(["how do I pre-heat summaries?", "what does the walk read?"])]
+    ds = SimpleNamespace(queries=qs)
+    out = run_retrieval(e, keymap, ds, ["three_stage:k5:m-", "three_stage:k5:m-:w0.5", "three_stage:k3:m-"])
+    fresh, blend, smaller = (out["configs"][c] for c in ("three_stage:k5:m-", "three_stage:k5:m-:w0.5",
+                                                          "three_stage:k3:m-"))
+    assert fresh["p50_ms"] is not None and fresh["k5_p50_ms"] is not None
+    assert blend["p50_ms"] is None and blend["latency"] == "memoized" and smaller["p50_ms"] is None
+    quality = [c for c in calls if c[0] != "warm up"]
+    # the quality loops scored each (question, passage) once; only the first configuration's k=5 latency loop
+    # ran the reranker again (memo off there)
+    assert len(quality) == 2 * 5 * 2
+    assert len(set(quality)) == 2 * 5

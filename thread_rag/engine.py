@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -24,7 +23,7 @@ from typing import Callable, Iterable
 from .atomic import atomic_write_json, file_lock, remove_stale_temporaries
 from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError
 from .faults import crash_point
-from .ids import ChunkId, format_doc_id, parse_doc_id
+from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
 from .lru import LRU
 from .records import Chunk, DocumentRecord, IndexResult, Thread
@@ -457,7 +456,7 @@ class Engine:
             serial = old.serial if old else self.catalog.allocate_serial()
             gen = (old.generation + 1) if old else 1
             doc_id = format_doc_id(serial)
-            marker = self._pending_dir() / f"DOC{serial}.g{gen}.json"
+            marker = self._pending_dir() / generation_name(serial, gen, ".json")
             atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": key})
             crash_point("after_marker")
             chunks = [Chunk(chunk_id=str(ChunkId(serial, i)), doc_id=doc_id, position=i, text=d.text,
@@ -515,25 +514,23 @@ class Engine:
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed from another path
         return dup if dup is not None and same_recipe(dup) else None
 
-    _TREE_FILE = re.compile(r"DOC(\d+)\.g(\d+)\.(?:json|npy)")
+    _TREE_SUFFIXES = (".json", ".npy")
 
     def _tree_generations(self) -> set[tuple[int, int]]:
         """(serial, generation) of every nested-tree file (``DOCn.gX.json`` and ``.npy``)."""
-        found = (self._TREE_FILE.fullmatch(f.name) for f in (self.home / "trees").glob("DOC*.g*"))
-        return {(int(m[1]), int(m[2])) for m in found if m}
-
-    _PART_DIR = re.compile(r"DOC(\d+)\.g(\d+)")
+        found = (parse_generation_name(f.name, self._TREE_SUFFIXES) for f in (self.home / "trees").glob("DOC*.g*"))
+        return {key for key in found if key}
 
     def _remove_derived(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:
         """A document's nested-tree files and search-index parts (derived data): of generation ``gen``, of all
         but ``keep``, or all of them."""
         import shutil
 
-        for folder, name in (("trees", self._TREE_FILE), ("index_parts", self._PART_DIR)):
+        for folder, suffixes in (("trees", self._TREE_SUFFIXES), ("index_parts", ("",))):
             for f in (self.home / folder).glob(f"DOC{serial}.g*"):
-                m = name.fullmatch(f.name)
-                g = int(m[2]) if m else None
-                if not m or gen not in (None, g) or g == keep:
+                key = parse_generation_name(f.name, suffixes)
+                g = key[1] if key and key[0] == serial else None
+                if g is None or gen not in (None, g) or g == keep:
                     continue
                 if f.is_dir():
                     shutil.rmtree(f, ignore_errors=True)

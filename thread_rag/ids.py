@@ -59,3 +59,21 @@ class ChunkId:
 
 def chunk_id(serial: int, position: int) -> str:
     return str(ChunkId(serial, position))
+
+
+# -- files of one document generation: ``DOC<serial>.g<generation>`` plus an optional suffix ----------------
+_GENERATION_FILE = re.compile(r"DOC(\d+)\.g(\d+)(\.[A-Za-z0-9.]+)?")
+
+
+def generation_name(serial: int, generation: int, suffix: str = "") -> str:
+    """The name of a derived file or folder of one document generation, e.g. ``DOC3.g2`` or ``DOC3.g2.json``."""
+    return f"DOC{serial}.g{generation}{suffix}"
+
+
+def parse_generation_name(name: str, suffixes: tuple[str, ...] = ("",)) -> tuple[int, int] | None:
+    """(serial, generation) of a name :func:`generation_name` made with one of ``suffixes``; None for anything
+    else (temporaries start with a dot, so they never match)."""
+    m = _GENERATION_FILE.fullmatch(name)
+    if m is None or (m[3] or "") not in suffixes:
+        return None
+    return int(m[1]), int(m[2])

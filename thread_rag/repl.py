@@ -48,15 +48,20 @@ class Repl:
     # -- the LLM loads while the user types ------------------------------------------------
     def start_model_load(self) -> None:
         """Load the chat model's weights in a background thread (``run`` starts it after the banner), so the first
-        answer does not wait the whole load when the user takes a few seconds to type. Only the embedded llama.cpp
-        model has weights to load (``EmbeddedChatModel.llama``); other backends cost nothing here. A failed load
+        answer does not wait the whole load when the user takes a few seconds to type; then the answer prompt's fixed
+        head is evaluated (``warm_prefix``). Only the embedded llama.cpp model has weights to load
+        (``EmbeddedChatModel.llama``); other backends cost nothing here. A failed load
         is silent: the first real call loads again and reports the error in one line."""
         if self._loader is not None or not self._preload:
             return
 
         def load() -> None:
+            from .agent.answer import warm_prefix
+
             try:
-                getattr(self.engine.chat_model, "llama", None)
+                model = self.engine.chat_model
+                getattr(model, "llama", None)
+                warm_prefix(model)  # the answer prompt's fixed head, evaluated before the first question
             except Exception:  # noqa: BLE001 - silent by design; the real call reports it
                 pass
 

@@ -102,6 +102,20 @@ def answer_messages(question: str, sources: list[Source]) -> list:
     return [HumanMessage(ANSWER_PROMPT.format(sources=render_sources(sources), question=question))]
 
 
+def warm_prefix(model) -> int:
+    """Evaluate the answer prompt's fixed head (chat template + instructions) in llama.cpp's context, so the next
+    answer call evaluates only its sources and question (llama.cpp reuses the longest evaluated prefix). The REPL
+    calls this right after loading the model; every later question reuses the head anyway. Returns the prompt
+    tokens evaluated (0 for a backend without a local prompt cache)."""
+    from ..llm.backends import EmbeddedChatModel
+
+    if not isinstance(model, EmbeddedChatModel):
+        return 0
+    head = ANSWER_PROMPT.split("{sources}")[0]
+    r = model.invoke([HumanMessage(head)], **limit(model, 1))
+    return int((r.usage_metadata or {}).get("input_tokens", 0))
+
+
 def decide_messages(question: str, sources: list[Source]) -> list:
     """The post-reading decision prompt: the answer prompt's text (so llama.cpp reuses its evaluated prefix
     for the answer call) followed by the decision request."""

@@ -122,11 +122,13 @@ def run_latency_bench(settings, args) -> dict:
     """Debian guide, one run: each question answered by the fast path reading top-k and reading the walk
     (the default), optionally the routed loop (``--configs topk,walk,routed``); off-topic refusals; the
     first-token curve. llama.cpp's prompt cache is reset before every question (no strategy inherits
-    another's evaluated prompt)."""
+    another's evaluated prompt) and then holds only the answer prompt's fixed head, as in the REPL, which
+    evaluates it when the model loads (``warm_prefix``)."""
     import shutil
     import tempfile
     from pathlib import Path
 
+    from ..agent.answer import warm_prefix
     from ..agent.loop import Agent
     from ..engine import Engine
     from ..llm.backends import limit, reset_prompt_cache
@@ -148,6 +150,7 @@ def run_latency_bench(settings, args) -> dict:
                 who = routed if r == "routed" else agent
                 who.clear()
                 reset_prompt_cache(agent.model)
+                warm_prefix(agent.model)
                 a = who.ask(q) if r == "routed" else who.ask(q, reader=r)
                 rows.append({"question": q, "reader": r, "first_token_s": a.timings["first_token_s"],
                              "total_s": a.timings["total_s"], "refused": a.refused, "llm_calls": a.llm_calls,
@@ -168,6 +171,8 @@ def run_latency_bench(settings, args) -> dict:
         return {"backend": agent.backend, "machine": machine(), "questions": len(LATENCY_QUESTIONS[: args.limit or 5]),
                 "first_token_s_median": med, "total_s_median": tot, "first_token_ratio_vs_topk": ratio,
                 "off_topic": off, "first_token_curve": curve,
+                "prompt_cache": "reset per question, then the answer prompt's fixed head evaluated (as the REPL does "
+                                "at model load)",
                 "settings": {n: getattr(e.settings, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
                                                                  "LLM_THREADS", "LLM_BATCH", "RELEVANCE_MIN", "RERANKER",
                                                                  "STAGE3_K", "EMBEDDER_MODEL")},

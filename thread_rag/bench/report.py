@@ -29,10 +29,15 @@ def retrieval_table(x: dict) -> str:
     for name, r in x["configs"].items():
         ci = r["ndcg@10_ci95"]
         lines.append(f"| {name} | {r['ndcg@10']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['recall@1']:.3f} | {r['recall@5']:.3f} | "
-                     f"{r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['all@10']:.2f} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} | "
-                     f"{r.get('k5_p50_ms', float('nan')):.0f} / {r.get('k5_p95_ms', float('nan')):.0f} | "
+                     f"{r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['all@10']:.2f} | {_ms(r['p50_ms'])} / {_ms(r['p95_ms'])} | "
+                     f"{_ms(r.get('k5_p50_ms'))} / {_ms(r.get('k5_p95_ms'))} | "
                      f"{r['early_exit_rate']:.2f} |")
     return "\n".join(lines)
+
+
+def _ms(v) -> str:
+    """A latency cell; "-" where none was measured (a configuration served from the stage-3 score memo)."""
+    return "-" if v is None else f"{v:.0f}"
 
 
 def no_regret_line(x: dict, default: str) -> str:
@@ -65,7 +70,7 @@ def embedder_table(runs: list, default: str) -> str:
                      f"{c.get('bm25_only', {}).get('ndcg@10', float('nan')):.3f} | "
                      f"{c.get('stage1_2', {}).get('ndcg@10', float('nan')):.3f} | {d['ndcg@10']:.3f} "
                      f"({ci[0]:.3f}-{ci[1]:.3f}) | {d['recall@5']:.3f} | {d['all@10']:.2f} | "
-                     f"{d['k5_p50_ms']:.0f} / {d['k5_p95_ms']:.0f} |")
+                     f"{_ms(d['k5_p50_ms'])} / {_ms(d['k5_p95_ms'])} |")
     return "\n".join(lines)
 
 

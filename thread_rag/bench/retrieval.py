@@ -8,6 +8,8 @@ from __future__ import annotations
 import platform
 import time
 
+import numpy as np
+
 from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
@@ -23,8 +25,8 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
 
 
 def parse_config(spec: str) -> tuple[str, dict]:
-    """``pipeline[:kN][:mX]``: a named pipeline, optionally with STAGE3_K=N and EARLY_EXIT_MARGIN=X
-    (``m-`` = never exit early), e.g. ``three_stage:k20:m0.15`` or ``stage1_3:k10``."""
+    """``pipeline[:kN][:mX][:wX]``: a named pipeline, optionally with STAGE3_K=N, EARLY_EXIT_MARGIN=X
+    (``m-`` = never exit early) and STAGE3_WEIGHT=X, e.g. ``three_stage:k20:m0.15`` or ``stage1_3:k10:w0.7``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")
@@ -39,11 +41,13 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["EARLY_EXIT_MARGIN"] = 1e9
             elif o.startswith("m"):
                 over["EARLY_EXIT_MARGIN"] = float(o[1:])
+            elif o.startswith("w") and 0 <= float(o[1:]) <= 1:
+                over["STAGE3_WEIGHT"] = float(o[1:])
             else:
                 raise ValueError
         except ValueError:
-            raise ThreadRagError(f"configuration {spec!r}: options are kN (STAGE3_K) and mX or m- "
-                                 f"(EARLY_EXIT_MARGIN)") from None
+            raise ThreadRagError(f"configuration {spec!r}: options are kN (STAGE3_K), mX or m- "
+                                 f"(EARLY_EXIT_MARGIN) and wX (STAGE3_WEIGHT, 0..1)") from None
     return name, over
 
 
@@ -55,7 +59,8 @@ def default_spec(settings) -> str:
     if s.RERANKER == "none":
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
     margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
-    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}"
+    weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}"
+    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}"
 
 
 def same_config(a: str, b: str, settings) -> bool:
@@ -64,7 +69,7 @@ def same_config(a: str, b: str, settings) -> bool:
     def effective(spec):
         name, over = parse_config(spec)
         s = settings.replace(**over)
-        return name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT)
+        return name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT
 
     return effective(a) == effective(b)
 
@@ -77,23 +82,49 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
     for d in engine.documents():  # load every thread once: timings then measure retrieval, not first reads
         engine.thread(d.serial)
     retriever.search("warm up", k=5, pipeline="stage1_2")
+    memo = None
+    if retriever.reranker is not None:
+        memo = retriever._reranker = ScoreMemo(retriever.reranker)
     results, per_query = {}, {}
     for spec in configs:
         name, over = parse_config(spec)
         retriever.settings = base.replace(**over)
-        if PIPELINES[name].rerank and retriever.reranker is not None:
-            retriever.reranker.score("warm up", ["warm up"])  # load the model outside the timed loop
+        if PIPELINES[name].rerank and memo is not None:
+            memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
         try:
-            results[spec], per_query[spec] = _run_config(retriever, keymap, ds, name, chunk_k)
+            results[spec], per_query[spec] = _run_config(retriever, keymap, ds, name, chunk_k, memo)
         finally:
             retriever.settings = base
     return {"configs": results, "per_query": per_query, "qids": [q.qid for q in ds.queries]}
 
 
-def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int) -> tuple[dict, dict]:
+class ScoreMemo:
+    """Stage-3 scores remembered per (query, passage) within one benchmark run, so configurations that differ
+    only in what happens with those scores (``STAGE3_WEIGHT``) run the reranker once per pair. The packaged
+    cross-encoder scores each pair alone, so a remembered score is the score. A configuration that was served
+    from the memo reports no latency (None)."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.scores: dict = {}
+        self.served = 0
+        self.enabled = True
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        if not self.enabled:
+            return self.inner.score(query, passages)
+        new = [p for p in dict.fromkeys(passages) if (query, p) not in self.scores]
+        if new:
+            self.scores.update({(query, p): float(v) for p, v in zip(new, self.inner.score(query, new))})
+        self.served += len(passages) - len(new)
+        return np.asarray([self.scores[(query, p)] for p in passages], np.float32)
+
+
+def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: ScoreMemo | None = None) -> tuple[dict, dict]:
     per = {"ndcg@10": [], "recall@1": [], "recall@5": [], "recall@10": [], "mrr@10": [], "all@10": []}
     lat = []
     exits = 0
+    served = memo.served if memo else 0
     for q in ds.queries:
         t = time.perf_counter()
         res = retriever.search(q.text, k=chunk_k, pipeline=name)
@@ -107,14 +138,23 @@ def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int) -> tuple[d
         per["all@10"].append(all_found_at_k(ranked, q.gold_docs, 10))
     row = {m: round(sum(v) / len(v), 4) for m, v in per.items()}
     row["ndcg@10_ci95"] = [round(x, 4) for x in bootstrap_ci(per["ndcg@10"])]
+    row["early_exit_rate"] = round(exits / len(ds.queries), 3)
+    if memo is not None and memo.served > served:  # stage-3 scores came from an earlier configuration
+        row.update({"p50_ms": None, "p95_ms": None, "k5_p50_ms": None, "k5_p95_ms": None, "latency": "memoized"})
+        return row, {m: [round(v, 4) for v in per[m]] for m in ("ndcg@10", "recall@5", "all@10")}
     row["p50_ms"] = round(percentile(lat, 50), 2)
     row["p95_ms"] = round(percentile(lat, 95), 2)
-    row["early_exit_rate"] = round(exits / len(ds.queries), 3)
     lat5 = []
-    for q in ds.queries[:50]:  # latency at the agent's k=5
-        t = time.perf_counter()
-        retriever.search(q.text, k=5, pipeline=name)
-        lat5.append((time.perf_counter() - t) * 1000)
+    if memo is not None:
+        memo.enabled = False
+    try:
+        for q in ds.queries[:50]:  # latency at the agent's k=5
+            t = time.perf_counter()
+            retriever.search(q.text, k=5, pipeline=name)
+            lat5.append((time.perf_counter() - t) * 1000)
+    finally:
+        if memo is not None:
+            memo.enabled = True
     row["k5_p50_ms"] = round(percentile(lat5, 50), 2)
     row["k5_p95_ms"] = round(percentile(lat5, 95), 2)
     return row, {m: [round(v, 4) for v in per[m]] for m in ("ndcg@10", "recall@5", "all@10")}

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..atomic import atomic_write_bytes, atomic_write_json
 from ..errors import ThreadRagError
-from ..ids import ChunkId, format_doc_id
+from ..ids import ChunkId, format_doc_id, generation_name
 from ..lru import LRU
 
 MAX_LIMIT = 50
@@ -127,7 +127,7 @@ class NestedIndex:
         self._library: tuple = (None, None)  # (the documents' (serial, generation)s, their nodes joined)
 
     def path(self, serial: int, gen: int) -> Path:
-        return self.engine.home / "trees" / f"DOC{serial}.g{gen}.json"
+        return self.engine.home / "trees" / generation_name(serial, gen, ".json")
 
     def build(self, serial: int, gen: int, chunks, vecs: np.ndarray | None = None, persist: bool = True) -> dict:
         """Build the tree of one document generation (vectors from the store if not given); indexing persists

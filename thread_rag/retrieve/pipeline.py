@@ -5,7 +5,8 @@ stage 1: dense (FAISS over raw-chunk embeddings) + BM25 (bm25s), ``STAGE1_K`` ea
 stage 2: MaxSim over the int8 token cache for the top ``STAGE2_K``, blended with the stage-1
          fused score (``STAGE2_WEIGHT`` = weight of MaxSim; min-max normalised within the pool);
 stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, or the LLM) on the top
-         ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``).
+         ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``), blended with the
+         stage-2 score (``STAGE3_WEIGHT`` = weight of the reranker; min-max normalised within the pool).
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
 ``score`` is that stage's, named by ``ranked_by``), so ``k`` larger than a pool still returns ``k`` hits.
 Every result uses one schema (:class:`SearchResult`), whatever ran.
@@ -253,13 +254,16 @@ class Retriever:
         return cand, maxsim_map, early_exit
 
     def _stage3(self, index: SearchIndex, query: str, cand: list, final: dict, timings: dict):
-        """The reranker's scores for the top ``STAGE3_K``."""
+        """The reranker's scores for the top ``STAGE3_K``, blended with their stage-2 scores unless
+        ``STAGE3_WEIGHT`` is 1."""
         t = time.perf_counter()
         pool = cand[: self.settings.STAGE3_K]
         self._fetch(index, pool)
         rs = self.reranker.score(query, [self._text(index, r) for r in pool])
         rerank_map = dict(zip(pool, rs.tolist()))
-        final.update({r: float(v) for r, v in rerank_map.items()})
+        w = self.settings.STAGE3_WEIGHT
+        blended = rs if w >= 1 else w * _minmax(rs) + (1 - w) * _minmax(np.array([final[r] for r in pool]))
+        final.update({r: float(v) for r, v in zip(pool, blended)})
         cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
         timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         return cand, rerank_map

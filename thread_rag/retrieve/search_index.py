@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json
+from ..ids import generation_name, parse_generation_name
 from .lexical import Postings, score
 
 BM25_STOPWORDS = "en"
@@ -92,7 +93,7 @@ class Segment:
 
 # -- parts: one per (document, generation) ----------------------------------------------------------
 def part_dir(parts: Path, serial: int, generation: int) -> Path:
-    return parts / f"DOC{serial}.g{generation}"
+    return parts / generation_name(serial, generation)
 
 
 def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors: np.ndarray) -> dict:
@@ -278,8 +279,8 @@ class SearchIndex:
         base = merge(list(zip(segs, self._masks)))
         hnsw = save_base(self.root, base, self.hnsw_threshold, t0)
         for d in self.parts_root.iterdir() if self.parts_root.is_dir() else []:
-            s, _, g = d.name[3:].partition(".g")  # DOC<serial>.g<generation>; temporaries start with a dot
-            if d.name.startswith("DOC") and s.isdigit() and g.isdigit() and int(g) <= self._generation.get(int(s), -1):
+            key = parse_generation_name(d.name)  # temporaries start with a dot: never parsed
+            if key is not None and key[1] <= self._generation.get(key[0], -1):
                 shutil.rmtree(d, ignore_errors=True)  # now in the base, or a generation it replaced
         return SearchIndex(self.committed, base, [], hnsw, root=self.root, parts_root=self.parts_root,
                            hnsw_threshold=self.hnsw_threshold)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_replace_dir
+from ..ids import generation_name, parse_generation_name
 from ..lru import LRU
 
 
@@ -39,7 +40,7 @@ class TokenCache:
         self._open.clear()
 
     def dir_for(self, serial: int, generation: int) -> Path:
-        return self.root / f"DOC{serial}.g{generation}"
+        return self.root / generation_name(serial, generation)
 
     def stage(self) -> "TokenStage":
         """A staging area that takes a document's token vectors batch by batch (quantised on arrival, so
@@ -75,19 +76,13 @@ class TokenCache:
 
     def remove(self, serial: int, generation: int | None = None) -> None:
         for d in self.root.glob(f"DOC{serial}.g*"):
-            if generation is None or d.name == f"DOC{serial}.g{generation}":
-                self._open.pop((serial, int(d.name.rsplit(".g", 1)[1])), None)
+            key = parse_generation_name(d.name)
+            if key is not None and key[0] == serial and generation in (None, key[1]):
+                self._open.pop(key, None)
                 shutil.rmtree(d, ignore_errors=True)
 
     def present(self) -> set[tuple[int, int]]:
-        out = set()
-        for d in self.root.glob("DOC*.g*"):
-            try:
-                s, g = d.name[3:].split(".g")
-                out.add((int(s), int(g)))
-            except ValueError:
-                continue
-        return out
+        return {key for key in (parse_generation_name(d.name) for d in self.root.glob("DOC*.g*")) if key}
 
 
 class TokenStage:
