@@ -314,7 +314,7 @@ def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path
     agent, _ = agent_with(e, answer=cite_one)
     qvec = e.query_embedder.embed_queries([q])[0]
     ranked = {h.chunk_id: h.text for h in hits}
-    for reader in ("walk", "topk", "sentence_window", "parent_doc"):
+    for reader in ("walk", "topk", "sentence_window", "parent_doc", "windows"):
         sources = agent.read(reader, q, hits, qvec)
         new = ["step 37 and rests" in s.text for s in sources]
         read = [(c, s.text) for s in sources for c in s.chunk_ids if c in ranked]
@@ -325,3 +325,31 @@ def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path
         e._old_generation = (None, None, None)
         sources = agent.read(reader, q, hits, qvec)
         assert sources and all("step 37 and rests" in s.text for s in sources), reader
+
+
+def test_window_frames_come_from_the_generation_the_search_ranked(make_engine, tmp_path):
+    """The ``windows`` reader frames each source with its neighbours' summaries: those neighbours belong to the
+    version the search ranked, even when the engine already reads the newer version elsewhere (before: the frame
+    came from the newest thread, where the ranked positions no longer exist, so it was silently empty)."""
+    from conftest import write
+    from thread_rag.engine import Engine
+
+    e = make_engine()
+    long = "# Oxen\n\n" + "\n\n".join(f"## Step {i}\n\nStep {i}: the ox pulls the plough {i} furrows across the "
+                                      f"field, then rests for {i} minutes in the shade." for i in range(1, 40))
+    doc = write(tmp_path / "in" / "oxen.md", long)
+    e.index_file(doc)
+    q = "how many furrows does the ox pull in step 37"
+    hits = e.retriever.search(q, k=3).hits
+    serial = int(hits[0].doc_id[3:])
+    ranked_chunks = e.thread(serial).chunks
+    other = Engine(e.settings, embedder=e.embedder)
+    write(doc, "# Oxen\n\nThe ox pulls the plough across the field in step 37 and rests in the shade.")
+    assert other.index_file(doc).status == "replaced"
+    e._threads.clear()
+    assert len(e.thread(serial)) == 1  # the engine now reads the new version ...
+    e._old_generation = (serial, 1, ranked_chunks)  # ... and still holds the ranked one, as after a stale search
+    agent, _ = agent_with(e, answer=cite_one)
+    sources = agent.read("windows", q, hits, e.query_embedder.embed_queries([q])[0])
+    assert sources and not any("step 37 and rests" in s.text for s in sources)
+    assert all("(before: " in s.text or "(after: " in s.text for s in sources), [s.text[:200] for s in sources]

@@ -21,6 +21,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -357,7 +358,7 @@ class Agent:
         if reader in ("walk", "windows"):
             return walk_sources(hits, k, thread_of, e.retriever.index, qvec, self._count, s.READ_BUDGET,
                                 max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN,
-                                frame=self._neighbour_summary if reader == "windows" else None)
+                                frame=partial(self._neighbour_summary, thread_of) if reader == "windows" else None)
         if reader == "sentence_window":
             return sentence_window_sources(hits, k, thread_of, self._count, s.READ_BUDGET)
         if reader == "parent_doc":
@@ -367,11 +368,11 @@ class Agent:
             return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET)
         raise ThreadRagError(f"unknown reader {reader!r} ({', '.join(READERS)})")
 
-    def _neighbour_summary(self, chunk, step: int) -> str:
-        """The cached summary of the chunk ``step`` away from ``chunk`` (made on the spot, not stored, when the
-        cache has none: reading never writes)."""
+    def _neighbour_summary(self, thread_of: Callable, chunk, step: int) -> str:
+        """The cached summary of the chunk ``step`` away from ``chunk``, in the version ``thread_of`` reads (made on
+        the spot, not stored, when the cache has none: reading never writes)."""
         cid = ChunkId.parse(chunk.chunk_id)
-        thread = self.engine.thread(cid.serial)
+        thread = thread_of(cid.serial)
         nb = cid.neighbour(step, len(thread))
         if nb is None:
             return ""
