@@ -207,6 +207,13 @@ def test_stage3_weight_blends_the_reranker_with_the_stage2_order(manual_engine):
     expect = {c: 0.5 * a + 0.5 * b for c, a, b in zip(stage2, rr, s2)}
     assert all(abs(h.score - expect[h.chunk_id]) < 1e-5 for h in half.hits)
     assert all(h.scores["rerank"] is not None for h in half.hits)  # the raw reranker score stays reported
+    # STAGE3_PRIOR=bm25 at weight 0: the pool in BM25's order (a chunk BM25 did not return scores 0)
+    e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=6,
+                                              STAGE3_WEIGHT=0.0, STAGE3_PRIOR="bm25"), embedder=manual_engine.embedder)
+    e.retriever._reranker, e.retriever._reranker_checked = ReversingReranker(), True
+    got = e.retriever.search("how do I pre-heat summaries?", k=6).hits
+    assert {h.chunk_id for h in got} == set(stage2)
+    assert [h.scores["bm25"] or 0.0 for h in got] == sorted([h.scores["bm25"] or 0.0 for h in got], reverse=True)
 
 
 def test_stage3_weight_is_checked_and_named_in_bench_configs():
@@ -214,11 +221,17 @@ def test_stage3_weight_is_checked_and_named_in_bench_configs():
     from thread_rag.errors import SettingsError, ThreadRagError
     from thread_rag.settings import Settings
 
+    s = Settings()
     assert parse_config("three_stage:k20:m-:w0.7") == ("three_stage", {"STAGE3_K": 20, "EARLY_EXIT_MARGIN": 1e9,
                                                                        "STAGE3_WEIGHT": 0.7})
     with pytest.raises(ThreadRagError, match="STAGE3_WEIGHT"):
         parse_config("three_stage:w1.5")
-    s = Settings()
+    assert parse_config("three_stage:w0.5:pbm25")[1] == {"STAGE3_WEIGHT": 0.5, "STAGE3_PRIOR": "bm25"}
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.5, STAGE3_PRIOR="bm25")) == "three_stage:k20:m-:w0.5:pbm25"
+    assert same_config("three_stage:pbm25", "three_stage", s)  # a prior at weight 1 changes nothing
+    assert not same_config("three_stage:w0.5:pbm25", "three_stage:w0.5", s)
+    with pytest.raises(SettingsError, match="STAGE3_PRIOR"):
+        Settings(STAGE3_PRIOR="dense")
     assert default_spec(s.replace(STAGE3_WEIGHT=0.8)).endswith(":w0.8")
     assert same_config("three_stage:k20:m-:w1", default_spec(s.replace(STAGE3_WEIGHT=1.0)), s)
     assert not same_config("three_stage:k20:m-:w0.8", "three_stage:k20:m-", s)

@@ -79,7 +79,8 @@ class Settings:
     RERANKER: str = "packaged:ms-marco-MiniLM-L-12-v2"  # | none | llm | <local CrossEncoder path>
     RERANK_MAX_TOKENS: int = 256            # packaged cross-encoder: (query, passage) pairs truncated to this
     STAGE3_K: int = 20
-    STAGE3_WEIGHT: float = 1.0              # blend of the reranker with the stage-2 score (1 = reranker alone)
+    STAGE3_WEIGHT: float = 1.0              # blend of the reranker with a prior (1 = the reranker alone)
+    STAGE3_PRIOR: str = "stage2"            # the prior: stage2 (the score before stage 3) | bm25
     EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
                                             # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 1000000           # exact inner products below (100k chunks: ~9 ms), FAISS HNSW
@@ -174,6 +175,7 @@ class Settings:
             need(0 <= getattr(self, name) <= 1, name, "must be between 0 and 1")
         need(self.DENSE_WEIGHT + self.BM25_WEIGHT > 0, "DENSE_WEIGHT", "DENSE_WEIGHT + BM25_WEIGHT must be > 0")
         need(self.FUSION in ("rrf", "dense", "bm25"), "FUSION", "use rrf, dense or bm25")
+        need(self.STAGE3_PRIOR in ("stage2", "bm25"), "STAGE3_PRIOR", "use stage2 or bm25")
         need(-1 < self.WALK_THRESHOLD < 1, "WALK_THRESHOLD", "must be between -1 and 1")
         need(-1 <= self.RELEVANCE_MIN < 1, "RELEVANCE_MIN", "must be between -1 and 1")
         need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")

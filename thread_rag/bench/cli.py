@@ -50,7 +50,8 @@ def run_bench(args) -> int:
                           "reranker": settings.RERANKER},
                "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K",
                                                                 "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
-                                                                "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "EARLY_EXIT_MARGIN",
+                                                                "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR",
+                                                                "EARLY_EXIT_MARGIN",
                                                                 "RERANK_MAX_TOKENS")},
                "command": "thread-rag " + " ".join(sys.argv[1:])}
         if args.markdown:

@@ -25,8 +25,9 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
 
 
 def parse_config(spec: str) -> tuple[str, dict]:
-    """``pipeline[:kN][:mX][:wX]``: a named pipeline, optionally with STAGE3_K=N, EARLY_EXIT_MARGIN=X
-    (``m-`` = never exit early) and STAGE3_WEIGHT=X, e.g. ``three_stage:k20:m0.15`` or ``stage1_3:k10:w0.7``."""
+    """``pipeline[:kN][:mX][:wX][:pP]``: a named pipeline, optionally with STAGE3_K=N, EARLY_EXIT_MARGIN=X
+    (``m-`` = never exit early), STAGE3_WEIGHT=X and STAGE3_PRIOR=P, e.g. ``three_stage:k20:m0.15`` or
+    ``stage1_3:k10:w0.7:pbm25``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")
@@ -43,11 +44,14 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["EARLY_EXIT_MARGIN"] = float(o[1:])
             elif o.startswith("w") and 0 <= float(o[1:]) <= 1:
                 over["STAGE3_WEIGHT"] = float(o[1:])
+            elif o in ("pbm25", "pstage2"):
+                over["STAGE3_PRIOR"] = o[1:]
             else:
                 raise ValueError
         except ValueError:
             raise ThreadRagError(f"configuration {spec!r}: options are kN (STAGE3_K), mX or m- "
-                                 f"(EARLY_EXIT_MARGIN) and wX (STAGE3_WEIGHT, 0..1)") from None
+                                 f"(EARLY_EXIT_MARGIN), wX (STAGE3_WEIGHT, 0..1) and pbm25 or pstage2 "
+                                 f"(STAGE3_PRIOR)") from None
     return name, over
 
 
@@ -59,7 +63,7 @@ def default_spec(settings) -> str:
     if s.RERANKER == "none":
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
     margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
-    weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}"
+    weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}" + (":pbm25" if s.STAGE3_PRIOR == "bm25" else "")
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}"
 
 
@@ -69,7 +73,8 @@ def same_config(a: str, b: str, settings) -> bool:
     def effective(spec):
         name, over = parse_config(spec)
         s = settings.replace(**over)
-        return name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT
+        return (name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT,
+                s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None)
 
     return effective(a) == effective(b)
 

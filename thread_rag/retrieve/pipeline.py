@@ -5,8 +5,9 @@ stage 1: dense (FAISS over raw-chunk embeddings) + BM25 (bm25s), ``STAGE1_K`` ea
 stage 2: MaxSim over the int8 token cache for the top ``STAGE2_K``, blended with the stage-1
          fused score (``STAGE2_WEIGHT`` = weight of MaxSim; min-max normalised within the pool);
 stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, or the LLM) on the top
-         ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``), blended with the
-         stage-2 score (``STAGE3_WEIGHT`` = weight of the reranker; min-max normalised within the pool).
+         ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``), blended with a prior,
+         the stage-2 or the BM25 score (``STAGE3_WEIGHT`` = weight of the reranker, ``STAGE3_PRIOR``; min-max
+         normalised within the pool).
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
 ``score`` is that stage's, named by ``ranked_by``), so ``k`` larger than a pool still returns ``k`` hits.
 Every result uses one schema (:class:`SearchResult`), whatever ran.
@@ -200,7 +201,7 @@ class Retriever:
             cand, maxsim_map, early_exit = self._stage2(index, query, cand, final, timings)
             stages.append("stage2")
         if pipeline.rerank and cand and not early_exit and self.reranker is not None:
-            cand, rerank_map = self._stage3(index, query, cand, final, timings)
+            cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings)
             stages.append("stage3")
         hits = []
         self._fetch(index, cand[:k])
@@ -253,16 +254,18 @@ class Retriever:
         early_exit = len(ms) > 1 and float(maxsim_map[cand[0]] - np.median(ms)) > s.EARLY_EXIT_MARGIN
         return cand, maxsim_map, early_exit
 
-    def _stage3(self, index: SearchIndex, query: str, cand: list, final: dict, timings: dict):
-        """The reranker's scores for the top ``STAGE3_K``, blended with their stage-2 scores unless
-        ``STAGE3_WEIGHT`` is 1."""
-        t = time.perf_counter()
-        pool = cand[: self.settings.STAGE3_K]
+    def _stage3(self, index: SearchIndex, query: str, cand: list, final: dict, lex: dict, timings: dict):
+        """The reranker's scores for the top ``STAGE3_K``, blended with a prior unless ``STAGE3_WEIGHT`` is 1:
+        the score before stage 3 (``STAGE3_PRIOR="stage2"``) or the BM25 score (``"bm25"``; 0 outside BM25's
+        candidates)."""
+        s, t = self.settings, time.perf_counter()
+        pool = cand[: s.STAGE3_K]
         self._fetch(index, pool)
         rs = self.reranker.score(query, [self._text(index, r) for r in pool])
         rerank_map = dict(zip(pool, rs.tolist()))
-        w = self.settings.STAGE3_WEIGHT
-        blended = rs if w >= 1 else w * _minmax(rs) + (1 - w) * _minmax(np.array([final[r] for r in pool]))
+        w = s.STAGE3_WEIGHT
+        prior = [lex.get(r, 0.0) if s.STAGE3_PRIOR == "bm25" else final[r] for r in pool]
+        blended = rs if w >= 1 else w * _minmax(rs) + (1 - w) * _minmax(np.array(prior))
         final.update({r: float(v) for r, v in zip(pool, blended)})
         cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
         timings["stage3_ms"] = (time.perf_counter() - t) * 1000
