@@ -269,3 +269,9 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     # ran the reranker again (memo off there)
     assert len(quality) == 2 * 5 * 2
     assert len(set(quality)) == 2 * 5
+    from thread_rag.bench.retrieval import ScoreMemo
+
+    memo = ScoreMemo(Counting())
+    memo.score("q", ["a", "b", "a"])  # the same text twice in one pool is not a remembered score
+    assert memo.served == 0 and memo.scores == {("q", "a"): 0.5, ("q", "b"): 0.0}
+    assert list(memo.score("q", ["b", "a", "c"]))[:2] == [0.0, 0.5] and memo.served == 2

@@ -118,10 +118,11 @@ class ScoreMemo:
     def score(self, query: str, passages: list[str]) -> np.ndarray:
         if not self.enabled:
             return self.inner.score(query, passages)
-        new = [p for p in dict.fromkeys(passages) if (query, p) not in self.scores]
+        unique = list(dict.fromkeys(passages))  # a pool can hold the same text twice (duplicate chunks)
+        new = [p for p in unique if (query, p) not in self.scores]
         if new:
             self.scores.update({(query, p): float(v) for p, v in zip(new, self.inner.score(query, new))})
-        self.served += len(passages) - len(new)
+        self.served += len(unique) - len(new)
         return np.asarray([self.scores[(query, p)] for p in passages], np.float32)
 
 
