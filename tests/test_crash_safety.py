@@ -135,3 +135,52 @@ def test_kill_during_delete_is_finished_by_the_next_start(tmp_path, embedder):
     assert {s for s, _ in e.token_cache.present()} == {2}
     assert not list((home / "trees").glob("DOC1.*")) and list((home / "trees").glob("DOC2.*"))
     assert not any((home / "pending").iterdir())
+
+
+MERGE_SCRIPT = """
+import sys
+sys.path.insert(0, {repo!r})
+from thread_rag.retrieve import search_index
+search_index.COMPACT_MIN = 0  # every change outgrows the base: the next open merges
+from thread_rag.settings import load_settings
+from thread_rag.engine import Engine
+e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}}}, env={{}}, config_file=False))
+e.index_file({path!r})
+e.retriever.search("how are summaries cached")  # opens the index: merges the new part into the base
+print("done")
+"""
+
+
+@pytest.mark.parametrize("point", ["merge_before_replace", "merge_after_base"])
+def test_kill_during_an_index_merge_while_another_process_reads(tmp_path, embedder, monkeypatch, point):
+    """Issue 13: a writer is killed in the middle of merging the search index (before the new base replaces
+    the old, or after it did but before the merged parts are removed) while another engine keeps searching.
+    The reader's hits always match the store, it picks up the new document, and a fresh start is consistent."""
+    from thread_rag.engine import Engine
+    from thread_rag.retrieve import search_index
+    from thread_rag.settings import load_settings
+
+    home = tmp_path / "h"
+    assert run_indexer(home, [DOCS / "03-searching.md", DOCS / "02-indexing.md"])[0] == 0
+    settings = load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache"}, env={}, config_file=False)
+    reader = Engine(settings, embedder=embedder)
+
+    def consistent(engine, query):
+        hits = engine.retriever.search(query, k=5).hits
+        for h in hits:
+            assert engine.chunk(h.chunk_id).text == h.text
+        return hits
+
+    before = consistent(reader, "how are summaries cached")
+    assert {h.doc_id for h in before} <= {"DOC1", "DOC2"}
+    code = MERGE_SCRIPT.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache",
+                               path=str(DOCS / "04-windows-and-summaries.md"))
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "THREAD_RAG_CRASH_AT": point},
+                          capture_output=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    monkeypatch.setattr(search_index, "COMPACT_MIN", 0)  # the reader merges too, after the killed writer
+    after = consistent(reader, "how are summaries cached")  # the same engine, its index updated
+    assert "DOC3" in {h.doc_id for h in after}  # the committed document is searchable
+    fresh = check(home, embedder)
+    assert [h.chunk_id for h in consistent(fresh, "how are summaries cached")] == [h.chunk_id for h in after]
+    assert not list(home.glob(".index.*.tmp")) and not list((home / "index_parts").glob(".*"))

@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json
+from ..faults import crash_point
 from ..ids import generation_name, parse_generation_name
 from .lexical import Postings, score
 
@@ -187,6 +188,7 @@ def save_base(root: Path, base: Segment, hnsw_threshold: int, t0: float):
     atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "keys": [list(k) for k in base.keys], "kind": kind,
                                               "hnsw_threshold": hnsw_threshold, "n": len(base),
                                               "build_seconds": round(time.perf_counter() - t0, 3)})
+    crash_point("merge_before_replace")
     atomic_replace_dir(tmp, root)
     return fi
 
@@ -278,6 +280,7 @@ class SearchIndex:
         segs = ([self.base] if self.base is not None else []) + self.parts
         base = merge(list(zip(segs, self._masks)))
         hnsw = save_base(self.root, base, self.hnsw_threshold, t0)
+        crash_point("merge_after_base")
         for d in self.parts_root.iterdir() if self.parts_root.is_dir() else []:
             key = parse_generation_name(d.name)  # temporaries start with a dot: never parsed
             if key is not None and key[1] <= self._generation.get(key[0], -1):
