@@ -94,6 +94,23 @@ def test_followup_condensed_into_standalone_query(manual_engine):
     assert ans.tool_trace[0]["args"]["query"] == "How do I delete a document in THREAD-RAG?"
 
 
+@pytest.mark.parametrize("second, condensed", [
+    ("and how do I remove one?", True), ("What about PDFs?", True), ("How do I delete it?", True),
+    ("Why?", True), ("Which file formats can I index?", False),
+    ("How do I pre-heat summaries for a whole document?", False)])
+def test_only_a_followup_costs_a_condensation_call(manual_engine, second, condensed):
+    """In a running chat every question used to cost a rewrite call first (~1-2 s here, and it evicts the
+    answer prompt's evaluated head); a question that stands on its own is searched as written."""
+    from thread_rag.agent.loop import CONDENSE_SCHEMA
+
+    agent, model = agent_with(manual_engine, standalone="How do I delete a document in THREAD-RAG?")
+    agent.ask("How do I index a folder?")
+    model.calls.clear()
+    ans = agent.ask(second)
+    assert any(c["format"] == CONDENSE_SCHEMA for c in model.calls) == condensed
+    assert (ans.standalone_question == "How do I delete a document in THREAD-RAG?") == condensed
+
+
 def test_invalid_citations_are_reported(manual_engine):
     agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=lambda m: "It is in [DOC9_999].")
     ans = agent.ask("how do I pre-heat summaries?")

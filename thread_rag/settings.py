@@ -126,7 +126,7 @@ class Settings:
     MAX_ANSWER_TOKENS: int = 400
     HYDE: bool = False
     LOST_IN_MIDDLE: bool = False
-    CONDENSE_FOLLOWUPS: bool = True
+    CONDENSE_FOLLOWUPS: bool = True         # rewrite a follow-up (refers back, or <= 3 words) as a standalone question: one call
 
     # ------------------------------------------------------------------------------------
     def __post_init__(self) -> None:

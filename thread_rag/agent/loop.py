@@ -96,6 +96,18 @@ CONDENSE = ("Rewrite the user's last message as one standalone question that can
             "conversation. Reply with JSON {\"question\": \"...\"}.")
 CONDENSE_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}
 
+# A message that may lean on the conversation: it starts like a continuation, refers back, or is too short
+# to stand alone. Only such a message costs the rewrite call (a false alarm costs one call, not an answer).
+FOLLOWUP_RE = re.compile(
+    r"^\s*(?:and|but|or|so|then|also|what about|how about|what else|why|why not)\b"
+    r"|\b(?:it|its|it's|that|this|these|those|they|them|their|there|he|she|his|her|one|ones|same|above|"
+    r"previous|earlier|former|latter|else)\b", re.I)
+
+
+def looks_like_followup(question: str) -> bool:
+    return len(question.split()) <= 3 or bool(FOLLOWUP_RE.search(question))
+
+
 HYDE = "Write two sentences that a manual would contain to answer this question. Reply with the sentences only."
 
 CITE_RE = re.compile(r"\b(DOC[1-9][0-9]*_[0-9]{3,})\b")
@@ -216,7 +228,7 @@ class Agent:
         return {"tool": tool, "args": args if isinstance(args, dict) else {}}
 
     def condense(self, question: str) -> str:
-        if not self.history or not self.settings.CONDENSE_FOLLOWUPS:
+        if not self.history or not self.settings.CONDENSE_FOLLOWUPS or not looks_like_followup(question):
             return question
         convo = "\n".join(f"User: {q}\nAssistant: {a[:400]}" for q, a in self.history[-3:])
         try:
