@@ -294,9 +294,9 @@ def test_post_reading_decision_searches_once_more_under_the_same_budget(manual_e
         e.retriever.settings = e.retriever.settings.replace(FUSION="rrf")
 
 
-def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path):
-    """Issue 13: another process re-indexes a document between the search and the reading. The readers must not
-    read the new version's chunks at the old version's positions (before: IndexError or a mix of versions)."""
+def ranked_then_replaced(make_engine, tmp_path):
+    """A 39-step document searched (hits at generation 1), then replaced by another process with a one-chunk
+    version: (engine, query, hits, the ranked version's chunks)."""
     from conftest import write
     from thread_rag.engine import Engine
 
@@ -308,9 +308,17 @@ def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path
     q = "how many furrows does the ox pull in step 37"
     hits = e.retriever.search(q, k=3).hits
     assert hits[0].generation == 1 and int(hits[0].chunk_id.split("_")[1]) > 3
+    ranked = e.thread(int(hits[0].doc_id[3:])).chunks
     other = Engine(e.settings, embedder=e.embedder)  # another process replaces it with a short version
     write(doc, "# Oxen\n\nThe ox pulls the plough across the field in step 37 and rests in the shade.")
     assert other.index_file(doc).status == "replaced"
+    return e, q, hits, ranked
+
+
+def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path):
+    """Issue 13: another process re-indexes a document between the search and the reading. The readers must not
+    read the new version's chunks at the old version's positions (before: IndexError or a mix of versions)."""
+    e, q, hits, _ = ranked_then_replaced(make_engine, tmp_path)
     agent, _ = agent_with(e, answer=cite_one)
     qvec = e.query_embedder.embed_queries([q])[0]
     ranked = {h.chunk_id: h.text for h in hits}
@@ -331,21 +339,8 @@ def test_window_frames_come_from_the_generation_the_search_ranked(make_engine, t
     """The ``windows`` reader frames each source with its neighbours' summaries: those neighbours belong to the
     version the search ranked, even when the engine already reads the newer version elsewhere (before: the frame
     came from the newest thread, where the ranked positions no longer exist, so it was silently empty)."""
-    from conftest import write
-    from thread_rag.engine import Engine
-
-    e = make_engine()
-    long = "# Oxen\n\n" + "\n\n".join(f"## Step {i}\n\nStep {i}: the ox pulls the plough {i} furrows across the "
-                                      f"field, then rests for {i} minutes in the shade." for i in range(1, 40))
-    doc = write(tmp_path / "in" / "oxen.md", long)
-    e.index_file(doc)
-    q = "how many furrows does the ox pull in step 37"
-    hits = e.retriever.search(q, k=3).hits
+    e, q, hits, ranked_chunks = ranked_then_replaced(make_engine, tmp_path)
     serial = int(hits[0].doc_id[3:])
-    ranked_chunks = e.thread(serial).chunks
-    other = Engine(e.settings, embedder=e.embedder)
-    write(doc, "# Oxen\n\nThe ox pulls the plough across the field in step 37 and rests in the shade.")
-    assert other.index_file(doc).status == "replaced"
     e._threads.clear()
     assert len(e.thread(serial)) == 1  # the engine now reads the new version ...
     e._old_generation = (serial, 1, ranked_chunks)  # ... and still holds the ranked one, as after a stale search
