@@ -263,11 +263,12 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     fresh, blend, smaller = (out["configs"][c] for c in ("three_stage:k5:m-", "three_stage:k5:m-:w0.5",
                                                           "three_stage:k3:m-"))
     assert fresh["p50_ms"] is not None and fresh["k5_p50_ms"] is not None
-    assert blend["p50_ms"] is None and blend["latency"] == "memoized" and smaller["p50_ms"] is None
+    assert blend["p50_ms"] is None and "memo" in blend["latency"] and smaller["p50_ms"] is None
+    assert blend["k5_p50_ms"] is not None and smaller["k5_p50_ms"] is not None  # k=5 latency: always measured
     quality = [c for c in calls if c[0] != "warm up"]
-    # the quality loops scored each (question, passage) once; only the first configuration's k=5 latency loop
-    # ran the reranker again (memo off there)
-    assert len(quality) == 2 * 5 * 2
+    # the quality loops scored each (question, passage) once; each configuration's k=5 latency loop ran the
+    # reranker again (memo off there): 5, 5 and 3 pairs per question
+    assert len(quality) == 2 * 5 + 2 * (5 + 5 + 3)
     assert len(set(quality)) == 2 * 5
     from thread_rag.bench.retrieval import ScoreMemo
 
