@@ -121,7 +121,7 @@ def answers_table(x: dict) -> str:
 def latency_table(x: dict) -> str:
     m = x["machine"]
     lines = [f"*Debian installation guide (535 chunks), {x['questions']} questions; {x['backend']}; {m['cpu']}, "
-             f"{m['cores']} cores; llama.cpp prompt cache reset before every question.*", "",
+             f"{m['cores']} cores; llama.cpp prompt cache: {x.get('prompt_cache', 'reset before every question')}.*", "",
              "| reading | first token s (median) | ratio to top-k | total s (median) |", "|---|---|---|---|"]
     for r, v in x["first_token_s_median"].items():
         lines.append(f"| {r} | {v:.1f} | {x['first_token_ratio_vs_topk'].get(r, float('nan')):.2f} | "
