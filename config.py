@@ -45,7 +45,8 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # STAGE2 = True                    # MaxSim rescoring from the int8 token cache
 # RERANKER = "packaged:ms-marco-MiniLM-L-12-v2"  # (INT8 ONNX, the default) | none | llm | /path/to/cross-encoder
 # STAGE3_K = 20                    # candidates the reranker reads
-# STAGE3_WEIGHT = 1.0              # blend of the reranker with the stage-2 score (1 = the reranker's order)
+# STAGE3_WEIGHT = 1.0              # blend of the reranker with a prior (1 = the reranker's order)
+# STAGE3_PRIOR = "stage2"          # the prior: stage2 (the score before stage 3) | bm25
 # RERANK_MAX_TOKENS = 256          # (query, passage) pairs truncated to this
 # EARLY_EXIT_MARGIN = 2.0          # >= 2: never skip stage 3 (0.15 lost nDCG on the dev split)
 # SEARCH_K = 5

@@ -246,9 +246,7 @@ class Retriever:
                                 int(index.meta.position[r])) for r in pool]
         ms = maxsim_many(qtok, docs)
         maxsim_map = dict(zip(pool, ms.tolist()))
-        w = s.STAGE2_WEIGHT
-        blended = w * _minmax(ms) + (1 - w) * _minmax(np.array([final[r] for r in pool]))
-        final.update({r: float(b) for r, b in zip(pool, blended)})
+        final.update({r: float(b) for r, b in zip(pool, _blend(ms, [final[r] for r in pool], s.STAGE2_WEIGHT))})
         cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]  # the rest keep their order
         timings["stage2_ms"] = (time.perf_counter() - t) * 1000
         early_exit = len(ms) > 1 and float(maxsim_map[cand[0]] - np.median(ms)) > s.EARLY_EXIT_MARGIN
@@ -263,10 +261,10 @@ class Retriever:
         self._fetch(index, pool)
         rs = self.reranker.score(query, [self._text(index, r) for r in pool])
         rerank_map = dict(zip(pool, rs.tolist()))
-        w = s.STAGE3_WEIGHT
-        prior = [lex.get(r, 0.0) if s.STAGE3_PRIOR == "bm25" else final[r] for r in pool]
-        blended = rs if w >= 1 else w * _minmax(rs) + (1 - w) * _minmax(np.array(prior))
-        final.update({r: float(v) for r, v in zip(pool, blended)})
+        if s.STAGE3_WEIGHT < 1:
+            prior = [lex.get(r, 0.0) if s.STAGE3_PRIOR == "bm25" else final[r] for r in pool]
+            rs = _blend(rs, prior, s.STAGE3_WEIGHT)
+        final.update({r: float(v) for r, v in zip(pool, rs)})
         cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
         timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         return cand, rerank_map
@@ -307,6 +305,11 @@ class Retriever:
 
 class _StaleSnapshot(Exception):
     """The generation a search index ranked is no longer in the store."""
+
+
+def _blend(scores, prior, w: float) -> np.ndarray:
+    """A stage's scores blended with the scores it reorders: ``w`` * minmax(scores) + (1 - ``w``) * minmax(prior)."""
+    return w * _minmax(scores) + (1 - w) * _minmax(np.asarray(prior))
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
