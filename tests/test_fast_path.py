@@ -233,6 +233,39 @@ def test_answers_bench_shares_everything_but_the_reading(manual_engine):
     assert out["shared_settings"]["MAX_ANSWER_TOKENS"] == ANSWER_TOKENS and out["shared_settings"]["READ_K"] == 2
 
 
+def test_suite_pairs_new_readings_with_an_earlier_runs_topk_answers(manual_engine, tmp_path):
+    """``bench suite --base DIR``: the stored top-k rows stand as the paired baseline only for the same questions,
+    k, backend and shared settings; top-k is answered again on the first questions to check they match."""
+    from thread_rag.bench.answers import run_answers
+    from thread_rag.bench.datasets import Dataset, Query
+    from thread_rag.bench.suite import BaseMismatch, with_base
+
+    docs = manual_engine.documents()
+    keymap = {d.doc_id: d.path for d in docs}
+    pre = next(d.path for d in docs if "windows-and-summaries" in d.path)
+    ds = Dataset("manual", [], [Query("q1", "how do I pre-heat summaries?", {pre}, answers=["run thread-rag preheat"]),
+                                Query("q2", "how are summaries cached?", {pre}, answers=["as JSON"])])
+
+    def fresh_model():
+        model = ScriptedChatModel(answer=lambda msgs: "Run thread-rag preheat [1].")
+        model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
+        return model
+
+    settings = manual_engine.settings
+    first = run_answers(settings, ds, manual_engine, keymap, ["topk", "walk"], k=2, model=fresh_model())
+    path = tmp_path / "suite-manual.json"
+    path.write_text(json.dumps({"answers": first}))
+    out = with_base(settings, ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
+    assert out["topk_from"] == {"file": str(path), "checked": 2, "identical": 2}
+    assert out["rows"]["topk"] == first["rows"]["topk"] and list(out["strategies"]) == ["topk", "walk"]
+    assert out["strategies"]["walk"]["f1_minus_topk"] == first["strategies"]["walk"]["f1_minus_topk"]
+    with pytest.raises(BaseMismatch, match="differs in k"):
+        with_base(settings, ds, manual_engine, keymap, ["walk"], 3, path, model=fresh_model())
+    with pytest.raises(BaseMismatch, match="other questions"):
+        with_base(settings, Dataset("manual", [], ds.queries[::-1]), manual_engine, keymap, ["walk"], 2, path,
+                  model=fresh_model())
+
+
 def test_windows_reader_frames_sources_with_neighbour_summaries(manual_engine):
     agent, model = agent_with(manual_engine, answer=cite_one)
     plain = agent.ask("how do I pre-heat summaries?", reader="walk")

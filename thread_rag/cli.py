@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
     p.add_argument("--out", default=None, help="suite: folder for the JSON results (default bench_results)")
+    p.add_argument("--base", default=None, help="suite: folder of an earlier suite run whose top-k answers stand as "
+                   "the paired baseline (top-k is answered again on 3 questions to check they match)")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--write", default=None, help="report: replace the generated tables of this file (BENCHMARKS.md)")
     p.add_argument("--configs", default=None, help="comma-separated configurations")

@@ -8,9 +8,17 @@ the corpus shrunk to their gold documents plus seeded distractors and indexed (c
 data set's result is written as it finishes
 (``<out>/suite-<dataset>.json``), so an interrupted run keeps what it measured; the Markdown tables
 are printed at the end (``thread-rag bench report`` prints them again from the files).
+
+``--base DIR``: the top-k answers of an earlier suite run (``DIR/suite-<dataset>.json``) stand as the paired
+baseline, so further readings can be compared without answering top-k again. The earlier run must share the
+questions, k, the backend and every shared setting (else one clear error), and top-k is answered again on the first
+``BASE_CHECK`` questions: the result records how many came out word for word the same (answers are greedy, so all
+should).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
@@ -20,6 +28,48 @@ from ..atomic import atomic_write_json
 SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
 SUITE_STRATEGIES = ["topk", "walk"]
 SUITE_K = 3
+BASE_CHECK = 3
+
+
+class BaseMismatch(ValueError):
+    pass
+
+
+def earlier_topk(path: Path, answers_meta: dict) -> list[dict]:
+    """The top-k rows of the earlier suite result at ``path``, if it was answered on equal terms with
+    ``answers_meta`` (questions in the same order, k, backend, shared settings); else BaseMismatch."""
+    if not path.exists():
+        raise BaseMismatch(f"--base: no earlier result {path}")
+    prev = json.loads(path.read_text())["answers"]
+    rows = prev.get("rows", {}).get("topk")
+    if not rows:
+        raise BaseMismatch(f"--base: {path} has no top-k answers")
+    for key in ("k", "backend", "shared_settings", "search_scope"):
+        if prev.get(key) != answers_meta.get(key):
+            raise BaseMismatch(f"--base: {path} differs in {key}: {prev.get(key)!r} vs {answers_meta.get(key)!r}")
+    if [r["qid"] for r in rows] != answers_meta["qids"]:
+        raise BaseMismatch(f"--base: {path} answered other questions (or another order)")
+    return rows
+
+
+def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=None, model=None) -> dict:
+    """Answers for ``strategies`` paired against the top-k rows stored at ``path`` (see the module doc).
+    ``model``: a chat model instead of the configured one (tests)."""
+    from ..llm.backends import make_chat_model
+    from .answers import bench_settings, run_answers, summarise
+
+    model = model or make_chat_model(bench_settings(engine.settings, k))
+    check = run_answers(settings, dataclasses.replace(ds, queries=ds.queries[:BASE_CHECK]), engine, keymap,
+                        ["topk"], k=k, model=model)
+    meta = {**check, "qids": [q.qid for q in ds.queries]}
+    base = earlier_topk(path, meta)
+    same = sum(a["answer"] == b["answer"] for a, b in zip(check["rows"]["topk"], base))
+    out = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress, model=model)
+    out["rows"] = {"topk": base, **out["rows"]}
+    out["strategies"] = {"topk": summarise(base),
+                         **{s: summarise(out["rows"][s], base) for s in strategies}}
+    out["topk_from"] = {"file": str(path), "checked": len(check["rows"]["topk"]), "identical": same}
+    return out
 
 
 def run_suite(settings, args, progress=None) -> list[Path]:
@@ -46,7 +96,11 @@ def run_suite(settings, args, progress=None) -> list[Path]:
         engine, keymap, index_s = open_corpus_engine(settings, ds, progress=progress)
         docs = engine.documents()
         context = run_context(settings, ds, engine, keymap, STRATEGIES, k=k)
-        answers = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress)
+        if getattr(args, "base", None) and "topk" not in strategies:
+            answers = with_base(settings, ds, engine, keymap, strategies, k, Path(args.base) / f"suite-{name}.json",
+                                progress=progress)
+        else:
+            answers = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress)
         result = {"dataset": ds.name, "questions": len(ds.queries), "corpus_docs": len(docs),
                   "chunks": sum(d.chunk_count for d in docs), "index_seconds": round(index_s, 1),
                   "seconds": round(time.perf_counter() - t0, 1),
