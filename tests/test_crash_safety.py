@@ -184,3 +184,78 @@ def test_kill_during_an_index_merge_while_another_process_reads(tmp_path, embedd
     fresh = check(home, embedder)
     assert [h.chunk_id for h in consistent(fresh, "how are summaries cached")] == [h.chunk_id for h in after]
     assert not list(home.glob(".index.*.tmp")) and not list((home / "index_parts").glob(".*"))
+
+
+READER_SCRIPT = """
+import json, pathlib, sys
+sys.path.insert(0, {repo!r})
+from thread_rag.retrieve import search_index
+search_index.COMPACT_MIN = 0  # every update outgrows the base: readers merge it too, racing the writer's merges
+from thread_rag.ids import ChunkId
+from thread_rag.settings import load_settings
+from thread_rag.engine import Engine
+e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}}}, env={{}}, config_file=False))
+stop = pathlib.Path({stop!r})
+queries = ["how are summaries cached", "slash commands in the chat", "how do I index a folder",
+           "configuration file settings", "what does the walk read"]
+searches = mismatched = 0
+last = set()
+while True:
+    finishing = stop.exists()
+    last = set()
+    for q in queries:
+        for h in e.retriever.search(q, k=5).hits:
+            cid = ChunkId.parse(h.chunk_id)
+            chunks = e.chunks_at(cid.serial, h.generation)  # None: that generation was replaced meanwhile
+            mismatched += chunks is not None and chunks[cid.position].text != h.text
+            last.add(h.doc_id)
+        searches += 1
+    if finishing:
+        break
+print(json.dumps({{"searches": searches, "mismatched": mismatched, "documents": len(e.documents()),
+                  "last_round": sorted(last)}}))
+"""
+
+
+def test_two_processes_search_while_a_third_indexes_and_replaces(tmp_path, embedder, monkeypatch):
+    """Issue 13: two reader processes search in a loop (and merge the search index themselves) while this process
+    indexes three documents and replaces one. No search fails, every hit's text is its chunk's text at the
+    generation the search ranked, and the readers end up seeing the whole library."""
+    import json
+
+    from thread_rag.engine import Engine
+    from thread_rag.retrieve import search_index
+    from thread_rag.settings import load_settings
+
+    home, stop = tmp_path / "h", tmp_path / "stop"
+    edited = write(tmp_path / "edited.md", (DOCS / "03-searching.md").read_text())
+    assert run_indexer(home, [DOCS / "02-indexing.md", edited])[0] == 0
+    code = READER_SCRIPT.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", stop=str(stop))
+    env = {k: v for k, v in os.environ.items() if k != "THREAD_RAG_CRASH_AT"}
+    readers = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for _ in range(2)]
+    try:
+        monkeypatch.setattr(search_index, "COMPACT_MIN", 0)
+        settings = load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache"}, env={}, config_file=False)
+        with Engine(settings, embedder=embedder) as writer:
+            time.sleep(5)  # the readers are searching before the first change
+            for path in (DOCS / "04-windows-and-summaries.md", DOCS / "05-agent-and-chat.md"):
+                assert writer.index_file(path).status == "indexed"
+                writer.retriever.search("how are summaries cached")  # the writer merges as well
+            write(edited, (DOCS / "06-configuration-and-troubleshooting.md").read_text())
+            assert writer.index_file(edited).status == "replaced"  # DOC2: a new generation
+            assert writer.index_file(DOCS / "01-getting-started.md").status == "indexed"
+        stop.write_text("")
+        results = []
+        for proc in readers:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err.decode()[-3000:]
+            results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    finally:
+        for proc in readers:
+            if proc.poll() is None:
+                proc.kill()
+    for r in results:
+        assert r["searches"] >= 10 and r["mismatched"] == 0, r
+        assert r["documents"] == 5 and {"DOC3", "DOC4"} & set(r["last_round"]), r
+    assert check(home, embedder).check_consistency() == []

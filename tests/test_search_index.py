@@ -140,3 +140,26 @@ def test_another_process_sees_parts_without_a_rebuild(make_engine, tmp_path):
     hits = other.retriever.search("feed the zebra", k=1, pipeline="stage1_rrf").hits
     assert "zebra" in hits[0].text.lower()
     assert other.retriever.index.parts and other.retriever.index.base is not None
+
+
+def test_an_index_updates_from_the_base_another_process_merged(make_engine, tmp_path, monkeypatch):
+    """Found by the two-readers-and-a-writer trial (issue 13): process A merges the new parts into a new base and
+    removes them; process B, updating its older index, must read A's base, not rebuild the removed parts from the
+    store (a reader writing, and reading another process's fresh Chroma rows, which failed there)."""
+    from thread_rag.engine import Engine
+
+    engine = make_engine()
+    engine.index_paths([DOCS])
+    other = Engine(engine.settings, embedder=engine.embedder)  # process B: opened before the change
+    old = other.retriever.index
+    engine.index_file(write(tmp_path / "in" / "zebra.md", "# Zebra care\n\nFeed the zebra twice a day with hay."))
+    monkeypatch.setattr(si, "COMPACT_MIN", 0)
+    monkeypatch.setattr(si, "COMPACT_RATIO", 0.0)  # any part outgrows the base
+    merged = engine.retriever.index  # process A merges: the zebra part is in its new base and gone from disk
+    assert not merged.parts and not list((engine.home / "index_parts").glob("DOC*"))
+    monkeypatch.setattr(other.store, "load", lambda *a, **kw: pytest.fail("read the store for a merged part"))
+    index = other.retriever.index
+    assert index is not old and index.stamp == merged.stamp and len(index) == len(merged)
+    q = "feed the zebra"
+    qv = engine.query_embedder.embed_queries([q])[0]
+    assert _keyed(index, qv, q) == _keyed(merged, qv, q)

@@ -153,6 +153,15 @@ def load_base(root: Path, hnsw_threshold: int) -> tuple[Segment | None, object]:
         return None, None  # rebuilt by the caller
 
 
+def base_stamp(root: Path) -> tuple | None:
+    """Which base is on disk (its manifest's inode, mtime and size): a merge by another process changes it."""
+    try:
+        st = (root / "manifest.json").stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
 def merge(segments: list[tuple[Segment, np.ndarray]]) -> Segment:
     """One segment of the live rows of ``segments`` ((segment, live mask)), documents in their order."""
     keys, start = [], 0
@@ -197,7 +206,9 @@ class SearchIndex:
     """The live rows of a base and parts, addressed by one row number: ``meta``, ``vectors``, ``row_of``."""
 
     def __init__(self, committed: list[tuple[int, int]], base: Segment | None, parts: list[Segment],
-                 hnsw=None, *, root: Path | None = None, parts_root: Path | None = None, hnsw_threshold: int = 0):
+                 hnsw=None, *, root: Path | None = None, parts_root: Path | None = None, hnsw_threshold: int = 0,
+                 stamp: tuple | None = None):
+        self.stamp = stamp  # the on-disk base this index holds (base_stamp)
         self.committed = [(int(s), int(g)) for s, g in committed]
         self._generation = dict(self.committed)
         self.base, self.parts, self.faiss = base, parts, hnsw
@@ -244,20 +255,30 @@ class SearchIndex:
         One process at a time (``index.lock``): another waits, then reads what the first wrote."""
         root.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(root.parent / "index.lock"):
-            t0 = time.perf_counter()
-            base, hnsw = load_base(root, hnsw_threshold)
-            index = cls._with_parts(committed, base, hnsw, [], root, parts_root, store_load, hnsw_threshold)
-            if base is None or index.needs_compaction():
-                index = index.compact(t0)
-            return index
+            return cls._open_locked(root, parts_root, committed, store_load, hnsw_threshold)
+
+    @classmethod
+    def _open_locked(cls, root, parts_root, committed, store_load, hnsw_threshold) -> "SearchIndex":
+        t0 = time.perf_counter()
+        stamp = base_stamp(root)
+        base, hnsw = load_base(root, hnsw_threshold)
+        index = cls._with_parts(committed, base, hnsw, [], root, parts_root, store_load, hnsw_threshold, stamp)
+        if base is None or index.needs_compaction():
+            index = index.compact(t0)
+        return index
 
     def updated(self, committed: list, store_load: StoreLoad) -> "SearchIndex":
         """This index for a changed catalog: reuses every segment still committed, loads only new parts;
-        merges when the parts outgrew the base (then from memory, not from the parts on disk)."""
+        merges when the parts outgrew the base (then from memory, not from the parts on disk). When another
+        process merged meanwhile (the base on disk changed), its base is read instead: the parts it merged are
+        gone from disk, and rebuilding them from the store would be a reader writing (and a read of another
+        process's fresh Chroma rows, which a local Chroma client does not reliably see)."""
         with file_lock(self.root.parent / "index.lock"):
+            if base_stamp(self.root) != self.stamp:
+                return self._open_locked(self.root, self.parts_root, committed, store_load, self.hnsw_threshold)
             parts = [p for p in self.parts if self._generation_in(p, dict(committed))]
             index = self._with_parts(committed, self.base, self.faiss, parts, self.root, self.parts_root,
-                                     store_load, self.hnsw_threshold)
+                                     store_load, self.hnsw_threshold, self.stamp)
             return index.compact(time.perf_counter()) if index.needs_compaction() else index
 
     @staticmethod
@@ -265,10 +286,11 @@ class SearchIndex:
         return all(generation.get(s) == g for s, g, _, _ in seg.keys)
 
     @classmethod
-    def _with_parts(cls, committed, base, hnsw, parts, root, parts_root, store_load, hnsw_threshold):
+    def _with_parts(cls, committed, base, hnsw, parts, root, parts_root, store_load, hnsw_threshold, stamp):
         have = {(s, g) for seg in ([base] if base is not None else []) + parts for s, g, _, _ in seg.keys}
         parts = parts + [load_part(parts_root, s, g, store_load) for s, g in committed if (s, g) not in have]
-        return cls(committed, base, parts, hnsw, root=root, parts_root=parts_root, hnsw_threshold=hnsw_threshold)
+        return cls(committed, base, parts, hnsw, root=root, parts_root=parts_root, hnsw_threshold=hnsw_threshold,
+                   stamp=stamp)
 
     def needs_compaction(self) -> bool:
         base_live = 0 if self.base is None else int(self._masks[0].sum())
@@ -280,13 +302,14 @@ class SearchIndex:
         segs = ([self.base] if self.base is not None else []) + self.parts
         base = merge(list(zip(segs, self._masks)))
         hnsw = save_base(self.root, base, self.hnsw_threshold, t0)
+        stamp = base_stamp(self.root)
         crash_point("merge_after_base")
         for d in self.parts_root.iterdir() if self.parts_root.is_dir() else []:
             key = parse_generation_name(d.name)  # temporaries start with a dot: never parsed
             if key is not None and key[1] <= self._generation.get(key[0], -1):
                 shutil.rmtree(d, ignore_errors=True)  # now in the base, or a generation it replaced
         return SearchIndex(self.committed, base, [], hnsw, root=self.root, parts_root=self.parts_root,
-                           hnsw_threshold=self.hnsw_threshold)
+                           hnsw_threshold=self.hnsw_threshold, stamp=stamp)
 
     # -- queries -----------------------------------------------------------------------------
     def allowed_rows(self, serial: int | None = None, pages: tuple | None = None,
