@@ -132,6 +132,38 @@ def test_walk_respects_budget_and_signals(manual_engine):
     small = walk_sources(hits, 3, e.thread, idx, qvec, _count, budget=_count(hits[0].text) + 1,
                          walk_threshold=-1, walk_query_min=-1)
     assert [c for s in small for c in s.chunk_ids] == [hits[0].chunk_id]
+    # walking backward too (WALK_BACK): the chunk before each entry (where there is one) joins its source
+    both = walk_sources(hits[:1], 1, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=-1, walk_query_min=-1,
+                        max_walk=0, max_back=1)
+    entry = int(hits[0].chunk_id.split("_")[1])
+    assert [int(c.split("_")[1]) for c in both[0].chunk_ids] == ([entry - 1, entry] if entry else [entry])
+    assert walk_sources(hits[:1], 1, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=0.9999,
+                        max_walk=0, max_back=1)[0].chunk_ids == [hits[0].chunk_id]  # signals hold backward too
+
+
+def test_reading_probe_measures_each_strategys_sources_without_the_model(manual_engine):
+    """``bench reading``: the sources each strategy reads under the shared budget, scored against the gold, with no
+    LLM call; a strategy may carry its own reading settings, nothing else."""
+    from thread_rag.bench.answers import parse_strategy
+    from thread_rag.bench.datasets import Dataset, Query
+    from thread_rag.bench.reading import run_reading
+
+    assert parse_strategy("walk:WALK_BACK=1:WALK_THRESHOLD=0.5") == ("walk", {"WALK_BACK": 1, "WALK_THRESHOLD": 0.5})
+    for bad in ("walk:READ_BUDGET=5000", "walk:WALK_BACK", "bogus"):
+        with pytest.raises(ValueError):
+            parse_strategy(bad)
+    docs = manual_engine.documents()
+    keymap = {d.doc_id: d.path for d in docs}
+    pre = next(d.path for d in docs if "windows-and-summaries" in d.path)
+    ds = Dataset("manual", [], [Query("q1", "how do I pre-heat summaries?", {pre}, answers=["thread-rag preheat"])])
+    model = ScriptedChatModel(answer=lambda msgs: pytest.fail("the probe called the model"))
+    out = run_reading(manual_engine.settings, ds, manual_engine, keymap, ["topk", "walk", "walk:WALK_BACK=1"], k=2,
+                      model=model)
+    s = out["strategies"]
+    assert set(s) == {"topk", "walk", "walk:WALK_BACK=1"} and model.calls == []
+    assert all(0 <= r["coverage"] <= 1 and 0 < r["tokens"] <= out["budget"] + 400 for r in s.values())
+    assert s["walk:WALK_BACK=1"]["tokens"] >= s["walk"]["tokens"] >= s["topk"]["tokens"]
+    assert "coverage_minus_walk" in s["topk"] and "coverage_minus_walk" not in s["walk"]
 
 
 def test_baseline_readers_fill_the_same_budget_from_their_own_windows(manual_engine):

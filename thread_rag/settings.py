@@ -117,6 +117,7 @@ class Settings:
     READ_K: int = 3                         # entry chunks from the search
     READ_BUDGET: int = 900                  # LLM tokens of source text the fast path may put in the prompt
     WALK_MAX: int = 2                       # chunks walked forward from each entry chunk
+    WALK_BACK: int = 0                      # chunks walked backward from each entry chunk (same signals)
     WALK_QUERY_MIN: float = 0.2             # a walked chunk must still have this cosine to the question
     DECIDE: bool = False                    # after reading, one constrained call: answer, or search once more
     CITE_FOLLOWUP: bool = True              # ask for the sources (constrained) when the answer cites none
@@ -167,7 +168,7 @@ class Settings:
                      "NUM_SEMANTIC_CHUNKS", "MAX_DEPTH", "HNSW_THRESHOLD", "CACHE_DOCUMENTS"):
             need(getattr(self, name) > 0, name, "must be > 0")
         need(self.NUM_SEMANTIC_CHUNKS >= 2, "NUM_SEMANTIC_CHUNKS", "must be >= 2")
-        for name in ("TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS", "WALK_MAX"):
+        for name in ("TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS", "WALK_MAX", "WALK_BACK"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         for name in ("DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN"):
             need(getattr(self, name) >= 0, name, "must be >= 0")

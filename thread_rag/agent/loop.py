@@ -370,6 +370,7 @@ class Agent:
         if reader in ("walk", "windows"):
             return walk_sources(hits, k, thread_of, e.retriever.index, qvec, self._count, s.READ_BUDGET,
                                 max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN,
+                                max_back=s.WALK_BACK,
                                 frame=partial(self._neighbour_summary, thread_of) if reader == "windows" else None)
         if reader == "sentence_window":
             return sentence_window_sources(hits, k, thread_of, self._count, s.READ_BUDGET)

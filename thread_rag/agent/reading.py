@@ -2,7 +2,8 @@
 
 ``walk_sources``: from each entry chunk, walk forward while the walk signals hold (the next chunk
 continues the topic: neighbour cosine >= ``WALK_THRESHOLD``, and it is still about the question:
-cosine to the question >= ``walk_query_min``), at most ``max_walk`` steps; consecutive chunks merge into
+cosine to the question >= ``walk_query_min``), at most ``max_walk`` steps, and backward on the same
+signals at most ``max_back`` steps; consecutive chunks merge into
 one source with the overlap removed. The budget is spent entry chunks first (by rank), then walked
 chunks by their similarity to the question; what does not fit is left out.
 ``topk_sources``: the hits' own texts, one source each (the plain-RAG baseline).
@@ -58,8 +59,9 @@ def topk_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str],
 
 def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarray, count: Callable[[str], int],
                  budget: int, max_walk: int = 2, walk_threshold: float = 0.35,
-                 walk_query_min: float = 0.2, frame: Callable | None = None) -> list[Source]:
-    """``frame(chunk, step)``: the summary of the chunk ``step`` positions away ("" past an end); when given,
+                 walk_query_min: float = 0.2, frame: Callable | None = None, max_back: int = 0) -> list[Source]:
+    """``max_back``: chunks walked backward from each entry chunk, on the same signals (the chunk before
+    continues into the entry, and is about the question). ``frame(chunk, step)``: the summary of the chunk ``step`` positions away ("" past an end); when given,
     each source carries its neighbours' summaries (the THREAD window) and they count against the budget.
     A document the index holds at another generation than the hits were ranked at is not walked (its vectors
     would be another version's)."""
@@ -72,17 +74,19 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
         return np.asarray(index.vectors[row])
 
     picked, order = _entries(hits, k)  # (serial, position) -> priority (higher first); entry order
-    for serial, pos in order:
+    for serial, entry in order:
         n = len(thread_of(serial))
-        for _ in range(max_walk):
-            a, b = vec(serial, pos), vec(serial, pos + 1)
-            if pos + 1 >= n or a is None or b is None:
-                break
-            q_sim = float(b @ qvec)
-            if float(a @ b) < walk_threshold or q_sim < walk_query_min:
-                break
-            pos += 1
-            picked[(serial, pos)] = max(picked.get((serial, pos), -99.0), q_sim)
+        for step, steps in ((+1, max_walk), (-1, max_back)):
+            pos = entry
+            for _ in range(steps):
+                a, b = vec(serial, pos), vec(serial, pos + step)
+                if not 0 <= pos + step < n or a is None or b is None:
+                    break
+                q_sim = float(b @ qvec)
+                if float(a @ b) < walk_threshold or q_sim < walk_query_min:
+                    break
+                pos += step
+                picked[(serial, pos)] = max(picked.get((serial, pos), -99.0), q_sim)
     kept = _fit(picked, thread_of, count, budget)
     return number(_runs(kept, order, thread_of, count, frame))
 

@@ -13,6 +13,8 @@ answer token cap, the source budget and the citation follow-up; only what the mo
 - ``nested``: ``nested_retrieve`` passages under the same budget;
 - ``decide``: the walk followed by the post-reading decision (``DECIDE``: answer, or search once more and
   read again under the same budget); one more LLM call per question;
+- ``<reader>:NAME=VALUE[:NAME=VALUE]``: a reader with its own reading settings (``READING_SETTINGS``, e.g.
+  ``walk:WALK_BACK=1``); everything else stays shared;
 - ``routed``: the fully model-driven loop (``AGENT_MODE=routed``; its own prompt and gate, so NOT on equal
   terms; it is there to show what the old agent costs).
 
@@ -35,6 +37,24 @@ from ..settings import READERS as _READERS
 from .metrics import bootstrap_ci, exact_match, token_coverage, token_f1
 
 READERS = _READERS + ("decide", "routed")
+READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
+
+
+def parse_strategy(spec: str) -> tuple[str, dict]:
+    """``reader`` or ``reader:NAME=VALUE[:NAME=VALUE]`` -> (reader, reading-setting changes); ValueError else."""
+    from ..settings import Settings
+
+    reader, *pairs = spec.split(":")
+    if reader not in READERS:
+        raise ValueError(f"unknown strategy {spec!r} (known: {', '.join(READERS)})")
+    changes = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if name not in READING_SETTINGS or not value:
+            raise ValueError(f"{spec!r}: a strategy sets only reading settings as NAME=VALUE "
+                             f"({', '.join(READING_SETTINGS)})")
+        changes[name] = type(getattr(Settings(), name))(value)
+    return reader, changes
 ANSWER_TOKENS = 160      # one cap for every strategy
 K = 3                    # entry chunks for every strategy
 
@@ -113,9 +133,7 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     from ..agent.loop import Agent
     from ..llm.backends import describe, make_chat_model, reset_prompt_cache
 
-    bad = [s for s in strategies if s not in READERS]
-    if bad:
-        raise ValueError(f"unknown strategies {bad} (known: {', '.join(READERS)})")
+    specs = {s: parse_strategy(s) for s in strategies}
     shared = bench_settings(engine.settings, k)
     engine.settings = shared
     model = model or make_chat_model(shared)
@@ -124,14 +142,20 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     routed.settings = shared.replace(AGENT_MODE="routed")
     decider = Agent(engine, chat_model=model)
     decider.settings = shared.replace(DECIDE=True)
+    varied = {}  # strategies with their own reading settings
+    for s, (_, changes) in specs.items():
+        if changes:
+            varied[s] = Agent(engine, chat_model=model)
+            varied[s].settings = shared.replace(**changes)
     res: dict[str, list] = {s: [] for s in strategies}
     total, done = len(ds.queries) * len(strategies), 0
     for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
         for s in strategies:
-            who = {"routed": routed, "decide": decider}.get(s, agent)
+            base_reader = specs[s][0]
+            who = varied.get(s) or {"routed": routed, "decide": decider}.get(base_reader, agent)
             who.clear()
             reset_prompt_cache(model)  # no strategy reads another's evaluated prompt (first-token times)
-            reader = {"routed": None, "decide": "walk"}.get(s, s)
+            reader = {"routed": None, "decide": "walk"}.get(base_reader, base_reader)
             a = who.ask(q.text, doc_id=doc_id, reader=reader)
             res[s].append(_row(q, s, a, engine))
             done += 1

@@ -106,6 +106,12 @@ def run_bench(args) -> int:
 
         print(context_table(out) if args.markdown else json.dumps(out, indent=1))
         return 0
+    if args.kind == "reading":
+        from .reading import reading_table, run_reading_bench
+
+        out = run_reading_bench(settings, args)
+        print(reading_table(out) if args.markdown else json.dumps(out, indent=1))
+        return 0
     if args.kind == "report":
         from .report import report, write_report
 

@@ -150,6 +150,34 @@ def suite_report(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+def readers_report(suite: dict, readers: dict) -> str:
+    """One data set's every reading: the suite's top-k and walk answers with the further readings of a
+    ``bench suite --base`` run (paired with the same top-k rows), then the walk against each further reading."""
+    import numpy as np
+
+    from .metrics import bootstrap_ci
+
+    a, b = suite["answers"], readers["answers"]
+    if a["rows"]["topk"] != b["rows"]["topk"]:
+        return f"*{suite['dataset']}: the readers run is not paired with this suite's top-k answers; not shown.*"
+    merged = {**b, "strategies": {**a["strategies"], **{k: v for k, v in b["strategies"].items() if k != "topk"}}}
+    frm = b.get("topk_from", {})
+    lines = [f"`{readers['command']}` · {readers['seconds']:.0f} s · top-k rows from `{frm.get('file')}`, answered "
+             f"again on {frm.get('checked')} questions: {frm.get('identical')} word for word the same. Answers are paired on "
+             f"the same questions; the seconds columns of the top-k and walk rows come from the suite's run, the "
+             f"others from this one (different load: compare quality here, time in the latency table)", "",
+             answers_table(merged), ""]
+    walk = {r["qid"]: r for r in a["rows"].get("walk", [])}
+    for name, rows in b["rows"].items():
+        if name == "topk" or not walk:
+            continue
+        diff = [walk[r["qid"]]["f1"] - r["f1"] for r in rows if r["qid"] in walk]
+        lo, hi = bootstrap_ci(diff)
+        lines.append(f"- walk minus {name}, token F1 paired over {len(diff)} questions: {np.mean(diff):+.3f} "
+                     f"({lo:+.3f} to {hi:+.3f})")
+    return "\n".join(lines)
+
+
 def contextual_table(x: dict) -> str:
     lines = [f"*{x['dataset']}: {x['queries']} queries, {x['chunks']} chunks, dense only; summaries: {x['summarizer']}.*",
              "", "| embedded text | document Recall@5 (95% CI) | adjacent chunk pairs in top-5 |", "|---|---|---|"]
@@ -235,6 +263,10 @@ def report(directory: str | None = None) -> str:
     suite = [x for x in (_load(d, f"suite-{n}") for n in ("aws-docs-qa", "leval-legal", "musique")) if x]
     if suite:
         out.append(suite_report(suite))
+    for x in suite:
+        y = _load(d / "readers", f"suite-{x['dataset'].split('-test')[0]}")
+        if y:
+            out += ["", f"### {x['dataset']}: every reading (suite + `bench suite --base`)", "", readers_report(x, y)]
     return "\n".join(out)
 
 
