@@ -58,6 +58,7 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # READ_K = 3                       # entry chunks from the search
 # READ_BUDGET = 900                # LLM tokens of sources in the answer prompt (the first-token cost: BENCHMARKS.md curve)
 # WALK_MAX = 2                     # neighbours walked forward from each entry chunk
+# WALK_BACK = 0                    # neighbours walked backward (same signals; `bench reading` / BENCHMARKS.md)
 # CITE_FOLLOWUP = True             # ask for the numbered sources when the answer cites none
 # INTENTS = True                   # recognise "list/index/pre-heat/nested" requests in chat messages
 # MAX_STEPS = 4                    # routed mode: tool steps per question; the first is always a search

@@ -240,10 +240,17 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", contextual_table(x), ""]
-    for name, what in (("tuning-dev-aws-docs-qa", "window rendering"), ("tuning-decide-musique", "post-reading decision")):
+    for name, what in (("tuning-dev-aws-docs-qa", "window rendering"), ("tuning-decide-musique", "post-reading decision"),
+                      ("tuning-reading-aws-docs-qa", "the default reading")):
         x = _load(d, name)
         if x:
             out += [f"### {name} ({what}, dev split)", "", f"`{x.get('command', '')}`", "", answers_table(x), ""]
+    for p in sorted(d.glob("reading-*.json")):
+        from .reading import reading_table
+
+        x = json.loads(p.read_text())
+        out += [f"### {p.stem} (what each strategy reads, no LLM)", "", f"`{x.get('command', '')}`", "",
+                reading_table(x), ""]
     x = _load(d, "throughput")
     if x:
         from .throughput import throughput_table
@@ -263,10 +270,12 @@ def report(directory: str | None = None) -> str:
     suite = [x for x in (_load(d, f"suite-{n}") for n in ("aws-docs-qa", "leval-legal", "musique")) if x]
     if suite:
         out.append(suite_report(suite))
-    for x in suite:
-        y = _load(d / "readers", f"suite-{x['dataset'].split('-test')[0]}")
-        if y:
-            out += ["", f"### {x['dataset']}: every reading (suite + `bench suite --base`)", "", readers_report(x, y)]
+    for sub in sorted(p for p in d.iterdir() if p.is_dir()) if suite else []:  # `bench suite --base` runs
+        for x in suite:
+            y = _load(sub, f"suite-{x['dataset'].split('-test')[0]}")
+            if y and y["answers"].get("topk_from"):
+                out += ["", f"### {x['dataset']}: further readings ({sub.name}/, `bench suite --base`)", "",
+                        readers_report(x, y)]
     return "\n".join(out)
 
 
