@@ -187,18 +187,19 @@ def test_kill_during_an_index_merge_while_another_process_reads(tmp_path, embedd
 
 
 READER_SCRIPT = """
-import json, pathlib, sys
+import json, os, pathlib, sys
 sys.path.insert(0, {repo!r})
 from thread_rag.retrieve import search_index
-search_index.COMPACT_MIN = 0  # every update outgrows the base: readers merge it too, racing the writer's merges
+search_index.COMPACT_MIN, search_index.COMPACT_RATIO = 0, 0.0  # any change outgrows the base: readers merge too
 from thread_rag.ids import ChunkId
 from thread_rag.settings import load_settings
 from thread_rag.engine import Engine
 e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}}}, env={{}}, config_file=False))
 stop = pathlib.Path({stop!r})
+ready = pathlib.Path({stop!r} + ".ready.%d" % os.getpid())
 queries = ["how are summaries cached", "slash commands in the chat", "how do I index a folder",
            "configuration file settings", "what does the walk read"]
-searches = mismatched = 0
+searches = mismatched = checked = 0
 last = set()
 while True:
     finishing = stop.exists()
@@ -207,12 +208,15 @@ while True:
         for h in e.retriever.search(q, k=5).hits:
             cid = ChunkId.parse(h.chunk_id)
             chunks = e.chunks_at(cid.serial, h.generation)  # None: that generation was replaced meanwhile
-            mismatched += chunks is not None and chunks[cid.position].text != h.text
+            if chunks is not None:
+                checked += 1
+                mismatched += chunks[cid.position].text != h.text
             last.add(h.doc_id)
         searches += 1
+    ready.touch()  # one round done: the writer may start
     if finishing:
         break
-print(json.dumps({{"searches": searches, "mismatched": mismatched, "documents": len(e.documents()),
+print(json.dumps({{"searches": searches, "mismatched": mismatched, "checked": checked, "documents": len(e.documents()),
                   "last_round": sorted(last)}}))
 """
 
@@ -236,9 +240,13 @@ def test_two_processes_search_while_a_third_indexes_and_replaces(tmp_path, embed
                for _ in range(2)]
     try:
         monkeypatch.setattr(search_index, "COMPACT_MIN", 0)
+        monkeypatch.setattr(search_index, "COMPACT_RATIO", 0.0)
         settings = load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache"}, env={}, config_file=False)
         with Engine(settings, embedder=embedder) as writer:
-            time.sleep(5)  # the readers are searching before the first change
+            deadline = time.time() + 240
+            while len(list(tmp_path.glob("stop.ready.*"))) < 2:  # both readers searched once before the first change
+                assert time.time() < deadline and all(p.poll() is None for p in readers), "readers did not start"
+                time.sleep(0.2)
             for path in (DOCS / "04-windows-and-summaries.md", DOCS / "05-agent-and-chat.md"):
                 assert writer.index_file(path).status == "indexed"
                 writer.retriever.search("how are summaries cached")  # the writer merges as well
@@ -256,6 +264,6 @@ def test_two_processes_search_while_a_third_indexes_and_replaces(tmp_path, embed
             if proc.poll() is None:
                 proc.kill()
     for r in results:
-        assert r["searches"] >= 10 and r["mismatched"] == 0, r
+        assert r["searches"] >= 10 and r["checked"] > 0 and r["mismatched"] == 0, r
         assert r["documents"] == 5 and {"DOC3", "DOC4"} & set(r["last_round"]), r
     assert check(home, embedder).check_consistency() == []

@@ -133,12 +133,13 @@ def test_walk_respects_budget_and_signals(manual_engine):
                          walk_threshold=-1, walk_query_min=-1)
     assert [c for s in small for c in s.chunk_ids] == [hits[0].chunk_id]
     # walking backward too (WALK_BACK): the chunk before each entry (where there is one) joins its source
-    both = walk_sources(hits[:1], 1, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=-1, walk_query_min=-1,
+    inner = next(h for h in hits if not h.chunk_id.endswith("_000"))  # a hit with a chunk before it
+    entry = int(inner.chunk_id.split("_")[1])
+    both = walk_sources([inner], 1, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=-1, walk_query_min=-1,
                         max_walk=0, max_back=1)
-    entry = int(hits[0].chunk_id.split("_")[1])
-    assert [int(c.split("_")[1]) for c in both[0].chunk_ids] == ([entry - 1, entry] if entry else [entry])
-    assert walk_sources(hits[:1], 1, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=0.9999,
-                        max_walk=0, max_back=1)[0].chunk_ids == [hits[0].chunk_id]  # signals hold backward too
+    assert [int(c.split("_")[1]) for c in both[0].chunk_ids] == [entry - 1, entry]
+    assert walk_sources([inner], 1, e.thread, idx, qvec, _count, budget=10**6, walk_threshold=0.9999,
+                        max_walk=0, max_back=1)[0].chunk_ids == [inner.chunk_id]  # signals hold backward too
 
 
 def test_reading_probe_measures_each_strategys_sources_without_the_model(manual_engine):
@@ -149,7 +150,7 @@ def test_reading_probe_measures_each_strategys_sources_without_the_model(manual_
     from thread_rag.bench.reading import run_reading
 
     assert parse_strategy("walk:WALK_BACK=1:WALK_THRESHOLD=0.5") == ("walk", {"WALK_BACK": 1, "WALK_THRESHOLD": 0.5})
-    for bad in ("walk:READ_BUDGET=5000", "walk:WALK_BACK", "bogus"):
+    for bad in ("walk:READ_BUDGET=5000", "walk:WALK_BACK", "bogus", "routed:WALK_BACK=1", "decide:WALK_BACK=1"):
         with pytest.raises(ValueError):
             parse_strategy(bad)
     docs = manual_engine.documents()
@@ -157,6 +158,7 @@ def test_reading_probe_measures_each_strategys_sources_without_the_model(manual_
     pre = next(d.path for d in docs if "windows-and-summaries" in d.path)
     ds = Dataset("manual", [], [Query("q1", "how do I pre-heat summaries?", {pre}, answers=["thread-rag preheat"])])
     model = ScriptedChatModel(answer=lambda msgs: pytest.fail("the probe called the model"))
+    model.calls = []
     out = run_reading(manual_engine.settings, ds, manual_engine, keymap, ["topk", "walk", "walk:WALK_BACK=1"], k=2,
                       model=model)
     s = out["strategies"]
@@ -267,10 +269,12 @@ def test_answers_bench_shares_everything_but_the_reading(manual_engine):
 
 def test_suite_pairs_new_readings_with_an_earlier_runs_topk_answers(manual_engine, tmp_path):
     """``bench suite --base DIR``: the stored top-k rows stand as the paired baseline only for the same questions,
-    k, backend and shared settings; top-k is answered again on the first questions to check they match."""
+    k, backend and shared settings, and only if top-k answered again on the first questions says the same."""
+    import argparse
+
     from thread_rag.bench.answers import run_answers
     from thread_rag.bench.datasets import Dataset, Query
-    from thread_rag.bench.suite import BaseMismatch, with_base
+    from thread_rag.bench.suite import BaseMismatch, check_base_args, with_base
 
     docs = manual_engine.documents()
     keymap = {d.doc_id: d.path for d in docs}
@@ -278,13 +282,14 @@ def test_suite_pairs_new_readings_with_an_earlier_runs_topk_answers(manual_engin
     ds = Dataset("manual", [], [Query("q1", "how do I pre-heat summaries?", {pre}, answers=["run thread-rag preheat"]),
                                 Query("q2", "how are summaries cached?", {pre}, answers=["as JSON"])])
 
-    def fresh_model():
-        model = ScriptedChatModel(answer=lambda msgs: "Run thread-rag preheat [1].")
+    def fresh_model():  # the answer depends on what was read: readings and questions differ in their answers
+        model = ScriptedChatModel(answer=lambda msgs: " ".join(msgs[-1].content.split()[-12:]) + " [1].")
         model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
         return model
 
     settings = manual_engine.settings
     first = run_answers(settings, ds, manual_engine, keymap, ["topk", "walk"], k=2, model=fresh_model())
+    assert first["rows"]["topk"][0]["answer"] != first["rows"]["topk"][1]["answer"]
     path = tmp_path / "suite-manual.json"
     path.write_text(json.dumps({"answers": first}))
     out = with_base(settings, ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
@@ -296,6 +301,17 @@ def test_suite_pairs_new_readings_with_an_earlier_runs_topk_answers(manual_engin
     with pytest.raises(BaseMismatch, match="other questions"):
         with_base(settings, Dataset("manual", [], ds.queries[::-1]), manual_engine, keymap, ["walk"], 2, path,
                   model=fresh_model())
+    first["rows"]["topk"][1]["answer"] = "an answer this code would not give"
+    path.write_text(json.dumps({"answers": first}))
+    with pytest.raises(BaseMismatch, match="differs from .* on 1 of 2 questions"):
+        with_base(settings, ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
+    args = argparse.Namespace(base=str(tmp_path))
+    assert check_base_args(args, ["manual"], ["walk"], tmp_path / "new") == tmp_path
+    for names, configs, out_dir, why in ((["manual"], ["topk", "walk"], tmp_path / "new", "leave topk out"),
+                                         (["manual"], ["walk"], tmp_path, "the same folder"),
+                                         (["other"], ["walk"], tmp_path / "new", "not a suite result")):
+        with pytest.raises(BaseMismatch, match=why):
+            check_base_args(args, names, configs, out_dir)
 
 
 def test_windows_reader_frames_sources_with_neighbour_summaries(manual_engine):

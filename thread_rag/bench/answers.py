@@ -34,9 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from ..settings import READERS as _READERS
-from .metrics import bootstrap_ci, exact_match, token_coverage, token_f1
+from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 
 READERS = _READERS + ("decide", "routed")
+SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
+                   "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK")  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
 
 
@@ -47,6 +49,8 @@ def parse_strategy(spec: str) -> tuple[str, dict]:
     reader, *pairs = spec.split(":")
     if reader not in READERS:
         raise ValueError(f"unknown strategy {spec!r} (known: {', '.join(READERS)})")
+    if pairs and reader in ("routed", "decide"):
+        raise ValueError(f"{spec!r}: {reader} takes no reading settings (it is a whole answer path)")
     changes = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
@@ -99,9 +103,7 @@ def summarise(rows: list[dict], base: list[dict] | None = None) -> dict:
         by_q = {r["qid"]: r for r in base}
         same = [r for r in rows if r["qid"] in by_q]
         for key in ("f1", "recall"):
-            diff = [r[key] - by_q[r["qid"]][key] for r in same]
-            out[f"{key}_minus_topk"] = round(float(np.mean(diff)), 4) if diff else None
-            out[f"{key}_minus_topk_ci95"] = [round(x, 4) for x in bootstrap_ci(diff)] if diff else None
+            out[f"{key}_minus_topk"], out[f"{key}_minus_topk_ci95"], _ = paired_rows(rows, base, key)
         out["topk_f1_same_questions"] = round(float(np.mean([by_q[r["qid"]]["f1"] for r in same])), 4) if same else None
     return out
 
@@ -164,9 +166,7 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     base = res.get("topk")
     return {"dataset": ds.name, "questions": len(ds.queries), "split": ds.split, "k": k, "backend": describe(model),
             "search_scope": ds.search_scope,
-            "shared_settings": {n: getattr(shared, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
-                                                                 "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
-                                                                 "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE")},
+            "shared_settings": {n: getattr(shared, n) for n in SHARED_SETTINGS},
             "strategies": {s: summarise(rows, base if s != "topk" and base else None) for s, rows in res.items() if rows},
             "rows": res}
 

@@ -85,5 +85,15 @@ def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 13, alpha: 
     return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
 
 
+def paired_rows(rows: list[dict], base: list[dict], key: str) -> tuple[float | None, list | None, int]:
+    """Mean of ``rows[key]`` minus ``base[key]`` over the questions (``qid``) both answered, its bootstrap 95% CI
+    (rounded to 4 places) and how many questions were paired; (None, None, 0) when none were."""
+    by_q = {r["qid"]: r for r in base}
+    diff = [r[key] - by_q[r["qid"]][key] for r in rows if r["qid"] in by_q]
+    if not diff:
+        return None, None, 0
+    return round(float(np.mean(diff)), 4), [round(x, 4) for x in bootstrap_ci(diff)], len(diff)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")

@@ -6,7 +6,8 @@ embedded model's tokens), then the gold evidence's token coverage of the sources
 else its first answer), whether the span is found verbatim, and the source tokens. No LLM call is made (the
 model is loaded only for its tokenizer), so a dev half can be probed in minutes; the answers benchmark then
 judges the chosen reading on the test half. Strategies as in ``bench answers`` (``walk``, ``sentence_window``,
-``walk:WALK_BACK=1`` ...; not ``routed`` or ``decide``, which need the model).
+``walk:WALK_BACK=1`` ...; not ``routed`` or ``decide``, which need the model). Every question is read, also those
+the answer path's relevance floor would refuse before reading.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .answers import bench_settings, parse_strategy
-from .metrics import bootstrap_ci, span_found, token_coverage
+from .metrics import bootstrap_ci, paired_rows, span_found, token_coverage
 
 K = 3
 
@@ -40,7 +41,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
         hits = engine.retriever.search(q.text, doc_id=doc_id, k=k).hits
         qvec = engine.query_embedder.embed_queries([q.text])[0]
-        gold = q.spans[0] if q.spans else q.answers[0]
+        gold = q.spans[0] if q.spans else (q.answers or [""])[0]
         for s, (reader, _) in specs.items():
             sources = agents[s].read(reader, q.text, hits, qvec, doc_id)
             text = "\n\n".join(x.text for x in sources)
@@ -48,7 +49,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
                             "tokens": sum(x.tokens for x in sources), "sources": len(sources)})
     out = {"dataset": ds.name, "questions": len(ds.queries), "split": ds.split, "k": k,
            "budget": shared.READ_BUDGET, "strategies": {}}
-    base = {r["qid"]: r for r in rows.get("walk", [])}
+    base = rows.get("walk")
     for s, rs in rows.items():
         cov = [r["coverage"] for r in rs]
         row = {"coverage": round(float(np.mean(cov)), 4), "coverage_ci95": [round(x, 4) for x in bootstrap_ci(cov)],
@@ -56,9 +57,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
                "tokens": round(float(np.mean([r["tokens"] for r in rs])), 1),
                "sources": round(float(np.mean([r["sources"] for r in rs])), 2)}
         if base and s != "walk":
-            diff = [r["coverage"] - base[r["qid"]]["coverage"] for r in rs]
-            row["coverage_minus_walk"] = round(float(np.mean(diff)), 4)
-            row["coverage_minus_walk_ci95"] = [round(x, 4) for x in bootstrap_ci(diff)]
+            row["coverage_minus_walk"], row["coverage_minus_walk_ci95"], _ = paired_rows(rs, rows["walk"], "coverage")
         out["strategies"][s] = row
     out["rows"] = rows
     return out

@@ -153,9 +153,7 @@ def suite_report(results: list[dict]) -> str:
 def readers_report(suite: dict, readers: dict) -> str:
     """One data set's every reading: the suite's top-k and walk answers with the further readings of a
     ``bench suite --base`` run (paired with the same top-k rows), then the walk against each further reading."""
-    import numpy as np
-
-    from .metrics import bootstrap_ci
+    from .metrics import paired_rows
 
     a, b = suite["answers"], readers["answers"]
     if a["rows"]["topk"] != b["rows"]["topk"]:
@@ -167,14 +165,12 @@ def readers_report(suite: dict, readers: dict) -> str:
              f"the same questions; the seconds columns of the top-k and walk rows come from the suite's run, the "
              f"others from this one (different load: compare quality here, time in the latency table)", "",
              answers_table(merged), ""]
-    walk = {r["qid"]: r for r in a["rows"].get("walk", [])}
+    walk = a["rows"].get("walk")
     for name, rows in b["rows"].items():
         if name == "topk" or not walk:
             continue
-        diff = [walk[r["qid"]]["f1"] - r["f1"] for r in rows if r["qid"] in walk]
-        lo, hi = bootstrap_ci(diff)
-        lines.append(f"- walk minus {name}, token F1 paired over {len(diff)} questions: {np.mean(diff):+.3f} "
-                     f"({lo:+.3f} to {hi:+.3f})")
+        mean, (lo, hi), n = paired_rows(walk, rows, "f1")
+        lines.append(f"- walk minus {name}, token F1 paired over {n} questions: {mean:+.3f} ({lo:+.3f} to {hi:+.3f})")
     return "\n".join(lines)
 
 
@@ -248,7 +244,7 @@ def report(directory: str | None = None) -> str:
     for p in sorted(d.glob("reading-*.json")):
         from .reading import reading_table
 
-        x = json.loads(p.read_text())
+        x = _load(d, p.stem)
         out += [f"### {p.stem} (what each strategy reads, no LLM)", "", f"`{x.get('command', '')}`", "",
                 reading_table(x), ""]
     x = _load(d, "throughput")

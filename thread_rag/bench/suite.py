@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from ..atomic import atomic_write_json
+from ..errors import ThreadRagError
 
 SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
 SUITE_STRATEGIES = ["topk", "walk"]
@@ -31,25 +32,39 @@ SUITE_K = 3
 BASE_CHECK = 3
 
 
-class BaseMismatch(ValueError):
-    pass
+class BaseMismatch(ThreadRagError):
+    """An earlier run cannot stand as the baseline (one line at the command line)."""
 
 
-def earlier_topk(path: Path, answers_meta: dict) -> list[dict]:
-    """The top-k rows of the earlier suite result at ``path``, if it was answered on equal terms with
-    ``answers_meta`` (questions in the same order, k, backend, shared settings); else BaseMismatch."""
-    if not path.exists():
-        raise BaseMismatch(f"--base: no earlier result {path}")
-    prev = json.loads(path.read_text())["answers"]
-    rows = prev.get("rows", {}).get("topk")
+def earlier_suite(path: Path) -> dict:
+    """The earlier suite result at ``path`` with its top-k rows; BaseMismatch if there is none."""
+    try:
+        prev = json.loads(path.read_text())
+        rows = prev["answers"]["rows"]["topk"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BaseMismatch(f"--base: {path} is not a suite result with top-k answers") from None
     if not rows:
         raise BaseMismatch(f"--base: {path} has no top-k answers")
-    for key in ("k", "backend", "shared_settings", "search_scope"):
-        if prev.get(key) != answers_meta.get(key):
-            raise BaseMismatch(f"--base: {path} differs in {key}: {prev.get(key)!r} vs {answers_meta.get(key)!r}")
+    return prev
+
+
+def earlier_topk(prev: dict, path: Path, answers_meta: dict) -> list[dict]:
+    """The top-k rows of the earlier suite result ``prev`` (read from ``path``), if it was answered on equal terms
+    with ``answers_meta`` (questions in the same order, k, backend, search scope, shared settings); else
+    BaseMismatch. A setting an older file did not record had its default then (WALK_BACK: 0)."""
+    answers = prev["answers"]
+    rows = answers["rows"]["topk"]
+    recorded = {**RECORDED_LATER, **answers.get("shared_settings", {})}
+    for key, was in (("k", answers.get("k")), ("backend", answers.get("backend")),
+                     ("search_scope", answers.get("search_scope")), ("shared_settings", recorded)):
+        if was != answers_meta.get(key):
+            raise BaseMismatch(f"--base: {path} differs in {key}: {was!r} vs {answers_meta.get(key)!r}")
     if [r["qid"] for r in rows] != answers_meta["qids"]:
         raise BaseMismatch(f"--base: {path} answered other questions (or another order)")
     return rows
+
+
+RECORDED_LATER = {"WALK_BACK": 0}  # shared settings older results did not record, at the value they had then
 
 
 def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=None, model=None) -> dict:
@@ -58,18 +73,44 @@ def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=
     from ..llm.backends import make_chat_model
     from .answers import bench_settings, run_answers, summarise
 
+    prev = earlier_suite(path)
     model = model or make_chat_model(bench_settings(engine.settings, k))
     check = run_answers(settings, dataclasses.replace(ds, queries=ds.queries[:BASE_CHECK]), engine, keymap,
                         ["topk"], k=k, model=model)
-    meta = {**check, "qids": [q.qid for q in ds.queries]}
-    base = earlier_topk(path, meta)
+    base = earlier_topk(prev, path, {**check, "qids": [q.qid for q in ds.queries]})
     same = sum(a["answer"] == b["answer"] for a, b in zip(check["rows"]["topk"], base))
+    if same < len(check["rows"]["topk"]):
+        raise BaseMismatch(f"--base: top-k answered again differs from {path} on "
+                           f"{len(check['rows']['topk']) - same} of {len(check['rows']['topk'])} questions "
+                           f"(another model, prompt or search): answer top-k again instead")
     out = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress, model=model)
     out["rows"] = {"topk": base, **out["rows"]}
     out["strategies"] = {"topk": summarise(base),
                          **{s: summarise(out["rows"][s], base) for s in strategies}}
     out["topk_from"] = {"file": str(path), "checked": len(check["rows"]["topk"]), "identical": same}
     return out
+
+
+def check_base_args(args, names: list[str], strategies: list[str], out_dir: Path) -> Path | None:
+    """``--base``: the folder of the earlier results, checked before anything is indexed or answered."""
+    if not getattr(args, "base", None):
+        return None
+    base = Path(args.base)
+    if "topk" in strategies:
+        raise BaseMismatch("--base pairs further readings with earlier top-k answers: leave topk out of --configs")
+    if base.resolve() == out_dir.resolve():
+        raise BaseMismatch("--base and --out are the same folder: the new results would overwrite the baseline")
+    for name in names:
+        earlier_suite(base / f"suite-{name}.json")
+    return base
+
+
+def same_corpus(prev: dict, result: dict, path: Path) -> None:
+    for key in ("corpus_docs", "chunks"):
+        if prev.get(key) != result[key]:
+            raise BaseMismatch(f"--base: {path} searched another corpus ({key} {prev.get(key)} vs {result[key]})")
+    if prev.get("models", {}).get("embedder") != result["models"]["embedder"]:
+        raise BaseMismatch(f"--base: {path} used another embedder")
 
 
 def run_suite(settings, args, progress=None) -> list[Path]:
@@ -84,6 +125,7 @@ def run_suite(settings, args, progress=None) -> list[Path]:
     strategies = args.configs.split(",") if args.configs else SUITE_STRATEGIES
     k = args.k or SUITE_K
     names = args.dataset.split(",") if args.dataset else [n for n, _ in SUITE]
+    base_dir = check_base_args(args, names, strategies, out_dir)
     sizes = dict(SUITE)
     t_suite = time.perf_counter()
     written = []
@@ -95,9 +137,13 @@ def run_suite(settings, args, progress=None) -> list[Path]:
         check_disjoint(ds, out_dir)
         engine, keymap, index_s = open_corpus_engine(settings, ds, progress=progress)
         docs = engine.documents()
+        if base_dir is not None:
+            here = {"corpus_docs": len(docs), "chunks": sum(d.chunk_count for d in docs),
+                    "models": {"embedder": settings.EMBEDDER_MODEL}}
+            same_corpus(earlier_suite(base_dir / f"suite-{name}.json"), here, base_dir / f"suite-{name}.json")
         context = run_context(settings, ds, engine, keymap, STRATEGIES, k=k)
-        if getattr(args, "base", None) and "topk" not in strategies:
-            answers = with_base(settings, ds, engine, keymap, strategies, k, Path(args.base) / f"suite-{name}.json",
+        if base_dir is not None:
+            answers = with_base(settings, ds, engine, keymap, strategies, k, base_dir / f"suite-{name}.json",
                                 progress=progress)
         else:
             answers = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress)

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -153,13 +154,16 @@ def load_base(root: Path, hnsw_threshold: int) -> tuple[Segment | None, object]:
         return None, None  # rebuilt by the caller
 
 
-def base_stamp(root: Path) -> tuple | None:
-    """Which base is on disk (its manifest's inode, mtime and size): a merge by another process changes it."""
+def base_stamp(root: Path) -> str | tuple | None:
+    """Which base is on disk: the random id its merge wrote into the manifest (a base written before ids were:
+    the manifest's inode, mtime and size); a merge by another process changes it."""
     try:
         st = (root / "manifest.json").stat()
-    except OSError:
+        manifest = json.loads((root / "manifest.json").read_text())  # never set aside here: load_base decides
+    except (OSError, ValueError):
         return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
+    return manifest.get("id") if isinstance(manifest, dict) and manifest.get("id") else (st.st_ino, st.st_mtime_ns,
+                                                                                          st.st_size)
 
 
 def merge(segments: list[tuple[Segment, np.ndarray]]) -> Segment:
@@ -194,7 +198,7 @@ def save_base(root: Path, base: Segment, hnsw_threshold: int, t0: float):
         fi.hnsw.efConstruction = 80
         fi.add(np.ascontiguousarray(base.vectors, np.float32))
         faiss.write_index(fi, str(tmp / "faiss.index"))
-    atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "keys": [list(k) for k in base.keys], "kind": kind,
+    atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "id": uuid.uuid4().hex, "keys": [list(k) for k in base.keys], "kind": kind,
                                               "hnsw_threshold": hnsw_threshold, "n": len(base),
                                               "build_seconds": round(time.perf_counter() - t0, 3)})
     crash_point("merge_before_replace")
