@@ -33,10 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ThreadRagError
 from ..settings import READERS as _READERS
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 
 READERS = _READERS + ("decide", "routed")
+
+
+class StrategyError(ThreadRagError, ValueError):
+    """A strategy the answering benchmarks cannot run (one line at the command line)."""
 SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
                    "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK")  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
@@ -48,14 +53,14 @@ def parse_strategy(spec: str) -> tuple[str, dict]:
 
     reader, *pairs = spec.split(":")
     if reader not in READERS:
-        raise ValueError(f"unknown strategy {spec!r} (known: {', '.join(READERS)})")
+        raise StrategyError(f"unknown strategy {spec!r} (known: {', '.join(READERS)})")
     if pairs and reader in ("routed", "decide"):
-        raise ValueError(f"{spec!r}: {reader} takes no reading settings (it is a whole answer path)")
+        raise StrategyError(f"{spec!r}: {reader} takes no reading settings (it is a whole answer path)")
     changes = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
         if name not in READING_SETTINGS or not value:
-            raise ValueError(f"{spec!r}: a strategy sets only reading settings as NAME=VALUE "
+            raise StrategyError(f"{spec!r}: a strategy sets only reading settings as NAME=VALUE "
                              f"({', '.join(READING_SETTINGS)})")
         changes[name] = type(getattr(Settings(), name))(value)
     return reader, changes
@@ -171,17 +176,25 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
             "rows": res}
 
 
-def run_answers_bench(settings, args) -> dict:
+def open_sample(settings, args, split: str, limit: int):
+    """The command's question sample (``--dataset``, default aws-docs-qa; ``--split``, ``--limit``, ``--seed``) and
+    its indexed corpus: (dataset, engine, keymap). A test sample must not share a question with calibration files."""
     from .corpus import open_corpus_engine
     from .datasets import check_disjoint, load_dataset
-    from .retrieval import machine
 
-    split = args.split or "test"
-    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 20, seed=args.seed,
+    split = args.split or split
+    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or limit, seed=args.seed,
                       split=split)
     if split == "test":
         check_disjoint(ds, Path(args.out or "bench_results"))
     engine, keymap, _ = open_corpus_engine(settings, ds)
+    return ds, engine, keymap
+
+
+def run_answers_bench(settings, args) -> dict:
+    from .retrieval import machine
+
+    ds, engine, keymap = open_sample(settings, args, "test", 20)
     strategies = args.configs.split(",") if args.configs else ["topk", "walk"]
 
     def progress(label: str, done: int, total: int) -> None:

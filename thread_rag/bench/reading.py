@@ -12,11 +12,10 @@ the answer path's relevance floor would refuse before reading.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from .answers import bench_settings, parse_strategy
+from .answers import StrategyError, bench_settings, parse_strategy
 from .metrics import bootstrap_ci, paired_rows, span_found, token_coverage
 
 K = 3
@@ -29,7 +28,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     specs = {s: parse_strategy(s) for s in strategies}
     needs_model = [s for s, (reader, _) in specs.items() if reader in ("routed", "decide")]
     if needs_model:
-        raise ValueError(f"{needs_model}: these strategies need the model; use bench answers")
+        raise StrategyError(f"{', '.join(needs_model)}: these strategies need the model; use bench answers")
     shared = bench_settings(engine.settings, k)
     engine.settings = shared
     model = model or make_chat_model(shared)  # its tokenizer counts the budget, as in the answers benchmark
@@ -64,16 +63,10 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
 
 
 def run_reading_bench(settings, args) -> dict:
-    from .corpus import open_corpus_engine
-    from .datasets import check_disjoint, load_dataset
+    from .answers import open_sample
     from .retrieval import machine
 
-    split = args.split or "dev"
-    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or 40, seed=args.seed,
-                      split=split)
-    if split == "test":
-        check_disjoint(ds, Path(args.out or "bench_results"))
-    engine, keymap, _ = open_corpus_engine(settings, ds)
+    ds, engine, keymap = open_sample(settings, args, "dev", 40)
     strategies = args.configs.split(",") if args.configs else ["topk", "walk", "sentence_window", "parent_doc"]
     out = run_reading(settings, ds, engine, keymap, strategies, k=args.k or K)
     out["machine"] = machine()
