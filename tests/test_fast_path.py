@@ -306,7 +306,8 @@ def test_suite_pairs_new_readings_with_an_earlier_runs_topk_answers(manual_engin
     with pytest.raises(BaseMismatch, match="differs from .* on 1 of 2 questions"):
         with_base(settings, ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
     args = argparse.Namespace(base=str(tmp_path))
-    assert check_base_args(args, ["manual"], ["walk"], tmp_path / "new") == tmp_path
+    assert check_base_args(args, ["manual"], ["walk"], tmp_path / "new") == {"manual": (path, json.loads(path.read_text()))}
+    assert check_base_args(argparse.Namespace(base=None), ["manual"], ["walk"], tmp_path) == {}
     for names, configs, out_dir, why in ((["manual"], ["topk", "walk"], tmp_path / "new", "leave topk out"),
                                          (["manual"], ["walk"], tmp_path, "the same folder"),
                                          (["other"], ["walk"], tmp_path / "new", "not a suite result")):

@@ -61,8 +61,9 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
                  budget: int, max_walk: int = 2, walk_threshold: float = 0.35,
                  walk_query_min: float = 0.2, frame: Callable | None = None, max_back: int = 0) -> list[Source]:
     """``max_back``: chunks walked backward from each entry chunk, on the same signals (the chunk before
-    continues into the entry, and is about the question). ``frame(chunk, step)``: the summary of the chunk ``step`` positions away ("" past an end); when given,
-    each source carries its neighbours' summaries (the THREAD window) and they count against the budget.
+    continues into the entry, and is about the question). ``frame(chunk, step)``: the summary of the chunk
+    ``step`` positions away ("" past an end); when given, each source carries its neighbours' summaries (the
+    THREAD window) and they count against the budget.
     A document the index holds at another generation than the hits were ranked at is not walked (its vectors
     would be another version's)."""
     ranked = {ChunkId.parse(h.chunk_id).serial: getattr(h, "generation", None) for h in hits}

@@ -38,17 +38,18 @@ from ..settings import READERS as _READERS
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 
 READERS = _READERS + ("decide", "routed")
-
-
-class StrategyError(ThreadRagError, ValueError):
-    """A strategy the answering benchmarks cannot run (one line at the command line)."""
+ANSWER_TOKENS = 160      # one cap for every strategy
 SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
                    "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK")  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
 
 
+class StrategyError(ThreadRagError, ValueError):
+    """A strategy the answering benchmarks cannot run (one line at the command line)."""
+
+
 def parse_strategy(spec: str) -> tuple[str, dict]:
-    """``reader`` or ``reader:NAME=VALUE[:NAME=VALUE]`` -> (reader, reading-setting changes); ValueError else."""
+    """``reader`` or ``reader:NAME=VALUE[:NAME=VALUE]`` -> (reader, reading-setting changes); StrategyError else."""
     from ..settings import Settings
 
     reader, *pairs = spec.split(":")
@@ -61,10 +62,11 @@ def parse_strategy(spec: str) -> tuple[str, dict]:
         name, _, value = pair.partition("=")
         if name not in READING_SETTINGS or not value:
             raise StrategyError(f"{spec!r}: a strategy sets only reading settings as NAME=VALUE "
-                             f"({', '.join(READING_SETTINGS)})")
-        changes[name] = type(getattr(Settings(), name))(value)
+                                f"({', '.join(READING_SETTINGS)})")
+        changes[name] = type(getattr(Settings, name))(value)  # the class holds each field's default: its type
     return reader, changes
-ANSWER_TOKENS = 160      # one cap for every strategy
+
+
 K = 3                    # entry chunks for every strategy
 
 

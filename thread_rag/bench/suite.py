@@ -30,6 +30,7 @@ SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
 SUITE_STRATEGIES = ["topk", "walk"]
 SUITE_K = 3
 BASE_CHECK = 3
+RECORDED_LATER = {"WALK_BACK": 0}  # shared settings older results did not record, at the value they had then
 
 
 class BaseMismatch(ThreadRagError):
@@ -64,16 +65,14 @@ def earlier_topk(prev: dict, path: Path, answers_meta: dict) -> list[dict]:
     return rows
 
 
-RECORDED_LATER = {"WALK_BACK": 0}  # shared settings older results did not record, at the value they had then
-
-
-def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=None, model=None) -> dict:
+def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=None, model=None,
+              prev: dict | None = None) -> dict:
     """Answers for ``strategies`` paired against the top-k rows stored at ``path`` (see the module doc).
-    ``model``: a chat model instead of the configured one (tests)."""
+    ``prev``: that file already read (``earlier_suite``); ``model``: a chat model instead of the configured one (tests)."""
     from ..llm.backends import make_chat_model
     from .answers import bench_settings, run_answers, summarise
 
-    prev = earlier_suite(path)
+    prev = prev or earlier_suite(path)
     model = model or make_chat_model(bench_settings(engine.settings, k))
     check = run_answers(settings, dataclasses.replace(ds, queries=ds.queries[:BASE_CHECK]), engine, keymap,
                         ["topk"], k=k, model=model)
@@ -91,25 +90,25 @@ def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=
     return out
 
 
-def check_base_args(args, names: list[str], strategies: list[str], out_dir: Path) -> Path | None:
-    """``--base``: the folder of the earlier results, checked before anything is indexed or answered."""
+def check_base_args(args, names: list[str], strategies: list[str], out_dir: Path) -> dict[str, tuple[Path, dict]]:
+    """``--base``: per data set, the earlier result's path and content, read and checked before anything is indexed
+    or answered; {} without ``--base``."""
     if not getattr(args, "base", None):
-        return None
+        return {}
     base = Path(args.base)
     if "topk" in strategies:
         raise BaseMismatch("--base pairs further readings with earlier top-k answers: leave topk out of --configs")
     if base.resolve() == out_dir.resolve():
         raise BaseMismatch("--base and --out are the same folder: the new results would overwrite the baseline")
-    for name in names:
-        earlier_suite(base / f"suite-{name}.json")
-    return base
+    paths = {name: base / f"suite-{name}.json" for name in names}
+    return {name: (path, earlier_suite(path)) for name, path in paths.items()}
 
 
-def same_corpus(prev: dict, result: dict, path: Path) -> None:
-    for key in ("corpus_docs", "chunks"):
-        if prev.get(key) != result[key]:
-            raise BaseMismatch(f"--base: {path} searched another corpus ({key} {prev.get(key)} vs {result[key]})")
-    if prev.get("models", {}).get("embedder") != result["models"]["embedder"]:
+def same_corpus(prev: dict, docs: list, embedder: str, path: Path) -> None:
+    for key, here in (("corpus_docs", len(docs)), ("chunks", sum(d.chunk_count for d in docs))):
+        if prev.get(key) != here:
+            raise BaseMismatch(f"--base: {path} searched another corpus ({key} {prev.get(key)} vs {here})")
+    if prev.get("models", {}).get("embedder") != embedder:
         raise BaseMismatch(f"--base: {path} used another embedder")
 
 
@@ -125,7 +124,7 @@ def run_suite(settings, args, progress=None) -> list[Path]:
     strategies = args.configs.split(",") if args.configs else SUITE_STRATEGIES
     k = args.k or SUITE_K
     names = args.dataset.split(",") if args.dataset else [n for n, _ in SUITE]
-    base_dir = check_base_args(args, names, strategies, out_dir)
+    earlier = check_base_args(args, names, strategies, out_dir)
     sizes = dict(SUITE)
     t_suite = time.perf_counter()
     written = []
@@ -137,14 +136,12 @@ def run_suite(settings, args, progress=None) -> list[Path]:
         check_disjoint(ds, out_dir)
         engine, keymap, index_s = open_corpus_engine(settings, ds, progress=progress)
         docs = engine.documents()
-        if base_dir is not None:
-            here = {"corpus_docs": len(docs), "chunks": sum(d.chunk_count for d in docs),
-                    "models": {"embedder": settings.EMBEDDER_MODEL}}
-            same_corpus(earlier_suite(base_dir / f"suite-{name}.json"), here, base_dir / f"suite-{name}.json")
+        if earlier:
+            path, prev = earlier[name]
+            same_corpus(prev, docs, settings.EMBEDDER_MODEL, path)
         context = run_context(settings, ds, engine, keymap, STRATEGIES, k=k)
-        if base_dir is not None:
-            answers = with_base(settings, ds, engine, keymap, strategies, k, base_dir / f"suite-{name}.json",
-                                progress=progress)
+        if earlier:
+            answers = with_base(settings, ds, engine, keymap, strategies, k, path, progress=progress, prev=prev)
         else:
             answers = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress)
         result = {"dataset": ds.name, "questions": len(ds.queries), "corpus_docs": len(docs),

@@ -198,7 +198,8 @@ def save_base(root: Path, base: Segment, hnsw_threshold: int, t0: float):
         fi.hnsw.efConstruction = 80
         fi.add(np.ascontiguousarray(base.vectors, np.float32))
         faiss.write_index(fi, str(tmp / "faiss.index"))
-    atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "id": uuid.uuid4().hex, "keys": [list(k) for k in base.keys], "kind": kind,
+    atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "id": uuid.uuid4().hex,
+                                              "keys": [list(k) for k in base.keys], "kind": kind,
                                               "hnsw_threshold": hnsw_threshold, "n": len(base),
                                               "build_seconds": round(time.perf_counter() - t0, 3)})
     crash_point("merge_before_replace")
@@ -211,7 +212,7 @@ class SearchIndex:
 
     def __init__(self, committed: list[tuple[int, int]], base: Segment | None, parts: list[Segment],
                  hnsw=None, *, root: Path | None = None, parts_root: Path | None = None, hnsw_threshold: int = 0,
-                 stamp: tuple | None = None):
+                 stamp: str | tuple | None = None):
         self.stamp = stamp  # the on-disk base this index holds (base_stamp)
         self.committed = [(int(s), int(g)) for s, g in committed]
         self._generation = dict(self.committed)
