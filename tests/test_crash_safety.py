@@ -207,7 +207,7 @@ while True:
     for q in queries:
         for h in e.retriever.search(q, k=5).hits:
             cid = ChunkId.parse(h.chunk_id)
-            chunks = e.chunks_at(cid.serial, h.generation)  # None: that generation was replaced meanwhile
+            chunks = e.library.chunks_at(cid.serial, h.generation)  # None: that generation was replaced meanwhile
             if chunks is not None:
                 checked += 1
                 mismatched += chunks[cid.position].text != h.text

@@ -411,8 +411,7 @@ def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path
         assert sources and (all(new) or not any(new)), reader  # one version, never a mix
         if not any(new):  # the ranked version (still held in memory): its chunks exactly as ranked
             assert all(" ".join(ranked[c].split()[-8:]) in " ".join(text.split()) for c, text in read), reader
-        e._threads.clear()  # once it is gone from memory too: searched again, the new version only
-        e._old_generation = (None, None, None)
+        e.library.clear()  # once it is gone from memory too: searched again, the new version only
         sources = agent.read(reader, q, hits, qvec)
         assert sources and all("step 37 and rests" in s.text for s in sources), reader
 
@@ -423,9 +422,9 @@ def test_window_frames_come_from_the_generation_the_search_ranked(make_engine, t
     came from the newest thread, where the ranked positions no longer exist, so it was silently empty)."""
     e, q, hits, ranked_chunks = ranked_then_replaced(make_engine, tmp_path)
     serial = int(hits[0].doc_id[3:])
-    e._threads.clear()
+    e.library._threads.clear()
     assert len(e.thread(serial)) == 1  # the engine now reads the new version ...
-    e._old_generation = (serial, 1, ranked_chunks)  # ... and still holds the ranked one, as after a stale search
+    e.library._old_generation = (serial, 1, ranked_chunks)  # ... and still holds the ranked one, as after a stale search
     agent, _ = agent_with(e, answer=cite_one)
     sources = agent.read("windows", q, hits, e.query_embedder.embed_queries([q])[0])
     assert sources and not any("step 37 and rests" in s.text for s in sources)

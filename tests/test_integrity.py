@@ -100,7 +100,7 @@ def test_recovery_removes_temporaries_of_dead_writers_and_keeps_live_ones(make_e
         leftover(home / "index_parts" / f".DOC3.g2.old-{live_pid}", is_dir=True),
         leftover(home / "trees" / ".DOC3.g2.npy.e5f6g7h8.tmp"),               # fresh: may be a live writer's
         leftover(e.settings.cache_path / ".summaries-ab.json.m1n2b3v4.tmp"),
-        leftover(home / "tokcache" / "DOC3.g2", is_dir=True),                 # not a temporary at all
+        leftover(home / "trees" / "DOC3.g2.npy", age=3600),                   # not a temporary at all
     ]
     make_engine()  # a new process start runs recovery
     assert [p for p in gone if p.exists()] == []
@@ -265,3 +265,125 @@ def test_a_fresh_or_empty_store_starts_without_a_catalog(make_engine):
     assert e.documents() == [] and e.store.count() == 0  # opens the (empty) store
     assert not (e.home / "catalog.json").exists()
     assert make_engine().documents() == []                # an empty store is not a lost library
+
+
+def test_a_catalog_older_than_its_store_is_refused(make_engine, tmp_path):
+    """Issue 13 item 3: a catalog restored from an older backup (what the lost-catalog message advises) would hand
+    out DOC2 again over the DOC2 the store still holds, and re-index DOC1 as generation 2 over the stored
+    generation 2: old and new rows would mix. The start refuses it and names what the store holds beyond it."""
+    from thread_rag.errors import CorruptFileError
+
+    e = make_engine()
+    a = write(tmp_path / "a.md", guide(1, 12))
+    e.index_file(a)
+    files = ("catalog.json", "catalog.log")
+    backup = {n: (e.home / n).read_bytes() for n in files if (e.home / n).exists()}
+    e.index_file(write(tmp_path / "b.md", guide(2, 30)))
+    e.index_file(write(a, guide(3, 12)))  # DOC1 generation 2
+    assert make_engine().documents()  # the current catalog opens
+    newest = {n: (e.home / n).read_bytes() for n in files if (e.home / n).exists()}
+    for n in files:
+        (e.home / n).unlink(missing_ok=True)
+        if n in backup:
+            (e.home / n).write_bytes(backup[n])
+    with pytest.raises(CorruptFileError) as refused:
+        make_engine()
+    msg = str(refused.value)
+    assert "older than" in msg and "DOC2" in msg and "DOC1 generation 2" in msg and "\n" not in msg
+    for n in files:  # the newest catalog put back: the library opens as it was
+        (e.home / n).unlink(missing_ok=True)
+        if n in newest:
+            (e.home / n).write_bytes(newest[n])
+    assert [(d.doc_id, d.generation) for d in make_engine().documents()] == [("DOC1", 2), ("DOC2", 1)]
+
+
+def test_a_writer_between_its_token_cache_and_its_commit_does_not_look_like_a_stale_catalog(make_engine, tmp_path):
+    """The check above must not refuse a library that another process is writing: a generation whose pending
+    marker exists is a write in progress, not a newer store."""
+    from thread_rag.errors import CorruptFileError
+    from thread_rag.ids import generation_name
+
+    e = make_engine()
+    e.index_file(write(tmp_path / "a.md", guide(1, 12)))
+    (e.token_cache.root / generation_name(1, 2)).mkdir(parents=True)  # a live writer re-indexing DOC1, so far
+    marker = e.home / "pending" / generation_name(1, 2, ".json")
+    marker.parent.mkdir(exist_ok=True)
+    marker.write_text(json.dumps({"serial": 1, "generation": 2, "pid": os.getpid(), "path": "x"}))
+    with e.write_lock():  # the writer holds the lock: startup recovery leaves its files alone
+        assert [(d.doc_id, d.generation) for d in make_engine().documents()] == [("DOC1", 1)]
+    marker.unlink()  # without its marker the same folder is a store ahead of the catalog
+    with pytest.raises(CorruptFileError, match="DOC1 generation 2"):
+        make_engine()
+
+
+def test_a_crashed_reindex_with_a_torn_marker_is_cleaned_not_refused(make_engine, tmp_path):
+    """A pending marker whose content cannot be read (markers are written atomically, so this is disk damage or a
+    hand edit, not a kill) beside its new generation's files: recovery removes those files by the marker's name
+    (before: it dropped the marker and kept the files, and every later start took them for a store ahead of its
+    catalog)."""
+    from thread_rag.ids import generation_name
+
+    e = make_engine()
+    e.index_file(write(tmp_path / "a.md", guide(1, 12)))
+    stray = e.token_cache.root / generation_name(1, 2)
+    stray.mkdir(parents=True)
+    (e.home / "pending").mkdir(exist_ok=True)
+    (e.home / "pending" / generation_name(1, 2, ".json")).write_text('{"serial": 1, "gen')  # torn
+    assert [(d.doc_id, d.generation) for d in make_engine().documents()] == [("DOC1", 1)]
+    assert not stray.exists() and not list((e.home / "pending").iterdir())
+    assert [(d.doc_id, d.generation) for d in make_engine().documents()] == [("DOC1", 1)]  # and starts again
+
+
+def test_doctor_repair_rebuilds_lost_derived_data_from_the_store_and_removes_orphans(make_engine, tmp_path):
+    """Issue 13 item 2 / issue 16: the store (Chroma) is the source of truth and what is derived from it can be
+    rebuilt from it. A lost token cache, a lost nested tree and orphan chunks (a generation no catalog names)
+    were reported by the doctor with the advice "index again", which removes no orphans and needs the source
+    file. ``Engine.repair`` (``thread-rag doctor --repair``) fixes them from the stored chunks alone."""
+    import shutil
+
+    import numpy as np
+
+    e = make_engine(NESTED_MIN_CHUNKS=4)
+    f = write(tmp_path / "a.md", guide(1, 40))
+    rec = e.index_file(f)
+    serial = int(rec.doc_id[3:])
+    before = [e.token_cache.get(serial, 1, i) for i in range(rec.chunks)]
+    tree = e.nested.path(serial, 1)
+    chunks, vecs = e.store.load(serial, 1, with_embeddings=True)
+    e.store.add(chunks[:3], vecs[:3], 7)          # orphan rows of a generation no catalog names
+    shutil.rmtree(e.token_cache.dir_for(serial, 1))
+    tree.unlink()
+    f.unlink()                                     # the source file is gone too: only the store is left
+    e.close()
+    e = make_engine(NESTED_MIN_CHUNKS=4)
+    problems = e.check_consistency()
+    assert any("orphan chunks" in p for p in problems) and any("token cache missing" in p for p in problems)
+    notes = e.repair()
+    assert any("orphan chunks" in n for n in notes) and any("token cache rebuilt" in n for n in notes)
+    assert any("tree rebuilt" in n for n in notes)
+    assert e.check_consistency() == [] and tree.is_file()
+    after = [e.token_cache.get(serial, 1, i) for i in range(rec.chunks)]
+    assert all(a.shape == b.shape and np.allclose(a, b, atol=0.02) for a, b in zip(before, after))
+    assert e.repair() == []                        # nothing left to do
+    assert e.retriever.search("step 7 of the procedure", k=3).stages_run[:2] == ["stage1", "stage2"]
+
+
+def test_doctor_repair_is_one_command(make_engine, tmp_path):
+    import shutil
+
+    e = make_engine()
+    rec = e.index_file(write(tmp_path / "a.md", guide(1, 12)))
+    shutil.rmtree(e.token_cache.dir_for(int(rec.doc_id[3:]), 1))
+    e.close()
+    def doctor(*extra) -> dict:
+        cp = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(e.home), "doctor", "--json",
+                             *extra], capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[1])
+        assert "Traceback" not in cp.stderr and cp.returncode in (0, 1), cp.stderr[-2000:]
+        return {r["check"]: r for r in json.loads(cp.stdout)}
+
+    looked = doctor()
+    assert not looked["store consistency"]["ok"] and "doctor --repair" in looked["store consistency"]["fix"]
+    assert "repair" not in looked                  # without --repair the doctor only looks
+    fixed = doctor("--repair")
+    assert "token cache rebuilt" in fixed["repair"]["detail"], fixed["repair"]
+    assert fixed["store consistency"]["ok"], fixed["store consistency"]

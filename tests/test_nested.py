@@ -68,7 +68,8 @@ def test_persistence_round_trip(manual_engine):
 
     d = max(manual_engine.documents(), key=lambda x: x.chunk_count)
     assert manual_engine.nested.path(d.serial, d.generation).is_file()
-    fresh = NestedIndex(manual_engine)
+    fresh = NestedIndex(manual_engine.library, manual_engine.settings, manual_engine.home / "trees",
+                        query_embedder=lambda: manual_engine.query_embedder)
     nodes, nv = fresh.load(d.serial, d.generation)
     old_nodes, old_nv = manual_engine.nested.load(d.serial, d.generation)
     assert nodes == old_nodes and np.allclose(nv, old_nv)

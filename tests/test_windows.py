@@ -107,10 +107,10 @@ def test_corrupt_cache_is_set_aside_and_reported(tmp_path):
 def test_preheat_report_and_rerun(manual_engine):
     from thread_rag.threads.preheat import preheat
 
-    r1 = preheat(manual_engine)
+    r1 = preheat(manual_engine.library, lambda: manual_engine.summarizer, manual_engine.settings.cache_path)
     total = sum(d.chunk_count for d in manual_engine.documents())
     assert r1.made + r1.cached == total and r1.failed == 0
-    r2 = preheat(manual_engine)
+    r2 = preheat(manual_engine.library, lambda: manual_engine.summarizer, manual_engine.settings.cache_path)
     assert r2.made == 0 and r2.cached == total
 
 
@@ -129,7 +129,7 @@ class Slow(ExtractiveSummarizer):
         return super().summarize(text, heading)
 
 e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}}}, env={{}}, config_file=False), summarizer=Slow(40))
-r = preheat(e, {doc!r}, flush_every={flush})
+r = preheat(e.library, lambda: e.summarizer, e.settings.cache_path, {doc!r}, flush_every={flush})
 print(r.made, r.cached)
 """
 
@@ -171,5 +171,5 @@ def test_killed_preheat_resumes(manual_engine):
     from thread_rag.threads.preheat import preheat
 
     manual_engine._summarizer = ExtractiveSummarizer(40)
-    r = preheat(manual_engine, rec.doc_id)
+    r = preheat(manual_engine.library, lambda: manual_engine.summarizer, manual_engine.settings.cache_path, rec.doc_id)
     assert r.cached == done and r.made == rec.chunk_count - done

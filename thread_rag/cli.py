@@ -97,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("mcp", "serve the tools to other agents over stdio (Model Context Protocol); read-only by default")
     p.add_argument("--allow-writes", dest="allow_writes", action="store_true",
                    help="also offer index_new_document (inside ALLOWED_ROOTS) and pre_heat_summaries")
-    cmd("doctor", "check the installation and print what to fix")
+    p = cmd("doctor", "check the installation and print what to fix")
+    p.add_argument("--repair", action="store_true",
+                   help="first rebuild what is derived from the stored chunks (lost token caches, trees) and remove "
+                        "orphans and unfinished writes; needs no source file")
     cmd("stats", "store statistics")
     return ap
 

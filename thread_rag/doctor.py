@@ -1,7 +1,8 @@
 """``thread-rag doctor``: check the installation, say where every file lives and what to do for each problem.
 
 The doctor only looks: it creates no data dir, joins or copies no model file, and opens an existing store
-without finishing interrupted writes (the next command that opens the store does that).
+without finishing interrupted writes (the next command that opens the store does that). ``--repair`` is the one
+exception, asked for by name: it rebuilds derived data from the stored chunks first (``Engine.repair``).
 """
 from __future__ import annotations
 
@@ -184,7 +185,8 @@ def store_checks(settings) -> list[dict]:
         detail = "; ".join(problems) or f"{len(e.documents())} documents consistent"
         if unfinished:
             detail += f"; {unfinished} interrupted write(s) left to finish (the next command that opens the store does)"
-        add("store consistency", not problems, detail, "run `thread-rag index` again on the listed documents")
+        add("store consistency", not problems, detail, "run `thread-rag doctor --repair` (rebuilds from the stored chunks, "
+            "removes orphans); a document it cannot repair is named: index its file again")
     except Exception as exc:  # noqa: BLE001
         add("store consistency", False, str(exc), "see the message above")
     return out
@@ -210,13 +212,28 @@ def summary_cache_check(settings) -> dict:
     return {"check": "summary cache", "ok": not (aside or unreadable), "detail": detail, "fix": "; ".join(fix)}
 
 
+def repair(settings) -> dict:
+    """``doctor --repair``: :meth:`Engine.repair` on the data dir (the one doctor action that writes)."""
+    from .engine import Engine
+
+    if not (settings.home / "catalog.json").exists():
+        return {"check": "repair", "ok": True, "detail": "no library to repair", "fix": ""}
+    try:
+        with Engine(settings) as e:
+            notes = e.repair()
+    except Exception as exc:  # noqa: BLE001 - one line, the checks below say more
+        return {"check": "repair", "ok": False, "detail": str(exc).splitlines()[0], "fix": "see the checks below"}
+    return {"check": "repair", "ok": True, "detail": "; ".join(notes) or "nothing to repair", "fix": ""}
+
+
 def run_doctor(args) -> int:
     from rich.console import Console
 
     from .settings import load_settings
 
     settings = load_settings({"HOME": args.data_dir} if args.data_dir else None)
-    res = checks(settings)
+    res = [repair(settings)] if getattr(args, "repair", False) else []
+    res += checks(settings)
     if args.json:
         print(json.dumps(res, indent=1))
     else:

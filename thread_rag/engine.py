@@ -12,10 +12,10 @@ any point leaves either the old document or the new one; recovery removes the le
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -25,10 +25,9 @@ from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocume
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
-from .lru import LRU
 from .records import Chunk, DocumentRecord, IndexResult, Thread
 from .settings import Settings, load_settings
-from .store import Catalog, ChunkStore, TokenCache
+from .store import Catalog, ChunkStore, Library, TokenCache
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -55,14 +54,14 @@ class Engine:
         self.home.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(self.home / "catalog.json")
         self._store: ChunkStore | None = None
-        self._refuse_a_lost_catalog()
         self.token_cache = TokenCache(self.home / "tokcache", max_open=self.settings.CACHE_DOCUMENTS)
+        self._refuse_a_lost_catalog()
+        self._refuse_a_catalog_behind_its_store()
         self._embedder = embedder
         self._query_embedder = None
         self._summarizer = summarizer
         self._chat_model = chat_model
-        self._threads: LRU[int, Thread] = LRU(self.settings.CACHE_DOCUMENTS)
-        self._old_generation: tuple = (None, None, None)  # (serial, generation, chunks) read by a stale search
+        self.library = Library(self.catalog, lambda: self.store, self.settings.CACHE_DOCUMENTS)  # what readers see
         self._retriever = None
         self._windows = None
         self._nested = None
@@ -81,6 +80,37 @@ class Engine:
                                f"an empty catalog would reuse their document ids. Restore a good catalog.json, "
                                f"or move {self.home} away and index again")
 
+    def _refuse_a_catalog_behind_its_store(self) -> None:
+        """A catalog older than the store (restored from a backup) would hand out a (serial, generation) the
+        store still holds: DOCn again over another document's chunks, or a re-index's generation over stored
+        rows of that generation, mixing old and new. Refused with one line. Something that looks ahead is
+        looked at again under the write lock: a recovery that is removing a dead writer's files (files first,
+        its marker last) has finished by then."""
+        ahead = self._generations_ahead()
+        if ahead:
+            with contextlib.suppress(TimeoutError), self.write_lock(timeout=30):
+                ahead = self._generations_ahead()
+        if ahead:
+            nxt = self.catalog.next_serial
+            names = ", ".join(format_doc_id(s) if s >= nxt else f"{format_doc_id(s)} generation {g}" for s, g in ahead)
+            raise CorruptFileError(f"{self.catalog.path} is older than the store in {self.home}: it does not name "
+                                   f"{names}, which the store holds, and would hand their ids out again. Put back the "
+                                   f"newest catalog.json and catalog.log, or move {self.home} away and index again")
+
+    def _generations_ahead(self) -> list[tuple[int, int]]:
+        """(serial, generation)s on disk that the catalog could hand out again: a serial at or past its next one,
+        or a generation past the committed one. What the store holds is read from the token-cache and index-part
+        folders (a listing, no Chroma read; a committed generation normally has both, so a catalog behind a store
+        that lost both folders goes unnoticed); a generation with a pending marker is a write in progress. The
+        listing comes first and the catalog is read after it, so a writer committing meanwhile is seen committed."""
+        parts = (parse_generation_name(f.name) for f in (self.home / "index_parts").glob("DOC*.g*"))
+        on_disk = self.token_cache.present() | {key for key in parts if key}
+        markers = self._pending_dir().glob("DOC*.json")
+        writing = {key for key in (parse_generation_name(m.name, (".json",)) for m in markers) if key}
+        self.catalog.reload()
+        committed, nxt = dict(self.catalog.committed()), self.catalog.next_serial
+        return sorted(k for k in on_disk - writing if k[0] >= nxt or k[1] > committed.get(k[0], k[1]))
+
     def close(self) -> None:
         """Release the store's client (its files and threads), open token files and the caches. The engine can
         be used again afterwards (the parts reopen on need); long-lived doors and the tests call this."""
@@ -89,8 +119,8 @@ class Engine:
             store.close()
         if hasattr(self, "token_cache"):
             self.token_cache.close()
-            self._threads.clear()
-        self._old_generation = (None, None, None)
+        if hasattr(self, "library"):
+            self.library.clear()
         self._retriever = self._windows = self._nested = None
 
     def __enter__(self) -> "Engine":
@@ -133,7 +163,8 @@ class Engine:
         if self._retriever is None:
             from .retrieve.pipeline import Retriever
 
-            self._retriever = Retriever(self)
+            self._retriever = Retriever(self.library, self.settings, self.home, self.token_cache,
+                                        query_embedder=lambda: self.query_embedder, embedder=lambda: self.embedder)
         return self._retriever
 
     @property
@@ -141,7 +172,10 @@ class Engine:
         if self._windows is None:
             from .threads.windows import WindowBuilder
 
-            self._windows = WindowBuilder(self)
+            self._windows = WindowBuilder(self.library, self.settings, summarizer=lambda: self.summarizer,
+                                          query_embedder=lambda: self.query_embedder,
+                                          count_tokens=lambda texts: self.embedder.count_tokens(texts),
+                                          index=lambda: self.retriever.index)
         return self._windows
 
     @property
@@ -157,7 +191,8 @@ class Engine:
         if self._nested is None:
             from .nested.tree import NestedIndex
 
-            self._nested = NestedIndex(self)
+            self._nested = NestedIndex(self.library, self.settings, self.home / "trees",
+                                       query_embedder=lambda: self.query_embedder)
         return self._nested
 
     @property
@@ -203,9 +238,13 @@ class Engine:
                 info = json.loads(marker.read_text())
                 serial = int(info["serial"])
                 gen = None if info.get("delete") else int(info["generation"])
-            except (ValueError, KeyError, TypeError, OSError, AttributeError):
-                marker.unlink(missing_ok=True)
-                continue
+            except (ValueError, KeyError, TypeError, OSError, AttributeError):  # torn: its name says what it was
+                info, key = {}, parse_generation_name(marker.name, (".json",))
+                deleting = re.fullmatch(r"DELETE-DOC(\d+)\.json", marker.name)
+                if key is None and deleting is None:
+                    marker.unlink(missing_ok=True)
+                    continue
+                serial, gen = key if key else (int(deleting[1]), None)
             if gen is None:  # a delete: finish it if the catalog commit (the removal) happened
                 if serial not in {s for s, _ in committed}:
                     self._purge_document(serial, info.get("content_hash"))
@@ -218,7 +257,7 @@ class Engine:
             else:  # committed, but the old generation may not have been cleaned
                 self.store.delete_document(serial, keep_generation=gen)
                 self._remove_stale_files(serial, gen)
-            self._threads.pop(serial, None)
+            self.library.forget(serial)
             marker.unlink(missing_ok=True)
         if full:
             for serial, gen in self.store.generations() - committed:
@@ -255,7 +294,7 @@ class Engine:
             if [c.position for c in chunks] != list(range(len(chunks))):
                 problems.append(f"{rec.doc_id}: chunk positions are not 0..n-1")
             if not self.token_cache.exists(rec.serial, rec.generation):
-                problems.append(f"{rec.doc_id}: token cache missing (searches recompute it in memory; thread-rag index {rec.path} rebuilds it)")
+                problems.append(f"{rec.doc_id}: token cache missing (searches recompute it in memory; thread-rag doctor --repair rebuilds it)")
             elif self.token_cache.n_chunks(rec.serial, rec.generation) != rec.chunk_count:
                 problems.append(f"{rec.doc_id}: token cache has a different chunk count")
         for serial, gen in sorted(self.token_cache.present() - committed):
@@ -264,65 +303,65 @@ class Engine:
             problems.append(f"orphan tree {format_doc_id(serial)}@g{gen}")
         return problems
 
-    # -- catalog views ----------------------------------------------------------------------
+    def repair(self, timeout: float = 60) -> list[str]:
+        """Bring what is derived from the stored chunks back in line with the catalog (``thread-rag doctor
+        --repair``), from the store alone (no source file): finish or undo interrupted writes and remove orphans
+        (full recovery), then rebuild each committed document's lost or mismatched token cache (its chunk texts
+        embedded again by the indexing model) and its lost nested tree. A document whose chunks are not all in
+        the store is named, not repaired (index its file again). Under the write lock; one note per change."""
+        with self.write_lock(timeout=timeout):
+            notes = self._recover_locked(full=True)
+            self.catalog.reload()
+            for rec in self.catalog.documents():
+                notes.extend(self._repair_document(rec))
+        self.library.clear()
+        self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
+        return notes
+
+    def _repair_document(self, rec: DocumentRecord) -> list[str]:
+        tokens_ok = self.token_cache.exists(rec.serial, rec.generation) and \
+            self.token_cache.n_chunks(rec.serial, rec.generation) == rec.chunk_count
+        tree = self.settings.NESTED and rec.chunk_count >= self.settings.NESTED_MIN_CHUNKS
+        tree_path = self.nested.path(rec.serial, rec.generation)
+        tree_ok = not tree or (tree_path.is_file() and tree_path.with_suffix(".npy").is_file())
+        if tokens_ok and tree_ok:
+            return []
+        if rec.embedder != self.settings.EMBEDDER_MODEL:
+            return [f"{rec.doc_id}: indexed with {rec.embedder}, not {self.settings.EMBEDDER_MODEL}; index {rec.path} again"]
+        chunks, vecs = self.store.load(rec.serial, rec.generation, with_embeddings=True)
+        if len(chunks) != rec.chunk_count:
+            return [f"{rec.doc_id}: the store holds {len(chunks)} of its {rec.chunk_count} chunks; index {rec.path} again"]
+        notes = []
+        if not tokens_ok:
+            staged = self.token_cache.stage()
+            try:
+                texts = [text_for_embedding(c.text) for c in chunks]
+                for i in range(0, len(texts), 64):
+                    staged.add(self.embedder.embed_with_tokens(texts[i:i + 64])[1])
+                self.token_cache.write(rec.serial, rec.generation, staged)
+            finally:
+                staged.discard()
+            notes.append(f"{rec.doc_id}: token cache rebuilt from its {len(chunks)} stored chunks")
+        if not tree_ok:
+            self.nested.build(rec.serial, rec.generation, chunks, vecs=vecs)
+            notes.append(f"{rec.doc_id}: nested tree rebuilt")
+        return notes
+
+    # -- what readers see (the Library) ----------------------------------------------------------
     def refresh(self) -> bool:
-        """Pick up changes another process committed; True if anything changed."""
-        changed = self.catalog.reload()
-        if changed:
-            committed = dict(self.catalog.committed())
-            for serial in list(self._threads):
-                if committed.get(serial) != self._threads[serial].record.generation:
-                    del self._threads[serial]
-        return changed
+        return self.library.refresh()
 
     def documents(self) -> list[DocumentRecord]:
-        self.refresh()
-        return self.catalog.documents()
+        return self.library.documents()
 
     def document(self, doc_id: str | int) -> DocumentRecord:
-        self.refresh()
-        return self.catalog.get(doc_id)
+        return self.library.document(doc_id)
 
     def thread(self, doc_id: str | int) -> Thread:
-        rec = self.document(doc_id)
-        cached = self._threads.get(rec.serial)
-        if cached is None or cached.record.generation != rec.generation:
-            chunks, _ = self.store.load(rec.serial, rec.generation)
-            cached = Thread(rec, chunks)
-            self._threads[rec.serial] = cached
-        return cached
-
-    def thread_at(self, serial: int, generation: int) -> Thread | None:
-        """A document at one generation (a reader pinned to what a search ranked); None once it is gone."""
-        newest = self.thread(serial)
-        if newest.record.generation == generation:
-            return newest
-        chunks = self.chunks_at(serial, generation)
-        return None if chunks is None else Thread(dataclasses.replace(newest.record, generation=generation), chunks)
-
-    def chunks_at(self, serial: int, generation: int) -> list | None:
-        """A document's chunks at one generation (what a search index ranked); None once that generation is
-        gone (another process committed a newer one and removed it)."""
-        cached = self._threads.get(serial)
-        if cached is not None and cached.record.generation == generation:
-            return cached.chunks
-        if self._old_generation[:2] != (serial, generation):
-            chunks, _ = self.store.load(serial, generation)
-            self._old_generation = (serial, generation, chunks or None)  # at most one old generation held
-        return self._old_generation[2]
+        return self.library.thread(doc_id)
 
     def chunk(self, cid: ChunkId | str) -> Chunk:
-        cid = ChunkId.parse(cid) if isinstance(cid, str) else cid
-        try:
-            thread = self.thread(cid.serial)
-        except UnknownDocumentError:
-            raise UnknownDocumentError(f"{cid}: unknown document {cid.doc_id}") from None
-        if not 0 <= cid.position < len(thread):
-            from .errors import ChunkIdError
-
-            raise ChunkIdError(f"{cid}: out of range ({cid.doc_id} has chunks "
-                               f"{ChunkId(cid.serial, 0)}..{ChunkId(cid.serial, len(thread) - 1)})")
-        return thread.chunks[cid.position]
+        return self.library.chunk(cid)
 
     # -- indexing ---------------------------------------------------------------------------
     def supported(self, path: Path) -> bool:
@@ -489,7 +528,7 @@ class Engine:
                 self._remove_stale_files(serial, gen)
             crash_point("after_cleanup")
             marker.unlink(missing_ok=True)
-            self._threads.pop(serial, None)
+            self.library.forget(serial)
         timings["store_s"] = round(time.perf_counter() - t_store, 3)
         if progress:
             progress("done", 1, 1)
@@ -548,7 +587,7 @@ class Engine:
         self.store.delete_document(serial)
         self.token_cache.remove(serial)
         self._remove_derived(serial)
-        self._threads.pop(serial, None)
+        self.library.forget(serial)
         if content_hash and self.settings.cache_path.is_dir():
             from .threads.summary_cache import SummaryCache
 

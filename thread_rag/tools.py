@@ -55,7 +55,7 @@ def fetch_chunks_by_id(engine, chunk_ids: list[str], token_budget: int | None = 
 def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> dict:
     from .threads.preheat import preheat
 
-    return to_dict(preheat(engine, serial_id, progress=progress))
+    return to_dict(preheat(engine.library, lambda: engine.summarizer, engine.settings.cache_path, serial_id, progress=progress))
 
 
 def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0) -> dict:

@@ -356,7 +356,7 @@ class Agent:
 
         def thread_of(serial: int) -> Thread:
             gen = ranked.get(serial)
-            thread = self.engine.thread(serial) if gen is None else self.engine.thread_at(serial, gen)
+            thread = self.engine.thread(serial) if gen is None else self.engine.library.thread_at(serial, gen)
             if thread is None:
                 raise _GenerationGone(serial)
             return thread
@@ -519,7 +519,7 @@ class Agent:
             from ..retrieve.pipeline import SearchHit
 
             hits = [SearchHit(**h) for h in hits_seen] if hits_seen else None
-            wins, hits = jump_and_walk(self.engine, query, k=3, max_walk=2, doc_id=doc_id, hits=hits)
+            wins, hits = jump_and_walk(self.engine.retriever, self.engine.windows, query, k=3, max_walk=2, doc_id=doc_id, hits=hits)
             wins = to_dict(wins)
             for w in wins:
                 windows.setdefault("+".join(w["chunk_ids"]), w)

@@ -58,7 +58,7 @@ def build_context(engine, strategy: str, query: str, k: int, doc_id: str | None,
         res = engine.windows.fetch([h.chunk_id for h in hits[:k]], token_budget=10**6, query=query)
         return "\n\n".join(w.rendered for w in res.windows)
     if strategy == "thread_walk":
-        wins, _ = jump_and_walk(engine, query, k=k, max_walk=2, token_budget=10**6, hits=hits)
+        wins, _ = jump_and_walk(engine.retriever, engine.windows, query, k=k, max_walk=2, token_budget=10**6, hits=hits)
         return "\n\n".join(w.rendered for w in wins)
     if strategy == "nested":
         res = engine.nested.retrieve(query, limit=k, doc_id=doc_id)

@@ -20,6 +20,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -120,21 +121,25 @@ def tree_stats(nodes: list[dict]) -> dict:
 
 
 class NestedIndex:
-    def __init__(self, engine):
-        self.engine = engine
-        self.settings = engine.settings
-        self._loaded: LRU[tuple[int, int], tuple[list[dict], np.ndarray]] = LRU(engine.settings.CACHE_DOCUMENTS)
-        self._library: tuple = (None, None)  # (the documents' (serial, generation)s, their nodes joined)
+    """The documents' trees: built at index time (``build``), read by ``retrieve``.
+
+    Receives what it uses: the ``library`` (documents, chunks and their stored vectors), ``trees`` (the folder
+    of the persisted trees) and the ``query_embedder`` provider (called on first need)."""
+
+    def __init__(self, library, settings, trees: Path, query_embedder: Callable):
+        self.library, self.settings, self.trees, self._query_embedder = library, settings, trees, query_embedder
+        self._loaded: LRU[tuple[int, int], tuple[list[dict], np.ndarray]] = LRU(settings.CACHE_DOCUMENTS)
+        self._joined_nodes: tuple = (None, None)  # (the documents' (serial, generation)s, their nodes joined)
 
     def path(self, serial: int, gen: int) -> Path:
-        return self.engine.home / "trees" / generation_name(serial, gen, ".json")
+        return self.trees / generation_name(serial, gen, ".json")
 
     def build(self, serial: int, gen: int, chunks, vecs: np.ndarray | None = None, persist: bool = True) -> dict:
         """Build the tree of one document generation (vectors from the store if not given); indexing persists
         it under the write lock, a reader (``load``) keeps it in memory only."""
         t0 = time.perf_counter()
         if vecs is None:
-            _, vecs = self.engine.store.load(serial, gen, with_embeddings=True)
+            _, vecs = self.library.vectors(serial, gen)
         s = self.settings
         words = [len(c.text.split()) for c in chunks]
         nodes = build_tree(np.asarray(vecs, np.float32), words, s.NUM_SEMANTIC_CHUNKS, s.MAX_DEPTH, s.NESTED_MIN_WORDS)
@@ -158,12 +163,12 @@ class NestedIndex:
         if key not in self._loaded:
             p = self.path(serial, gen)
             if not p.is_file() or not p.with_suffix(".npy").is_file():
-                rec = self.engine.document(serial)
+                rec = self.library.document(serial)
                 if rec.chunk_count < 1:
                     raise ThreadRagError(f"{rec.doc_id} has no chunks")
                 # small documents get no tree at index time (NESTED_MIN_CHUNKS), a lost file none either: build
                 # it in memory; readers never write
-                self.build(serial, gen, self.engine.thread(serial).chunks, persist=False)
+                self.build(serial, gen, self.library.thread(serial).chunks, persist=False)
             else:
                 data = json.loads(p.read_text())
                 self._loaded[key] = (data["nodes"], np.load(p.with_suffix(".npy")))
@@ -171,7 +176,7 @@ class NestedIndex:
 
     def stats(self, doc_id: str) -> dict:
         """Tree statistics, with the build time recorded when the tree was persisted."""
-        rec = self.engine.document(doc_id)
+        rec = self.library.document(doc_id)
         nodes, _ = self.load(rec.serial, rec.generation)
         stats = tree_stats(nodes)
         p = self.path(rec.serial, rec.generation)
@@ -182,15 +187,15 @@ class NestedIndex:
     def _joined(self, docs) -> tuple[list[int], list[dict], np.ndarray]:
         """Owners, nodes and node vectors of ``docs`` joined, kept for as long as the same generations are asked."""
         key = tuple((d.serial, d.generation) for d in docs)
-        if self._library[0] != key:
+        if self._joined_nodes[0] != key:
             owners, all_nodes, mats = [], [], []
             for rec in docs:
                 nodes, nv = self.load(rec.serial, rec.generation)
                 owners.extend([rec.serial] * len(nodes))
                 all_nodes.extend(nodes)
                 mats.append(nv)
-            self._library = (key, (owners, all_nodes, np.concatenate(mats)))
-        return self._library[1]
+            self._joined_nodes = (key, (owners, all_nodes, np.concatenate(mats)))
+        return self._joined_nodes[1]
 
     def retrieve(self, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0,
                  pool_factor: int = 8) -> NestedResult:
@@ -201,14 +206,14 @@ class NestedIndex:
                 raise ThreadRagError(f"nested_retrieve: {name}={v!r} must be an integer from {lo} to {hi}")
         t0 = time.perf_counter()
         query = " ".join(query.split())[:2000]
-        docs = [self.engine.document(doc_id)] if doc_id else self.engine.documents()
+        docs = [self.library.document(doc_id)] if doc_id else self.library.documents()
         if not docs:
             raise ThreadRagError("no documents indexed")
         from ..embedder import check_recipe
 
-        check_recipe(docs, self.engine.settings.EMBEDDER_MODEL)
+        check_recipe(docs, self.settings.EMBEDDER_MODEL)
         owners, all_nodes, matrix = self._joined(docs)
-        q = self.engine.query_embedder.embed_queries([query])[0]
+        q = self._query_embedder().embed_queries([query])[0]
         scores = matrix @ q  # one vector query over every node
         order = np.argsort(-scores, kind="stable")
         want = limit + offset
@@ -237,7 +242,7 @@ class NestedIndex:
         hits = []
         for i in picks[offset:]:
             n, ser = all_nodes[i], owners[i]
-            thread = self.engine.thread(ser)
+            thread = self.library.thread(ser)
             chunks = thread.chunks[n["first"]:n["last"] + 1]
             from ..threads.passages import join_thread, pages_label
 

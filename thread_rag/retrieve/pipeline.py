@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -78,9 +80,16 @@ PIPELINES = {
 
 
 class Retriever:
-    def __init__(self, engine):
-        self.engine = engine
-        self.settings = engine.settings
+    """The search: dense + BM25 fused by RRF, MaxSim rescoring, the cross-encoder (stages as settings say).
+
+    Receives what it reads: the ``library`` (catalog and chunks), the ``token_cache`` (stage 2's token vectors),
+    ``home`` (the folder of the derived search index) and two embedder providers, called on first need:
+    ``query_embedder`` (queries; never imports torch on a default store) and ``embedder`` (the indexing model,
+    only to recompute a lost token-cache file in memory)."""
+
+    def __init__(self, library, settings, home: Path, token_cache, query_embedder: Callable, embedder: Callable):
+        self.library, self.settings, self.home, self.token_cache = library, settings, home, token_cache
+        self._query_embedder, self._embedder = query_embedder, embedder
         self._index: SearchIndex | None = None
         self._reranker = None
         self._reranker_checked = False
@@ -90,16 +99,15 @@ class Retriever:
     # -- index lifecycle ---------------------------------------------------------------------
     @property
     def index(self) -> SearchIndex:
-        self.engine.refresh()
-        committed = self.engine.catalog.committed()
+        self.library.refresh()
+        committed = self.library.committed()
         if self._index is None or self._index.committed != committed:
             from ..embedder import check_recipe
 
-            check_recipe(self.engine.documents(), self.settings.EMBEDDER_MODEL)
-            load = lambda s, g: self.engine.store.load(s, g, with_embeddings=True)  # noqa: E731
+            check_recipe(self.library.documents(), self.settings.EMBEDDER_MODEL)
+            load = self.library.vectors
             if self._index is None:
-                home = self.engine.home
-                self._index = SearchIndex.open(home / "index", home / "index_parts", committed, load,
+                self._index = SearchIndex.open(self.home / "index", self.home / "index_parts", committed, load,
                                                self.settings.HNSW_THRESHOLD)
             else:  # only what changed is read
                 self._index = self._index.updated(committed, load)
@@ -122,24 +130,24 @@ class Retriever:
         return self._reranker
 
     def query_tokens(self, query: str) -> np.ndarray:
-        return self.engine.query_embedder.embed_with_tokens([query])[1][0]
+        return self._query_embedder().embed_with_tokens([query])[1][0]
 
     def doc_tokens(self, serial: int, generation: int, position: int) -> np.ndarray:
-        cache = self.engine.token_cache
+        cache = self.token_cache
         if cache.exists(serial, generation):
             return cache.get(serial, generation, position)
         # a lost cache file (doctor reports it; re-indexing rebuilds it) is recomputed in memory, int8 like
         # the file so scores match, for one document at a time; never written here: only indexing writes
         key = (serial, generation)
         if key not in self._recomputed:
-            self.engine.refresh()
-            if dict(self.engine.catalog.committed()).get(serial) != generation:
+            self.library.refresh()
+            if dict(self.library.committed()).get(serial) != generation:
                 raise _StaleSnapshot  # its cache went with a newer generation: rank again, do not re-embed
             from ..ingest import text_for_embedding
             from ..store.token_cache import quantize
 
             chunks = self._chunks(serial, generation)
-            toks = self.engine.embedder.embed_with_tokens([text_for_embedding(c.text) for c in chunks])[1]
+            toks = self._embedder().embed_with_tokens([text_for_embedding(c.text) for c in chunks])[1]
             self._recomputed = {key: [quantize(t) for t in toks]}
         from ..store.token_cache import dequantize
 
@@ -172,7 +180,7 @@ class Retriever:
                                 maxsim=s.STAGE2, rerank=s.RERANKER != "none")
         serial = None
         if doc_id:
-            serial = self.engine.document(doc_id).serial  # raises a clear error for unknown ids
+            serial = self.library.document(doc_id).serial  # raises a clear error for unknown ids
             doc_id = format_doc_id(serial)
         try:
             return self._search(query, serial, doc_id, k, pages, heading, pipeline)
@@ -225,7 +233,7 @@ class Retriever:
         dense: dict[int, float] = {}
         lex: dict[int, float] = {}
         if pipeline.dense:
-            qvec = self.engine.query_embedder.embed_queries([query])[0]
+            qvec = self._query_embedder().embed_queries([query])[0]
             dense = dict(zip(*(x.tolist() for x in index.dense(qvec, s.STAGE1_K, rows))))
         if pipeline.bm25:
             lex = dict(zip(*(x.tolist() for x in index.lexical(query, s.STAGE1_K, rows))))
@@ -282,7 +290,7 @@ class Retriever:
         keys = [key for key in (self._key(index, r) for r in rows) if key not in self._hit_chunks]
         if not keys:
             return
-        got = self.engine.store.get_chunks(keys)
+        got = self.library.get_chunks(keys)
         if len(got) < len(set(keys)):
             raise _StaleSnapshot
         for key, chunk in got.items():
@@ -297,7 +305,7 @@ class Retriever:
         return chunk
 
     def _chunks(self, serial: int, generation: int | None) -> list:
-        chunks = None if generation is None else self.engine.chunks_at(serial, generation)
+        chunks = None if generation is None else self.library.chunks_at(serial, generation)
         if chunks is None:
             raise _StaleSnapshot
         return chunks

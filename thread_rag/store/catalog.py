@@ -147,6 +147,11 @@ class Catalog:
         fh.truncate(0)  # not one complete line: nothing in it was committed
 
     @property
+    def next_serial(self) -> int:
+        """The serial the next new document gets."""
+        return int(self._data["next_serial"])
+
+    @property
     def version(self) -> int:
         return int(self._data.get("version", 0))
 

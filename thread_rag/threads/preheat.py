@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
 from .summary_cache import SummaryCache
 
@@ -24,18 +26,22 @@ class PreheatReport:
     errors: list = field(default_factory=list)
 
 
-def preheat(engine, serial_id: str | None = None, progress=None, flush_every: int = 64) -> PreheatReport:
+def preheat(library, summarizer: Callable, cache_path: Path, serial_id: str | None = None, progress=None,
+            flush_every: int = 64) -> PreheatReport:
+    """Summarise the chunks of one document (``serial_id``) or of every document in ``library`` into the summary
+    cache at ``cache_path``. ``summarizer`` provides the summarizer; it is called once the documents are known
+    (an unknown id is reported before a summarizing model loads)."""
     from ..faults import crash_point
 
     t0 = time.perf_counter()
-    docs = [engine.document(serial_id)] if serial_id else engine.documents()
-    summ = engine.summarizer
-    cache = SummaryCache(engine.settings.cache_path)
+    docs = [library.document(serial_id)] if serial_id else library.documents()
+    summ = summarizer()
+    cache = SummaryCache(cache_path)
     report = PreheatReport(documents=[d.doc_id for d in docs], summarizer=summ.id)
     total = sum(d.chunk_count for d in docs)
     done = 0
     for rec in docs:
-        chunks = engine.thread(rec.serial).chunks
+        chunks = library.thread(rec.serial).chunks
         buffer: list = []
         last = time.monotonic()
         try:

@@ -8,6 +8,7 @@ the next chunk's (and first to previous), ``continues_next`` when it reaches ``W
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -61,15 +62,23 @@ END = "[end of document]"
 
 
 class WindowBuilder:
-    def __init__(self, engine):
-        self.engine = engine
-        self.settings = engine.settings
+    """Context windows (previous summary | text | next summary) with their walk signals.
+
+    Receives what it reads: the ``library`` (documents and chunks), and providers called on first need: the
+    ``summarizer``, the ``query_embedder``, ``count_tokens`` (the budget's tokens) and ``index`` (the search
+    index, whose chunk vectors give the walk signals)."""
+
+    def __init__(self, library, settings, summarizer: Callable, query_embedder: Callable,
+                 count_tokens: Callable[[list[str]], list[int]], index: Callable):
+        self.library, self.settings = library, settings
+        self._summarizer, self._query_embedder, self._count_tokens, self._index = (
+            summarizer, query_embedder, count_tokens, index)
         self.cache = SummaryCache(self.settings.cache_path, self.settings.CACHE_DOCUMENTS)
 
     # -- summaries ----------------------------------------------------------------------------
     def summary(self, record, chunk, pending: dict) -> str:
         """The chunk's cached summary, or a new one queued in ``pending`` (content hash -> items)."""
-        summ = self.engine.summarizer
+        summ = self._summarizer()
         got = self.cache.get(record.content_hash, summ.id, chunk.text)
         if got is None:
             got = summ.summarize(chunk.text, chunk.heading_path[-1] if chunk.heading_path else "")
@@ -99,7 +108,7 @@ class WindowBuilder:
         for raw in chunk_ids:
             try:
                 cid = ChunkId.parse(str(raw))
-                self.engine.chunk(cid)  # validates the document and the range
+                self.library.chunk(cid)  # validates the document and the range
                 parsed.append(cid)
             except ThreadRagError as exc:
                 errors.append({"chunk_id": str(raw), "error": str(exc)})
@@ -112,8 +121,8 @@ class WindowBuilder:
         # keep the caller's order of first appearance for the runs
         first_seen = {c: i for i, c in reversed(list(enumerate(parsed)))}
         runs.sort(key=lambda r: min(first_seen[c] for c in r))
-        qvec = self.engine.query_embedder.embed_queries([query])[0] if query else None
-        index = self.engine.retriever.index if runs else None
+        qvec = self._query_embedder().embed_queries([query])[0] if query else None
+        index = self._index() if runs else None
         windows, pending, used, omitted = [], {}, 0, []
         for run in runs:
             w = self._window(run, pending, qvec, index)
@@ -133,7 +142,7 @@ class WindowBuilder:
                            timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)})
 
     def _window(self, run: list[ChunkId], pending: dict, qvec, index) -> "Window":
-        thread = self.engine.thread(run[0].serial)
+        thread = self.library.thread(run[0].serial)
         rec, n = thread.record, len(thread)
         chunks = [thread.chunks[c.position] for c in run]
         text = join_thread(chunks)
@@ -161,7 +170,7 @@ class WindowBuilder:
                    page_start=min(pages) if pages else None, page_end=max(pages) if pages else None,
                    heading_path=chunks[0].heading_path, walk=walk, tokens=0)
         w.rendered = self.render(w)
-        w.tokens = self.engine.embedder.count_tokens([w.rendered])[0]
+        w.tokens = self._count_tokens([w.rendered])[0]
         return w
 
     @staticmethod

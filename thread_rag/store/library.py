@@ -1,0 +1,110 @@
+"""The library as readers see it: the committed catalog and each document's chunks at one generation.
+
+The search (Retriever), the windows and the nested trees read through a :class:`Library`; none of them receives
+the Engine (the tool functions and the agent, the doors, still do). A Library never writes: it re-reads the catalog other processes commit and reads chunks
+from the store. The writer (the Engine) tells it to forget a document it replaced or removed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ChunkIdError, UnknownDocumentError
+from ..ids import ChunkId
+from ..lru import LRU
+from ..records import Chunk, DocumentRecord, Thread
+from .catalog import Catalog
+from .chunk_store import ChunkStore
+
+
+class Library:
+    def __init__(self, catalog: Catalog, store: Callable[[], ChunkStore], cache_documents: int):
+        """``store``: returns the chunk store (opened on first need: a cold command that lists documents
+        opens no Chroma). ``cache_documents``: how many documents' chunk threads stay in memory."""
+        self.catalog = catalog
+        self._store = store
+        self._threads: LRU[int, Thread] = LRU(cache_documents)
+        self._old_generation: tuple = (None, None, None)  # (serial, generation, chunks) read by a stale search
+
+    def clear(self) -> None:
+        """Drop what is held in memory (the next read goes to the catalog and the store)."""
+        self._threads.clear()
+        self._old_generation = (None, None, None)
+
+    def forget(self, serial: int) -> None:
+        """The writer replaced or removed this document: its cached thread is stale."""
+        self._threads.pop(serial, None)
+
+    # -- the catalog ---------------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Pick up changes another process committed; True if anything changed."""
+        changed = self.catalog.reload()
+        if changed:
+            committed = dict(self.catalog.committed())
+            for serial in list(self._threads):
+                if committed.get(serial) != self._threads[serial].record.generation:
+                    del self._threads[serial]
+        return changed
+
+    def committed(self) -> list[tuple[int, int]]:
+        """(serial, generation) of every committed document, as of the last :meth:`refresh`."""
+        return self.catalog.committed()
+
+    def documents(self) -> list[DocumentRecord]:
+        self.refresh()
+        return self.catalog.documents()
+
+    def document(self, doc_id: str | int) -> DocumentRecord:
+        self.refresh()
+        return self.catalog.get(doc_id)
+
+    # -- chunks --------------------------------------------------------------------------------
+    def thread(self, doc_id: str | int) -> Thread:
+        """A document's newest committed generation, in order."""
+        rec = self.document(doc_id)
+        cached = self._threads.get(rec.serial)
+        if cached is None or cached.record.generation != rec.generation:
+            chunks, _ = self._store().load(rec.serial, rec.generation)
+            cached = Thread(rec, chunks)
+            self._threads[rec.serial] = cached
+        return cached
+
+    def thread_at(self, serial: int, generation: int) -> Thread | None:
+        """A document at one generation (a reader pinned to what a search ranked); None once it is gone."""
+        newest = self.thread(serial)
+        if newest.record.generation == generation:
+            return newest
+        chunks = self.chunks_at(serial, generation)
+        return None if chunks is None else Thread(dataclasses.replace(newest.record, generation=generation), chunks)
+
+    def chunks_at(self, serial: int, generation: int) -> list | None:
+        """A document's chunks at one generation (what a search index ranked); None once that generation is
+        gone (another process committed a newer one and removed it)."""
+        cached = self._threads.get(serial)
+        if cached is not None and cached.record.generation == generation:
+            return cached.chunks
+        if self._old_generation[:2] != (serial, generation):
+            chunks, _ = self._store().load(serial, generation)
+            self._old_generation = (serial, generation, chunks or None)  # at most one old generation held
+        return self._old_generation[2]
+
+    def chunk(self, cid: ChunkId | str) -> Chunk:
+        cid = ChunkId.parse(cid) if isinstance(cid, str) else cid
+        try:
+            thread = self.thread(cid.serial)
+        except UnknownDocumentError:
+            raise UnknownDocumentError(f"{cid}: unknown document {cid.doc_id}") from None
+        if not 0 <= cid.position < len(thread):
+            raise ChunkIdError(f"{cid}: out of range ({cid.doc_id} has chunks "
+                               f"{ChunkId(cid.serial, 0)}..{ChunkId(cid.serial, len(thread) - 1)})")
+        return thread.chunks[cid.position]
+
+    def vectors(self, serial: int, generation: int) -> tuple[list[Chunk], np.ndarray | None]:
+        """A generation's chunks with their stored embeddings (what the search index and the trees are built from)."""
+        return self._store().load(serial, generation, with_embeddings=True)
+
+    def get_chunks(self, keys: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], Chunk]:
+        """Chunks by (serial, position, generation); a key whose generation is gone is missing from the result."""
+        return self._store().get_chunks(keys)
