@@ -227,9 +227,12 @@ def test_full_recovery_removes_orphan_trees(make_engine, tmp_path):
     assert {f.name for f in trees.iterdir()} == {f"DOC1.g{rec.generation}.json", f"DOC1.g{rec.generation}.npy"}
     for suffix in (".json", ".npy"):  # a generation the catalog never committed
         write(trees / f"DOC1.g{rec.generation + 1}{suffix}", b"{}")
-    assert e.check_consistency() == [f"orphan tree DOC1@g{rec.generation + 1}"]
+    part = e.home / "index_parts" / f"DOC1.g{rec.generation + 2}"  # a search-index part of one, without a tree
+    part.mkdir(parents=True)
+    assert e.check_consistency() == [f"orphan tree DOC1@g{rec.generation + 1}",
+                                     f"orphan index part DOC1@g{rec.generation + 2}"]
     e.recover(full=True)
-    assert e.check_consistency() == []
+    assert e.check_consistency() == [] and not part.exists()
     assert {f.name for f in trees.iterdir()} == {f"DOC1.g{rec.generation}.json", f"DOC1.g{rec.generation}.npy"}
 
 
@@ -387,3 +390,40 @@ def test_doctor_repair_is_one_command(make_engine, tmp_path):
     fixed = doctor("--repair")
     assert "token cache rebuilt" in fixed["repair"]["detail"], fixed["repair"]
     assert fixed["store consistency"]["ok"], fixed["store consistency"]
+
+
+def test_repair_mends_a_damaged_or_mismatched_token_cache_and_names_what_it_cannot(make_engine, settings_for, tmp_path):
+    """Damage the lost-cache test does not cover: a token cache whose files cannot be read, one written for another
+    chunk count (a running reader holding the old files sees the repaired ones), a document indexed with another
+    embedder (named, not repaired), and a repair while another process writes (one line, nothing done)."""
+    import dataclasses
+    import shutil
+
+    import numpy as np
+
+    from thread_rag.doctor import repair
+
+    e = make_engine()
+    ra = e.index_file(write(tmp_path / "a.md", guide(1, 30)))
+    rb = e.index_file(write(tmp_path / "b.md", guide(2, 30)))
+    a, b = int(ra.doc_id[3:]), int(rb.doc_id[3:])
+    good = e.token_cache.get(b, 1, 0)
+    (e.token_cache.dir_for(a, 1) / "codes.npy").unlink()                       # a: unreadable
+    e.token_cache.write(b, 1, [np.ones((4, 384), np.float32)] * 2)             # b: two chunks, not ra.chunks
+    held = e.token_cache.get(b, 1, 0)                                          # this reader maps the wrong one
+    assert held.shape != good.shape
+    problems = " ".join(e.check_consistency())
+    assert "missing or unreadable" in problems and "different chunk count" in problems
+    with e.write_lock():                                                       # another process writes
+        row = repair(e.settings, timeout=0.1)
+    assert not row["ok"] and "another thread-rag process is writing" in row["detail"] and "again" in row["fix"]
+    notes = " ".join(e.repair())
+    assert f"{ra.doc_id}: token cache rebuilt" in notes and f"{rb.doc_id}: token cache rebuilt" in notes
+    assert np.allclose(e.token_cache.get(b, 1, 0), good, atol=0.02)            # the same reader, the new files
+    assert e.check_consistency() == []
+    with e.write_lock():                                                       # c: indexed with another embedder
+        e.catalog.reload()
+        e.catalog.commit(dataclasses.replace(e.document(ra.doc_id), embedder="some-other-model"))
+    shutil.rmtree(e.token_cache.dir_for(a, 1))
+    assert f"{ra.doc_id}: indexed with some-other-model" in " ".join(e.repair())
+    assert not e.token_cache.exists(a, 1)

@@ -212,17 +212,21 @@ def summary_cache_check(settings) -> dict:
     return {"check": "summary cache", "ok": not (aside or unreadable), "detail": detail, "fix": "; ".join(fix)}
 
 
-def repair(settings) -> dict:
+def repair(settings, timeout: float = 60) -> dict:
     """``doctor --repair``: :meth:`Engine.repair` on the data dir (the one doctor action that writes)."""
     from .engine import Engine
 
-    if not (settings.home / "catalog.json").exists():
-        return {"check": "repair", "ok": True, "detail": "no library to repair", "fix": ""}
+    if not settings.home.is_dir():
+        return {"check": "repair", "ok": True, "detail": f"no library at {settings.home}", "fix": ""}
     try:
         with Engine(settings) as e:
-            notes = e.repair()
+            notes = e.repair(timeout=timeout)
+    except TimeoutError:
+        return {"check": "repair", "ok": False, "detail": f"another thread-rag process is writing to {settings.home}",
+                "fix": "run `thread-rag doctor --repair` again when it has finished"}
     except Exception as exc:  # noqa: BLE001 - one line, the checks below say more
-        return {"check": "repair", "ok": False, "detail": str(exc).splitlines()[0], "fix": "see the checks below"}
+        line = (str(exc) or type(exc).__name__).splitlines()[0]
+        return {"check": "repair", "ok": False, "detail": line, "fix": "see the checks below"}
     return {"check": "repair", "ok": True, "detail": "; ".join(notes) or "nothing to repair", "fix": ""}
 
 

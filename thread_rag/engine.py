@@ -103,8 +103,7 @@ class Engine:
         folders (a listing, no Chroma read; a committed generation normally has both, so a catalog behind a store
         that lost both folders goes unnoticed); a generation with a pending marker is a write in progress. The
         listing comes first and the catalog is read after it, so a writer committing meanwhile is seen committed."""
-        parts = (parse_generation_name(f.name) for f in (self.home / "index_parts").glob("DOC*.g*"))
-        on_disk = self.token_cache.present() | {key for key in parts if key}
+        on_disk = self.token_cache.present() | self._part_generations()
         markers = self._pending_dir().glob("DOC*.json")
         writing = {key for key in (parse_generation_name(m.name, (".json",)) for m in markers) if key}
         self.catalog.reload()
@@ -269,6 +268,9 @@ class Engine:
             for serial, gen in self._tree_generations() - committed:
                 self._remove_derived(serial, gen=gen)
                 notes.append(f"removed orphan tree {format_doc_id(serial)} generation {gen}")
+            for serial, gen in self._part_generations() - committed:
+                self._remove_derived(serial, gen=gen)
+                notes.append(f"removed orphan index part {format_doc_id(serial)} generation {gen}")
         return notes
 
     def _remove_temporaries(self) -> list[Path]:
@@ -293,14 +295,18 @@ class Engine:
                 problems.append(f"{rec.doc_id}: catalog says {rec.chunk_count} chunks, store has {len(chunks)}")
             if [c.position for c in chunks] != list(range(len(chunks))):
                 problems.append(f"{rec.doc_id}: chunk positions are not 0..n-1")
-            if not self.token_cache.exists(rec.serial, rec.generation):
-                problems.append(f"{rec.doc_id}: token cache missing (searches recompute it in memory; thread-rag doctor --repair rebuilds it)")
-            elif self.token_cache.n_chunks(rec.serial, rec.generation) != rec.chunk_count:
+            n_tokens = self.token_cache.readable_chunks(rec.serial, rec.generation)
+            if n_tokens is None:
+                problems.append(f"{rec.doc_id}: token cache missing or unreadable (searches recompute it in memory; "
+                                f"thread-rag doctor --repair rebuilds it)")
+            elif n_tokens != rec.chunk_count:
                 problems.append(f"{rec.doc_id}: token cache has a different chunk count")
         for serial, gen in sorted(self.token_cache.present() - committed):
             problems.append(f"orphan token cache {format_doc_id(serial)}@g{gen}")
         for serial, gen in sorted(self._tree_generations() - committed):
             problems.append(f"orphan tree {format_doc_id(serial)}@g{gen}")
+        for serial, gen in sorted(self._part_generations() - committed):
+            problems.append(f"orphan index part {format_doc_id(serial)}@g{gen}")
         return problems
 
     def repair(self, timeout: float = 60) -> list[str]:
@@ -313,14 +319,16 @@ class Engine:
             notes = self._recover_locked(full=True)
             self.catalog.reload()
             for rec in self.catalog.documents():
-                notes.extend(self._repair_document(rec))
+                try:
+                    notes.extend(self._repair_document(rec))
+                except (ThreadRagError, OSError, ValueError) as exc:  # one document's trouble does not stop the rest
+                    notes.append(f"{rec.doc_id}: not repaired ({str(exc) or type(exc).__name__}); index {rec.path} again")
         self.library.clear()
         self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
         return notes
 
     def _repair_document(self, rec: DocumentRecord) -> list[str]:
-        tokens_ok = self.token_cache.exists(rec.serial, rec.generation) and \
-            self.token_cache.n_chunks(rec.serial, rec.generation) == rec.chunk_count
+        tokens_ok = self.token_cache.readable_chunks(rec.serial, rec.generation) == rec.chunk_count
         tree = self.settings.NESTED and rec.chunk_count >= self.settings.NESTED_MIN_CHUNKS
         tree_path = self.nested.path(rec.serial, rec.generation)
         tree_ok = not tree or (tree_path.is_file() and tree_path.with_suffix(".npy").is_file())
@@ -329,8 +337,9 @@ class Engine:
         if rec.embedder != self.settings.EMBEDDER_MODEL:
             return [f"{rec.doc_id}: indexed with {rec.embedder}, not {self.settings.EMBEDDER_MODEL}; index {rec.path} again"]
         chunks, vecs = self.store.load(rec.serial, rec.generation, with_embeddings=True)
-        if len(chunks) != rec.chunk_count:
-            return [f"{rec.doc_id}: the store holds {len(chunks)} of its {rec.chunk_count} chunks; index {rec.path} again"]
+        if [c.position for c in chunks] != list(range(rec.chunk_count)):
+            return [f"{rec.doc_id}: the store does not hold its {rec.chunk_count} chunks in order ({len(chunks)} "
+                    f"found); index {rec.path} again"]
         notes = []
         if not tokens_ok:
             staged = self.token_cache.stage()
@@ -558,6 +567,11 @@ class Engine:
     def _tree_generations(self) -> set[tuple[int, int]]:
         """(serial, generation) of every nested-tree file (``DOCn.gX.json`` and ``.npy``)."""
         found = (parse_generation_name(f.name, self._TREE_SUFFIXES) for f in (self.home / "trees").glob("DOC*.g*"))
+        return {key for key in found if key}
+
+    def _part_generations(self) -> set[tuple[int, int]]:
+        """(serial, generation) of every search-index part (``index_parts/DOCn.gX``)."""
+        found = (parse_generation_name(f.name) for f in (self.home / "index_parts").glob("DOC*.g*"))
         return {key for key in found if key}
 
     def _remove_derived(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:

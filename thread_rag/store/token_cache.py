@@ -59,15 +59,30 @@ class TokenCache:
         return (self.dir_for(serial, generation) / "offsets.npy").is_file()
 
     def _arrays(self, serial: int, generation: int):
+        """The document's memory maps; opened again when its folder was replaced (``doctor --repair`` rewrites a
+        damaged cache in place: a long-running reader must not keep reading the old files)."""
         key = (serial, generation)
-        if key not in self._open:
-            d = self.dir_for(serial, generation)
-            self._open[key] = (np.load(d / "codes.npy", mmap_mode="r"), np.load(d / "scales.npy", mmap_mode="r"),
-                               np.load(d / "offsets.npy"))
-        return self._open[key]
+        d = self.dir_for(serial, generation)
+        st = os.stat(d / "offsets.npy")
+        stamp = (st.st_ino, st.st_mtime_ns)
+        held = self._open.get(key)
+        if held is None or held[0] != stamp:
+            held = (stamp, (np.load(d / "codes.npy", mmap_mode="r"), np.load(d / "scales.npy", mmap_mode="r"),
+                            np.load(d / "offsets.npy")))
+            self._open[key] = held
+        return held[1]
 
     def n_chunks(self, serial: int, generation: int) -> int:
         return len(self._arrays(serial, generation)[2]) - 1
+
+    def readable_chunks(self, serial: int, generation: int) -> int | None:
+        """Chunks in the cache of (serial, generation); None when it is missing or cannot be read (damaged)."""
+        try:
+            codes, scales, offsets = self._arrays(serial, generation)
+            n = len(offsets) - 1
+            return n if n >= 0 and len(codes) == len(scales) == int(offsets[-1]) else None
+        except (OSError, ValueError, IndexError):
+            return None
 
     def get(self, serial: int, generation: int, position: int) -> np.ndarray:
         codes, scales, offsets = self._arrays(serial, generation)
