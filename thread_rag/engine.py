@@ -344,9 +344,7 @@ class Engine:
         if not tokens_ok:
             staged = self.token_cache.stage()
             try:
-                texts = [text_for_embedding(c.text) for c in chunks]
-                for i in range(0, len(texts), 64):
-                    staged.add(self.embedder.embed_with_tokens(texts[i:i + 64])[1])
+                self._embed([text_for_embedding(c.text) for c in chunks], staged)  # as indexing does
                 self.token_cache.write(rec.serial, rec.generation, staged)
             finally:
                 staged.discard()
@@ -475,11 +473,12 @@ class Engine:
         finally:
             staged.discard()  # a no-op once committed
 
-    def _embed_and_commit(self, doc, drafts, texts, staged, key, name, content_hash, recipe, p, t0, timings,
-                          progress) -> IndexResult:
-        t_embed = time.perf_counter()
-        vectors = []
-        step = 64
+    def _embed(self, texts: list[str], staged, progress: Progress | None = None):
+        """Embed ``texts`` 64 at a time with the indexing model: token vectors go to ``staged`` (the token cache's
+        stage), the chunk vectors are returned (n x dim)."""
+        import numpy as np
+
+        vectors, step = [], 64
         for i in range(0, len(texts), step):
             if progress:
                 progress("embed", i, len(texts))
@@ -488,9 +487,12 @@ class Engine:
             staged.add(t)
         if progress:
             progress("embed", len(texts), len(texts))
-        import numpy as np
+        return np.concatenate(vectors)
 
-        vectors = np.concatenate(vectors)
+    def _embed_and_commit(self, doc, drafts, texts, staged, key, name, content_hash, recipe, p, t0, timings,
+                          progress) -> IndexResult:
+        t_embed = time.perf_counter()
+        vectors = self._embed(texts, staged, progress)
         timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
         t_store = time.perf_counter()
         with self.write_lock():
@@ -564,15 +566,18 @@ class Engine:
 
     _TREE_SUFFIXES = (".json", ".npy")
 
-    def _tree_generations(self) -> set[tuple[int, int]]:
-        """(serial, generation) of every nested-tree file (``DOCn.gX.json`` and ``.npy``)."""
-        found = (parse_generation_name(f.name, self._TREE_SUFFIXES) for f in (self.home / "trees").glob("DOC*.g*"))
+    def _generations_in(self, folder: str, suffixes: tuple[str, ...] = ("",)) -> set[tuple[int, int]]:
+        """(serial, generation) of every ``DOCn.gX<suffix>`` in a derived-data folder of the data dir."""
+        found = (parse_generation_name(f.name, suffixes) for f in (self.home / folder).glob("DOC*.g*"))
         return {key for key in found if key}
 
+    def _tree_generations(self) -> set[tuple[int, int]]:
+        """Nested-tree files (``trees/DOCn.gX.json`` and ``.npy``)."""
+        return self._generations_in("trees", self._TREE_SUFFIXES)
+
     def _part_generations(self) -> set[tuple[int, int]]:
-        """(serial, generation) of every search-index part (``index_parts/DOCn.gX``)."""
-        found = (parse_generation_name(f.name) for f in (self.home / "index_parts").glob("DOC*.g*"))
-        return {key for key in found if key}
+        """Search-index parts (``index_parts/DOCn.gX``)."""
+        return self._generations_in("index_parts")
 
     def _remove_derived(self, serial: int, gen: int | None = None, keep: int | None = None) -> None:
         """A document's nested-tree files and search-index parts (derived data): of generation ``gen``, of all
