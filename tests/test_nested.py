@@ -70,8 +70,8 @@ def test_persistence_round_trip(manual_engine):
     assert manual_engine.nested.path(d.serial, d.generation).is_file()
     fresh = NestedIndex(manual_engine.library, manual_engine.settings, manual_engine.home / "trees",
                         query_embedder=lambda: manual_engine.query_embedder)
-    nodes, nv = fresh.load(d.serial, d.generation)
-    old_nodes, old_nv = manual_engine.nested.load(d.serial, d.generation)
+    nodes, nv = fresh.load(d)
+    old_nodes, old_nv = manual_engine.nested.load(d)
     assert nodes == old_nodes and np.allclose(nv, old_nv)
     stats = fresh.stats(d.doc_id)
     assert stats["nodes"] == len(nodes) and stats["depth"] >= 1

@@ -46,7 +46,7 @@ def test_per_document_caches_are_bounded(make_engine, tmp_path):
     for d in e.documents():
         e.thread(d.doc_id)
         e.retriever.search(d.name, doc_id=d.doc_id, k=2)  # reads that document's token file
-        e.nested.load(d.serial, d.generation)
+        e.nested.load(d)
     assert len(e.library._threads) == 2 and len(e.token_cache._open) == 2 and len(e.nested._loaded) == 2
     last = e.documents()[-1]
     assert e.thread(last.doc_id).chunks[0].chunk_id == f"{last.doc_id}_000"  # still served, from the cache

@@ -69,9 +69,9 @@ def _keyed(index, qvec, query, k=8):
 
 def _full_rebuild(engine, tmp_path):
     """An index built from scratch from the store (its own parts folder), for comparison."""
-    committed = engine.catalog.committed()
+    committed = engine.catalog.committed_keys()
     load = lambda s, g: engine.store.load(s, g, with_embeddings=True)  # noqa: E731
-    parts = [si.load_part(tmp_path / "fresh_parts", s, g, load) for s, g in committed]
+    parts = [si.load_part(tmp_path / "fresh_parts", s, g, k, load) for s, g, k in committed]
     base = si.merge([(p, np.ones(len(p), bool)) for p in parts])
     return si.SearchIndex(committed, base, [])
 
@@ -121,7 +121,7 @@ def test_add_replace_delete_update_in_place_and_match_a_full_rebuild(make_engine
     index = _same_as_rebuild(engine, tmp_path)
     assert index.base is not base_index.base and not index.parts and index.live.all()
     assert not list((engine.home / "index_parts").glob("DOC*")), list((engine.home / "index_parts").iterdir())
-    reopened = si.SearchIndex.open(engine.home / "index", engine.home / "index_parts", engine.catalog.committed(),
+    reopened = si.SearchIndex.open(engine.home / "index", engine.home / "index_parts", engine.catalog.committed_keys(),
                                    lambda s, g: pytest.fail("a current base must not read the store"),
                                    engine.settings.HNSW_THRESHOLD)
     q = "feed the zebra"

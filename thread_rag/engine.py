@@ -12,6 +12,7 @@ any point leaves either the old document or the new one; recovery removes the le
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocume
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
-from .records import Chunk, DocumentRecord, IndexResult, Thread
+from .records import Chunk, DocumentRecord, IndexResult, Thread, content_key
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, Library, TokenCache
 
@@ -295,12 +296,16 @@ class Engine:
                 problems.append(f"{rec.doc_id}: catalog says {rec.chunk_count} chunks, store has {len(chunks)}")
             if [c.position for c in chunks] != list(range(len(chunks))):
                 problems.append(f"{rec.doc_id}: chunk positions are not 0..n-1")
+            elif rec.content_key and content_key(chunks, rec.embedder, rec.chunk_strategy) != rec.content_key:
+                problems.append(f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed "
+                                f"(index {rec.path} again)")
             n_tokens = self.token_cache.readable_chunks(rec.serial, rec.generation)
             if n_tokens is None:
                 problems.append(f"{rec.doc_id}: token cache missing or unreadable (searches recompute it in memory; "
                                 f"thread-rag doctor --repair rebuilds it)")
             elif n_tokens != rec.chunk_count:
                 problems.append(f"{rec.doc_id}: token cache has a different chunk count")
+            problems.extend(f"{rec.doc_id}: {what}" for what in self._derived_from_other_content(rec))
         for serial, gen in sorted(self.token_cache.present() - committed):
             problems.append(f"orphan token cache {format_doc_id(serial)}@g{gen}")
         for serial, gen in sorted(self._tree_generations() - committed):
@@ -327,12 +332,33 @@ class Engine:
         self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
         return notes
 
+    def _derived_from_other_content(self, rec: DocumentRecord) -> list[str]:
+        """Which of a document's derived files were made from other content than its record committed (a token
+        cache, a nested tree, a search-index part under its name), or that it was committed before content keys."""
+        if not rec.content_key:
+            return ["committed before content keys: its derived data cannot be checked (thread-rag doctor --repair "
+                    "keys it)"]
+        from .retrieve.search_index import part_key
+
+        found = []
+        if self.token_cache.key_of(rec.serial, rec.generation) not in (None, rec.content_key):
+            found.append("token cache made from other content (thread-rag doctor --repair rebuilds it)")
+        if self.nested.path(rec.serial, rec.generation).is_file() and self.nested.persisted(rec) is None:
+            found.append("nested tree made from other content (thread-rag doctor --repair rebuilds it)")
+        if part_key(self.home / "index_parts", rec.serial, rec.generation) not in (None, rec.content_key):
+            found.append("search-index part made from other content (thread-rag doctor --repair rebuilds it)")
+        return found
+
     def _repair_document(self, rec: DocumentRecord) -> list[str]:
-        tokens_ok = self.token_cache.readable_chunks(rec.serial, rec.generation) == rec.chunk_count
+        from .retrieve.search_index import part_key, write_part
+
+        parts = self.home / "index_parts"
+        tokens_ok = (self.token_cache.readable_chunks(rec.serial, rec.generation) == rec.chunk_count
+                     and self.token_cache.key_of(rec.serial, rec.generation) == rec.content_key)
         tree = self.settings.NESTED and rec.chunk_count >= self.settings.NESTED_MIN_CHUNKS
-        tree_path = self.nested.path(rec.serial, rec.generation)
-        tree_ok = not tree or (tree_path.is_file() and tree_path.with_suffix(".npy").is_file())
-        if tokens_ok and tree_ok:
+        tree_ok = not tree or self.nested.persisted(rec) is not None
+        part_ok = part_key(parts, rec.serial, rec.generation) in (None, rec.content_key)  # None: merged, or rebuilt on need
+        if tokens_ok and tree_ok and part_ok and rec.content_key:
             return []
         if rec.embedder != self.settings.EMBEDDER_MODEL:
             return [f"{rec.doc_id}: indexed with {rec.embedder}, not {self.settings.EMBEDDER_MODEL}; index {rec.path} again"]
@@ -340,18 +366,28 @@ class Engine:
         if [c.position for c in chunks] != list(range(rec.chunk_count)):
             return [f"{rec.doc_id}: the store does not hold its {rec.chunk_count} chunks in order ({len(chunks)} "
                     f"found); index {rec.path} again"]
-        notes = []
+        key, notes, rekey = content_key(chunks, rec.embedder, rec.chunk_strategy), [], not rec.content_key
+        if not rekey and key != rec.content_key:
+            return [f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed; index {rec.path} again"]
+        if rekey:  # committed before keys: what was derived from it cannot be checked, so all of it is made again
+            tokens_ok = tree_ok = part_ok = False
+            notes.append(f"{rec.doc_id}: keyed by the content of its {len(chunks)} stored chunks")
         if not tokens_ok:
             staged = self.token_cache.stage()
             try:
                 self._embed([text_for_embedding(c.text) for c in chunks], staged)  # as indexing does
-                self.token_cache.write(rec.serial, rec.generation, staged)
+                self.token_cache.write(rec.serial, rec.generation, staged, key=key)
             finally:
                 staged.discard()
             notes.append(f"{rec.doc_id}: token cache rebuilt from its {len(chunks)} stored chunks")
-        if not tree_ok:
-            self.nested.build(rec.serial, rec.generation, chunks, vecs=vecs)
+        if not tree_ok and tree:
+            self.nested.build(rec.serial, rec.generation, chunks, vecs=vecs, key=key)
             notes.append(f"{rec.doc_id}: nested tree rebuilt")
+        if not part_ok:
+            write_part(parts, rec.serial, rec.generation, chunks, vecs, key)
+            notes.append(f"{rec.doc_id}: search-index part rebuilt")
+        if rekey:  # last: the derived data of the key first, then the record that names it
+            self.catalog.commit(dataclasses.replace(rec, content_key=key))
         return notes
 
     # -- what readers see (the Library) ----------------------------------------------------------
@@ -513,25 +549,26 @@ class Engine:
                             page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
                             char_start=d.char_start, char_end=d.char_end, parent=d.parent, n_tokens=d.n_tokens)
                      for i, d in enumerate(drafts)]
+            made_from = content_key(chunks, recipe["embedder"], recipe["chunk_strategy"])  # what derived data is keyed by
             if progress:
                 progress("store", 0, 1)
             self.store.add(chunks, vectors, gen)
             crash_point("after_chroma")
-            self.token_cache.write(serial, gen, staged)
+            self.token_cache.write(serial, gen, staged, key=made_from)
             crash_point("after_tokens")
             from .retrieve.search_index import write_part
 
-            write_part(self.home / "index_parts", serial, gen, chunks, vectors)  # search reads no Chroma for it
+            write_part(self.home / "index_parts", serial, gen, chunks, vectors, made_from)  # search reads no Chroma for it
             if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
                 if progress:
                     progress("tree", 0, 1)
-                self.nested.build(serial, gen, chunks, vecs=vectors)
+                self.nested.build(serial, gen, chunks, vecs=vectors, key=made_from)
                 crash_point("after_tree")
             record = DocumentRecord(
                 serial=serial, doc_id=doc_id, name=name, path=key, content_hash=content_hash,
                 kind=doc.kind, chunk_count=len(chunks), pages=doc.pages, indexed_at=Catalog.now(), generation=gen,
                 chunk_strategy=recipe["chunk_strategy"], embedder=recipe["embedder"],
-                seconds=round(time.perf_counter() - t0, 3))
+                seconds=round(time.perf_counter() - t0, 3), content_key=made_from)
             self.catalog.commit(record)  # <- the commit point
             crash_point("after_commit")
             if old:
@@ -559,7 +596,7 @@ class Engine:
         same_recipe = lambda r: r.chunk_strategy == recipe["chunk_strategy"] and r.embedder == recipe["embedder"]  # noqa: E731
         rec = self.catalog.find_by_path(path)
         if rec is not None:
-            intact = self.token_cache.exists(rec.serial, rec.generation)  # a lost token cache is rebuilt by re-indexing
+            intact = self.token_cache.exists(rec.serial, rec.generation, rec.content_key)  # a lost one is rebuilt by re-indexing
             return rec if rec.content_hash == content_hash and same_recipe(rec) and intact else None
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed from another path
         return dup if dup is not None and same_recipe(dup) else None

@@ -5,6 +5,8 @@ The same dicts go to ``--json`` output, scripted sessions and the agent's tool m
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +69,17 @@ class Chunk:
         return f"pp.{self.page_start}-{self.page_end}"
 
 
+def content_key(chunks: list, embedder: str, chunk_strategy: str) -> str:
+    """What every structure derived from a document generation is keyed by: a SHA-256 of the recipe and of each
+    chunk's text, pages and heading, in order, as the store keeps them. The catalog record carries the key of
+    the chunks it committed; the token cache, search-index parts and base, and nested trees carry the key of the
+    chunks they were made from, and are used only when the two are equal."""
+    h = hashlib.sha256(json.dumps(["thread-rag content key 1", embedder, chunk_strategy]).encode())
+    for c in chunks:
+        h.update(json.dumps([c.position, c.text, c.page_start, c.page_end, " > ".join(c.heading_path)]).encode())
+    return h.hexdigest()
+
+
 @dataclass
 class DocumentRecord:
     serial: int
@@ -82,6 +95,7 @@ class DocumentRecord:
     chunk_strategy: str = "sentence"
     embedder: str = ""
     seconds: float = 0.0
+    content_key: str = ""            # records.content_key of its chunks ("": committed before content keys)
 
 
 @dataclass

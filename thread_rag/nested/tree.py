@@ -128,15 +128,16 @@ class NestedIndex:
 
     def __init__(self, library, settings, trees: Path, query_embedder: Callable):
         self.library, self.settings, self.trees, self._query_embedder = library, settings, trees, query_embedder
-        self._loaded: LRU[tuple[int, int], tuple[list[dict], np.ndarray]] = LRU(settings.CACHE_DOCUMENTS)
+        self._loaded: LRU[tuple[int, int, str], tuple[list[dict], np.ndarray]] = LRU(settings.CACHE_DOCUMENTS)
         self._joined_nodes: tuple = (None, None)  # (the documents' (serial, generation)s, their nodes joined)
 
     def path(self, serial: int, gen: int) -> Path:
         return self.trees / generation_name(serial, gen, ".json")
 
-    def build(self, serial: int, gen: int, chunks, vecs: np.ndarray | None = None, persist: bool = True) -> dict:
-        """Build the tree of one document generation (vectors from the store if not given); indexing persists
-        it under the write lock, a reader (``load``) keeps it in memory only."""
+    def build(self, serial: int, gen: int, chunks, vecs: np.ndarray | None = None, persist: bool = True,
+              key: str = "") -> dict:
+        """Build the tree of one document generation, whose chunks have content key ``key`` (vectors from the store
+        if not given); indexing persists it under the write lock, a reader (``load``) keeps it in memory only."""
         t0 = time.perf_counter()
         if vecs is None:
             _, vecs = self.library.vectors(serial, gen)
@@ -153,31 +154,40 @@ class NestedIndex:
             buf = io.BytesIO()
             np.save(buf, nv)
             atomic_write_bytes(p.with_suffix(".npy"), buf.getvalue())
-            atomic_write_json(p, {"format": 1, "doc_id": format_doc_id(serial), "generation": gen, "stats": stats,
-                                  "nodes": nodes}, indent=None)
-        self._loaded[(serial, gen)] = (nodes, nv)
+            atomic_write_json(p, {"format": 1, "doc_id": format_doc_id(serial), "generation": gen, "key": key,
+                                  "stats": stats, "nodes": nodes}, indent=None)
+        self._loaded[(serial, gen, key)] = (nodes, nv)
         return stats
 
-    def load(self, serial: int, gen: int) -> tuple[list[dict], np.ndarray]:
-        key = (serial, gen)
+    def persisted(self, rec) -> dict | None:
+        """The persisted tree of ``rec``'s committed generation, if there is one made from its content."""
+        p = self.path(rec.serial, rec.generation)
+        try:
+            data = json.loads(p.read_text()) if p.with_suffix(".npy").is_file() else None
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("key", "") == rec.content_key else None
+
+    def load(self, rec) -> tuple[list[dict], np.ndarray]:
+        """The tree of a document's committed generation (``rec``: its catalog record)."""
+        key = (rec.serial, rec.generation, rec.content_key)
         if key not in self._loaded:
-            p = self.path(serial, gen)
-            if not p.is_file() or not p.with_suffix(".npy").is_file():
-                rec = self.library.document(serial)
+            data = self.persisted(rec)
+            if data is None:
                 if rec.chunk_count < 1:
                     raise ThreadRagError(f"{rec.doc_id} has no chunks")
-                # small documents get no tree at index time (NESTED_MIN_CHUNKS), a lost file none either: build
-                # it in memory; readers never write
-                self.build(serial, gen, self.library.thread(serial).chunks, persist=False)
+                # small documents get no tree at index time (NESTED_MIN_CHUNKS), a lost file (or one made from
+                # other content) none either: build it in memory; readers never write
+                self.build(rec.serial, rec.generation, self.library.thread(rec.serial).chunks, persist=False,
+                           key=rec.content_key)
             else:
-                data = json.loads(p.read_text())
-                self._loaded[key] = (data["nodes"], np.load(p.with_suffix(".npy")))
+                self._loaded[key] = (data["nodes"], np.load(self.path(rec.serial, rec.generation).with_suffix(".npy")))
         return self._loaded[key]
 
     def stats(self, doc_id: str) -> dict:
         """Tree statistics, with the build time recorded when the tree was persisted."""
         rec = self.library.document(doc_id)
-        nodes, _ = self.load(rec.serial, rec.generation)
+        nodes, _ = self.load(rec)
         stats = tree_stats(nodes)
         p = self.path(rec.serial, rec.generation)
         if p.is_file():
@@ -186,11 +196,11 @@ class NestedIndex:
 
     def _joined(self, docs) -> tuple[list[int], list[dict], np.ndarray]:
         """Owners, nodes and node vectors of ``docs`` joined, kept for as long as the same generations are asked."""
-        key = tuple((d.serial, d.generation) for d in docs)
+        key = tuple((d.serial, d.generation, d.content_key) for d in docs)
         if self._joined_nodes[0] != key:
             owners, all_nodes, mats = [], [], []
             for rec in docs:
-                nodes, nv = self.load(rec.serial, rec.generation)
+                nodes, nv = self.load(rec)
                 owners.extend([rec.serial] * len(nodes))
                 all_nodes.extend(nodes)
                 mats.append(nv)

@@ -100,7 +100,7 @@ class Retriever:
     @property
     def index(self) -> SearchIndex:
         self.library.refresh()
-        committed = self.library.committed()
+        committed = self.library.committed_keys()
         if self._index is None or self._index.committed != committed:
             from ..embedder import check_recipe
 
@@ -132,12 +132,14 @@ class Retriever:
     def query_tokens(self, query: str) -> np.ndarray:
         return self._query_embedder().embed_with_tokens([query])[1][0]
 
-    def doc_tokens(self, serial: int, generation: int, position: int) -> np.ndarray:
-        cache = self.token_cache
-        if cache.exists(serial, generation):
+    def doc_tokens(self, index: SearchIndex, serial: int, position: int) -> np.ndarray:
+        """A chunk's token vectors, of the generation ``index`` ranked, from a token cache made from its content."""
+        cache, generation = self.token_cache, index.generation_of(serial)
+        if cache.exists(serial, generation, index.content_key_of(serial)):
             return cache.get(serial, generation, position)
-        # a lost cache file (doctor reports it; re-indexing rebuilds it) is recomputed in memory, int8 like
-        # the file so scores match, for one document at a time; never written here: only indexing writes
+        # a lost cache (or one made from other content; doctor reports it, doctor --repair rebuilds it) is
+        # recomputed in memory, int8 like the file so scores match, for one document at a time; never written
+        # here: only indexing writes
         key = (serial, generation)
         if key not in self._recomputed:
             self.library.refresh()
@@ -250,8 +252,7 @@ class Retriever:
         s, t = self.settings, time.perf_counter()
         pool = cand[: s.STAGE2_K]
         qtok = self.query_tokens(query)
-        docs = [self.doc_tokens(int(index.meta.serial[r]), index.generation_of(int(index.meta.serial[r])),
-                                int(index.meta.position[r])) for r in pool]
+        docs = [self.doc_tokens(index, int(index.meta.serial[r]), int(index.meta.position[r])) for r in pool]
         ms = maxsim_many(qtok, docs)
         maxsim_map = dict(zip(pool, ms.tolist()))
         final.update({r: float(b) for r, b in zip(pool, _blend(ms, [final[r] for r in pool], s.STAGE2_WEIGHT))})

@@ -8,6 +8,11 @@ Derived from the store (Chroma vectors and texts), never the source of truth. Tw
 * the **base** under ``<HOME>/index``: many parts merged into one (vectors, BM25 postings, manifest naming
   the (document, generation) rows it holds).
 
+Every segment names the (document, generation, content key) of its rows; a row is live only while the catalog
+commits that generation with that key (:func:`thread_rag.records.content_key`), so rows made from other
+content under the same name (a reused serial, a restored folder) are never searched, and a part whose key
+differs is written again from the store.
+
 An index is the base plus the committed parts it lacks. When the catalog changes, a running index is
 *updated*: rows of dropped generations become dead (masked), new parts are appended; nothing else is read
 again. When the parts outgrow ``COMPACT_RATIO`` of the base (or dead rows do), the next open merges them
@@ -35,10 +40,11 @@ from ..ids import generation_name, parse_generation_name
 from .lexical import Postings, score
 
 BM25_STOPWORDS = "en"
-FORMAT = 2
+FORMAT = 3             # 3: content keys in the manifest's keys
 COMPACT_MIN = 2000     # rows outside the base (parts, dead rows) always tolerated
 COMPACT_RATIO = 0.25   # ... and this share of the base
 StoreLoad = Callable[[int, int], tuple]  # (serial, generation) -> (chunks, vectors): the store's reader
+Committed = list  # [(serial, generation, content key)] of the catalog's documents
 
 
 def bm25_tokenize(texts: list[str]) -> list[list[str]]:
@@ -77,7 +83,7 @@ class Meta:
 
 @dataclass
 class Segment:
-    keys: list            # (serial, generation, first row, rows) of each document generation inside
+    keys: list            # (serial, generation, first row, rows, content key) of each document generation inside
     vectors: np.ndarray
     meta: Meta
     postings: Postings
@@ -86,9 +92,11 @@ class Segment:
         return len(self.meta.serial)
 
     def live_mask(self, generation: dict) -> np.ndarray:
+        """Rows of the documents whose (generation, content key) is the committed one (``generation``: serial ->
+        (generation, key))."""
         live = np.zeros(len(self), bool)
-        for s, g, start, n in self.keys:
-            if generation.get(s) == g:
+        for s, g, start, n, key in self.keys:
+            if generation.get(s) == (g, key):
                 live[start:start + n] = True
         return live
 
@@ -98,8 +106,9 @@ def part_dir(parts: Path, serial: int, generation: int) -> Path:
     return parts / generation_name(serial, generation)
 
 
-def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors: np.ndarray) -> dict:
-    """Write a document generation's part (atomically); indexing does this, a reader only for a part it lacks."""
+def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors: np.ndarray, key: str) -> dict:
+    """Write a document generation's part (atomically), made from the chunks of content key ``key``; indexing
+    does this, a reader only for a part it lacks."""
     from ..ingest import text_for_embedding
 
     part = part_dir(parts, serial, generation)
@@ -107,7 +116,7 @@ def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors:
             "page_start": [c.page_start or -1 for c in chunks],
             "page_end": [c.page_end or -1 for c in chunks],
             "heading": [" > ".join(c.heading_path) for c in chunks],
-            "tokens": bm25_tokenize([text_for_embedding(c.text) for c in chunks])}
+            "tokens": bm25_tokenize([text_for_embedding(c.text) for c in chunks]), "key": key}
     tmp = part.with_name(f".{part.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -118,19 +127,29 @@ def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors:
     return info
 
 
-def load_part(parts: Path, serial: int, generation: int, store_load: StoreLoad) -> Segment:
-    """A document generation's segment; written from the store when indexing did not leave it."""
+def part_key(parts: Path, serial: int, generation: int) -> str | None:
+    """The content key a document generation's part was made from ("" before keys; None: no readable part)."""
+    try:
+        return str(json.loads((part_dir(parts, serial, generation) / "meta.json").read_text()).get("key", ""))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def load_part(parts: Path, serial: int, generation: int, key: str, store_load: StoreLoad) -> Segment:
+    """A document generation's segment of content key ``key``; written from the store when indexing did not
+    leave it, or left one made from other content."""
     part = part_dir(parts, serial, generation)
+    info = None
     if (part / "done").is_file():
-        v = np.load(part / "vectors.npy")
         info = json.loads((part / "meta.json").read_text())
-    else:
+        v = np.load(part / "vectors.npy") if info.get("key", "") == key else None
+    if info is None or v is None:
         chunks, v = store_load(serial, generation)
-        info = write_part(parts, serial, generation, chunks, v)
+        info = write_part(parts, serial, generation, chunks, v, key)
     n = len(info["position"])
     meta = Meta(np.full(n, serial, np.int64), np.asarray(info["position"], np.int64),
                 np.asarray(info["page_start"], np.int64), np.asarray(info["page_end"], np.int64), info["heading"])
-    return Segment([(serial, generation, 0, n)], np.asarray(v, np.float32).reshape(n, -1), meta,
+    return Segment([(serial, generation, 0, n, key)], np.asarray(v, np.float32).reshape(n, -1), meta,
                    Postings.from_tokens(info["tokens"]))
 
 
@@ -138,12 +157,12 @@ def load_part(parts: Path, serial: int, generation: int, store_load: StoreLoad) 
 def load_base(root: Path, hnsw_threshold: int) -> tuple[Segment | None, object]:
     """The persisted base and its HNSW index (or None), if it is of this format and threshold."""
     manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
-    if not manifest or manifest.get("format") != FORMAT or manifest.get("hnsw_threshold") != hnsw_threshold:
+    if not manifest or manifest.get("format") not in (2, FORMAT) or manifest.get("hnsw_threshold") != hnsw_threshold:
         return None, None
     try:
         meta = Meta.from_json(json.loads((root / "meta.json").read_text()))
-        seg = Segment([tuple(k) for k in manifest["keys"]], np.load(root / "vectors.npy"), meta,
-                      Postings.load(root / "postings"))
+        keys = [tuple(k) if len(k) == 5 else (*k, "") for k in manifest["keys"]]  # format 2: merged before keys
+        seg = Segment(keys, np.load(root / "vectors.npy"), meta, Postings.load(root / "postings"))
         fi = None
         if manifest.get("kind") == "hnsw":
             import faiss
@@ -170,9 +189,9 @@ def merge(segments: list[tuple[Segment, np.ndarray]]) -> Segment:
     """One segment of the live rows of ``segments`` ((segment, live mask)), documents in their order."""
     keys, start = [], 0
     for seg, live in segments:
-        for s, g, a, n in seg.keys:
+        for s, g, a, n, key in seg.keys:
             if live[a:a + n].all() and n:
-                keys.append((s, g, start, n))
+                keys.append((s, g, start, n, key))
                 start += n
     vectors = [seg.vectors[live] for seg, live in segments]
     dim = segments[0][0].vectors.shape[1] if segments and segments[0][0].vectors.ndim == 2 else 384
@@ -210,12 +229,12 @@ def save_base(root: Path, base: Segment, hnsw_threshold: int, t0: float):
 class SearchIndex:
     """The live rows of a base and parts, addressed by one row number: ``meta``, ``vectors``, ``row_of``."""
 
-    def __init__(self, committed: list[tuple[int, int]], base: Segment | None, parts: list[Segment],
+    def __init__(self, committed: Committed, base: Segment | None, parts: list[Segment],
                  hnsw=None, *, root: Path | None = None, parts_root: Path | None = None, hnsw_threshold: int = 0,
                  stamp: str | tuple | None = None):
         self.stamp = stamp  # the on-disk base this index holds (base_stamp)
-        self.committed = [(int(s), int(g)) for s, g in committed]
-        self._generation = dict(self.committed)
+        self.committed = [(int(s), int(g), str(k)) for s, g, k in committed]
+        self._generation = {s: (g, k) for s, g, k in self.committed}
         self.base, self.parts, self.faiss = base, parts, hnsw
         self.root, self.parts_root, self.hnsw_threshold = root, parts_root, hnsw_threshold
         self.kind = "hnsw" if hnsw is not None else "flat"
@@ -241,7 +260,11 @@ class SearchIndex:
 
     def generation_of(self, serial: int) -> int | None:
         """The generation of a document this index was built from (None if it holds none)."""
-        return self._generation.get(int(serial))
+        return self._generation.get(int(serial), (None, None))[0]
+
+    def content_key_of(self, serial: int) -> str | None:
+        """The content key of the generation of a document this index was built from (None if it holds none)."""
+        return self._generation.get(int(serial), (None, None))[1]
 
     def __len__(self) -> int:
         """Live rows (chunks of committed generations)."""
@@ -254,7 +277,7 @@ class SearchIndex:
 
     # -- open / update ------------------------------------------------------------------------
     @classmethod
-    def open(cls, root: Path, parts_root: Path, committed: list, store_load: StoreLoad,
+    def open(cls, root: Path, parts_root: Path, committed: Committed, store_load: StoreLoad,
              hnsw_threshold: int) -> "SearchIndex":
         """The base on disk plus the parts it lacks; merged into a new base first when they outgrew it.
         One process at a time (``index.lock``): another waits, then reads what the first wrote."""
@@ -272,7 +295,7 @@ class SearchIndex:
             index = index.compact(t0)
         return index
 
-    def updated(self, committed: list, store_load: StoreLoad) -> "SearchIndex":
+    def updated(self, committed: Committed, store_load: StoreLoad) -> "SearchIndex":
         """This index for a changed catalog: reuses every segment still committed, loads only new parts;
         merges when the parts outgrew the base (then from memory, not from the parts on disk). When another
         process merged meanwhile (the base on disk changed), its base is read instead: the parts it merged are
@@ -281,19 +304,19 @@ class SearchIndex:
         with file_lock(self.root.parent / "index.lock"):
             if base_stamp(self.root) != self.stamp:
                 return self._open_locked(self.root, self.parts_root, committed, store_load, self.hnsw_threshold)
-            parts = [p for p in self.parts if self._generation_in(p, dict(committed))]
+            parts = [p for p in self.parts if self._generation_in(p, {s: (g, k) for s, g, k in committed})]
             index = self._with_parts(committed, self.base, self.faiss, parts, self.root, self.parts_root,
                                      store_load, self.hnsw_threshold, self.stamp)
             return index.compact(time.perf_counter()) if index.needs_compaction() else index
 
     @staticmethod
     def _generation_in(seg: Segment, generation: dict) -> bool:
-        return all(generation.get(s) == g for s, g, _, _ in seg.keys)
+        return all(generation.get(s) == (g, key) for s, g, _, _, key in seg.keys)
 
     @classmethod
     def _with_parts(cls, committed, base, hnsw, parts, root, parts_root, store_load, hnsw_threshold, stamp):
-        have = {(s, g) for seg in ([base] if base is not None else []) + parts for s, g, _, _ in seg.keys}
-        parts = parts + [load_part(parts_root, s, g, store_load) for s, g in committed if (s, g) not in have]
+        have = {(s, g, k) for seg in ([base] if base is not None else []) + parts for s, g, _, _, k in seg.keys}
+        parts = parts + [load_part(parts_root, s, g, k, store_load) for s, g, k in committed if (s, g, k) not in have]
         return cls(committed, base, parts, hnsw, root=root, parts_root=parts_root, hnsw_threshold=hnsw_threshold,
                    stamp=stamp)
 
@@ -311,7 +334,7 @@ class SearchIndex:
         crash_point("merge_after_base")
         for d in self.parts_root.iterdir() if self.parts_root.is_dir() else []:
             key = parse_generation_name(d.name)  # temporaries start with a dot: never parsed
-            if key is not None and key[1] <= self._generation.get(key[0], -1):
+            if key is not None and key[1] <= self._generation.get(key[0], (-1,))[0]:
                 shutil.rmtree(d, ignore_errors=True)  # now in the base, or a generation it replaced
         return SearchIndex(self.committed, base, [], hnsw, root=self.root, parts_root=self.parts_root,
                            hnsw_threshold=self.hnsw_threshold, stamp=stamp)

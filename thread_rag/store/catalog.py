@@ -184,6 +184,11 @@ class Catalog:
         """(serial, generation) of every committed document, by serial."""
         return sorted((int(k), int(v["generation"])) for k, v in self._data["documents"].items())
 
+    def committed_keys(self) -> list[tuple[int, int, str]]:
+        """(serial, generation, content key) of every committed document, by serial ("" before content keys)."""
+        return sorted((int(k), int(v["generation"]), str(v.get("content_key", "")))
+                      for k, v in self._data["documents"].items())
+
     # -- changes (caller holds the store's write lock) ---------------------------------------
     def allocate_serial(self) -> int:
         serial = int(self._data["next_serial"])

@@ -52,6 +52,10 @@ class Library:
         """(serial, generation) of every committed document, as of the last :meth:`refresh`."""
         return self.catalog.committed()
 
+    def committed_keys(self) -> list[tuple[int, int, str]]:
+        """(serial, generation, content key) of every committed document, as of the last :meth:`refresh`."""
+        return self.catalog.committed_keys()
+
     def documents(self) -> list[DocumentRecord]:
         self.refresh()
         return self.catalog.documents()

@@ -47,30 +47,48 @@ class TokenCache:
         indexing never holds a file's float32 token vectors in memory); ``write`` moves it into place."""
         return TokenStage(self.root)
 
-    def write(self, serial: int, generation: int, tokens: "TokenStage | list[np.ndarray]") -> None:
-        """Commit staged token vectors (or a list of per-chunk arrays) as the cache of (serial, generation)."""
+    def write(self, serial: int, generation: int, tokens: "TokenStage | list[np.ndarray]", key: str = "") -> None:
+        """Commit staged token vectors (or a list of per-chunk arrays) as the cache of (serial, generation), made
+        from the chunks whose content key is ``key``."""
         stage = tokens if isinstance(tokens, TokenStage) else TokenStage(self.root).add(tokens)
         final = self.dir_for(serial, generation)
         stage.finish()
+        if key:
+            (stage.dir / "key").write_text(key)
         atomic_replace_dir(stage.dir, final)
         self._open.pop((serial, generation), None)
 
-    def exists(self, serial: int, generation: int) -> bool:
-        return (self.dir_for(serial, generation) / "offsets.npy").is_file()
+    def exists(self, serial: int, generation: int, key: str | None = None) -> bool:
+        """The cache of (serial, generation) is there (and, when ``key`` is given, was made from that content)."""
+        if not (self.dir_for(serial, generation) / "offsets.npy").is_file():
+            return False
+        return key is None or self.key_of(serial, generation) == key
+
+    def key_of(self, serial: int, generation: int) -> str | None:
+        """The content key the cache was made from ("" before keys); None when it is missing or unreadable."""
+        try:
+            return self._held(serial, generation)[2]
+        except (OSError, ValueError):
+            return None
 
     def _arrays(self, serial: int, generation: int):
         """The document's memory maps; opened again when its folder was replaced (``doctor --repair`` rewrites a
         damaged cache in place: a long-running reader must not keep reading the old files)."""
+        return self._held(serial, generation)[1]
+
+    def _held(self, serial: int, generation: int) -> tuple:
+        """(stamp, memory maps, content key) of an open cache, opened (again) when its folder changed."""
         key = (serial, generation)
         d = self.dir_for(serial, generation)
         st = os.stat(d / "offsets.npy")
         stamp = (st.st_ino, st.st_mtime_ns)
         held = self._open.get(key)
         if held is None or held[0] != stamp:
+            content = (d / "key").read_text() if (d / "key").is_file() else ""
             held = (stamp, (np.load(d / "codes.npy", mmap_mode="r"), np.load(d / "scales.npy", mmap_mode="r"),
-                            np.load(d / "offsets.npy")))
+                            np.load(d / "offsets.npy")), content)
             self._open[key] = held
-        return held[1]
+        return held
 
     def n_chunks(self, serial: int, generation: int) -> int:
         return len(self._arrays(serial, generation)[2]) - 1
