@@ -18,6 +18,7 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # MODEL_DIR = "/abs/path/models"   # joined GGUF files (1.1 GB for the 1.5B model); unset: the per-user cache
 # ALLOWED_ROOTS = []               # folders the agent may index from ([] = current dir + data dir)
 # CHROMA_HOST = "127.0.0.1:8000"  # keep chunks/vectors on a Chroma server (`chroma run`) instead of the data dir
+# CHROMA_LIBRARY = ""             # with CHROMA_HOST: join the shared library with this id (thread-rag doctor shows it)
 
 # --- models (all offline; nothing is downloaded at run time) ---
 # EMBEDDER_MODEL = "packaged:all-MiniLM-L6-v2"   # | "packaged:bge-small-en-v1.5" (INT8 ONNX, no torch) | a local

@@ -85,13 +85,16 @@ def server(tmp_path):
     srv.stop()
 
 
-def _server_collections(host: str) -> dict:
+def _client(host: str):
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
-    client = chromadb.HttpClient(host=f"http://{host}", port=int(host.rsplit(":", 1)[1]),
-                                 settings=ChromaSettings(anonymized_telemetry=False))
-    return {c.name: c.count() for c in client.list_collections()}
+    return chromadb.HttpClient(host=f"http://{host}", port=int(host.rsplit(":", 1)[1]),
+                               settings=ChromaSettings(anonymized_telemetry=False))
+
+
+def _server_collections(host: str) -> dict:
+    return {c.name: c.count() for c in _client(host).list_collections()}
 
 
 def test_library_on_server_survives_restart(server, make_engine, tmp_path):
@@ -105,8 +108,8 @@ def test_library_on_server_survives_restart(server, make_engine, tmp_path):
     library = json.loads((home / "chroma" / "library.json").read_text())
     name = f"thread_rag_{library['library_id']}"
     assert e.store.collection_name == name
-    assert _server_collections(server.host) == {name: guide.chunks + other.chunks}
-    assert (home / "catalog.json").is_file() and e.token_cache.exists(1, 1)  # local parts stay local
+    assert _server_collections(server.host) == {name: guide.chunks + other.chunks, f"{name}_catalog": 4}
+    assert not (home / "catalog.json").exists() and e.token_cache.exists(1, 1)  # the catalog is on the server too
 
     hits = e.retriever.search("how do I restore a volume from the vault?", k=3).hits
     assert hits and hits[0].doc_id == guide.doc_id and "restore" in hits[0].text
@@ -116,7 +119,7 @@ def test_library_on_server_survives_restart(server, make_engine, tmp_path):
 
     e.delete(other.doc_id)
     assert [d.doc_id for d in e.documents()] == [guide.doc_id]
-    assert _server_collections(server.host) == {name: guide.chunks}
+    assert _server_collections(server.host)[name] == guide.chunks
     texts = [c.text for c in e.thread(guide.doc_id).chunks]
 
     server.stop()
@@ -148,19 +151,19 @@ def test_library_on_server_survives_restart(server, make_engine, tmp_path):
         [h.chunk_id for h in hits]
 
     # a lost catalog over a server collection that holds chunks is still refused (ids would be handed out again)
-    (home / "catalog.json").rename(tmp_path / "catalog.json.moved")
-    with pytest.raises(CorruptFileError, match="catalog.json is missing"):
+    _client(server.host).delete_collection(f"{name}_catalog")
+    with pytest.raises(CorruptFileError, match="catalog on the Chroma server is empty"):
         make_engine(CHROMA_HOST=server.host)
 
 
 def test_server_down_is_one_line(make_engine, settings_for, tmp_path):
     port = _free_port()  # nothing listens there
-    e = make_engine(CHROMA_HOST=f"http://127.0.0.1:{port}")
-    with pytest.raises(ModelUnavailableError) as err:
-        e.index_file(write(tmp_path / "a.md", OTHER))
+    with pytest.raises(ModelUnavailableError) as err:  # the catalog is on the server: opening the library fails
+        make_engine(CHROMA_HOST=f"http://127.0.0.1:{port}", HOME=str(tmp_path / "home"))
+    write(tmp_path / "a.md", OTHER)
     msg = one_line(err.value)
     assert "\n" not in msg and f"127.0.0.1:{port}" in msg and "not reachable" in msg
-    assert not (e.settings.home / "chroma" / "library.json").exists()  # nothing recorded for a server never reached
+    assert not (tmp_path / "home" / "chroma" / "library.json").exists()  # nothing recorded for a server never reached
 
     # the command line: `error: ...`, exit 1, no traceback
     env = {**os.environ, "THREAD_RAG_CHROMA_HOST": f"127.0.0.1:{port}", "THREAD_RAG_CONFIG": str(tmp_path / "none.py")}
@@ -186,3 +189,127 @@ def test_bad_host_and_switching_modes(settings_for, tmp_path):
     ChunkStore(tmp_path / "l" / "chroma").count()  # a local store ...
     with pytest.raises(SettingsError, match="holds a local Chroma store"):  # ... never silently swapped for a server
         ChunkStore(tmp_path / "l" / "chroma", host=f"127.0.0.1:{_free_port()}")
+
+
+# -- one library shared by several data dirs (machines, users) ---------------------------------------------
+def test_server_catalog_claims_serials_and_generations_once(server, tmp_path):
+    """Two writers on one server log: each serial and each generation is claimed by exactly one, a commit never
+    moves a document back to an older generation, and both read the same catalog."""
+    from thread_rag.records import DocumentRecord
+    from thread_rag.store.server_catalog import ServerCatalog
+
+    col = _client(server.host).get_or_create_collection("thread_rag_test_catalog", embedding_function=None)
+    a, b = ServerCatalog(tmp_path / "a.json", col), ServerCatalog(tmp_path / "b.json", col)
+    serials = [a.allocate_serial(), b.allocate_serial(), a.allocate_serial(), b.allocate_serial()]
+    assert serials == [1, 2, 3, 4]
+
+    def rec(serial, gen):
+        return DocumentRecord(serial=serial, doc_id=f"DOC{serial}", name="x", path=f"/x{serial}", content_hash="h",
+                              kind="text", chunk_count=1, pages=None, indexed_at="t", generation=gen)
+
+    a.commit(rec(1, 1))
+    ga, gb = a.next_generation(1), b.next_generation(1)  # both re-index DOC1 at once
+    assert sorted([ga, gb]) == [2, 3]
+    assert b.in_flight() == {(1, 2), (1, 3)} | {(s, 1) for s in (2, 3, 4)}  # reserved, not committed
+    b.commit(rec(1, max(ga, gb)))
+    a.commit(rec(1, min(ga, gb)))  # the older one, committed later: a no-op
+    a.reload(), b.reload()
+    for cat in (a, b):
+        assert cat.get(1).generation == 3 and cat.version == 9 and cat.next_serial == 5
+    assert (1, 2) not in a.in_flight() and (1, 3) not in a.in_flight()
+    a.remove(1)
+    b.reload()
+    assert [d.doc_id for d in b.documents()] == []
+
+
+def test_two_data_dirs_share_one_library(server, make_engine, tmp_path):
+    a = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "a"))
+    guide = a.index_file(write(tmp_path / "docs" / "runbook.md", GUIDE))
+    library_id = json.loads((a.home / "chroma" / "library.json").read_text())["library_id"]
+    b = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "b"), CHROMA_LIBRARY=library_id)
+    assert [d.doc_id for d in b.documents()] == [guide.doc_id]
+    question = "how do I restore a volume from the vault?"
+    want = [h.chunk_id for h in a.retriever.search(question, k=3).hits]
+    assert [h.chunk_id for h in b.retriever.search(question, k=3).hits] == want  # its index built from the store
+    coffee = b.index_file(write(tmp_path / "docs" / "coffee.md", OTHER))
+    assert coffee.doc_id == "DOC2"  # the serial comes from the shared catalog
+    assert [d.doc_id for d in a.documents()] == ["DOC1", "DOC2"]
+    assert a.retriever.search("how many grams of beans?", k=1).hits[0].doc_id == "DOC2"
+    # b derives what it lacks (token cache, tree) from the stored chunks: one command
+    assert any("DOC1: token cache" in p for p in b.check_consistency())
+    assert any("DOC1: token cache rebuilt" in n for n in b.repair())
+    assert b.check_consistency() == [] and [h.chunk_id for h in b.retriever.search(question, k=3).hits] == want
+    # a re-index on one machine is what the other reads; a delete on the other is gone on the first
+    edited = a.index_file(write(tmp_path / "docs" / "runbook.md", GUIDE.replace("vault", "strongroom")))
+    assert edited.status == "replaced"
+    assert b.document("DOC1").generation == 2 and "strongroom" in " ".join(c.text for c in b.thread("DOC1").chunks)
+    b.delete("DOC2")
+    assert [d.doc_id for d in a.documents()] == ["DOC1"]
+    # a data dir of another library cannot join this one; a bad id is one line
+    with pytest.raises(SettingsError, match="already belongs to library"):
+        make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "a"), CHROMA_LIBRARY="f" * 32)
+    with pytest.raises(SettingsError, match="32 hex digits"):
+        make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "c"), CHROMA_LIBRARY="nope")
+    server.stop()
+    server.start()
+    c = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "c"), CHROMA_LIBRARY=library_id)
+    assert [(d.doc_id, d.generation) for d in c.documents()] == [("DOC1", 2)]  # nothing lost in the restart
+    assert c.thread("DOC1").chunks and c.check_consistency() == [
+        "DOC1: token cache missing or unreadable (searches recompute it in memory; thread-rag doctor --repair "
+        "rebuilds it)"]
+
+
+def test_two_machines_index_into_one_library_at_once(server, tmp_path):
+    """Two processes on two data dirs of one library index different files at the same time: every document gets
+    its own serial, no chunk of one lands in another, both see all of them."""
+    from thread_rag.settings import load_settings
+    from thread_rag.engine import Engine
+
+    files = {side: [write(tmp_path / side / f"{side}{i}.md", f"# {side} {i}\n\n" + " ".join(
+        f"Machine {side} document {i} sentence {j} about the {side}{i} subject." for j in range(40)))
+        for i in range(3)] for side in ("left", "right")}
+    first = subprocess.run([sys.executable, "-c", "print()"], capture_output=True)  # warm the interpreter cache
+    assert first.returncode == 0
+    lib = tmp_path / "left-home" / "chroma"
+    lib.mkdir(parents=True)
+    library_id = "ab" * 16
+    write(lib / "library.json", json.dumps({"library_id": library_id, "server": f"http://{server.host}"}))
+    procs = []
+    for side in ("left", "right"):
+        env = {**os.environ, "THREAD_RAG_CHROMA_HOST": server.host, "THREAD_RAG_CHROMA_LIBRARY": library_id,
+               "THREAD_RAG_CONFIG": str(write(tmp_path / "none.py", "")), "THREAD_RAG_RERANKER": "none"}
+        procs.append(subprocess.Popen([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / f"{side}-home"),
+                                       "index", *map(str, files[side])], env=env, cwd=REPO, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for p in procs:
+        out, err = p.communicate(timeout=400)
+        assert p.returncode == 0, err[-2000:]
+    settings = load_settings({"HOME": str(tmp_path / "left-home"), "CHROMA_HOST": server.host, "RERANKER": "none",
+                              "CHROMA_LIBRARY": library_id}, env={}, config_file=False)
+    with Engine(settings) as e:
+        docs = e.documents()
+        assert sorted(d.doc_id for d in docs) == [f"DOC{i}" for i in range(1, 7)]
+        for d in docs:
+            side, i = d.name[:-4].rstrip("012"), d.name[-4]
+            texts = [c.text for c in e.thread(d.doc_id).chunks]
+            assert texts and all(f"{side}{i} subject" in t for t in texts), (d.doc_id, d.name, texts[:1])
+        assert e.store.count() == sum(d.chunk_count for d in docs)
+
+
+def test_a_server_data_dir_from_before_shared_catalogs_hands_its_catalog_over(server, make_engine, tmp_path):
+    from thread_rag.doctor import store_checks
+
+    e = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "old"))
+    e.index_file(write(tmp_path / "docs" / "runbook.md", GUIDE))
+    data = dict(e.catalog._data)
+    e.close()
+    # as the previous version left it: the catalog in the data dir, none on the server
+    _client(server.host).delete_collection(f"{e.store.collection_name}_catalog")
+    write(e.home / "catalog.json", json.dumps(data))
+    rows = {r["check"]: r for r in store_checks(e.settings)}  # doctor looks, moves nothing
+    assert "moves to the server" in rows["catalog"]["detail"] and (e.home / "catalog.json").exists()
+    assert e.store.library_id in rows["chroma"]["detail"]
+    again = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "old"))
+    assert [d.doc_id for d in again.documents()] == ["DOC1"] and not (again.home / "catalog.json").exists()
+    assert list(again.home.glob("catalog.json.imported-*"))
+    assert again.index_file(write(tmp_path / "docs" / "coffee.md", OTHER)).doc_id == "DOC2"

@@ -165,8 +165,15 @@ def store_checks(settings) -> list[dict]:
 
         if host is None and not (home / "chroma").is_dir():
             raise FileNotFoundError(f"{home / 'chroma'} is missing but {home / 'catalog.json'} exists")
-        n = ChunkStore(home / "chroma", host=host).count()
-        add("chroma", True, f"{home / 'chroma'} ({n} records)")
+        store = ChunkStore(home / "chroma", host=host)
+        n = store.count()
+        where = (f"library {store.library_id} on {store.url} (other data dirs join it with CHROMA_LIBRARY="
+                 f"{store.library_id})" if host else str(home / "chroma"))
+        add("chroma", True, f"{where} ({n} records)")
+        store.close()
+        if host and cat.exists():
+            add("catalog", True, f"{cat} moves to the server on the next command that opens the library")
+            return out
     except Exception as exc:  # noqa: BLE001
         add("chroma", False, str(exc), f"check permissions of {home}")
     from .engine import Engine
@@ -176,6 +183,9 @@ def store_checks(settings) -> list[dict]:
 
         def recover(self, full: bool = False) -> list[str]:
             return []
+
+        def _hand_over_local_catalog(self) -> None:
+            pass
 
     try:
         e = LookingEngine(settings)

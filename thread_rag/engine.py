@@ -53,8 +53,11 @@ class Engine:
         self.settings = settings or load_settings()
         self.home = self.settings.home
         self.home.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(self.home / "catalog.json")
         self._store: ChunkStore | None = None
+        self.shared = bool(self.settings.CHROMA_HOST.strip())  # the catalog lives on the Chroma server
+        self.catalog = self._server_catalog() if self.shared else Catalog(self.home / "catalog.json")
+        if self.shared:
+            self._hand_over_local_catalog()
         self.token_cache = TokenCache(self.home / "tokcache", max_open=self.settings.CACHE_DOCUMENTS)
         self._refuse_a_lost_catalog()
         self._refuse_a_catalog_behind_its_store()
@@ -68,9 +71,39 @@ class Engine:
         self._nested = None
         self.recover()
 
+    def _server_catalog(self):
+        """A library on a Chroma server keeps its catalog log there (store/server_catalog.py)."""
+        from .store.server_catalog import ServerCatalog
+
+        return ServerCatalog(self.home / "catalog.json", self.store.catalog_collection())
+
+    def _hand_over_local_catalog(self) -> None:
+        """A server data dir that kept its catalog locally (before catalogs were shared) hands it over the first
+        time: imported as the server log's first change, the local files moved aside."""
+        local = self.home / "catalog.json"
+        if not local.exists():
+            return
+        own = Catalog(local)
+        if own.documents() and self.catalog.version:
+            raise CorruptFileError(f"{local} lists this data dir's own documents, but the library on the server "
+                                   f"already has a catalog; use a new --data-dir to join it")
+        with self.write_lock():
+            if self.catalog.version == 0 and own.version:
+                self.catalog.import_local(dict(own._data))
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            for f in (local, own.log_path):
+                if f.exists():
+                    os.replace(f, f.with_name(f"{f.name}.imported-{stamp}"))
+
     def _refuse_a_lost_catalog(self) -> None:
         """No catalog file but a store that holds chunks (the catalog was set aside as corrupt, or deleted):
         an empty catalog would hand out DOC1 again over the old DOC1's chunks, vectors and index parts."""
+        if self.shared:
+            if self.catalog.version == 0 and self.store.count():
+                raise CorruptFileError(f"the library's catalog on the Chroma server is empty, but its collection "
+                                       f"{self.store.collection_name} holds indexed chunks; an empty catalog would "
+                                       f"reuse their document ids. Restore the server's data, or use a new library")
+            return
         if self.catalog.path.exists():
             return
         aside = sorted(self.home.glob("catalog.json.corrupt-*"))
@@ -133,7 +166,8 @@ class Engine:
     @property
     def store(self) -> ChunkStore:
         if self._store is None:
-            self._store = ChunkStore(self.home / "chroma", host=self.settings.CHROMA_HOST.strip() or None)
+            self._store = ChunkStore(self.home / "chroma", host=self.settings.CHROMA_HOST.strip() or None,
+                                     join=self.settings.CHROMA_LIBRARY.strip() or None)
         return self._store
 
     @property
@@ -247,7 +281,7 @@ class Engine:
                 serial, gen = key if key else (int(deleting[1]), None)
             if gen is None:  # a delete: finish it if the catalog commit (the removal) happened
                 if serial not in {s for s, _ in committed}:
-                    self._purge_document(serial, info.get("content_hash"))
+                    self._purge_document(serial, info.get("content_hash"), upto=info.get("generation"))
                     notes.append(f"finished deleting {format_doc_id(serial)}")
             elif (serial, gen) not in committed:
                 self.store.delete_generation(serial, gen)
@@ -255,12 +289,12 @@ class Engine:
                 self._remove_derived(serial, gen=gen)
                 notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
             else:  # committed, but the old generation may not have been cleaned
-                self.store.delete_document(serial, keep_generation=gen)
+                self._drop_older_rows(serial, gen)
                 self._remove_stale_files(serial, gen)
             self.library.forget(serial)
             marker.unlink(missing_ok=True)
         if full:
-            for serial, gen in self.store.generations() - committed:
+            for serial, gen in self.store.generations() - committed - self.catalog.in_flight():
                 self.store.delete_generation(serial, gen)
                 notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
             for serial, gen in self.token_cache.present() - committed:
@@ -540,7 +574,7 @@ class Engine:
                                    chunks=same.chunk_count, pages=same.pages, seconds=time.perf_counter() - t0)
             old = self.catalog.find_by_path(key)
             serial = old.serial if old else self.catalog.allocate_serial()
-            gen = (old.generation + 1) if old else 1
+            gen = self.catalog.next_generation(serial) if old else 1  # on a server: reserved there first
             doc_id = format_doc_id(serial)
             marker = self._pending_dir() / generation_name(serial, gen, ".json")
             atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": key})
@@ -571,8 +605,16 @@ class Engine:
                 seconds=round(time.perf_counter() - t0, 3), content_key=made_from)
             self.catalog.commit(record)  # <- the commit point
             crash_point("after_commit")
+            newer = self.catalog.get(serial).generation if serial in dict(self.catalog.committed()) else gen
+            if newer != gen:  # a shared library: another machine committed a newer generation first
+                self.store.delete_generation(serial, gen)
+                self.token_cache.remove(serial, gen)
+                self._remove_derived(serial, gen=gen)
+                marker.unlink(missing_ok=True)
+                raise IngestError(f"{p}: another machine committed a newer version of {doc_id} (generation {newer}) "
+                                  f"meanwhile; that one stays")
             if old:
-                self.store.delete_document(serial, keep_generation=gen)
+                self._drop_older_rows(serial, gen)
                 self._remove_stale_files(serial, gen)
             crash_point("after_cleanup")
             marker.unlink(missing_ok=True)
@@ -638,9 +680,21 @@ class Engine:
                 self.token_cache.remove(s, g)
         self._remove_derived(serial, keep=keep_gen)
 
-    def _purge_document(self, serial: int, content_hash: str | None) -> None:
-        """Everything stored for a document the catalog no longer names (caller holds the write lock)."""
-        self.store.delete_document(serial)
+    def _drop_older_rows(self, serial: int, gen: int) -> None:
+        """Stored rows of a document's generations other than the committed ``gen``; on a shared library only
+        the older ones (a newer one may be another machine's re-index in progress)."""
+        if self.shared:
+            self.store.delete_older(serial, gen)
+        else:
+            self.store.delete_document(serial, keep_generation=gen)
+
+    def _purge_document(self, serial: int, content_hash: str | None, upto: int | None = None) -> None:
+        """Everything stored for a document the catalog no longer names (caller holds the write lock); on a
+        shared library only its rows up to generation ``upto`` (a newer one is another machine's re-index)."""
+        if self.shared and upto is not None:
+            self.store.delete_older(serial, upto + 1)
+        else:
+            self.store.delete_document(serial)
         self.token_cache.remove(serial)
         self._remove_derived(serial)
         self.library.forget(serial)
@@ -657,9 +711,10 @@ class Engine:
             rec = self.catalog.get(serial)
             marker = self._pending_dir() / f"DELETE-DOC{serial}.json"  # recovery finishes a killed delete
             atomic_write_json(marker, {"serial": serial, "delete": True, "content_hash": rec.content_hash,
+                                       "generation": rec.generation,
                                        "pid": os.getpid()})
             self.catalog.remove(serial)  # commit point: readers stop seeing it
             crash_point("delete_after_remove")
-            self._purge_document(serial, rec.content_hash)
+            self._purge_document(serial, rec.content_hash, upto=rec.generation)
             marker.unlink(missing_ok=True)
         return rec

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -52,6 +53,7 @@ class Settings:
     SHARED_DATA: str = "../shared/data"     # benchmark data sets
     ALLOWED_ROOTS: list = field(default_factory=list)  # index_new_document roots ([] = cwd + HOME)
     CHROMA_HOST: str = ""                   # Chroma server for chunks/vectors, host:port or http://host:port ("" = <HOME>/chroma)
+    CHROMA_LIBRARY: str = ""                # with CHROMA_HOST: the id of a shared library to join ("" = this data dir's own)
     # --- embedder -------------------------------------------------------------------------
     EMBEDDER_MODEL: str = "packaged:all-MiniLM-L6-v2"  # | packaged:bge-small-en-v1.5 | a local sentence-transformers path
     EMBEDDER_DTYPE: str = "auto"            # auto | float32 | bfloat16
@@ -193,6 +195,10 @@ class Settings:
                 parse_chroma_host(self.CHROMA_HOST)
             except ValueError as exc:
                 raise SettingsError(f"invalid setting CHROMA_HOST={self.CHROMA_HOST!r}: {exc}") from None
+        need(not self.CHROMA_LIBRARY.strip() or bool(re.fullmatch(r"[0-9a-f]{32}", self.CHROMA_LIBRARY.strip())),
+             "CHROMA_LIBRARY", "a library id is 32 hex digits (thread-rag doctor shows a library's id)")
+        need(not self.CHROMA_LIBRARY.strip() or bool(self.CHROMA_HOST.strip()), "CHROMA_LIBRARY",
+             "joins a library on a Chroma server: set CHROMA_HOST too")
         from .embedder import PACKAGED_EMBEDDERS
         from .onnx_models import PACKAGED, PACKAGED_RERANKERS
 
@@ -205,7 +211,6 @@ class Settings:
         need(16 <= self.RERANK_MAX_TOKENS <= 512, "RERANK_MAX_TOKENS", "must be between 16 and 512")
         if not isinstance(self.ALLOWED_ROOTS, list) or not all(isinstance(x, str) for x in self.ALLOWED_ROOTS):
             raise SettingsError(f"invalid setting ALLOWED_ROOTS={self.ALLOWED_ROOTS!r}: must be a list of paths")
-        import re
 
         try:
             re.compile(self.SENTENCE_SPLIT_REGEX)

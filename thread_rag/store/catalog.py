@@ -30,13 +30,27 @@ def _fresh() -> dict:
 
 
 def _apply(data: dict, op: dict) -> None:
+    """One change. A commit never moves a document back to an older generation (on a shared server library
+    another machine may have committed a newer one meanwhile: the older commit is then a no-op); a reservation
+    (``reserve``: a generation claimed before its chunks are written, server libraries only) makes the next
+    generation of that document come after it."""
     kind = op["op"]
     if kind == "commit":
-        data["documents"][str(op["record"]["serial"])] = op["record"]
+        key, rec = str(op["record"]["serial"]), op["record"]
+        if int(rec["generation"]) >= int(data["documents"].get(key, {}).get("generation", 0)):
+            data["documents"][key] = rec
+            held = data.get("reserved", {}).get(key)
+            if held:  # reservations up to the committed generation are done
+                data["reserved"][key] = {g: t for g, t in held.items() if int(g) > int(rec["generation"])}
     elif kind == "remove":
         data["documents"].pop(str(op["serial"]), None)
     elif kind == "serial":
         data["next_serial"] = max(int(data["next_serial"]), int(op["next"]))
+    elif kind == "reserve":  # {serial: {generation: when}}
+        data.setdefault("reserved", {}).setdefault(str(op["serial"]), {})[str(op["generation"])] = op.get("t", "")
+        data["next_serial"] = max(int(data["next_serial"]), int(op["serial"]) + 1)
+    elif kind == "import":  # a server library's first change: the data dir's catalog as it was
+        data.update({k: v for k, v in op["data"].items() if k != "version"})
     else:
         raise ValueError(f"unknown catalog change {kind!r}")
     data["version"] = int(op["v"])
@@ -188,6 +202,15 @@ class Catalog:
         """(serial, generation, content key) of every committed document, by serial ("" before content keys)."""
         return sorted((int(k), int(v["generation"]), str(v.get("content_key", "")))
                       for k, v in self._data["documents"].items())
+
+    def next_generation(self, serial: int) -> int:
+        """The generation a re-index of ``serial`` writes (the caller holds the write lock; on a shared server
+        library it is also reserved there first, so no other machine writes the same one)."""
+        return int(self.get(serial).generation) + 1
+
+    def in_flight(self) -> set[tuple[int, int]]:
+        """(serial, generation)s another machine reserved and has not committed yet (server libraries)."""
+        return set()
 
     # -- changes (caller holds the store's write lock) ---------------------------------------
     def allocate_serial(self) -> int:

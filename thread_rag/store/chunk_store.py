@@ -51,10 +51,11 @@ def record_id(serial: int, position: int, generation: int) -> str:
 class ChunkStore:
     COLLECTION = "chunks"  # the local store's collection; on a server: collection_name(library id)
 
-    def __init__(self, path: Path, host: str | None = None):
+    def __init__(self, path: Path, host: str | None = None, join: str | None = None):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.host = host or None
+        self.join = join or None  # a library id to join (CHROMA_LIBRARY), server only
         library = self.path / LIBRARY_FILE
         if self.host is None:
             if library.exists():
@@ -92,7 +93,7 @@ class ChunkStore:
                                 f"would not be on the server. Unset CHROMA_HOST for this data dir, or use a new "
                                 f"--data-dir for the server library")
         _heartbeat(self.url)
-        self.library_id = _library_id(library, self.url)
+        self.library_id = _library_id(library, self.url, self.join)
         self.collection_name = collection_name(self.library_id)
         with _server_errors(self.url):
             # the full URL as host: chromadb reads any host starting with "http" as a URL (a host named
@@ -102,6 +103,12 @@ class ChunkStore:
             col = self._client.get_or_create_collection(
                 self.collection_name, embedding_function=None, metadata={"hnsw:space": "ip"})
         self._col = _Guarded(col, self.url)
+
+    def catalog_collection(self):
+        """The server collection holding this library's catalog log (server libraries only)."""
+        with _server_errors(self.url):
+            col = self._client.get_or_create_collection(f"{self.collection_name}_catalog", embedding_function=None)
+        return _Guarded(col, self.url)
 
     def close(self) -> None:
         """Release the Chroma client (sqlite and segment files, its threads); idempotent."""
@@ -123,6 +130,10 @@ class ChunkStore:
 
     def delete_generation(self, serial: int, generation: int) -> None:
         self._col.delete(where={"$and": [{"serial": serial}, {"generation": generation}]})
+
+    def delete_older(self, serial: int, generation: int) -> None:
+        """Rows of the document's generations before ``generation``."""
+        self._col.delete(where={"$and": [{"serial": serial}, {"generation": {"$lt": generation}}]})
 
     def delete_document(self, serial: int, keep_generation: int | None = None) -> None:
         if keep_generation is None:
@@ -173,20 +184,27 @@ def collection_name(library_id: str) -> str:
     return f"thread_rag_{library_id}"
 
 
-def _library_id(library: Path, url: str) -> str:
-    """This data dir's library id: read from ``library.json``, or made and written once (exclusively: two
-    processes starting at once on a fresh data dir end up with the same id)."""
+def _library_id(library: Path, url: str, join: str | None = None) -> str:
+    """This data dir's library id: read from ``library.json``, or made (``join``: the id of a library another
+    data dir made, to share it) and written once (exclusively: two processes starting at once on a fresh data
+    dir end up with the same id)."""
+    if join is not None and not re.fullmatch(r"[0-9a-f]{32}", join):
+        raise SettingsError(f"invalid setting CHROMA_LIBRARY={join!r}: a library id is 32 hex digits "
+                            f"(thread-rag doctor shows a library's id)")
     if not library.exists():
-        body = json.dumps({"library_id": uuid.uuid4().hex, "server": url}, indent=1).encode()
+        body = json.dumps({"library_id": join or uuid.uuid4().hex, "server": url}, indent=1).encode()
         atomic_write_bytes(library, body, exclusive=True)  # another process made it first: theirs wins
     try:
         lid = json.loads(library.read_text(encoding="utf-8"))["library_id"]
         if not re.fullmatch(r"[0-9a-f]{32}", lid):
             raise ValueError(lid)
-        return lid
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CorruptFileError(f"{library} cannot be read ({type(exc).__name__}); it names the server collection "
                                f"that holds this data dir's chunks: restore it") from None
+    if join is not None and lid != join:
+        raise SettingsError(f"CHROMA_LIBRARY={join} but {library.parent.parent} already belongs to library {lid}; "
+                            f"use a new --data-dir to join another library")
+    return lid
 
 
 def _describe(library: Path) -> str:
