@@ -60,9 +60,9 @@ class TokenCache:
 
     def exists(self, serial: int, generation: int, key: str | None = None) -> bool:
         """The cache of (serial, generation) is there (and, when ``key`` is given, was made from that content)."""
-        if not (self.dir_for(serial, generation) / "offsets.npy").is_file():
-            return False
-        return key is None or self.key_of(serial, generation) == key
+        if key is None:
+            return (self.dir_for(serial, generation) / "offsets.npy").is_file()
+        return self.key_of(serial, generation) == key  # None when missing
 
     def key_of(self, serial: int, generation: int) -> str | None:
         """The content key the cache was made from ("" before keys); None when it is missing or unreadable."""
