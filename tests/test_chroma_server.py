@@ -199,9 +199,16 @@ def test_server_catalog_claims_serials_and_generations_once(server, tmp_path):
     from thread_rag.store.server_catalog import ServerCatalog
 
     col = _client(server.host).get_or_create_collection("thread_rag_test_catalog", embedding_function=None)
-    a, b = ServerCatalog(tmp_path / "a.json", col), ServerCatalog(tmp_path / "b.json", col)
-    serials = [a.allocate_serial(), b.allocate_serial(), a.allocate_serial(), b.allocate_serial()]
-    assert serials == [1, 2, 3, 4]
+    a, b = (ServerCatalog(tmp_path / f"{n}.json", lambda: col, origin=n) for n in ("a", "b"))
+    serials = [a.allocate_serial(), b.allocate_serial(), a.allocate_serial()]
+    # a writer whose view is stale adds a version another writer already holds: the server keeps the first, the
+    # stale writer finds someone else's change there, reads the log again and takes the next version
+    real_reload, stale = b.reload, {"once": True}
+    b.reload = lambda: False if stale.pop("once", False) else real_reload()
+    before = b.version
+    serials.append(b.allocate_serial())
+    assert serials == [1, 2, 3, 4] and b.version == before + 2  # its first try lost version before + 1
+    b.reload = real_reload
 
     def rec(serial, gen):
         return DocumentRecord(serial=serial, doc_id=f"DOC{serial}", name="x", path=f"/x{serial}", content_hash="h",
@@ -220,6 +227,12 @@ def test_server_catalog_claims_serials_and_generations_once(server, tmp_path):
     a.remove(1)
     b.reload()
     assert [d.doc_id for d in b.documents()] == []
+    b.commit(rec(1, 3), if_current=True)  # a change to the record it had (a re-key) does not bring it back
+    a.reload()
+    assert a.documents() == []
+    assert a.next_generation(1) == 4  # a removed document's generations are never handed out again
+    with pytest.raises(CorruptFileError, match="already has a catalog"):  # an import only begins a log
+        b.import_local({"documents": {}, "next_serial": 1})
 
 
 def test_two_data_dirs_share_one_library(server, make_engine, tmp_path):
@@ -245,18 +258,35 @@ def test_two_data_dirs_share_one_library(server, make_engine, tmp_path):
     assert b.document("DOC1").generation == 2 and "strongroom" in " ".join(c.text for c in b.thread("DOC1").chunks)
     b.delete("DOC2")
     assert [d.doc_id for d in a.documents()] == ["DOC1"]
+    # paths are each data dir's own: the same bytes are the same document, an edit made on b is b's document
+    assert b.index_file(tmp_path / "docs" / "runbook.md").doc_id == "DOC1"  # unchanged: found by content
+    mine = b.index_file(write(tmp_path / "docs" / "runbook.md", GUIDE.replace("vault", "cellar")))
+    assert (mine.status, mine.doc_id) == ("indexed", "DOC3") and a.document("DOC1").generation == 2
+    # a generation another data dir has claimed and is writing is not an orphan to this one's repair
+    chunks, vecs = a.store.load(3, 1, with_embeddings=True)
+    gen = b.catalog.next_generation(3)
+    b.store.add(chunks, vecs, gen)
+    assert (3, gen) in a.store.generations() and not any("orphan chunks" in p for p in a.check_consistency())
+    assert (a.home / "index_parts" / "DOC2.g1").is_dir()  # a's part of the document b removed ...
+    make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "a")).close()
+    assert not (a.home / "index_parts" / "DOC2.g1").exists()  # ... goes at a's next start
+    a.repair()
+    assert (3, gen) in a.store.generations()
     # a data dir of another library cannot join this one; a bad id is one line
     with pytest.raises(SettingsError, match="already belongs to library"):
         make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "a"), CHROMA_LIBRARY="f" * 32)
+    with pytest.raises(SettingsError, match="no such library"):  # a mistyped id makes no new library
+        make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "typo"), CHROMA_LIBRARY="e" * 32)
+    assert not (tmp_path / "typo" / "chroma" / "library.json").exists()
     with pytest.raises(SettingsError, match="32 hex digits"):
         make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "c"), CHROMA_LIBRARY="nope")
     server.stop()
     server.start()
     c = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "c"), CHROMA_LIBRARY=library_id)
-    assert [(d.doc_id, d.generation) for d in c.documents()] == [("DOC1", 2)]  # nothing lost in the restart
+    assert [(d.doc_id, d.generation) for d in c.documents()] == [("DOC1", 2), ("DOC3", 1)]  # nothing lost in the restart
     assert c.thread("DOC1").chunks and c.check_consistency() == [
-        "DOC1: token cache missing or unreadable (searches recompute it in memory; thread-rag doctor --repair "
-        "rebuilds it)"]
+        f"{d}: token cache missing or unreadable (searches recompute it in memory; thread-rag doctor --repair "
+        "rebuilds it)" for d in ("DOC1", "DOC3")]
 
 
 def test_two_machines_index_into_one_library_at_once(server, tmp_path):
@@ -270,10 +300,9 @@ def test_two_machines_index_into_one_library_at_once(server, tmp_path):
         for i in range(3)] for side in ("left", "right")}
     first = subprocess.run([sys.executable, "-c", "print()"], capture_output=True)  # warm the interpreter cache
     assert first.returncode == 0
-    lib = tmp_path / "left-home" / "chroma"
-    lib.mkdir(parents=True)
-    library_id = "ab" * 16
-    write(lib / "library.json", json.dumps({"library_id": library_id, "server": f"http://{server.host}"}))
+    base = {"HOME": str(tmp_path / "left-home"), "CHROMA_HOST": server.host, "RERANKER": "none"}
+    Engine(load_settings(base, env={}, config_file=False)).close()  # the library, made by the left data dir
+    library_id = json.loads((tmp_path / "left-home" / "chroma" / "library.json").read_text())["library_id"]
     procs = []
     for side in ("left", "right"):
         env = {**os.environ, "THREAD_RAG_CHROMA_HOST": server.host, "THREAD_RAG_CHROMA_LIBRARY": library_id,
@@ -284,9 +313,7 @@ def test_two_machines_index_into_one_library_at_once(server, tmp_path):
     for p in procs:
         out, err = p.communicate(timeout=400)
         assert p.returncode == 0, err[-2000:]
-    settings = load_settings({"HOME": str(tmp_path / "left-home"), "CHROMA_HOST": server.host, "RERANKER": "none",
-                              "CHROMA_LIBRARY": library_id}, env={}, config_file=False)
-    with Engine(settings) as e:
+    with Engine(load_settings(base, env={}, config_file=False)) as e:
         docs = e.documents()
         assert sorted(d.doc_id for d in docs) == [f"DOC{i}" for i in range(1, 7)]
         for d in docs:

@@ -115,6 +115,8 @@ class FakeEngine:
     def documents(self):
         return list(self.docs.values())
 
+    own_documents = documents
+
     def index_file(self, path):
         from thread_rag.errors import IngestError
         from thread_rag.records import IndexResult

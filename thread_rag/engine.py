@@ -18,6 +18,7 @@ import json
 import os
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -72,10 +73,16 @@ class Engine:
         self.recover()
 
     def _server_catalog(self):
-        """A library on a Chroma server keeps its catalog log there (store/server_catalog.py)."""
+        """A library on a Chroma server keeps its catalog log there (store/server_catalog.py); the documents this
+        data dir indexes carry its id (``<HOME>/data_dir_id``, made once)."""
+        from .atomic import atomic_write_bytes
         from .store.server_catalog import ServerCatalog
 
-        return ServerCatalog(self.home / "catalog.json", self.store.catalog_collection())
+        id_file = self.home / "data_dir_id"
+        if not id_file.exists():
+            atomic_write_bytes(id_file, uuid.uuid4().hex.encode(), exclusive=True)  # another process's first: kept
+        origin = id_file.read_text().strip()
+        return ServerCatalog(self.home / "catalog.json", lambda: self.store.catalog_collection(), origin=origin)
 
     def _hand_over_local_catalog(self) -> None:
         """A server data dir that kept its catalog locally (before catalogs were shared) hands it over the first
@@ -84,12 +91,13 @@ class Engine:
         if not local.exists():
             return
         own = Catalog(local)
-        if own.documents() and self.catalog.version:
+        handed = self.catalog.imported_by == self.catalog.origin  # an earlier start imported it, then stopped
+        if own.documents() and self.catalog.version and not handed:
             raise CorruptFileError(f"{local} lists this data dir's own documents, but the library on the server "
                                    f"already has a catalog; use a new --data-dir to join it")
         with self.write_lock():
-            if self.catalog.version == 0 and own.version:
-                self.catalog.import_local(dict(own._data))
+            if own.version and not handed:
+                self.catalog.import_local(dict(own._data))  # refused if another machine began the log meanwhile
             stamp = time.strftime("%Y%m%d-%H%M%S")
             for f in (local, own.log_path):
                 if f.exists():
@@ -127,6 +135,10 @@ class Engine:
         if ahead:
             nxt = self.catalog.next_serial
             names = ", ".join(format_doc_id(s) if s >= nxt else f"{format_doc_id(s)} generation {g}" for s, g in ahead)
+            if self.shared:
+                raise CorruptFileError(f"the library's catalog on the Chroma server does not name {names}, which this "
+                                       f"data dir derived from it: was the server's data restored from a backup? "
+                                       f"Move {self.home} away and join the library with a new data dir")
             raise CorruptFileError(f"{self.catalog.path} is older than the store in {self.home}: it does not name "
                                    f"{names}, which the store holds, and would hand their ids out again. Put back the "
                                    f"newest catalog.json and catalog.log, or move {self.home} away and index again")
@@ -154,6 +166,9 @@ class Engine:
             self.token_cache.close()
         if hasattr(self, "library"):
             self.library.clear()
+        release = getattr(getattr(self, "catalog", None), "release", None)
+        if release is not None:
+            release()  # a server catalog's collection belonged to the closed client
         self._retriever = self._windows = self._nested = None
 
     def __enter__(self) -> "Engine":
@@ -261,6 +276,8 @@ class Engine:
         writers' temporaries (at start; a commit skips it: listing every document's files per commit would
         make indexing a folder quadratic)."""
         notes = [f"removed leftover temporary {p}" for p in self._remove_temporaries()] if sweep else []
+        if sweep and self.shared:
+            notes += self._drop_local_files_of_replaced_documents()
         pending = self._pending_dir()
         markers = sorted(pending.glob("*.json")) if pending.is_dir() else []
         if not markers and not full:
@@ -294,7 +311,10 @@ class Engine:
             self.library.forget(serial)
             marker.unlink(missing_ok=True)
         if full:
-            for serial, gen in self.store.generations() - committed - self.catalog.in_flight():
+            stored = self.store.generations()  # listed before the catalog is read again: a generation another
+            self.catalog.reload()               # machine writes meanwhile is then claimed (in flight) or committed
+            committed = set(self.catalog.committed())
+            for serial, gen in stored - committed - self.catalog.in_flight():
                 self.store.delete_generation(serial, gen)
                 notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
             for serial, gen in self.token_cache.present() - committed:
@@ -308,6 +328,22 @@ class Engine:
                 notes.append(f"removed orphan index part {format_doc_id(serial)} generation {gen}")
         return notes
 
+    def _drop_local_files_of_replaced_documents(self) -> list[str]:
+        """On a shared library, another machine may replace or remove a document whose token cache, index part or
+        tree this data dir derived: those local files are removed at start (this data dir's own killed writes
+        are recovered by their pending markers)."""
+        self.catalog.reload()
+        committed, flying = dict(self.catalog.committed()), self.catalog.in_flight()
+        pending = {k for k in (parse_generation_name(m.name, (".json",)) for m in self._pending_dir().glob("DOC*.json")) if k}
+        local = self.token_cache.present() | self._part_generations() | self._tree_generations()
+        stale = sorted((s, g) for s, g in local - flying - pending
+                       if (s in committed and g < committed[s]) or (s not in committed and s < self.catalog.next_serial))
+        for s, g in stale:
+            self.token_cache.remove(s, g)
+            self._remove_derived(s, gen=g)
+        return [f"removed local files of {format_doc_id(s)} generation {g} (replaced or removed elsewhere)"
+                for s, g in stale]
+
     def _remove_temporaries(self) -> list[Path]:
         """Temporaries of writers killed mid-write. Catalog, pending markers and token cache are
         written only under the write lock (which the caller holds), so any temporary there is dead;
@@ -318,11 +354,11 @@ class Engine:
 
     def check_consistency(self) -> list[str]:
         """Problems between catalog, Chroma and token cache (empty list = consistent)."""
+        in_store = self.store.generations()  # listed first (see _recover_locked)
         self.catalog.reload()
         problems = []
         committed = set(self.catalog.committed())
-        in_store = self.store.generations()
-        for serial, gen in sorted(in_store - committed):
+        for serial, gen in sorted(in_store - committed - self.catalog.in_flight()):
             problems.append(f"orphan chunks {format_doc_id(serial)}@g{gen}")
         for rec in self.catalog.documents():
             chunks, _ = self.store.load(rec.serial, rec.generation)
@@ -393,7 +429,10 @@ class Engine:
         tree_ok = not tree or self.nested.persisted(rec) is not None
         part_ok = part_key(parts, rec.serial, rec.generation) in (None, rec.content_key)  # None: merged, or rebuilt on need
         if tokens_ok and tree_ok and part_ok and rec.content_key:
-            return []
+            stored, _ = self.store.load(rec.serial, rec.generation)  # the derived data is fine; is the store?
+            if content_key(stored, rec.embedder, rec.chunk_strategy) == rec.content_key:
+                return []
+            return [f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed; index {rec.path} again"]
         if rec.embedder != self.settings.EMBEDDER_MODEL:
             return [f"{rec.doc_id}: indexed with {rec.embedder}, not {self.settings.EMBEDDER_MODEL}; index {rec.path} again"]
         chunks, vecs = self.store.load(rec.serial, rec.generation, with_embeddings=True)
@@ -421,7 +460,7 @@ class Engine:
             write_part(parts, rec.serial, rec.generation, chunks, vecs, key)
             notes.append(f"{rec.doc_id}: search-index part rebuilt")
         if rekey:  # last: the derived data of the key first, then the record that names it
-            self.catalog.commit(dataclasses.replace(rec, content_key=key))
+            self.catalog.commit(dataclasses.replace(rec, content_key=key), if_current=True)  # not if removed meanwhile
         return notes
 
     # -- what readers see (the Library) ----------------------------------------------------------
@@ -430,6 +469,10 @@ class Engine:
 
     def documents(self) -> list[DocumentRecord]:
         return self.library.documents()
+
+    def own_documents(self) -> list[DocumentRecord]:
+        """The documents this data dir indexed (all of them, unless the library is shared on a server)."""
+        return [d for d in self.documents() if self.catalog.own(d)]
 
     def document(self, doc_id: str | int) -> DocumentRecord:
         return self.library.document(doc_id)
@@ -602,7 +645,7 @@ class Engine:
                 serial=serial, doc_id=doc_id, name=name, path=key, content_hash=content_hash,
                 kind=doc.kind, chunk_count=len(chunks), pages=doc.pages, indexed_at=Catalog.now(), generation=gen,
                 chunk_strategy=recipe["chunk_strategy"], embedder=recipe["embedder"],
-                seconds=round(time.perf_counter() - t0, 3), content_key=made_from)
+                seconds=round(time.perf_counter() - t0, 3), content_key=made_from, origin=self.catalog.origin)
             self.catalog.commit(record)  # <- the commit point
             crash_point("after_commit")
             newer = self.catalog.get(serial).generation if serial in dict(self.catalog.committed()) else gen
@@ -691,10 +734,14 @@ class Engine:
     def _purge_document(self, serial: int, content_hash: str | None, upto: int | None = None) -> None:
         """Everything stored for a document the catalog no longer names (caller holds the write lock); on a
         shared library only its rows up to generation ``upto`` (a newer one is another machine's re-index)."""
-        if self.shared and upto is not None:
-            self.store.delete_older(serial, upto + 1)
-        else:
+        if not self.shared:
             self.store.delete_document(serial)
+        elif upto is not None:
+            self.store.delete_older(serial, upto + 1)
+        else:  # which generation was removed is not known: all but another machine's claimed ones
+            for s, g in self.store.generations() - self.catalog.in_flight():
+                if s == serial:
+                    self.store.delete_generation(s, g)
         self.token_cache.remove(serial)
         self._remove_derived(serial)
         self.library.forget(serial)

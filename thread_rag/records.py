@@ -96,6 +96,13 @@ class DocumentRecord:
     embedder: str = ""
     seconds: float = 0.0
     content_key: str = ""            # records.content_key of its chunks ("": committed before content keys)
+    origin: str = ""                 # the data dir that indexed it (a library shared on a server; "" locally)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DocumentRecord":
+        """A stored record; fields a newer version added are left out, so an older reader still opens it."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 @dataclass

@@ -206,7 +206,7 @@ class Watcher:
     def remove(self, path: str) -> int:
         """Remove every document stored under ``path`` (a file, or a folder that was deleted or moved away)."""
         removed = 0
-        for rec in self.engine.documents():
+        for rec in self.engine.own_documents():
             if rec.path == path or _under(rec.path, path):
                 try:
                     self.engine.delete(rec.doc_id)
@@ -237,7 +237,7 @@ class Watcher:
         (first, so a renamed file indexes under its new name), then every file is indexed (a no-op if
         unchanged)."""
         counts = {"removed": 0, "indexed": 0, "replaced": 0, "unchanged": 0, "failed": 0}
-        for rec in self.engine.documents():
+        for rec in self.engine.own_documents():  # of a shared library: this data dir's (paths are this machine's)
             if any(_under(rec.path, r) for r in self.roots) and not os.path.exists(rec.path):
                 counts["removed"] += self.remove(rec.path)
         for root in self.roots:

@@ -178,8 +178,8 @@ class NestedIndex:
                     raise ThreadRagError(f"{rec.doc_id} has no chunks")
                 # small documents get no tree at index time (NESTED_MIN_CHUNKS), a lost file (or one made from
                 # other content) none either: build it in memory; readers never write
-                self.build(rec.serial, rec.generation, self.library.thread(rec.serial).chunks, persist=False,
-                           key=rec.content_key)
+                chunks, vecs = self.library.vectors(rec.serial, rec.generation)  # both of rec's generation
+                self.build(rec.serial, rec.generation, chunks, vecs=vecs, persist=False, key=rec.content_key)
             else:
                 self._loaded[key] = (data["nodes"], np.load(self.path(rec.serial, rec.generation).with_suffix(".npy")))
         return self._loaded[key]

@@ -94,7 +94,7 @@ class Retriever:
         self._reranker = None
         self._reranker_checked = False
         self._hit_chunks: LRU = LRU(4096)  # (serial, position, generation) -> Chunk read for a hit or stage 3
-        self._recomputed: dict = {}  # (serial, generation) -> int8 token vectors of the one document whose cache file is lost
+        self._recomputed: LRU = LRU(8)  # (serial, generation) -> int8 token vectors of documents without a usable cache
 
     # -- index lifecycle ---------------------------------------------------------------------
     @property
@@ -150,7 +150,7 @@ class Retriever:
 
             chunks = self._chunks(serial, generation)
             toks = self._embedder().embed_with_tokens([text_for_embedding(c.text) for c in chunks])[1]
-            self._recomputed = {key: [quantize(t) for t in toks]}
+            self._recomputed[key] = [quantize(t) for t in toks]
         from ..store.token_cache import dequantize
 
         return dequantize(*self._recomputed[key][position])

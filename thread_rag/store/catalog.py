@@ -37,23 +37,39 @@ def _apply(data: dict, op: dict) -> None:
     kind = op["op"]
     if kind == "commit":
         key, rec = str(op["record"]["serial"]), op["record"]
-        if int(rec["generation"]) >= int(data["documents"].get(key, {}).get("generation", 0)):
+        now = data["documents"].get(key)
+        if op.get("if_current") and (now is None or int(now["generation"]) != int(rec["generation"])):
+            pass  # a change to the record of a generation that is no longer the committed one: dropped
+        elif int(rec["generation"]) >= int((now or {}).get("generation", 0)):
             data["documents"][key] = rec
+            _raise_high(data, key, rec["generation"])
             held = data.get("reserved", {}).get(key)
             if held:  # reservations up to the committed generation are done
                 data["reserved"][key] = {g: t for g, t in held.items() if int(g) > int(rec["generation"])}
     elif kind == "remove":
-        data["documents"].pop(str(op["serial"]), None)
+        data["documents"].pop(str(op["serial"]), None)  # its highest generation stays: never handed out again
     elif kind == "serial":
         data["next_serial"] = max(int(data["next_serial"]), int(op["next"]))
     elif kind == "reserve":  # {serial: {generation: when}}
         data.setdefault("reserved", {}).setdefault(str(op["serial"]), {})[str(op["generation"])] = op.get("t", "")
+        _raise_high(data, str(op["serial"]), op["generation"])
         data["next_serial"] = max(int(data["next_serial"]), int(op["serial"]) + 1)
     elif kind == "import":  # a server library's first change: the data dir's catalog as it was
-        data.update({k: v for k, v in op["data"].items() if k != "version"})
+        docs = {k: {**v, "origin": v.get("origin") or op.get("origin", "")} for k, v in op["data"]["documents"].items()}
+        data["documents"].update(docs)
+        data["next_serial"] = max(int(data["next_serial"]), int(op["data"].get("next_serial", 1)))
+        for key, rec in docs.items():
+            _raise_high(data, key, rec["generation"])
+        data["imported_by"] = op.get("origin", "")
     else:
         raise ValueError(f"unknown catalog change {kind!r}")
     data["version"] = int(op["v"])
+
+
+def _raise_high(data: dict, serial: str, generation) -> None:
+    """The highest generation a document ever had or claimed; survives its removal."""
+    high = data.setdefault("high", {})
+    high[serial] = max(int(generation), int(high.get(serial, 0)))
 
 
 def read_log(path: Path, data: dict, offset: int = 0) -> tuple[int, int]:
@@ -171,7 +187,7 @@ class Catalog:
 
     # -- queries ---------------------------------------------------------------------------
     def documents(self) -> list[DocumentRecord]:
-        docs = [DocumentRecord(**d) for d in self._data["documents"].values()]
+        docs = [DocumentRecord.from_dict(d) for d in self._data["documents"].values()]
         return sorted(docs, key=lambda d: d.serial)
 
     def get(self, doc: str | int) -> DocumentRecord:
@@ -180,18 +196,19 @@ class Catalog:
         if rec is None:
             known = ", ".join(d.doc_id for d in self.documents()) or "none indexed yet"
             raise UnknownDocumentError(f"unknown document {format_doc_id(serial)} (known: {known})")
-        return DocumentRecord(**rec)
+        return DocumentRecord.from_dict(rec)
 
     def find_by_path(self, path: str) -> DocumentRecord | None:
+        """This data dir's document indexed from ``path`` (paths are this machine's)."""
         for d in self._data["documents"].values():
-            if d["path"] == path:
-                return DocumentRecord(**d)
+            if d["path"] == path and d.get("origin", "") == self.origin:
+                return DocumentRecord.from_dict(d)
         return None
 
     def find_by_hash(self, content_hash: str) -> DocumentRecord | None:
         for d in self._data["documents"].values():
             if d["content_hash"] == content_hash:
-                return DocumentRecord(**d)
+                return DocumentRecord.from_dict(d)
         return None
 
     def committed(self) -> list[tuple[int, int]]:
@@ -203,10 +220,16 @@ class Catalog:
         return sorted((int(k), int(v["generation"]), str(v.get("content_key", "")))
                       for k, v in self._data["documents"].items())
 
+    origin = ""  # this data dir's documents in a shared library; a local catalog has no others
+
+    def own(self, rec: DocumentRecord) -> bool:
+        """Whether this data dir indexed ``rec`` (every document of a local catalog)."""
+        return rec.origin == self.origin
+
     def next_generation(self, serial: int) -> int:
         """The generation a re-index of ``serial`` writes (the caller holds the write lock; on a shared server
         library it is also reserved there first, so no other machine writes the same one)."""
-        return int(self.get(serial).generation) + 1
+        return max(int(self.get(serial).generation), int(self._data.get("high", {}).get(str(serial), 0))) + 1
 
     def in_flight(self) -> set[tuple[int, int]]:
         """(serial, generation)s another machine reserved and has not committed yet (server libraries)."""
@@ -219,10 +242,13 @@ class Catalog:
         self._change({"op": "serial", "next": serial + 1})  # persisted before use: a crash can waste a serial, never reuse one
         return serial
 
-    def commit(self, record: DocumentRecord) -> None:
+    def commit(self, record: DocumentRecord, if_current: bool = False) -> None:
+        """Commit ``record``; with ``if_current`` only while its generation is still the committed one (a change
+        to a committed record, e.g. its content key, that must not bring back a removed or replaced one)."""
         rec = record.__dict__.copy()
-        self._data["documents"][str(record.serial)] = rec
-        self._change({"op": "commit", "record": rec})
+        op = {"op": "commit", "record": rec, "if_current": if_current}
+        _apply(self._data, {**op, "v": self.version})
+        self._change(op)
 
     def remove(self, serial: int) -> None:
         self._data["documents"].pop(str(serial), None)

@@ -6,9 +6,11 @@ beside the old ones and switch over atomically when the catalog commits. Chroma 
 anything itself (``embedding_function=None``) and never phones home (telemetry off).
 
 On a server, a data dir's records live in the collection ``thread_rag_<library id>``; the id is a
-random one made once and kept in ``<HOME>/chroma/library.json``, so two data dirs sharing a server
-never share (or overwrite) each other's records, and every process on one data dir uses the same one.
-The catalog, search indexes, token cache and trees stay in the data dir.
+random one made once and kept in ``<HOME>/chroma/library.json`` (or the id of an existing library the data dir
+joins), so data dirs of different libraries on one server never share (or overwrite) each other's records.
+The library's catalog is a change log in the collection ``thread_rag_<library id>_catalog``
+(store/server_catalog.py), so data dirs that join one library (``CHROMA_LIBRARY``) share its documents; the
+search indexes, token cache and trees stay in each data dir.
 """
 from __future__ import annotations
 
@@ -93,13 +95,19 @@ class ChunkStore:
                                 f"would not be on the server. Unset CHROMA_HOST for this data dir, or use a new "
                                 f"--data-dir for the server library")
         _heartbeat(self.url)
-        self.library_id = _library_id(library, self.url, self.join)
-        self.collection_name = collection_name(self.library_id)
         with _server_errors(self.url):
             # the full URL as host: chromadb reads any host starting with "http" as a URL (a host named
             # "httpd" would otherwise lose its port)
             self._client = chromadb.HttpClient(host=self.url, port=port, ssl=ssl,
                                                settings=ChromaSettings(anonymized_telemetry=False))
+            if self.join and not library.exists():  # joining: the library must exist (a typo makes no new one)
+                names = {getattr(c, "name", c) for c in self._client.list_collections()}
+                if f"{collection_name(self.join)}_catalog" not in names:
+                    raise SettingsError(f"CHROMA_LIBRARY={self.join}: no such library on {self.url} "
+                                        f"(thread-rag doctor on a data dir of the library shows its id)")
+        self.library_id = _library_id(library, self.url, self.join)
+        self.collection_name = collection_name(self.library_id)
+        with _server_errors(self.url):
             col = self._client.get_or_create_collection(
                 self.collection_name, embedding_function=None, metadata={"hnsw:space": "ip"})
         self._col = _Guarded(col, self.url)

@@ -8,9 +8,14 @@ ignores later adds of that id, so of several writers adding the same version exa
 there (its nonce); the others read the log again and retry on the new state. So changes from all machines form
 one ordered log, and what a change claims (a serial, a generation) is claimed once:
 
-* a new document's serial is claimed by a ``serial`` change before its chunks are written;
-* a re-index claims its generation by a ``reserve`` change, so two machines re-indexing one document write
-  different generations, and the newer commit wins (a commit never moves a document back);
+* a new document's serial (with its generation 1) and a re-index's generation are claimed by a ``reserve``
+  change before any chunk is written, above the highest generation the document ever had (which outlives its
+  removal), so no two writers ever write the same (serial, generation);
+* of two re-indexes of one document, the higher generation stays, whatever order they commit in (a commit never
+  moves a document back); a change to a committed record (its content key) applies only while that generation
+  is still the committed one;
+* documents are this data dir's by ``origin``: paths are looked up among its own documents only (another
+  machine's ``/docs/a.md`` is another file);
 * recovery leaves another machine's reserved, uncommitted generations alone for ``IN_FLIGHT_HOURS``.
 
 Readers fetch only the changes after the version they hold (one request). The local write lock still orders
@@ -29,6 +34,8 @@ from typing import Callable
 from ..errors import CorruptFileError, ThreadRagError
 from .catalog import Catalog, _apply
 
+KNOWN = {"commit", "remove", "serial", "reserve", "import"}  # a change of another kind (a newer client's) is skipped
+
 IN_FLIGHT_HOURS = 24.0
 _RETRIES = 200
 
@@ -42,10 +49,24 @@ def _now() -> str:
 
 
 class ServerCatalog(Catalog):
-    def __init__(self, path: Path, collection):
-        self.collection = collection
+    """``collection``: a provider of the server collection (called again after :meth:`release`); ``origin``:
+    this data dir's id, recorded in the documents it indexes."""
+
+    def __init__(self, path: Path, collection: Callable, origin: str):
+        self._provider, self._collection = collection, None
+        self.origin = origin
         self.nonce_prefix = uuid.uuid4().hex[:8]
         super().__init__(path)
+
+    @property
+    def collection(self):
+        if self._collection is None:
+            self._collection = self._provider()
+        return self._collection
+
+    def release(self) -> None:
+        """Forget the collection (its client was closed); the next read asks the provider again."""
+        self._collection = None
 
     # -- persistence: the server's log ---------------------------------------------------------
     def stamp(self):
@@ -54,17 +75,20 @@ class ServerCatalog(Catalog):
     def reload(self) -> bool:
         """Apply the changes after the version held, in order; True when there were any."""
         got = self.collection.get(where={"v": {"$gt": self.version}}, include=["documents", "metadatas"])
-        ops = sorted(((int(m["v"]), doc) for m, doc in zip(got["metadatas"] or [], got["documents"] or [])))
         before = self.version
-        for v, doc in ops:
-            if v != self.version + 1:
-                break  # not visible yet: the next reload reads on from here
-            try:
+        try:
+            ops = sorted(((int(m["v"]), doc) for m, doc in zip(got["metadatas"] or [], got["documents"] or [])))
+            for v, doc in ops:
+                if v != self.version + 1:
+                    break  # not visible yet: the next reload reads on from here
                 op = json.loads(doc)
-                _apply(self._data, op)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise CorruptFileError(f"the catalog log on the server ({self.collection.name}, version {v}) is "
-                                       f"corrupt ({type(exc).__name__})") from None
+                if op.get("op") in KNOWN:
+                    _apply(self._data, op)
+                else:
+                    self._data["version"] = v
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptFileError(f"the catalog log on the server ({self.collection.name}, after version "
+                                   f"{self.version}) is corrupt ({type(exc).__name__})") from None
         return self.version != before
 
     def _append(self, make_op: Callable[[], dict]) -> dict:
@@ -79,7 +103,7 @@ class ServerCatalog(Catalog):
             self.collection.add(ids=[_vid(op["v"])], documents=[body], metadatas=[{"v": op["v"]}],
                                 embeddings=[[0.0]])
             got = self.collection.get(ids=[_vid(op["v"])], include=["documents"])
-            if got["documents"] and json.loads(got["documents"][0]).get("nonce") == op["nonce"]:
+            if got["documents"] and op["nonce"] in got["documents"][0]:  # the winner's JSON holds its nonce
                 self.reload()  # applies it (and keeps versions contiguous)
                 return op
             time.sleep(0.005)
@@ -88,8 +112,20 @@ class ServerCatalog(Catalog):
 
     # -- changes -------------------------------------------------------------------------------
     def import_local(self, data: dict) -> None:
-        """Start the server's log with a data dir's own catalog (the first time it joins with documents)."""
-        self._append(lambda: {"op": "import", "data": data})
+        """Start the server's log with a data dir's own catalog (the first time it joins with documents); refused
+        once the log has begun (another machine joined first)."""
+        def make() -> dict:
+            if self.version:
+                raise CorruptFileError(f"the library on the server ({self.collection.name}) already has a catalog; "
+                                       f"use a new --data-dir to join it")
+            return {"op": "import", "data": data, "origin": self.origin}
+
+        self._append(make)
+
+    @property
+    def imported_by(self) -> str:
+        """The data dir whose local catalog began the server's log ("" if none did)."""
+        return str(self._data.get("imported_by", ""))
 
     def allocate_serial(self) -> int:
         """A new document's serial, claimed with its first generation (a ``reserve``: recovery on another
@@ -100,13 +136,13 @@ class ServerCatalog(Catalog):
     def next_generation(self, serial: int) -> int:
         def reserve() -> dict:
             committed = int(self._data["documents"].get(str(serial), {}).get("generation", 0))
-            reserved = max(map(int, self._data.get("reserved", {}).get(str(serial), {})), default=0)
-            return {"op": "reserve", "serial": serial, "generation": max(committed, reserved) + 1, "t": _now()}
+            high = int(self._data.get("high", {}).get(str(serial), 0))
+            return {"op": "reserve", "serial": serial, "generation": max(committed, high) + 1, "t": _now()}
 
         return int(self._append(reserve)["generation"])
 
-    def commit(self, record) -> None:
-        self._append(lambda: {"op": "commit", "record": record.__dict__.copy()})
+    def commit(self, record, if_current: bool = False) -> None:
+        self._append(lambda: {"op": "commit", "record": record.__dict__.copy(), "if_current": if_current})
 
     def remove(self, serial: int) -> None:
         self._append(lambda: {"op": "remove", "serial": serial})
