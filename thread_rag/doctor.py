@@ -181,6 +181,8 @@ def store_checks(settings) -> list[dict]:
     class LookingEngine(Engine):
         """An Engine that opens the store without finishing interrupted writes: the doctor only reports."""
 
+        LOOKING = True
+
         def recover(self, full: bool = False) -> list[str]:
             return []
 

@@ -50,6 +50,7 @@ def _folder_progress(progress: Progress, name: str, before: int, size: int, tota
 
 
 class Engine:
+    LOOKING = False  # True for doctor's engine: it opens the library without writing anything
     def __init__(self, settings: Settings | None = None, *, embedder=None, summarizer=None, chat_model=None):
         self.settings = settings or load_settings()
         self.home = self.settings.home
@@ -79,9 +80,9 @@ class Engine:
         from .store.server_catalog import ServerCatalog
 
         id_file = self.home / "data_dir_id"
-        if not id_file.exists():
+        if not id_file.exists() and not self.LOOKING:
             atomic_write_bytes(id_file, uuid.uuid4().hex.encode(), exclusive=True)  # another process's first: kept
-        origin = id_file.read_text().strip()
+        origin = id_file.read_text().strip() if id_file.exists() else ""
         return ServerCatalog(self.home / "catalog.json", lambda: self.store.catalog_collection(), origin=origin)
 
     def _hand_over_local_catalog(self) -> None:
@@ -90,13 +91,16 @@ class Engine:
         local = self.home / "catalog.json"
         if not local.exists():
             return
-        own = Catalog(local)
-        handed = self.catalog.imported_by == self.catalog.origin  # an earlier start imported it, then stopped
-        if own.documents() and self.catalog.version and not handed:
-            raise CorruptFileError(f"{local} lists this data dir's own documents, but the library on the server "
-                                   f"already has a catalog; use a new --data-dir to join it")
         with self.write_lock():
-            if own.version and not handed:
+            if not local.exists():  # another process of this data dir handed it over meanwhile
+                return
+            own = Catalog(local)
+            self.catalog.reload()
+            handed = self.catalog.imported_by == self.catalog.origin  # an earlier start imported it, then stopped
+            if own.documents() and not handed:
+                if self.catalog.version:
+                    raise CorruptFileError(f"{local} lists this data dir's own documents, but the library on the "
+                                           f"server already has a catalog; use a new --data-dir to join it")
                 self.catalog.import_local(dict(own._data))  # refused if another machine began the log meanwhile
             stamp = time.strftime("%Y%m%d-%H%M%S")
             for f in (local, own.log_path):
@@ -683,7 +687,7 @@ class Engine:
         if rec is not None:
             intact = self.token_cache.exists(rec.serial, rec.generation, rec.content_key)  # a lost one is rebuilt by re-indexing
             return rec if rec.content_hash == content_hash and same_recipe(rec) and intact else None
-        dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed from another path
+        dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed (by this data dir) from another path
         return dup if dup is not None and same_recipe(dup) else None
 
     _TREE_SUFFIXES = (".json", ".npy")

@@ -100,7 +100,8 @@ class DocumentRecord:
 
     @classmethod
     def from_dict(cls, d: dict) -> "DocumentRecord":
-        """A stored record; fields a newer version added are left out, so an older reader still opens it."""
+        """A stored record; fields a newer version of this program added are left out (so this version opens
+        a catalog a newer one wrote; versions before this method fail on fields they do not know)."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
 

@@ -206,8 +206,9 @@ class Catalog:
         return None
 
     def find_by_hash(self, content_hash: str) -> DocumentRecord | None:
+        """This data dir's document with these bytes (another data dir's copy of a file is its own document)."""
         for d in self._data["documents"].values():
-            if d["content_hash"] == content_hash:
+            if d["content_hash"] == content_hash and d.get("origin", "") == self.origin:
                 return DocumentRecord.from_dict(d)
         return None
 
