@@ -245,6 +245,36 @@ def test_server_catalog_claims_serials_and_generations_once(server, tmp_path):
         b.import_local({"documents": {}, "next_serial": 1})
 
 
+def test_a_new_process_starts_from_the_snapshot_and_reads_only_the_changes_after_it(server, tmp_path, monkeypatch):
+    from thread_rag.store import server_catalog as sc
+
+    monkeypatch.setattr(sc, "SNAPSHOT_EVERY", 5)
+    col = _client(server.host).get_or_create_collection("thread_rag_snap_catalog", embedding_function=None)
+    a = sc.ServerCatalog(tmp_path / "a.json", lambda: col, origin="a")
+    serials = [a.allocate_serial() for _ in range(12)]  # 12 changes: snapshots at versions 5 and 10
+    assert serials == list(range(1, 13))
+    assert col.get(ids=["snapshot"], include=["metadatas"])["metadatas"] == [{"snapshot_of": 10}]
+    seen = []
+    real_get = col.get
+
+    class Watching:
+        def __getattr__(self, name):
+            return getattr(col, name)
+
+        def get(self, **kw):
+            out = real_get(**kw)
+            seen.extend(out["ids"])
+            return out
+
+    b = sc.ServerCatalog(tmp_path / "b.json", Watching, origin="b")
+    assert b.version == 12 and b.next_serial == 13 and b._data == a._data
+    assert sorted(seen) == ["snapshot", "v000000000011", "v000000000012"]  # not the 10 changes before it
+    col.upsert(ids=["snapshot"], documents=['{"version": 3, "documents": {}, "next_serial": 4}'],
+               metadatas=[{"snapshot_of": 3}], embeddings=[[0.0]])  # an older snapshot written late
+    c = sc.ServerCatalog(tmp_path / "c.json", lambda: col, origin="c")
+    assert c.version == 12 and c.next_serial == 13  # a longer replay, the same catalog
+
+
 def test_two_data_dirs_share_one_library(server, make_engine, tmp_path):
     a = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "a"))
     guide = a.index_file(write(tmp_path / "docs" / "runbook.md", GUIDE))

@@ -18,7 +18,10 @@ one ordered log, and what a change claims (a serial, a generation) is claimed on
   machine's ``/docs/a.md`` is another file);
 * recovery leaves another machine's reserved, uncommitted generations alone for ``IN_FLIGHT_HOURS``.
 
-Readers fetch only the changes after the version they hold (one request). The local write lock still orders
+Readers fetch only the changes after the version they hold (one request). A process that starts reads the
+newest *snapshot* first (record ``snapshot``: the folded state at some version, rewritten by whichever writer
+reaches a multiple of ``SNAPSHOT_EVERY`` changes) and then only the changes after it; no change is ever
+deleted, so a snapshot overwritten by an older one only means a longer replay, never a wrong catalog. The local write lock still orders
 this data dir's own writers and its local files (token cache, index parts, trees), which each machine derives
 for itself from the stored chunks.
 """
@@ -37,6 +40,7 @@ from .catalog import Catalog, _apply
 KNOWN = {"commit", "remove", "serial", "reserve", "import"}  # a change of another kind (a newer client's) is skipped
 
 IN_FLIGHT_HOURS = 24.0
+SNAPSHOT_EVERY = 200  # changes between snapshots (a new process replays at most about this many)
 _RETRIES = 200
 
 
@@ -56,7 +60,7 @@ class ServerCatalog(Catalog):
         self._provider, self._collection = collection, None
         self.origin = origin
         self.nonce_prefix = uuid.uuid4().hex[:8]
-        super().__init__(path)
+        super().__init__(path)  # reads the snapshot, then the changes after it
 
     @property
     def collection(self):
@@ -74,8 +78,10 @@ class ServerCatalog(Catalog):
 
     def reload(self) -> bool:
         """Apply the changes after the version held, in order; True when there were any."""
-        got = self.collection.get(where={"v": {"$gt": self.version}}, include=["documents", "metadatas"])
         before = self.version
+        if before == 0:
+            self._load_snapshot()
+        got = self.collection.get(where={"v": {"$gt": self.version}}, include=["documents", "metadatas"])
         try:
             ops = sorted(((int(m["v"]), doc) for m, doc in zip(got["metadatas"] or [], got["documents"] or [])))
             for v, doc in ops:
@@ -105,10 +111,29 @@ class ServerCatalog(Catalog):
             got = self.collection.get(ids=[_vid(op["v"])], include=["documents"])
             if got["documents"] and op["nonce"] in got["documents"][0]:  # the winner's JSON holds its nonce
                 self.reload()  # applies it (and keeps versions contiguous)
+                if op["v"] % SNAPSHOT_EVERY == 0 and self.version >= op["v"]:
+                    self._save_snapshot()
                 return op
             time.sleep(0.005)
         raise ThreadRagError(f"the catalog on the server ({self.collection.name}) changed on every try; "
                              f"too many writers at once? try again")
+
+    def _load_snapshot(self) -> None:
+        got = self.collection.get(ids=["snapshot"], include=["documents"])
+        if not got["documents"]:
+            return
+        try:
+            data = json.loads(got["documents"][0])
+            int(data["version"]), dict(data["documents"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"the catalog snapshot on the server ({self.collection.name}) is corrupt "
+                                   f"({type(exc).__name__})") from None
+        self._data = data
+
+    def _save_snapshot(self) -> None:
+        """The state as of now, for processes that start later (best effort: the log stays the truth)."""
+        self.collection.upsert(ids=["snapshot"], documents=[json.dumps(self._data, ensure_ascii=False)],
+                               metadatas=[{"snapshot_of": self.version}], embeddings=[[0.0]])
 
     # -- changes -------------------------------------------------------------------------------
     def import_local(self, data: dict) -> None:
