@@ -379,3 +379,30 @@ def test_a_server_data_dir_from_before_shared_catalogs_hands_its_catalog_over(se
     assert [d.doc_id for d in again.documents()] == ["DOC1"] and not (again.home / "catalog.json").exists()
     assert list(again.home.glob("catalog.json.imported-*"))
     assert again.index_file(write(tmp_path / "docs" / "coffee.md", OTHER)).doc_id == "DOC2"
+
+
+def test_a_writer_killed_mid_reindex_on_a_shared_library(server, make_engine, tmp_path):
+    """SIGKILL after the new generation's chunks reached the server, before the commit: the other data dir keeps
+    reading the old version, the killed data dir's next start removes the uncommitted rows, and the re-index then
+    writes a generation above the abandoned claim."""
+    a = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "a"))
+    f = write(tmp_path / "docs" / "runbook.md", GUIDE)
+    a.index_file(f)
+    library_id = a.store.library_id
+    a.close()
+    b = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "b"), CHROMA_LIBRARY=library_id)
+    write(f, OTHER)
+    env = {**os.environ, "THREAD_RAG_CHROMA_HOST": server.host, "THREAD_RAG_CRASH_AT": "after_chroma",
+           "THREAD_RAG_CONFIG": str(write(tmp_path / "none.py", "")), "THREAD_RAG_RERANKER": "none"}
+    cp = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "a"), "index", str(f)],
+                        env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert cp.returncode == -signal.SIGKILL, cp.stderr[-2000:]
+    assert (1, 2) in b.store.generations()  # the killed writer's rows are on the server ...
+    assert "vault" in " ".join(c.text for c in b.thread("DOC1").chunks)  # ... and b reads the old version
+    assert not any("orphan chunks" in p for p in b.check_consistency())  # claimed by a: not b's to remove
+    a = make_engine(CHROMA_HOST=server.host, HOME=str(tmp_path / "a"))  # a's start recovers its own write
+    assert (1, 2) not in a.store.generations() and a.document("DOC1").generation == 1
+    again = a.index_file(f)
+    assert again.status == "replaced" and a.document("DOC1").generation == 3  # above the abandoned claim
+    assert "Grind" in " ".join(c.text for c in b.thread("DOC1").chunks)
+    assert a.check_consistency() == [] and a.store.generations() == {(1, 3)}
