@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .atomic import atomic_write_json, file_lock, remove_stale_temporaries
+from .atomic import atomic_write_bytes, atomic_write_json, file_lock, remove_stale_temporaries
 from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
@@ -49,8 +49,13 @@ def _folder_progress(progress: Progress, name: str, before: int, size: int, tota
     return update
 
 
+def _store_differs(rec: DocumentRecord) -> str:
+    return f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed (index {rec.path} again)"
+
+
 class Engine:
     LOOKING = False  # True for doctor's engine: it opens the library without writing anything
+
     def __init__(self, settings: Settings | None = None, *, embedder=None, summarizer=None, chat_model=None):
         self.settings = settings or load_settings()
         self.home = self.settings.home
@@ -76,7 +81,6 @@ class Engine:
     def _server_catalog(self):
         """A library on a Chroma server keeps its catalog log there (store/server_catalog.py); the documents this
         data dir indexes carry its id (``<HOME>/data_dir_id``, made once)."""
-        from .atomic import atomic_write_bytes
         from .store.server_catalog import ServerCatalog
 
         id_file = self.home / "data_dir_id"
@@ -154,8 +158,7 @@ class Engine:
         that lost both folders goes unnoticed); a generation with a pending marker is a write in progress. The
         listing comes first and the catalog is read after it, so a writer committing meanwhile is seen committed."""
         on_disk = self.token_cache.present() | self._part_generations()
-        markers = self._pending_dir().glob("DOC*.json")
-        writing = {key for key in (parse_generation_name(m.name, (".json",)) for m in markers) if key}
+        writing = self._pending_generations()
         self.catalog.reload()
         committed, nxt = dict(self.catalog.committed()), self.catalog.next_serial
         return sorted(k for k in on_disk - writing if k[0] >= nxt or k[1] > committed.get(k[0], k[1]))
@@ -265,6 +268,11 @@ class Engine:
     def _pending_dir(self) -> Path:
         return self.home / "pending"
 
+    def _pending_generations(self) -> set[tuple[int, int]]:
+        """(serial, generation)s with a pending marker: writes in progress, or a killed writer's to recover."""
+        markers = self._pending_dir().glob("DOC*.json")
+        return {key for key in (parse_generation_name(m.name, (".json",)) for m in markers) if key}
+
     def recover(self, full: bool = False) -> list[str]:
         """Remove what a killed writer left behind. Runs only if no writer holds the lock."""
         with contextlib.ExitStack() as stack:
@@ -338,9 +346,8 @@ class Engine:
         are recovered by their pending markers)."""
         self.catalog.reload()
         committed, flying = dict(self.catalog.committed()), self.catalog.in_flight()
-        pending = {k for k in (parse_generation_name(m.name, (".json",)) for m in self._pending_dir().glob("DOC*.json")) if k}
         local = self.token_cache.present() | self._part_generations() | self._tree_generations()
-        stale = sorted((s, g) for s, g in local - flying - pending
+        stale = sorted((s, g) for s, g in local - flying - self._pending_generations()
                        if (s in committed and g < committed[s]) or (s not in committed and s < self.catalog.next_serial))
         for s, g in stale:
             self.token_cache.remove(s, g)
@@ -371,8 +378,7 @@ class Engine:
             if [c.position for c in chunks] != list(range(len(chunks))):
                 problems.append(f"{rec.doc_id}: chunk positions are not 0..n-1")
             elif rec.content_key and content_key(chunks, rec.embedder, rec.chunk_strategy) != rec.content_key:
-                problems.append(f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed "
-                                f"(index {rec.path} again)")
+                problems.append(_store_differs(rec))
             n_tokens = self.token_cache.readable_chunks(rec.serial, rec.generation)
             if n_tokens is None:
                 problems.append(f"{rec.doc_id}: token cache missing or unreadable (searches recompute it in memory; "
@@ -434,9 +440,7 @@ class Engine:
         part_ok = part_key(parts, rec.serial, rec.generation) in (None, rec.content_key)  # None: merged, or rebuilt on need
         if tokens_ok and tree_ok and part_ok and rec.content_key:
             stored, _ = self.store.load(rec.serial, rec.generation)  # the derived data is fine; is the store?
-            if content_key(stored, rec.embedder, rec.chunk_strategy) == rec.content_key:
-                return []
-            return [f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed; index {rec.path} again"]
+            return [] if content_key(stored, rec.embedder, rec.chunk_strategy) == rec.content_key else [_store_differs(rec)]
         if rec.embedder != self.settings.EMBEDDER_MODEL:
             return [f"{rec.doc_id}: indexed with {rec.embedder}, not {self.settings.EMBEDDER_MODEL}; index {rec.path} again"]
         chunks, vecs = self.store.load(rec.serial, rec.generation, with_embeddings=True)
@@ -445,7 +449,7 @@ class Engine:
                     f"found); index {rec.path} again"]
         key, notes, rekey = content_key(chunks, rec.embedder, rec.chunk_strategy), [], not rec.content_key
         if not rekey and key != rec.content_key:
-            return [f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed; index {rec.path} again"]
+            return [_store_differs(rec)]
         if rekey:  # committed before keys: what was derived from it cannot be checked, so all of it is made again
             tokens_ok = tree_ok = part_ok = False
             notes.append(f"{rec.doc_id}: keyed by the content of its {len(chunks)} stored chunks")

@@ -102,8 +102,10 @@ class DocumentRecord:
     def from_dict(cls, d: dict) -> "DocumentRecord":
         """A stored record; fields a newer version of this program added are left out (so this version opens
         a catalog a newer one wrote; versions before this method fail on fields they do not know)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**{k: v for k, v in d.items() if k in _RECORD_FIELDS})
+
+
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(DocumentRecord))
 
 
 @dataclass

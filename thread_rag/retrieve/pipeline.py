@@ -138,7 +138,7 @@ class Retriever:
         if cache.exists(serial, generation, index.content_key_of(serial)):
             return cache.get(serial, generation, position)
         # a lost cache (or one made from other content; doctor reports it, doctor --repair rebuilds it) is
-        # recomputed in memory, int8 like the file so scores match, for one document at a time; never written
+        # recomputed in memory, int8 like the file so scores match, the last 8 documents kept; never written
         # here: only indexing writes
         key = (serial, generation)
         if key not in self._recomputed:

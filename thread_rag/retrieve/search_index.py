@@ -139,11 +139,10 @@ def load_part(parts: Path, serial: int, generation: int, key: str, store_load: S
     """A document generation's segment of content key ``key``; written from the store when indexing did not
     leave it, or left one made from other content."""
     part = part_dir(parts, serial, generation)
-    info = None
-    if (part / "done").is_file():
-        info = json.loads((part / "meta.json").read_text())
-        v = np.load(part / "vectors.npy") if info.get("key", "") == key else None
-    if info is None or v is None:
+    info = json.loads((part / "meta.json").read_text()) if (part / "done").is_file() else None
+    if info is not None and info.get("key", "") == key:
+        v = np.load(part / "vectors.npy")
+    else:
         chunks, v = store_load(serial, generation)
         info = write_part(parts, serial, generation, chunks, v, key)
     n = len(info["position"])

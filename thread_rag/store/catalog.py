@@ -200,15 +200,15 @@ class Catalog:
 
     def find_by_path(self, path: str) -> DocumentRecord | None:
         """This data dir's document indexed from ``path`` (paths are this machine's)."""
-        for d in self._data["documents"].values():
-            if d["path"] == path and d.get("origin", "") == self.origin:
-                return DocumentRecord.from_dict(d)
-        return None
+        return self._find_own("path", path)
 
     def find_by_hash(self, content_hash: str) -> DocumentRecord | None:
         """This data dir's document with these bytes (another data dir's copy of a file is its own document)."""
+        return self._find_own("content_hash", content_hash)
+
+    def _find_own(self, field: str, value: str) -> DocumentRecord | None:
         for d in self._data["documents"].values():
-            if d["content_hash"] == content_hash and d.get("origin", "") == self.origin:
+            if d[field] == value and d.get("origin", "") == self.origin:
                 return DocumentRecord.from_dict(d)
         return None
 
@@ -230,7 +230,13 @@ class Catalog:
     def next_generation(self, serial: int) -> int:
         """The generation a re-index of ``serial`` writes (the caller holds the write lock; on a shared server
         library it is also reserved there first, so no other machine writes the same one)."""
-        return max(int(self.get(serial).generation), int(self._data.get("high", {}).get(str(serial), 0))) + 1
+        self.get(serial)  # an unknown document is one clear error
+        return self._generation_after(serial)
+
+    def _generation_after(self, serial: int) -> int:
+        """One past the highest generation ``serial`` ever had or claimed (its removal does not lower it)."""
+        committed = int(self._data["documents"].get(str(serial), {}).get("generation", 0))
+        return max(committed, int(self._data.get("high", {}).get(str(serial), 0))) + 1
 
     def in_flight(self) -> set[tuple[int, int]]:
         """(serial, generation)s another machine reserved and has not committed yet (server libraries)."""

@@ -73,9 +73,6 @@ class ServerCatalog(Catalog):
         self._collection = None
 
     # -- persistence: the server's log ---------------------------------------------------------
-    def stamp(self):
-        return self.version
-
     def reload(self) -> bool:
         """Apply the changes after the version held, in order; True when there were any."""
         before = self.version
@@ -160,9 +157,7 @@ class ServerCatalog(Catalog):
 
     def next_generation(self, serial: int) -> int:
         def reserve() -> dict:
-            committed = int(self._data["documents"].get(str(serial), {}).get("generation", 0))
-            high = int(self._data.get("high", {}).get(str(serial), 0))
-            return {"op": "reserve", "serial": serial, "generation": max(committed, high) + 1, "t": _now()}
+            return {"op": "reserve", "serial": serial, "generation": self._generation_after(serial), "t": _now()}
 
         return int(self._append(reserve)["generation"])
 
