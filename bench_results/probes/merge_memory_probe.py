@@ -1,16 +1,9 @@
 """One-off probe (2026-12-01), kept with the figures BENCHMARKS.md quotes from it."""
-import sys
-from pathlib import Path
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-DATA = REPO.parent / "shared" / "data"
-import sys, time, resource, os
-from thread_rag.settings import load_settings
-from thread_rag.engine import Engine
+from _scale_library import open_scale_library
+import time, resource, os
 def rss():
     return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024
-s = load_settings({"HOME": str(REPO / "bench_out" / "scale-100000")}, env={}, config_file=True)
-e = Engine(s)
+e, qs = open_scale_library()
 print("engine", rss(), "MiB")
 idx = e.retriever.index
 print("index open", rss(), "MiB rows", len(idx), "parts", len(idx.parts))

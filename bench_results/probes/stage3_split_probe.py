@@ -1,17 +1,8 @@
 """One-off probe (2026-12-01), kept with the figures BENCHMARKS.md quotes from it."""
-import sys
+from _scale_library import open_scale_library
+import time, statistics
 from pathlib import Path
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-DATA = REPO.parent / "shared" / "data"
-import sys, time, statistics
-from pathlib import Path
-from thread_rag.settings import load_settings
-from thread_rag.engine import Engine
-from thread_rag.bench.scale import scale_queries
-s = load_settings({"HOME": str(REPO / "bench_out" / "scale-100000")}, env={}, config_file=True)
-e = Engine(s)
-qs = scale_queries(DATA, 30)
+e, qs = open_scale_library()
 r = e.retriever
 e.retriever.search(qs[0], k=5)
 rr = r.reranker

@@ -1,0 +1,16 @@
+"""What the 100k-library probes share: the repo on sys.path, the library `thread-rag bench scale` grew
+(bench_out/scale-100000) opened in an Engine, and the scale benchmark's 30 queries."""
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+
+def open_scale_library():
+    from thread_rag.bench.scale import scale_queries
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    engine = Engine(load_settings({"HOME": str(REPO / "bench_out" / "scale-100000")}, env={}, config_file=True))
+    return engine, scale_queries(REPO.parent / "shared" / "data", 30)
