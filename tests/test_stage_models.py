@@ -227,12 +227,12 @@ def test_stage3_weight_is_checked_and_named_in_bench_configs():
     with pytest.raises(ThreadRagError, match="STAGE3_WEIGHT"):
         parse_config("three_stage:w1.5")
     assert parse_config("three_stage:w0.5:pbm25")[1] == {"STAGE3_WEIGHT": 0.5, "STAGE3_PRIOR": "bm25"}
-    assert default_spec(s.replace(STAGE3_WEIGHT=0.5, STAGE3_PRIOR="bm25")) == "three_stage:k20:m-:w0.5:pbm25"
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.5, STAGE3_PRIOR="bm25")) == "three_stage:k20:m-:w0.5:pbm25:cheading"
     assert same_config("three_stage:pbm25", "three_stage", s)  # a prior at weight 1 changes nothing
     assert not same_config("three_stage:w0.5:pbm25", "three_stage:w0.5", s)
     with pytest.raises(SettingsError, match="STAGE3_PRIOR"):
         Settings(STAGE3_PRIOR="dense")
-    assert default_spec(s.replace(STAGE3_WEIGHT=0.8)).endswith(":w0.8")
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.8)) == "three_stage:k20:m-:w0.8:cheading"
     assert same_config("three_stage:k20:m-:w1", default_spec(s.replace(STAGE3_WEIGHT=1.0)), s)
     assert not same_config("three_stage:k20:m-:w0.8", "three_stage:k20:m-", s)
     with pytest.raises(SettingsError, match="STAGE3_WEIGHT"):
@@ -276,3 +276,47 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     memo.score("q", ["a", "b", "a"])  # the same text twice in one pool is not a remembered score
     assert memo.served == 0 and memo.scores == {("q", "a"): 0.5, ("q", "b"): 0.0}
     assert list(memo.score("q", ["b", "a", "c"]))[:2] == [0.0, 0.5] and memo.served == 2
+
+
+def test_rerank_context_decides_what_the_reranker_reads():
+    from thread_rag.retrieve.rerank import rerank_passage
+
+    text = 'Instance\\-launching scenarios<a name="x"></a>\nAmazon EC2 [instances](https://a.example/b) are launched'
+    heads = ['Using encryption with EBS\\-backed AMIs<a name="AMIEncryption"></a>',
+             'Instance\\-launching scenarios<a name="x"></a>']
+    assert rerank_passage(text, heads, "AMIEncryption", "text") == text
+    assert rerank_passage(text, heads, "AMIEncryption", "clean") == \
+        "Instance-launching scenarios Amazon EC2 instances are launched"
+    # the heading path goes first, less the heading the text already starts with
+    assert rerank_passage(text, heads, "AMIEncryption", "heading") == \
+        "Using encryption with EBS-backed AMIs\nInstance-launching scenarios Amazon EC2 instances are launched"
+    assert rerank_passage(text, heads, "AMIEncryption", "title").startswith(
+        "AMIEncryption > Using encryption with EBS-backed AMIs\nInstance-launching")
+    assert rerank_passage("plain words", [], "", "heading") == "plain words"
+
+
+def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
+    from thread_rag.bench.retrieval import default_spec, parse_config, same_config
+    from thread_rag.engine import Engine
+    from thread_rag.errors import SettingsError
+    from thread_rag.settings import Settings
+
+    seen = []
+
+    class Recording(FixedReranker):
+        def score(self, query, passages):
+            seen.extend(passages)
+            return super().score(query, passages)
+
+    e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=6,
+                                              RERANK_CONTEXT="heading"), embedder=manual_engine.embedder)
+    e.retriever._reranker, e.retriever._reranker_checked = Recording(), True
+    hits = e.retriever.search("how do I pre-heat summaries?", k=6).hits
+    with_heading = [h for h in hits if h.heading_path and not h.text.startswith(h.heading_path[-1])]
+    assert with_heading, "the manual has chunks inside a section that does not start with its heading"
+    assert any(p.startswith(" > ".join(with_heading[0].heading_path)) for p in seen)
+    with pytest.raises(SettingsError, match="RERANK_CONTEXT"):
+        Settings(RERANK_CONTEXT="summary")
+    assert parse_config("three_stage:cheading")[1] == {"RERANK_CONTEXT": "heading"}
+    assert default_spec(Settings().replace(RERANK_CONTEXT="title")).endswith(":ctitle")
+    assert not same_config("three_stage:cheading", "three_stage:ctext", Settings())

@@ -80,6 +80,8 @@ class Settings:
     STAGE2_WEIGHT: float = 0.5              # blend of MaxSim with the stage-1 fused rank
     RERANKER: str = "packaged:ms-marco-MiniLM-L-12-v2"  # | none | llm | <local CrossEncoder path>
     RERANK_MAX_TOKENS: int = 256            # packaged cross-encoder: (query, passage) pairs truncated to this
+    RERANK_CONTEXT: str = "heading"         # what the reranker reads of a chunk: its heading path + clean text
+                                            # (heading) | text as stored | clean | title (heading + document name)
     STAGE3_K: int = 20
     STAGE3_WEIGHT: float = 1.0              # blend of the reranker with a prior (1 = the reranker alone)
     STAGE3_PRIOR: str = "stage2"            # the prior: stage2 (the score before stage 3) | bm25
@@ -179,6 +181,8 @@ class Settings:
         need(self.DENSE_WEIGHT + self.BM25_WEIGHT > 0, "DENSE_WEIGHT", "DENSE_WEIGHT + BM25_WEIGHT must be > 0")
         need(self.FUSION in ("rrf", "dense", "bm25"), "FUSION", "use rrf, dense or bm25")
         need(self.STAGE3_PRIOR in ("stage2", "bm25"), "STAGE3_PRIOR", "use stage2 or bm25")
+        need(self.RERANK_CONTEXT in ("text", "clean", "heading", "title"), "RERANK_CONTEXT",
+             "use text, clean, heading or title")
         need(-1 < self.WALK_THRESHOLD < 1, "WALK_THRESHOLD", "must be between -1 and 1")
         need(-1 <= self.RELEVANCE_MIN < 1, "RELEVANCE_MIN", "must be between -1 and 1")
         need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")

@@ -52,7 +52,7 @@ def run_bench(args) -> int:
                                                                 "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
                                                                 "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR",
                                                                 "EARLY_EXIT_MARGIN",
-                                                                "RERANK_MAX_TOKENS")},
+                                                                "RERANK_MAX_TOKENS", "RERANK_CONTEXT")},
                "command": "thread-rag " + " ".join(sys.argv[1:])}
         if args.markdown:
             from .report import retrieval_table

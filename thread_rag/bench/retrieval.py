@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
+from ..retrieve.rerank import RERANK_CONTEXTS
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 
@@ -25,9 +26,9 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
 
 
 def parse_config(spec: str) -> tuple[str, dict]:
-    """``pipeline[:kN][:mX][:wX][:pP]``: a named pipeline, optionally with STAGE3_K=N, EARLY_EXIT_MARGIN=X
-    (``m-`` = never exit early), STAGE3_WEIGHT=X and STAGE3_PRIOR=P, e.g. ``three_stage:k20:m0.15`` or
-    ``stage1_3:k10:w0.7:pbm25``."""
+    """``pipeline[:kN][:mX][:wX][:pP][:cC]``: a named pipeline, optionally with STAGE3_K=N, EARLY_EXIT_MARGIN=X
+    (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P and RERANK_CONTEXT=C, e.g.
+    ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or ``three_stage:k20:m-:cheading``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")
@@ -46,12 +47,14 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["STAGE3_WEIGHT"] = float(o[1:])
             elif o in ("pbm25", "pstage2"):
                 over["STAGE3_PRIOR"] = o[1:]
+            elif o[:1] == "c" and o[1:] in RERANK_CONTEXTS:
+                over["RERANK_CONTEXT"] = o[1:]
             else:
                 raise ValueError
         except ValueError:
             raise ThreadRagError(f"configuration {spec!r}: options are kN (STAGE3_K), mX or m- "
-                                 f"(EARLY_EXIT_MARGIN), wX (STAGE3_WEIGHT, 0..1) and pbm25 or pstage2 "
-                                 f"(STAGE3_PRIOR)") from None
+                                 f"(EARLY_EXIT_MARGIN), wX (STAGE3_WEIGHT, 0..1), pbm25 or pstage2 "
+                                 f"(STAGE3_PRIOR) and c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT)") from None
     return name, over
 
 
@@ -64,7 +67,8 @@ def default_spec(settings) -> str:
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
     margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
     weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}" + (":pbm25" if s.STAGE3_PRIOR == "bm25" else "")
-    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}"
+    context = "" if s.RERANK_CONTEXT == "text" else f":c{s.RERANK_CONTEXT}"
+    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{context}"
 
 
 def same_config(a: str, b: str, settings) -> bool:
@@ -74,7 +78,7 @@ def same_config(a: str, b: str, settings) -> bool:
         name, over = parse_config(spec)
         s = settings.replace(**over)
         return (name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT,
-                s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None)
+                s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None, s.RERANK_CONTEXT)
 
     return effective(a) == effective(b)
 

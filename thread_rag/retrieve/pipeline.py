@@ -268,7 +268,7 @@ class Retriever:
         s, t = self.settings, time.perf_counter()
         pool = cand[: s.STAGE3_K]
         self._fetch(index, pool)
-        rs = self.reranker.score(query, [self._text(index, r) for r in pool])
+        rs = self.reranker.score(query, [self._passage(index, r) for r in pool])
         rerank_map = dict(zip(pool, rs.tolist()))
         if s.STAGE3_WEIGHT < 1:
             prior = [lex.get(r, 0.0) if s.STAGE3_PRIOR == "bm25" else final[r] for r in pool]
@@ -278,8 +278,13 @@ class Retriever:
         timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         return cand, rerank_map
 
-    def _text(self, index: SearchIndex, row: int) -> str:
-        return self._chunk(index, row).text
+    def _passage(self, index: SearchIndex, row: int) -> str:
+        """What the reranker reads of a row's chunk (``RERANK_CONTEXT``)."""
+        from .rerank import rerank_passage
+
+        ch, context = self._chunk(index, row), self.settings.RERANK_CONTEXT
+        name = self.library.catalog.get(int(index.meta.serial[row])).name if context == "title" else ""
+        return rerank_passage(ch.text, ch.heading_path, name, context)
 
     def _key(self, index: SearchIndex, row: int) -> tuple[int, int, int | None]:
         serial = int(index.meta.serial[row])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Protocol
 
@@ -9,6 +10,29 @@ import numpy as np
 
 from ..errors import ModelUnavailableError
 from ..onnx_models import PACKAGED
+
+
+RERANK_CONTEXTS = ("text", "clean", "heading", "title")
+_HTML_ANCHOR = re.compile(r"</?a\b[^>]*>")
+
+
+def rerank_passage(text: str, heading_path: list, name: str, context: str) -> str:
+    """What the reranker reads for a chunk (``RERANK_CONTEXT``): ``text`` the stored text as is; ``clean`` the text
+    the embedder reads (Markdown link targets, escapes and HTML anchors gone); ``heading`` that, after the chunk's
+    heading path unless the text starts with it; ``title`` the same after the document's name too."""
+    if context == "text":
+        return text
+    from ..ingest.chunker import text_for_embedding
+
+    body = text_for_embedding(_HTML_ANCHOR.sub(" ", text))
+    if context == "clean":
+        return body
+    heads = [h for h in (text_for_embedding(_HTML_ANCHOR.sub(" ", str(x))) for x in heading_path or []) if h]
+    if heads and body.startswith(heads[-1]):
+        heads = heads[:-1]
+    if context == "title" and name:
+        heads = [name] + heads
+    return " > ".join(heads) + "\n" + body if heads else body
 
 
 class Reranker(Protocol):
