@@ -282,7 +282,7 @@ def test_rerank_context_decides_what_the_reranker_reads():
     from thread_rag.retrieve.rerank import rerank_passage
 
     text = 'Instance\\-launching scenarios<a name="x"></a>\nAmazon EC2 [instances](https://a.example/b) are launched'
-    heads = ['Using encryption with EBS\\-backed AMIs<a name="AMIEncryption"></a>',
+    heads = ['Using encryption with EBS\\-backed AMIs<A NAME="AMIEncryption"></A>',
              'Instance\\-launching scenarios<a name="x"></a>']
     assert rerank_passage(text, heads, "AMIEncryption", "text") == text
     assert rerank_passage(text, heads, "AMIEncryption", "clean") == \
@@ -293,30 +293,51 @@ def test_rerank_context_decides_what_the_reranker_reads():
     assert rerank_passage(text, heads, "AMIEncryption", "title").startswith(
         "AMIEncryption > Using encryption with EBS-backed AMIs\nInstance-launching")
     assert rerank_passage("plain words", [], "", "heading") == "plain words"
+    # a heading is dropped only when the text starts with it as whole words
+    assert rerank_passage("Introduction to X", ["Intro"], "", "heading") == "Intro\nIntroduction to X"
+    assert rerank_passage("Intro", ["Intro"], "", "heading") == "Intro"
+    with pytest.raises(ValueError, match="RERANK_CONTEXT"):
+        rerank_passage("x", [], "", "summary")
 
 
 def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
-    from thread_rag.bench.retrieval import default_spec, parse_config, same_config
+    from thread_rag.bench.retrieval import default_spec, label_of, parse_config, same_config
     from thread_rag.engine import Engine
     from thread_rag.errors import SettingsError
+    from thread_rag.retrieve.rerank import rerank_passage
     from thread_rag.settings import Settings
 
-    seen = []
+    def passages(context):
+        seen = []
 
-    class Recording(FixedReranker):
-        def score(self, query, passages):
-            seen.extend(passages)
-            return super().score(query, passages)
+        class Recording(FixedReranker):
+            def score(self, query, passages):
+                seen.extend(passages)
+                return super().score(query, passages)
 
-    e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=6,
-                                              RERANK_CONTEXT="heading"), embedder=manual_engine.embedder)
-    e.retriever._reranker, e.retriever._reranker_checked = Recording(), True
-    hits = e.retriever.search("how do I pre-heat summaries?", k=6).hits
-    with_heading = [h for h in hits if h.heading_path and not h.text.startswith(h.heading_path[-1])]
-    assert with_heading, "the manual has chunks inside a section that does not start with its heading"
-    assert any(p.startswith(" > ".join(with_heading[0].heading_path)) for p in seen)
+        e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=6,
+                                                  RERANK_CONTEXT=context), embedder=manual_engine.embedder)
+        e.retriever._reranker, e.retriever._reranker_checked = Recording(), True
+        hits = e.retriever.search("how do I pre-heat summaries?", k=6).hits
+        return hits, seen
+
+    hits, seen = passages("heading")
+    assert sorted(seen) == sorted(rerank_passage(h.text, h.heading_path, "", "heading") for h in hits)
+    assert any(not p.startswith(h.text[:20]) for p, h in zip(seen, hits)), "some chunk is read after its headings"
+    hits, seen = passages("text")
+    assert sorted(seen) == sorted(h.text for h in hits)
     with pytest.raises(SettingsError, match="RERANK_CONTEXT"):
         Settings(RERANK_CONTEXT="summary")
+    s = Settings()
     assert parse_config("three_stage:cheading")[1] == {"RERANK_CONTEXT": "heading"}
-    assert default_spec(Settings().replace(RERANK_CONTEXT="title")).endswith(":ctitle")
-    assert not same_config("three_stage:cheading", "three_stage:ctext", Settings())
+    assert default_spec(s) == "three_stage:k20:m-:cheading"
+    assert default_spec(s.replace(RERANK_CONTEXT="text")) == "three_stage:k20:m-:ctext"
+    assert not same_config("three_stage:cheading", "three_stage:ctext", s)
+    assert same_config("stage1_2:ctext", "stage1_2", s)  # no stage 3, nothing read
+    # a result file's labels mean what they meant under the settings it was run with (before RERANK_CONTEXT: text)
+    old = {"configs": {"three_stage:k20:m-": {}}, "settings": {"STAGE3_K": 20}}
+    new = {"configs": {"three_stage:k20:m-:ctext": {}, "three_stage:k20:m-": {}},
+           "settings": {"STAGE3_K": 20, "RERANK_CONTEXT": "heading"}}
+    assert label_of(old, default_spec(s)) is None
+    assert label_of(old, "three_stage:k20:m-:ctext") == "three_stage:k20:m-"
+    assert label_of(new, default_spec(s)) == "three_stage:k20:m-"

@@ -41,6 +41,9 @@ ENV_PREFIX = "THREAD_RAG_"
 READERS = ("walk", "windows", "topk", "sentence_window", "parent_doc", "nested")
 
 
+RERANK_CONTEXTS = ("text", "clean", "heading", "title")  # what stage 3 reads of a chunk (RERANK_CONTEXT)
+
+
 @dataclass
 class Settings:
     # --- paths ---------------------------------------------------------------------------
@@ -181,8 +184,7 @@ class Settings:
         need(self.DENSE_WEIGHT + self.BM25_WEIGHT > 0, "DENSE_WEIGHT", "DENSE_WEIGHT + BM25_WEIGHT must be > 0")
         need(self.FUSION in ("rrf", "dense", "bm25"), "FUSION", "use rrf, dense or bm25")
         need(self.STAGE3_PRIOR in ("stage2", "bm25"), "STAGE3_PRIOR", "use stage2 or bm25")
-        need(self.RERANK_CONTEXT in ("text", "clean", "heading", "title"), "RERANK_CONTEXT",
-             "use text, clean, heading or title")
+        need(self.RERANK_CONTEXT in RERANK_CONTEXTS, "RERANK_CONTEXT", f"use {', '.join(RERANK_CONTEXTS)}")
         need(-1 < self.WALK_THRESHOLD < 1, "WALK_THRESHOLD", "must be between -1 and 1")
         need(-1 <= self.RELEVANCE_MIN < 1, "RELEVANCE_MIN", "must be between -1 and 1")
         need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")

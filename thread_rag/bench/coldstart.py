@@ -166,7 +166,7 @@ def run_coldstart_bench(settings, args) -> dict:
                         "median_first_token_s": round(statistics.median(firsts), 2) if firsts else None}
     out["repl_warm"]["meets_goal"] = out["repl_warm"]["median_total_s"] <= WARM_GOAL_S
     out["onnx_search_stages_ms"] = {"stages_run": res.get("stages_run"), **(res.get("timings_ms") or {})}
-    out["settings"] = {k: getattr(settings, k) for k in ("EMBEDDER_MODEL", "RERANKER", "STAGE2", "STAGE3_K",
+    out["settings"] = {k: getattr(settings, k) for k in ("EMBEDDER_MODEL", "RERANKER", "STAGE2", "STAGE3_K", "RERANK_CONTEXT",
                                                          "TORCH_THREADS")}
     out["load_avg_before_after"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
     out["machine"] = machine()

@@ -44,8 +44,11 @@ def no_regret_line(x: dict, default: str) -> str:
     """The default configuration against the best single retriever on the same questions (paired)."""
     from .retrieval import paired
 
+    from .retrieval import label_of
+
     rows, pq = x["configs"], x.get("per_query") or {}
     singles = [c for c in ("dense_only", "bm25_only") if c in rows and c in pq]
+    default = label_of(x, default)
     if default not in pq or not singles:
         return ""
     best = max(singles, key=lambda c: rows[c]["ndcg@10"])
@@ -59,10 +62,14 @@ def embedder_table(runs: list, default: str) -> str:
     """Both embedders side by side on the test halves: dense alone, stage 1+2, and the default pipeline."""
     lines = ["| set (corpus) | embedder | dense nDCG@10 | BM25 nDCG@10 | stage 1+2 nDCG@10 | default nDCG@10 (95% CI) | "
              "default R@5 | default all-gold@10 | default p50 / p95 ms (k=5) |", "|---|---|---|---|---|---|---|---|---|"]
+    from .retrieval import label_of
+
     for x in runs:
         c = x["configs"]
-        d = c.get(default)
+        d = c.get(label_of(x, default) or "")
         if d is None:
+            lines.append(f"| {x['dataset']} ({x['chunks']} chunks, {x.get('corpus', 'full')}) | {x['models']['embedder']} | "
+                         f"default `{default}` not run |||||||")
             continue
         ci = d["ndcg@10_ci95"]
         lines.append(f"| {x['dataset']} ({x['chunks']} chunks, {x.get('corpus', 'full')}) | {x['models']['embedder']} | "

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
-from ..retrieve.rerank import RERANK_CONTEXTS
+from ..settings import RERANK_CONTEXTS
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 
@@ -67,7 +67,7 @@ def default_spec(settings) -> str:
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
     margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
     weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}" + (":pbm25" if s.STAGE3_PRIOR == "bm25" else "")
-    context = "" if s.RERANK_CONTEXT == "text" else f":c{s.RERANK_CONTEXT}"
+    context = f":c{s.RERANK_CONTEXT}"
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{context}"
 
 
@@ -78,9 +78,30 @@ def same_config(a: str, b: str, settings) -> bool:
         name, over = parse_config(spec)
         s = settings.replace(**over)
         return (name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT,
-                s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None, s.RERANK_CONTEXT)
+                s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None, s.RERANK_CONTEXT if PIPELINES[name].rerank else None)
 
     return effective(a) == effective(b)
+
+
+RECORDED_LATER = {"RERANK_CONTEXT": "text"}  # settings older result files did not record, at the value they had then
+
+
+def recorded_settings(x: dict):
+    """The settings a ``bench retrieval`` result file was run with (defaults for what it did not record)."""
+    import dataclasses
+
+    from ..settings import Settings
+
+    known = {f.name for f in dataclasses.fields(Settings)}
+    rec = {**RECORDED_LATER, **(x.get("settings") or {})}
+    return Settings().replace(**{k: v for k, v in rec.items() if k in known})
+
+
+def label_of(x: dict, spec: str) -> str | None:
+    """The row of result file ``x`` that ran configuration ``spec`` (its labels mean what they meant under the
+    settings the file was run with), or None."""
+    s = recorded_settings(x)
+    return next((c for c in x.get("configs", {}) if same_config(c, spec, s)), None)
 
 
 def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 50) -> dict:

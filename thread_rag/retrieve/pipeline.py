@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ThreadRagError
+from ..errors import ThreadRagError, UnknownDocumentError
 from ..ids import ChunkId, format_doc_id, parse_doc_id
 from ..lru import LRU
 from .fusion import rrf
@@ -282,8 +282,12 @@ class Retriever:
         """What the reranker reads of a row's chunk (``RERANK_CONTEXT``)."""
         from .rerank import rerank_passage
 
-        ch, context = self._chunk(index, row), self.settings.RERANK_CONTEXT
-        name = self.library.catalog.get(int(index.meta.serial[row])).name if context == "title" else ""
+        ch, context, name = self._chunk(index, row), self.settings.RERANK_CONTEXT, ""
+        if context == "title":
+            try:
+                name = self.library.catalog.get(int(index.meta.serial[row])).name
+            except UnknownDocumentError:  # removed by another process since the index was read
+                raise _StaleSnapshot from None
         return rerank_passage(ch.text, ch.heading_path, name, context)
 
     def _key(self, index: SearchIndex, row: int) -> tuple[int, int, int | None]:

@@ -10,29 +10,36 @@ import numpy as np
 
 from ..errors import ModelUnavailableError
 from ..onnx_models import PACKAGED
+from ..settings import RERANK_CONTEXTS
 
 
-RERANK_CONTEXTS = ("text", "clean", "heading", "title")
-_HTML_ANCHOR = re.compile(r"</?a\b[^>]*>")
+_HTML_ANCHOR = re.compile(r"</?a\b[^>]*>", re.IGNORECASE)
 
 
 def rerank_passage(text: str, heading_path: list, name: str, context: str) -> str:
     """What the reranker reads for a chunk (``RERANK_CONTEXT``): ``text`` the stored text as is; ``clean`` the text
-    the embedder reads (Markdown link targets, escapes and HTML anchors gone); ``heading`` that, after the chunk's
-    heading path unless the text starts with it; ``title`` the same after the document's name too."""
+    cleaned as for the embedder (Markdown link targets and escapes gone) and without HTML anchors; ``heading`` that,
+    after the chunk's heading path (less its last heading when the text starts with it); ``title`` the same after
+    the document's name too."""
+    if context not in RERANK_CONTEXTS:
+        raise ValueError(f"unknown RERANK_CONTEXT {context!r} (known: {', '.join(RERANK_CONTEXTS)})")
     if context == "text":
         return text
-    from ..ingest.chunker import text_for_embedding
-
-    body = text_for_embedding(_HTML_ANCHOR.sub(" ", text))
+    body = _clean(text)
     if context == "clean":
         return body
-    heads = [h for h in (text_for_embedding(_HTML_ANCHOR.sub(" ", str(x))) for x in heading_path or []) if h]
-    if heads and body.startswith(heads[-1]):
+    heads = [h for h in (_clean(str(x)) for x in heading_path or []) if h]
+    if heads and (body == heads[-1] or body.startswith(heads[-1] + " ")):
         heads = heads[:-1]
-    if context == "title" and name:
-        heads = [name] + heads
+    if context == "title" and _clean(name):
+        heads = [_clean(name)] + heads
     return " > ".join(heads) + "\n" + body if heads else body
+
+
+def _clean(text: str) -> str:
+    from ..ingest.chunker import text_for_embedding
+
+    return text_for_embedding(_HTML_ANCHOR.sub(" ", text))
 
 
 class Reranker(Protocol):
