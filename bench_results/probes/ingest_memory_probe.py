@@ -1,10 +1,13 @@
 """Where the indexing process's memory goes: a fresh process indexes the scale corpus's first documents (the
 same shuffled mix `thread-rag bench scale` grows its library from; the Debian packages already unpacked in
-bench_out/scale-debs) into a throwaway data dir, with no searches, and prints its RSS every ~500 chunks and
-the Python heap (tracemalloc) at the end, so the growth can be split into Python objects and native memory.
+bench_out/scale-debs) into a throwaway data dir, with no searches, and prints its RSS every ~500 chunks, the
+Python heap (tracemalloc) beside it, and the RSS right after glibc's malloc_trim(0) hands freed memory back to the
+system, so the growth can be split into Python objects, memory in use by native code, and freed memory the C
+allocator keeps; the top Python allocations at the end.
 
     python bench_results/probes/ingest_memory_probe.py [CHUNKS]     # default 4000
 """
+import ctypes
 import hashlib
 import shutil
 import sys
@@ -47,8 +50,10 @@ def main(target: int) -> None:
                                          hashlib.sha256(text.encode()).hexdigest()).chunks
             if total >= next_mark:
                 py, _ = tracemalloc.get_traced_memory()
-                print(f"{total:6d} chunks  {time.perf_counter() - t0:6.0f} s  rss {rss_mib():6.0f} MiB  "
-                      f"python heap {py / 2**20:6.0f} MiB", flush=True)
+                before = rss_mib()
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
+                print(f"{total:6d} chunks  {time.perf_counter() - t0:6.0f} s  rss {before:6.0f} MiB  "
+                      f"after malloc_trim {rss_mib():6.0f} MiB  python heap {py / 2**20:6.0f} MiB", flush=True)
                 next_mark += 500
         snap = tracemalloc.take_snapshot()
         for stat in snap.statistics("lineno")[:12]:

@@ -48,13 +48,13 @@ def no_regret_line(x: dict, default: str) -> str:
 
     rows, pq = x["configs"], x.get("per_query") or {}
     singles = [c for c in ("dense_only", "bm25_only") if c in rows and c in pq]
-    default = label_of(x, default)
-    if default not in pq or not singles:
+    label = label_of(x, default)
+    if label not in pq or not singles:
         return ""
     best = max(singles, key=lambda c: rows[c]["ndcg@10"])
-    d, ci = paired(pq, default, best)
+    d, ci = paired(pq, label, best)
     verdict = "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "no difference shown"
-    return (f"Default `{default}` minus the best single retriever (`{best}`), nDCG@10 paired over the same "
+    return (f"Default `{default}` (row `{label}`) minus the best single retriever (`{best}`), nDCG@10 paired over the same "
             f"{x['queries']} questions: {d:+.3f} (95% CI {ci[0]:+.3f} to {ci[1]:+.3f}): {verdict}.")
 
 
