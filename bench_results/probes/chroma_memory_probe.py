@@ -12,13 +12,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
-
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+from _scale_library import rss_mib
 
 
 def main(n: int) -> None:

@@ -16,14 +16,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from _scale_library import REPO
-
-
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+from _scale_library import REPO, rss_mib
 
 
 def main(target: int) -> None:
