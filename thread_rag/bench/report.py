@@ -42,9 +42,7 @@ def _ms(v) -> str:
 
 def no_regret_line(x: dict, default: str) -> str:
     """The default configuration against the best single retriever on the same questions (paired)."""
-    from .retrieval import paired
-
-    from .retrieval import label_of
+    from .retrieval import label_of, paired
 
     rows, pq = x["configs"], x.get("per_query") or {}
     singles = [c for c in ("dense_only", "bm25_only") if c in rows and c in pq]
@@ -60,10 +58,10 @@ def no_regret_line(x: dict, default: str) -> str:
 
 def embedder_table(runs: list, default: str) -> str:
     """Both embedders side by side on the test halves: dense alone, stage 1+2, and the default pipeline."""
-    lines = ["| set (corpus) | embedder | dense nDCG@10 | BM25 nDCG@10 | stage 1+2 nDCG@10 | default nDCG@10 (95% CI) | "
-             "default R@5 | default all-gold@10 | default p50 / p95 ms (k=5) |", "|---|---|---|---|---|---|---|---|---|"]
     from .retrieval import label_of
 
+    lines = ["| set (corpus) | embedder | dense nDCG@10 | BM25 nDCG@10 | stage 1+2 nDCG@10 | default nDCG@10 (95% CI) | "
+             "default R@5 | default all-gold@10 | default p50 / p95 ms (k=5) |", "|---|---|---|---|---|---|---|---|---|"]
     for x in runs:
         c = x["configs"]
         d = c.get(label_of(x, default) or "")

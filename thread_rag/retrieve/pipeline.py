@@ -26,6 +26,7 @@ from ..ids import ChunkId, format_doc_id, parse_doc_id
 from ..lru import LRU
 from .fusion import rrf
 from .maxsim import maxsim_many
+from .rerank import rerank_passage
 from .search_index import SearchIndex
 
 MAX_QUERY_CHARS = 2000
@@ -280,8 +281,6 @@ class Retriever:
 
     def _passage(self, index: SearchIndex, row: int) -> str:
         """What the reranker reads of a row's chunk (``RERANK_CONTEXT``)."""
-        from .rerank import rerank_passage
-
         ch, context, name = self._chunk(index, row), self.settings.RERANK_CONTEXT, ""
         if context == "title":
             try:

@@ -31,8 +31,9 @@ def rerank_passage(text: str, heading_path: list, name: str, context: str) -> st
     heads = [h for h in (_clean(str(x)) for x in heading_path or []) if h]
     if heads and (body == heads[-1] or body.startswith(heads[-1] + " ")):
         heads = heads[:-1]
-    if context == "title" and _clean(name):
-        heads = [_clean(name)] + heads
+    name = _clean(name) if context == "title" else ""
+    if name:
+        heads = [name] + heads
     return " > ".join(heads) + "\n" + body if heads else body
 
 
