@@ -216,6 +216,38 @@ def test_stage3_weight_blends_the_reranker_with_the_stage2_order(manual_engine):
     assert [h.scores["bm25"] or 0.0 for h in got] == sorted([h.scores["bm25"] or 0.0 for h in got], reverse=True)
 
 
+def test_lexical_floor_moves_candidates_bm25_barely_scores_after_the_rest(manual_engine):
+    """STAGE3_LEXICAL_FLOOR f: a pool candidate whose BM25 score is below f x the pool's best (0 when BM25 did not
+    return it) follows every other one; each group keeps the reranker's order and scores still fall with rank."""
+    from thread_rag.engine import Engine
+    from thread_rag.retrieve.pipeline import _lexical_floor
+
+    assert _lexical_floor([3.0, 1.0, 2.0, 0.5], [10.0, 0.5, 0.0, 4.0], 0.1).tolist() == [3.0, -1.5, -0.5, 0.5]
+    assert _lexical_floor([3.0, 1.0], [0.0, 0.0], 0.1).tolist() == [3.0, 1.0]  # no BM25 evidence: nothing moves
+    assert _lexical_floor([0.2, 1.0], [1.0, 0.05], 0.1).tolist() == pytest.approx([0.2, -0.8])
+    assert _lexical_floor([2.0, 1.0], [1.0, 0.05], 0.1).tolist() == [2.0, 1.0]  # already below: unchanged
+
+    def search(floor):
+        e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=8,
+                                                  STAGE3_LEXICAL_FLOOR=floor), embedder=manual_engine.embedder)
+        e.retriever._reranker, e.retriever._reranker_checked = ReversingReranker(), True
+        return e.retriever.search("how do I pre-heat summaries?", k=8).hits
+
+    index = manual_engine.retriever.index  # the floor reads each candidate's own BM25 score, whatever its rank
+    rows, got = index.lexical("pre-heat summaries", 10_000, None)
+    assert np.allclose(index.lexical_scores("pre-heat summaries", rows), got)
+    assert not index.lexical_scores("pre-heat summaries", [r for r in range(len(index.live)) if r not in set(rows)]).any()
+    plain, floored = search(0.0), search(0.5)
+    best = max(h.scores["bm25"] or 0.0 for h in plain)
+    low = [(h.scores["bm25"] or 0.0) < 0.5 * best for h in plain]
+    assert 0 < sum(low) < len(low)  # the query gives both kinds, so the test can fail
+    expect = [h.chunk_id for h, lo in zip(plain, low) if not lo] + [h.chunk_id for h, lo in zip(plain, low) if lo]
+    assert [h.chunk_id for h in floored] == expect
+    assert [h.score for h in floored] == sorted((h.score for h in floored), reverse=True)
+    assert [h.scores["rerank"] for h in floored] == [next(p.scores["rerank"] for p in plain if p.chunk_id == c)
+                                                     for c in expect]  # the reranker's own score stays reported
+
+
 def test_stage3_weight_is_checked_and_named_in_bench_configs():
     from thread_rag.bench.retrieval import default_spec, parse_config, same_config
     from thread_rag.errors import SettingsError, ThreadRagError
@@ -227,16 +259,26 @@ def test_stage3_weight_is_checked_and_named_in_bench_configs():
     with pytest.raises(ThreadRagError, match="STAGE3_WEIGHT"):
         parse_config("three_stage:w1.5")
     assert parse_config("three_stage:w0.5:pbm25")[1] == {"STAGE3_WEIGHT": 0.5, "STAGE3_PRIOR": "bm25"}
-    assert default_spec(s.replace(STAGE3_WEIGHT=0.5, STAGE3_PRIOR="bm25")) == "three_stage:k20:m-:w0.5:pbm25:cheading"
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.5, STAGE3_PRIOR="bm25")) == "three_stage:k15:m-:w0.5:pbm25:t192:f0.1:cheading"
     assert same_config("three_stage:pbm25", "three_stage", s)  # a prior at weight 1 changes nothing
     assert not same_config("three_stage:w0.5:pbm25", "three_stage:w0.5", s)
     with pytest.raises(SettingsError, match="STAGE3_PRIOR"):
         Settings(STAGE3_PRIOR="dense")
-    assert default_spec(s.replace(STAGE3_WEIGHT=0.8)) == "three_stage:k20:m-:w0.8:cheading"
-    assert same_config("three_stage:k20:m-:w1", default_spec(s.replace(STAGE3_WEIGHT=1.0)), s)
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.8)) == "three_stage:k15:m-:w0.8:t192:f0.1:cheading"
+    assert same_config("three_stage:k15:m-:w1", default_spec(s.replace(STAGE3_WEIGHT=1.0)), s)
     assert not same_config("three_stage:k20:m-:w0.8", "three_stage:k20:m-", s)
     with pytest.raises(SettingsError, match="STAGE3_WEIGHT"):
         Settings(STAGE3_WEIGHT=1.2)
+    assert parse_config("three_stage:f0.1")[1] == {"STAGE3_LEXICAL_FLOOR": 0.1}
+    with pytest.raises(ThreadRagError, match="STAGE3_LEXICAL_FLOOR"):
+        parse_config("three_stage:f2")
+    with pytest.raises(SettingsError, match="STAGE3_LEXICAL_FLOOR"):
+        Settings(STAGE3_LEXICAL_FLOOR=-0.1)
+    assert default_spec(s.replace(STAGE3_LEXICAL_FLOOR=0.1)) == "three_stage:k15:m-:t192:f0.1:cheading"
+    assert default_spec(s.replace(STAGE3_LEXICAL_FLOOR=0.0)) == "three_stage:k15:m-:t192:f0:cheading"
+    assert parse_config("three_stage:f0")[1] == {"STAGE3_LEXICAL_FLOOR": 0.0}
+    assert not same_config("three_stage:f0.1", "three_stage:f0", s)
+    assert same_config("stage1_2", "stage1_2", s.replace(STAGE3_LEXICAL_FLOOR=0.1))
 
 
 def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_configs(manual_engine):
@@ -276,6 +318,20 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     memo.score("q", ["a", "b", "a"])  # the same text twice in one pool is not a remembered score
     assert memo.served == 0 and memo.scores == {("q", "a"): 0.5, ("q", "b"): 0.0}
     assert list(memo.score("q", ["b", "a", "c"]))[:2] == [0.0, 0.5] and memo.served == 2
+
+
+def test_a_bench_config_that_truncates_otherwise_gets_its_own_cross_encoder_and_memo():
+    """``:tN`` (RERANK_MAX_TOKENS) scores with the packaged cross-encoder cut to N tokens, remembered apart: a
+    score at one truncation is never served for another."""
+    from thread_rag.bench.retrieval import _memo_for
+    from thread_rag.settings import Settings
+
+    base, own, memos = Settings(), FixedReranker(), {}
+    first = _memo_for(memos, own, base, base)
+    assert first.inner is own and _memo_for(memos, own, base, base.replace(STAGE3_K=5)) is first
+    other = _memo_for(memos, own, base, base.replace(RERANK_MAX_TOKENS=64))
+    assert other is not first and other.inner.encoder.max_tokens == 64
+    assert _memo_for(memos, own, base, base.replace(RERANK_MAX_TOKENS=64)) is other
 
 
 def test_rerank_context_decides_what_the_reranker_reads():
@@ -330,14 +386,23 @@ def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
         Settings(RERANK_CONTEXT="summary")
     s = Settings()
     assert parse_config("three_stage:cheading")[1] == {"RERANK_CONTEXT": "heading"}
-    assert default_spec(s) == "three_stage:k20:m-:cheading"
-    assert default_spec(s.replace(RERANK_CONTEXT="text")) == "three_stage:k20:m-:ctext"
+    assert default_spec(s) == "three_stage:k15:m-:t192:f0.1:cheading"
+    assert default_spec(s.replace(RERANK_CONTEXT="text")) == "three_stage:k15:m-:t192:f0.1:ctext"
     assert not same_config("three_stage:cheading", "three_stage:ctext", s)
     assert same_config("stage1_2:ctext", "stage1_2", s)  # no stage 3, nothing read
     # a result file's labels mean what they meant under the settings it was run with (before RERANK_CONTEXT: text)
     old = {"configs": {"three_stage:k20:m-": {}}, "settings": {"STAGE3_K": 20}}
-    new = {"configs": {"three_stage:k20:m-:ctext": {}, "three_stage:k20:m-": {}},
-           "settings": {"STAGE3_K": 20, "RERANK_CONTEXT": "heading"}}
+    mid = {"configs": {"three_stage:k20:m-:ctext": {}, "three_stage:k20:m-": {}},
+           "settings": {"STAGE3_K": 20, "RERANK_CONTEXT": "heading"}}  # before STAGE3_LEXICAL_FLOOR: 0
+    new = {"configs": {"three_stage:k20:m-:t256:f0:cheading": {}, "three_stage:k15:m-": {}},
+           "settings": {"STAGE3_K": 15, "RERANK_CONTEXT": "heading", "STAGE3_LEXICAL_FLOOR": 0.1,
+                        "RERANK_MAX_TOKENS": 192}}
     assert label_of(old, default_spec(s)) is None
-    assert label_of(old, "three_stage:k20:m-:ctext") == "three_stage:k20:m-"
-    assert label_of(new, default_spec(s)) == "three_stage:k20:m-"
+    assert label_of(old, "three_stage:k20:m-:t256:f0:ctext") == "three_stage:k20:m-"
+    assert label_of(mid, default_spec(s)) is None
+    assert label_of(mid, "three_stage:k20:m-:t256:f0:cheading") == "three_stage:k20:m-"
+    assert label_of(new, default_spec(s)) == "three_stage:k15:m-"
+    assert label_of(new, "three_stage:k20:m-:t256:f0:cheading") == "three_stage:k20:m-:t256:f0:cheading"
+    assert parse_config("three_stage:t192")[1] == {"RERANK_MAX_TOKENS": 192}
+    assert not same_config("three_stage:t192", "three_stage:t256", s)
+    assert same_config("stage1_2:t192", "stage1_2:t256", s)  # no stage 3, nothing truncated

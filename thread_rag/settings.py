@@ -82,12 +82,15 @@ class Settings:
     STAGE2_K: int = 50
     STAGE2_WEIGHT: float = 0.5              # blend of MaxSim with the stage-1 fused rank
     RERANKER: str = "packaged:ms-marco-MiniLM-L-12-v2"  # | none | llm | <local CrossEncoder path>
-    RERANK_MAX_TOKENS: int = 256            # packaged cross-encoder: (query, passage) pairs truncated to this
+    RERANK_MAX_TOKENS: int = 192            # packaged cross-encoder: (query, passage) pairs truncated to this
     RERANK_CONTEXT: str = "heading"         # what the reranker reads of a chunk: its heading path + clean text
                                             # (heading) | text as stored | clean | title (heading + document name)
-    STAGE3_K: int = 20
+    STAGE3_K: int = 15                      # candidates the reranker reads (15 x 192 tokens: chosen on the dev
+                                            # halves, `bench_results/probes/stage3_budget_probe.py`)
     STAGE3_WEIGHT: float = 1.0              # blend of the reranker with a prior (1 = the reranker alone)
     STAGE3_PRIOR: str = "stage2"            # the prior: stage2 (the score before stage 3) | bm25
+    STAGE3_LEXICAL_FLOOR: float = 0.1       # candidates whose BM25 score is below this fraction of the pool's
+                                            # best rank after the rest; 0 = off
     EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
                                             # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 1000000           # exact inner products below (100k chunks: ~9 ms), FAISS HNSW
@@ -179,7 +182,7 @@ class Settings:
             need(getattr(self, name) >= 0, name, "must be >= 0")
         for name in ("DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
-        for name in ("STAGE2_WEIGHT", "STAGE3_WEIGHT"):
+        for name in ("STAGE2_WEIGHT", "STAGE3_WEIGHT", "STAGE3_LEXICAL_FLOOR"):
             need(0 <= getattr(self, name) <= 1, name, "must be between 0 and 1")
         need(self.DENSE_WEIGHT + self.BM25_WEIGHT > 0, "DENSE_WEIGHT", "DENSE_WEIGHT + BM25_WEIGHT must be > 0")
         need(self.FUSION in ("rrf", "dense", "bm25"), "FUSION", "use rrf, dense or bm25")

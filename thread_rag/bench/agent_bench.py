@@ -175,7 +175,8 @@ def run_latency_bench(settings, args) -> dict:
                                 "at model load)",
                 "settings": {n: getattr(e.settings, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
                                                                  "LLM_THREADS", "LLM_BATCH", "RELEVANCE_MIN", "RERANKER",
-                                                                 "STAGE3_K", "RERANK_CONTEXT", "EMBEDDER_MODEL")},
+                                                                 "STAGE3_K", "RERANK_CONTEXT", "STAGE3_LEXICAL_FLOOR",
+                                                                 "RERANK_MAX_TOKENS", "EMBEDDER_MODEL")},
                 "command": "thread-rag bench latency" + (f" --configs {args.configs}" if args.configs else ""),
                 "rows": rows}
     finally:

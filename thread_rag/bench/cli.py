@@ -51,7 +51,7 @@ def run_bench(args) -> int:
                "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K",
                                                                 "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
                                                                 "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR",
-                                                                "EARLY_EXIT_MARGIN",
+                                                                "STAGE3_LEXICAL_FLOOR", "EARLY_EXIT_MARGIN",
                                                                 "RERANK_MAX_TOKENS", "RERANK_CONTEXT")},
                "command": "thread-rag " + " ".join(sys.argv[1:])}
         if args.markdown:

@@ -26,9 +26,10 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
 
 
 def parse_config(spec: str) -> tuple[str, dict]:
-    """``pipeline[:kN][:mX][:wX][:pP][:cC]``: a named pipeline, optionally with STAGE3_K=N, EARLY_EXIT_MARGIN=X
-    (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P and RERANK_CONTEXT=C, e.g.
-    ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or ``three_stage:k20:m-:cheading``."""
+    """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC]``: a named pipeline, optionally with STAGE3_K=N,
+    EARLY_EXIT_MARGIN=X (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P, RERANK_MAX_TOKENS=N,
+    STAGE3_LEXICAL_FLOOR=X and RERANK_CONTEXT=C, e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
+    ``three_stage:k15:m-:t192:f0.1:cheading``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")
@@ -47,6 +48,10 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["STAGE3_WEIGHT"] = float(o[1:])
             elif o in ("pbm25", "pstage2"):
                 over["STAGE3_PRIOR"] = o[1:]
+            elif o.startswith("t") and 16 <= int(o[1:]) <= 512:
+                over["RERANK_MAX_TOKENS"] = int(o[1:])
+            elif o.startswith("f") and 0 <= float(o[1:]) <= 1:
+                over["STAGE3_LEXICAL_FLOOR"] = float(o[1:])
             elif o[:1] == "c" and o[1:] in RERANK_CONTEXTS:
                 over["RERANK_CONTEXT"] = o[1:]
             else:
@@ -54,7 +59,8 @@ def parse_config(spec: str) -> tuple[str, dict]:
         except ValueError:
             raise ThreadRagError(f"configuration {spec!r}: options are kN (STAGE3_K), mX or m- "
                                  f"(EARLY_EXIT_MARGIN), wX (STAGE3_WEIGHT, 0..1), pbm25 or pstage2 "
-                                 f"(STAGE3_PRIOR) and c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT)") from None
+                                 f"(STAGE3_PRIOR), tN (RERANK_MAX_TOKENS, 16..512), fX (STAGE3_LEXICAL_FLOOR, 0..1) "
+                                 f"and c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT)") from None
     return name, over
 
 
@@ -67,8 +73,9 @@ def default_spec(settings) -> str:
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
     margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
     weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}" + (":pbm25" if s.STAGE3_PRIOR == "bm25" else "")
-    context = f":c{s.RERANK_CONTEXT}"
-    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{context}"
+    # truncation, floor and context always named: a label then means one thing in any file
+    rest = f":t{s.RERANK_MAX_TOKENS}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
+    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}"
 
 
 def same_config(a: str, b: str, settings) -> bool:
@@ -78,12 +85,15 @@ def same_config(a: str, b: str, settings) -> bool:
         name, over = parse_config(spec)
         s = settings.replace(**over)
         return (name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT,
-                s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None, s.RERANK_CONTEXT if PIPELINES[name].rerank else None)
+                s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None,
+                *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, s.RERANK_MAX_TOKENS) if PIPELINES[name].rerank
+                  else (None, None, None)))
 
     return effective(a) == effective(b)
 
 
-RECORDED_LATER = {"RERANK_CONTEXT": "text"}  # settings older result files did not record, at the value they had then
+# settings older result files did not record, at the value they had then
+RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256}
 
 
 def recorded_settings(x: dict):
@@ -112,20 +122,35 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
     for d in engine.documents():  # load every thread once: timings then measure retrieval, not first reads
         engine.thread(d.serial)
     retriever.search("warm up", k=5, pipeline="stage1_2")
-    memo = None
-    if retriever.reranker is not None:
-        memo = retriever._reranker = ScoreMemo(retriever.reranker)
+    reranker, memos = retriever.reranker, {}
     results, per_query = {}, {}
     for spec in configs:
         name, over = parse_config(spec)
-        retriever.settings = base.replace(**over)
-        if PIPELINES[name].rerank and memo is not None:
-            memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
+        retriever.settings = s = base.replace(**over)
+        memo = None
+        if reranker is not None:
+            memo = retriever._reranker = _memo_for(memos, reranker, base, s)
+            if PIPELINES[name].rerank:
+                memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
         try:
             results[spec], per_query[spec] = _run_config(retriever, keymap, ds, name, chunk_k, memo)
         finally:
             retriever.settings = base
+    if reranker is not None:
+        retriever._reranker = reranker
     return {"configs": results, "per_query": per_query, "qids": [q.qid for q in ds.queries]}
+
+
+def _memo_for(memos: dict, reranker, base, s) -> "ScoreMemo":
+    """The score memo of the reranker ``s`` runs: the retriever's own, or the packaged cross-encoder again
+    truncated to another ``RERANK_MAX_TOKENS`` (its scores are other scores, so it has its own memo)."""
+    from ..retrieve.rerank import PACKAGED, make_reranker
+
+    key = s.RERANK_MAX_TOKENS if s.RERANKER.startswith(PACKAGED) else base.RERANK_MAX_TOKENS
+    if key not in memos:
+        memos[key] = ScoreMemo(reranker if key == base.RERANK_MAX_TOKENS else
+                               make_reranker(s.RERANKER, threads=s.TORCH_THREADS, max_tokens=key))
+    return memos[key]
 
 
 class ScoreMemo:

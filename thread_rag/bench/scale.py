@@ -180,7 +180,8 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
             "queries": len(queries), "machine": machine(), "data_dir": str(home),
             "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER},
             "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "NESTED", "STAGE1_K",
-                                                             "STAGE2_K", "STAGE3_K", "RERANK_CONTEXT", "HNSW_THRESHOLD", "CACHE_DOCUMENTS")}}
+                                                             "STAGE2_K", "STAGE3_K", "RERANK_CONTEXT", "STAGE3_LEXICAL_FLOOR",
+                                                             "RERANK_MAX_TOKENS", "HNSW_THRESHOLD", "CACHE_DOCUMENTS")}}
 
 
 def remeasure(settings, home: Path, n_queries: int = 30) -> dict:
@@ -195,4 +196,5 @@ def remeasure(settings, home: Path, n_queries: int = 30) -> dict:
     point["bytes_per_chunk"] = round(point["disk_bytes"] / max(point["chunks"], 1))
     return {"reused_library": str(home), "chunks": point["chunks"], "checkpoints": [point], "queries": n_queries,
             "machine": machine(), "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER},
-            "settings": {k: getattr(settings, k) for k in ("STAGE2_K", "STAGE3_K", "RERANK_CONTEXT", "RERANK_MAX_TOKENS")}}
+            "settings": {k: getattr(settings, k) for k in ("STAGE2_K", "STAGE3_K", "RERANK_CONTEXT",
+                                                           "STAGE3_LEXICAL_FLOOR", "RERANK_MAX_TOKENS")}}

@@ -30,7 +30,9 @@ SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
 SUITE_STRATEGIES = ["topk", "walk"]
 SUITE_K = 3
 BASE_CHECK = 3
-RECORDED_LATER = {"WALK_BACK": 0, "RERANK_CONTEXT": "text"}  # shared settings older results did not record, at the value they had then
+# shared settings older results did not record, at the value they had then
+RECORDED_LATER = {"WALK_BACK": 0, "RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "STAGE3_K": 20,
+                  "RERANK_MAX_TOKENS": 256}
 
 
 class BaseMismatch(ThreadRagError):
@@ -52,7 +54,7 @@ def earlier_suite(path: Path) -> dict:
 def earlier_topk(prev: dict, path: Path, answers_meta: dict) -> list[dict]:
     """The top-k rows of the earlier suite result ``prev`` (read from ``path``), if it was answered on equal terms
     with ``answers_meta`` (questions in the same order, k, backend, search scope, shared settings); else
-    BaseMismatch. A setting an older file did not record had its default then (WALK_BACK: 0, RERANK_CONTEXT: text)."""
+    BaseMismatch. A setting an older file did not record had its default then (``RECORDED_LATER``)."""
     answers = prev["answers"]
     rows = answers["rows"]["topk"]
     recorded = {**RECORDED_LATER, **answers.get("shared_settings", {})}

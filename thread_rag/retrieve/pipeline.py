@@ -7,7 +7,8 @@ stage 2: MaxSim over the int8 token cache for the top ``STAGE2_K``, blended with
 stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, or the LLM) on the top
          ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``), blended with a prior,
          the stage-2 or the BM25 score (``STAGE3_WEIGHT`` = weight of the reranker, ``STAGE3_PRIOR``; min-max
-         normalised within the pool).
+         normalised within the pool); candidates whose BM25 score is below ``STAGE3_LEXICAL_FLOOR`` x the pool's
+         best follow the others.
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
 ``score`` is that stage's, named by ``ranked_by``), so ``k`` larger than a pool still returns ``k`` hits.
 Every result uses one schema (:class:`SearchResult`), whatever ran.
@@ -265,7 +266,7 @@ class Retriever:
     def _stage3(self, index: SearchIndex, query: str, cand: list, final: dict, lex: dict, timings: dict):
         """The reranker's scores for the top ``STAGE3_K``, blended with a prior unless ``STAGE3_WEIGHT`` is 1:
         the score before stage 3 (``STAGE3_PRIOR="stage2"``) or the BM25 score (``"bm25"``; 0 outside BM25's
-        candidates)."""
+        candidates); then the lexical floor (``STAGE3_LEXICAL_FLOOR``, on each candidate's own BM25 score)."""
         s, t = self.settings, time.perf_counter()
         pool = cand[: s.STAGE3_K]
         self._fetch(index, pool)
@@ -274,6 +275,8 @@ class Retriever:
         if s.STAGE3_WEIGHT < 1:
             prior = [lex.get(r, 0.0) if s.STAGE3_PRIOR == "bm25" else final[r] for r in pool]
             rs = _blend(rs, prior, s.STAGE3_WEIGHT)
+        if s.STAGE3_LEXICAL_FLOOR > 0:
+            rs = _lexical_floor(rs, index.lexical_scores(query, pool), s.STAGE3_LEXICAL_FLOOR)
         final.update({r: float(v) for r, v in zip(pool, rs)})
         cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
         timings["stage3_ms"] = (time.perf_counter() - t) * 1000
@@ -327,6 +330,20 @@ class _StaleSnapshot(Exception):
 def _blend(scores, prior, w: float) -> np.ndarray:
     """A stage's scores blended with the scores it reorders: ``w`` * minmax(scores) + (1 - ``w``) * minmax(prior)."""
     return w * _minmax(scores) + (1 - w) * _minmax(np.asarray(prior))
+
+
+def _lexical_floor(scores, lexical: list, floor: float) -> np.ndarray:
+    """``scores`` with those of candidates whose BM25 score is below ``floor`` x the pool's best moved below every
+    other candidate's (their spread and order kept): a candidate sharing next to nothing with the query's words
+    does not lead on the reranker's word alone."""
+    scores, lex = np.asarray(scores, np.float64), np.asarray(lexical, np.float64)
+    if len(lex) == 0:
+        return scores
+    low = lex < floor * lex.max()
+    if low.all() or not low.any():
+        return scores
+    gap = scores[low].max() - scores[~low].min()
+    return scores if gap < 0 else np.where(low, scores - gap - 1.0, scores)
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

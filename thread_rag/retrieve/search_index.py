@@ -246,6 +246,7 @@ class SearchIndex:
         self.meta = Meta.concat([s.meta for s in segs])
         self.live = np.concatenate(self._masks) if segs else np.zeros(0, bool)
         self._segments = [(s.postings, int(o), None if m.all() else m) for s, o, m in zip(segs, self._offsets, self._masks)]
+        self._last_bm25: tuple = ("", None)  # (query, BM25 scores of every row): stage 3's floor reads it again
         rows = np.flatnonzero(self.live)
         self.tiebreak = self.meta.serial * (1 << 32) + self.meta.position  # (document, position) order
         self.row_of = dict(zip(zip(self.meta.serial[rows].tolist(), self.meta.position[rows].tolist()), rows.tolist()))
@@ -387,7 +388,7 @@ class SearchIndex:
     def lexical(self, query: str, k: int, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if len(self) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        scores = score(self._segments, bm25_tokenize([query])[0], len(self.live))
+        scores = self._bm25(query)
         if rows is not None:
             sub = scores[rows]
             top = self._top(sub, k, rows)
@@ -396,6 +397,17 @@ class SearchIndex:
         top = self._top(scores, k)
         top = top[scores[top] > 0]
         return top.astype(np.int64), scores[top].astype(np.float32)
+
+    def lexical_scores(self, query: str, rows) -> np.ndarray:
+        """The BM25 scores of ``rows`` (0 where a row shares no term with the query), whatever their rank."""
+        return self._bm25(query)[np.asarray(rows, np.int64)] if len(self) else np.zeros(len(rows), np.float32)
+
+    def _bm25(self, query: str) -> np.ndarray:
+        last_query, scores = self._last_bm25
+        if scores is None or last_query != query:
+            scores = score(self._segments, bm25_tokenize([query])[0], len(self.live))
+            self._last_bm25 = (query, scores)
+        return scores
 
     def _top(self, scores: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
         """Positions of the ``k`` best ``scores`` (of ``rows``, or of every row), ties by (document, position)."""
