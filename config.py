@@ -48,7 +48,7 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # STAGE3_K = 15                    # candidates the reranker reads
 # STAGE3_WEIGHT = 1.0              # blend of the reranker with a prior (1 = the reranker's order)
 # STAGE3_PRIOR = "stage2"          # the prior: stage2 (the score before stage 3) | bm25
-# STAGE3_LEXICAL_FLOOR = 0.1       # candidates BM25 scores below 0.1 x the pool's best follow the rest; 0 = off
+# STAGE3_LEXICAL_FLOOR = 0.1       # candidates whose BM25 score is below 0.1 x the pool's best follow the rest; 0 = off
 # RERANK_MAX_TOKENS = 192          # (query, passage) pairs truncated to this
 # RERANK_CONTEXT = "heading"       # the reranker reads a chunk's heading path + its text | text | clean | title
 # EARLY_EXIT_MARGIN = 2.0          # >= 2: never skip stage 3 (0.15 lost nDCG on the dev split)

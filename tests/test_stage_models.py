@@ -216,9 +216,13 @@ def test_stage3_weight_blends_the_reranker_with_the_stage2_order(manual_engine):
     assert [h.scores["bm25"] or 0.0 for h in got] == sorted([h.scores["bm25"] or 0.0 for h in got], reverse=True)
 
 
+QUERY_FEW = "how are summaries cached and pre-heated for the walk?"
+
+
 def test_lexical_floor_moves_candidates_bm25_barely_scores_after_the_rest(manual_engine):
-    """STAGE3_LEXICAL_FLOOR f: a pool candidate whose BM25 score is below f x the pool's best (0 when BM25 did not
-    return it) follows every other one; each group keeps the reranker's order and scores still fall with rank."""
+    """STAGE3_LEXICAL_FLOOR f: a pool candidate whose BM25 score is below f x the pool's best (0 when it shares no
+    term with the query) follows every other one; each group keeps the reranker's order and scores still fall with
+    rank. The score is the candidate's own, also for one outside stage 1's BM25 list."""
     from thread_rag.engine import Engine
     from thread_rag.retrieve.pipeline import _lexical_floor
 
@@ -246,6 +250,24 @@ def test_lexical_floor_moves_candidates_bm25_barely_scores_after_the_rest(manual
     assert [h.score for h in floored] == sorted((h.score for h in floored), reverse=True)
     assert [h.scores["rerank"] for h in floored] == [next(p.scores["rerank"] for p in plain if p.chunk_id == c)
                                                      for c in expect]  # the reranker's own score stays reported
+
+    # stage 1 keeps BM25's best 3 only: candidates dense retrieval brought in still have their own BM25 scores
+    def search_few(floor):
+        e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE1_K=3,
+                                                  STAGE3_K=6, STAGE3_LEXICAL_FLOOR=floor), embedder=manual_engine.embedder)
+        e.retriever._reranker, e.retriever._reranker_checked = ReversingReranker(), True
+        return e.retriever.search(QUERY_FEW, k=6).hits
+
+    plain, floored = search_few(0.0), search_few(0.1)
+    from thread_rag.ids import ChunkId
+
+    ids = [ChunkId.parse(h.chunk_id) for h in plain]
+    own = index.lexical_scores(QUERY_FEW, [index.row_of[(c.serial, c.position)] for c in ids])
+    low = own < 0.1 * own.max()
+    outside = [h.scores["bm25"] is None and not lo for h, lo in zip(plain, low)]
+    assert any(outside), "some candidate outside stage 1's BM25 list has a real BM25 score"
+    expect = [h.chunk_id for h, lo in zip(plain, low) if not lo] + [h.chunk_id for h, lo in zip(plain, low) if lo]
+    assert [h.chunk_id for h in floored] == expect
 
 
 def test_stage3_weight_is_checked_and_named_in_bench_configs():
@@ -278,7 +300,7 @@ def test_stage3_weight_is_checked_and_named_in_bench_configs():
     assert default_spec(s.replace(STAGE3_LEXICAL_FLOOR=0.0)) == "three_stage:k15:m-:t192:f0:cheading"
     assert parse_config("three_stage:f0")[1] == {"STAGE3_LEXICAL_FLOOR": 0.0}
     assert not same_config("three_stage:f0.1", "three_stage:f0", s)
-    assert same_config("stage1_2", "stage1_2", s.replace(STAGE3_LEXICAL_FLOOR=0.1))
+    assert same_config("stage1_2:f0.1", "stage1_2:f0", s)  # no stage 3, no floor
 
 
 def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_configs(manual_engine):
@@ -406,3 +428,5 @@ def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
     assert parse_config("three_stage:t192")[1] == {"RERANK_MAX_TOKENS": 192}
     assert not same_config("three_stage:t192", "three_stage:t256", s)
     assert same_config("stage1_2:t192", "stage1_2:t256", s)  # no stage 3, nothing truncated
+    llm = s.replace(RERANKER="llm")  # RERANK_MAX_TOKENS cuts the packaged cross-encoder only
+    assert default_spec(llm) == "three_stage:k15:m-:f0.1:cheading" and same_config("three_stage:t192", "three_stage:t256", llm)

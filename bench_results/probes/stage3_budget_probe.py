@@ -1,6 +1,7 @@
 """One-off probe: what stage 3 costs and gives with fewer candidates (STAGE3_K) and shorter pairs (RERANK_MAX_TOKENS).
 
     python bench_results/probes/stage3_budget_probe.py DATASET OUT.json [TOKENS ...]      # dev halves only
+    python bench_results/probes/stage3_budget_probe.py --table OUT.json FLOOR             # the table again, any floor
 
 For each dev question of DATASET (its bench corpus in ``bench_out/``, built by ``thread-rag bench retrieval``), takes
 the stage-3 pool of the default pipeline (stage-2 order, ``STAGE3_K`` = 20 candidates, the passages
@@ -30,14 +31,16 @@ from thread_rag.retrieve import pipeline as P
 from thread_rag.retrieve.rerank import OnnxCrossEncoder
 from thread_rag.settings import load_settings
 
+from stage3_rules_offline import dedupe  # noqa: E402 - the sibling probe (run from this folder's script path)
+
 
 def collect(name: str) -> tuple[list, object]:
-    settings = load_settings(None)
+    settings = load_settings(None).replace(STAGE3_K=20)  # the pool; K below it are evaluated offline
     ds = load_dataset(name, settings.shared_data, split="dev")
     engine, keymap, _ = open_corpus_engine(settings, ds)
     seen = {}
 
-    def stage3(self, index, query, cand, final, lex, timings):  # record the pool, rerank nothing
+    def stage3(self, index, query, cand, final, lex, timings, *rest):  # record the pool, rerank nothing
         pool = cand[: self.settings.STAGE3_K]
         self._fetch(index, pool)
         key = lambda r: keymap.get(format_doc_id(int(index.meta.serial[r])))  # noqa: E731
@@ -54,15 +57,6 @@ def collect(name: str) -> tuple[list, object]:
     return rows, settings
 
 
-def dedupe(keys):
-    out, seen = [], set()
-    for k in keys:
-        if k is not None and k not in seen:
-            seen.add(k)
-            out.append(k)
-    return out
-
-
 def main(name: str, out: str, tokens: list[int]) -> None:
     rows, settings = collect(name)
     for t in tokens:
@@ -77,7 +71,10 @@ def main(name: str, out: str, tokens: list[int]) -> None:
         for c in r["pool"]:
             del c["passage"]
     Path(out).write_text(json.dumps({"dataset": name, "split": "dev", "tokens": tokens, "rows": rows}))
-    floor = settings.STAGE3_LEXICAL_FLOOR
+    table(name, rows, tokens, 0.1)
+
+
+def table(name: str, rows: list, tokens: list[int], floor: float) -> None:
     print(f"{name} dev, {len(rows)} questions; nDCG@10 / median stage-3 ms per question (lexical floor {floor})")
     print("K".ljust(4) + "".join(f"T={t}".ljust(18) for t in tokens))
     for k in (0, 5, 8, 10, 15, 20):
@@ -97,4 +94,10 @@ def main(name: str, out: str, tokens: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]] or [96, 128, 192, 256])
+    if sys.argv[1] == "--table":  # python ... --table OUT.json FLOOR: the table again from a saved run
+        import gzip
+
+        saved = json.loads((gzip.open if sys.argv[2].endswith(".gz") else open)(sys.argv[2], "rt").read())
+        table(saved["dataset"], saved["rows"], saved["tokens"], float(sys.argv[3]))
+    else:
+        main(sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]] or [96, 128, 192, 256])

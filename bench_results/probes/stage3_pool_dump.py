@@ -1,8 +1,9 @@
 """One-off probe: dump what stage 3 sees and decides, per question, for offline analysis of rules on top of it.
 
-    python bench_results/probes/stage3_pool_dump.py DATASET SPLIT OUT.json [LIMIT]
+    python bench_results/probes/stage3_pool_dump.py DATASET SPLIT OUT.json [K TOKENS]
 
-Runs the default pipeline (k=50) over the data set's question half on its bench corpus (``bench_out/``, built by
+Runs the default pipeline (k=50) with the stage-3 pool K (default 20) cut to TOKENS (default 256) and no lexical
+floor over the data set's question half on its bench corpus (``bench_out/``, built by
 ``thread-rag bench retrieval`` when missing) and records, for each question, the stage-3 pool in stage-2 order with
 each candidate's document key, stage-2 score, BM25 score (None outside BM25's candidates; ``bm25_exact``: its own
 score whatever its rank), dense score and cross-encoder score, the stage-2 order of the rest, the final ranking and the gold documents. Only for the dev
@@ -22,11 +23,11 @@ from thread_rag.retrieve import pipeline as P
 from thread_rag.settings import load_settings
 
 
-def main(name: str, split: str, out: str, limit: int | None = None) -> None:
+def main(name: str, split: str, out: str, k: int = 20, tokens: int = 256) -> None:
     if split != "dev":
         raise SystemExit("dev halves only")
-    settings = load_settings(None)
-    ds = load_dataset(name, settings.shared_data, limit=limit, split=split)
+    settings = load_settings(None).replace(STAGE3_K=k, RERANK_MAX_TOKENS=tokens, STAGE3_LEXICAL_FLOOR=0.0)
+    ds = load_dataset(name, settings.shared_data, split=split)
     engine, keymap, _ = open_corpus_engine(settings, ds)
     r = engine.retriever
     seen = {}
@@ -37,9 +38,9 @@ def main(name: str, split: str, out: str, limit: int | None = None) -> None:
         seen.update(dense=dict(dense), lex=dict(lex), index=index)
         return fused, dense, lex
 
-    def stage3(self, index, query, cand, final, lex, timings):
+    def stage3(self, index, query, cand, final, lex, timings, *rest):
         seen.update(cand=list(cand), pre=dict(final))
-        out_cand, rmap = orig3(self, index, query, cand, final, lex, timings)
+        out_cand, rmap = orig3(self, index, query, cand, final, lex, timings, *rest)
         seen["ce"] = dict(rmap)
         return out_cand, rmap
 
@@ -67,4 +68,4 @@ def main(name: str, split: str, out: str, limit: int | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)
+    main(sys.argv[1], sys.argv[2], sys.argv[3], *(int(x) for x in sys.argv[4:6]))

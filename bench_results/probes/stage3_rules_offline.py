@@ -13,10 +13,14 @@ questions went up / down. The rules (each reorders the stage-3 pool; the rest fo
 - ``floor_t``: candidates whose BM25 score (as stage 1 returned it, 0 outside its list) is below t x the pool's
   best after the others (the first build of ``STAGE3_LEXICAL_FLOOR``);
 - ``cemargin_t``: when the cross-encoder's top two are within t (its 0..1 scores), the one BM25 scores higher first;
-- ``floor0.1+rrf_s2_kK_w``: both.
+- ``floor0.1+rrf_s2_kK_w``: both;
+- ``floor_exact_t``: the floor on each candidate's own BM25 score (``bm25_exact``; the floor as built now), in dumps
+  that have it.
+DUMP files may be gzipped (``.json.gz``); the dumps behind BENCHMARKS.md are in ``stage3_data/``.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 
@@ -73,9 +77,13 @@ def rrf_with(prior, w, k):
     return rule
 
 
-def floor(t, inner=ce):
+def exact(p):
+    return [c["bm25_exact"] for c in p]
+
+
+def floor(t, inner=ce, lexical=bm25):
     def rule(p):
-        b = bm25(p)
+        b = lexical(p)
         top = max(b) or 1.0
         return [s - (0 if x >= t * top else 1e6) for s, x in zip(inner(p), b)]
     return rule
@@ -100,7 +108,8 @@ RULES = {"ce": ce, "guard": guard, "pin": pin, "skip_agree": skip_agree,
          **{f"rrf_s2_k{k}_{w}": rrf_with(stage2, w, k) for k in (5, 10, 20, 60) for w in (0.7, 0.8, 0.9)},
          **{f"floor_{t}": floor(t) for t in (0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.5)},
          **{f"cemargin_{t}": cemargin(t) for t in (0.5, 1.0, 2.0)},
-         **{f"floor0.1+rrf_s2_k{k}_{w}": floor(0.1, rrf_with(stage2, w, k)) for k in (10, 20) for w in (0.7, 0.8)}}
+         **{f"floor0.1+rrf_s2_k{k}_{w}": floor(0.1, rrf_with(stage2, w, k)) for k in (10, 20) for w in (0.7, 0.8)},
+         **{f"floor_exact_{t}": floor(t, lexical=exact) for t in (0.05, 0.1, 0.2)}}
 
 
 def evaluate(dump: dict, rule) -> tuple[np.ndarray, float]:
@@ -115,10 +124,12 @@ def evaluate(dump: dict, rule) -> tuple[np.ndarray, float]:
 
 
 def main(paths: list[str]) -> None:
-    dumps = [json.load(open(p)) for p in paths]
+    dumps = [json.loads((gzip.open if p.endswith(".gz") else open)(p, "rt").read()) for p in paths]
     base = [evaluate(d, ce)[0] for d in dumps]
     print("rule".ljust(26) + "".join(d["dataset"].ljust(40) for d in dumps))
     for name, rule in RULES.items():
+        if name.startswith("floor_exact") and not all("bm25_exact" in d["rows"][0]["pool"][0] for d in dumps):
+            continue
         cells = []
         for d, b in zip(dumps, base):
             nd, al = evaluate(d, rule)

@@ -73,27 +73,36 @@ def default_spec(settings) -> str:
         return "stage1_2" if s.STAGE2 else "stage1_rrf"
     margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
     weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}" + (":pbm25" if s.STAGE3_PRIOR == "bm25" else "")
-    # truncation, floor and context always named: a label then means one thing in any file
-    rest = f":t{s.RERANK_MAX_TOKENS}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
+    # truncation (of the packaged cross-encoder), floor and context always named: a label means one thing in any file
+    trunc = "" if _truncation(s) is None else f":t{s.RERANK_MAX_TOKENS}"
+    rest = f"{trunc}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}"
+
+
+def _truncation(s) -> int | None:
+    """``RERANK_MAX_TOKENS`` where it applies (the packaged cross-encoder), else None."""
+    from ..onnx_models import PACKAGED
+
+    return s.RERANK_MAX_TOKENS if s.RERANKER.startswith(PACKAGED) else None
 
 
 def same_config(a: str, b: str, settings) -> bool:
     """Whether two configuration specs run the same search under ``settings`` (``three_stage`` with the
-    default STAGE3_K and margin is ``three_stage:k20:m-``)."""
+    default STAGE3_K and margin is ``three_stage:k15:m-``). The truncation counts only for the packaged
+    cross-encoder, the only reranker ``RERANK_MAX_TOKENS`` cuts."""
     def effective(spec):
         name, over = parse_config(spec)
         s = settings.replace(**over)
         return (name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT,
                 s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None,
-                *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, s.RERANK_MAX_TOKENS) if PIPELINES[name].rerank
+                *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, _truncation(s)) if PIPELINES[name].rerank
                   else (None, None, None)))
 
     return effective(a) == effective(b)
 
 
 # settings older result files did not record, at the value they had then
-RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256}
+RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256, "STAGE3_K": 20}
 
 
 def recorded_settings(x: dict):
@@ -124,20 +133,20 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
     retriever.search("warm up", k=5, pipeline="stage1_2")
     reranker, memos = retriever.reranker, {}
     results, per_query = {}, {}
-    for spec in configs:
-        name, over = parse_config(spec)
-        retriever.settings = s = base.replace(**over)
-        memo = None
-        if reranker is not None:
-            memo = retriever._reranker = _memo_for(memos, reranker, base, s)
-            if PIPELINES[name].rerank:
-                memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
-        try:
+    try:
+        for spec in configs:
+            name, over = parse_config(spec)
+            retriever.settings = s = base.replace(**over)
+            memo = None
+            if reranker is not None:
+                memo = retriever._reranker = _memo_for(memos, reranker, base, s)
+                if PIPELINES[name].rerank:
+                    memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
             results[spec], per_query[spec] = _run_config(retriever, keymap, ds, name, chunk_k, memo)
-        finally:
-            retriever.settings = base
-    if reranker is not None:
-        retriever._reranker = reranker
+    finally:
+        retriever.settings = base
+        if reranker is not None:
+            retriever._reranker = reranker
     return {"configs": results, "per_query": per_query, "qids": [q.qid for q in ds.queries]}
 
 
@@ -155,7 +164,8 @@ def _memo_for(memos: dict, reranker, base, s) -> "ScoreMemo":
 
 class ScoreMemo:
     """Stage-3 scores remembered per (query, passage) within one benchmark run, so configurations that differ
-    only in what happens with those scores (``STAGE3_WEIGHT``) run the reranker once per pair. The packaged
+    only in what happens with those scores (``STAGE3_WEIGHT``, ``STAGE3_LEXICAL_FLOOR``, ``STAGE3_K`` within the
+    pool) run the reranker once per pair; one memo per truncation (``_memo_for``). The packaged
     cross-encoder scores each pair alone, so a remembered score is the score. A configuration that was served
     from the memo reports no latency for its quality loop (None); its k=5 latency loop runs without the memo."""
 

@@ -213,7 +213,7 @@ class Retriever:
             cand, maxsim_map, early_exit = self._stage2(index, query, cand, final, timings)
             stages.append("stage2")
         if pipeline.rerank and cand and not early_exit and self.reranker is not None:
-            cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings)
+            cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings, pipeline.bm25)
             stages.append("stage3")
         hits = []
         self._fetch(index, cand[:k])
@@ -263,10 +263,12 @@ class Retriever:
         early_exit = len(ms) > 1 and float(maxsim_map[cand[0]] - np.median(ms)) > s.EARLY_EXIT_MARGIN
         return cand, maxsim_map, early_exit
 
-    def _stage3(self, index: SearchIndex, query: str, cand: list, final: dict, lex: dict, timings: dict):
+    def _stage3(self, index: SearchIndex, query: str, cand: list, final: dict, lex: dict, timings: dict,
+                lexical: bool = True):
         """The reranker's scores for the top ``STAGE3_K``, blended with a prior unless ``STAGE3_WEIGHT`` is 1:
         the score before stage 3 (``STAGE3_PRIOR="stage2"``) or the BM25 score (``"bm25"``; 0 outside BM25's
-        candidates); then the lexical floor (``STAGE3_LEXICAL_FLOOR``, on each candidate's own BM25 score)."""
+        candidates); then the lexical floor (``STAGE3_LEXICAL_FLOOR``, on each candidate's own BM25 score; not
+        where BM25 is off, ``lexical`` False)."""
         s, t = self.settings, time.perf_counter()
         pool = cand[: s.STAGE3_K]
         self._fetch(index, pool)
@@ -275,7 +277,7 @@ class Retriever:
         if s.STAGE3_WEIGHT < 1:
             prior = [lex.get(r, 0.0) if s.STAGE3_PRIOR == "bm25" else final[r] for r in pool]
             rs = _blend(rs, prior, s.STAGE3_WEIGHT)
-        if s.STAGE3_LEXICAL_FLOOR > 0:
+        if s.STAGE3_LEXICAL_FLOOR > 0 and lexical:
             rs = _lexical_floor(rs, index.lexical_scores(query, pool), s.STAGE3_LEXICAL_FLOOR)
         final.update({r: float(v) for r, v in zip(pool, rs)})
         cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
@@ -339,8 +341,8 @@ def _lexical_floor(scores, lexical: list, floor: float) -> np.ndarray:
     scores, lex = np.asarray(scores, np.float64), np.asarray(lexical, np.float64)
     if len(lex) == 0:
         return scores
-    low = lex < floor * lex.max()
-    if low.all() or not low.any():
+    low = lex < floor * lex.max()  # never every candidate: the best is not below a fraction (<= 1) of itself
+    if not low.any():
         return scores
     gap = scores[low].max() - scores[~low].min()
     return scores if gap < 0 else np.where(low, scores - gap - 1.0, scores)

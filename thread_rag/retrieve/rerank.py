@@ -82,7 +82,7 @@ class OnnxCrossEncoder:
     ``OnnxEncoder``); the score is the logit ``out[:, 0]`` squashed to 0..1.
     """
 
-    def __init__(self, name: str = "ms-marco-MiniLM-L-12-v2", max_tokens: int = 256, threads: int = 0):
+    def __init__(self, name: str = "ms-marco-MiniLM-L-12-v2", max_tokens: int = 192, threads: int = 0):
         from ..onnx_models import OnnxEncoder, packaged_onnx_dir
 
         self.encoder = OnnxEncoder(packaged_onnx_dir(name), max_tokens=max_tokens, threads=threads)
@@ -98,7 +98,7 @@ class OnnxCrossEncoder:
         return (1.0 / (1.0 + np.exp(-self.logits(query, passages).astype(np.float64)))).astype(np.float32)
 
 
-def make_reranker(setting: str, load_llama=None, threads: int = 0, max_tokens: int = 256):
+def make_reranker(setting: str, load_llama=None, threads: int = 0, max_tokens: int = 192):
     """The stage-3 reranker a ``RERANKER`` setting names (None for "none")."""
     if setting == "none":
         return None
