@@ -153,9 +153,9 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
 def _memo_for(memos: dict, reranker, base, s) -> "ScoreMemo":
     """The score memo of the reranker ``s`` runs: the retriever's own, or the packaged cross-encoder again
     truncated to another ``RERANK_MAX_TOKENS`` (its scores are other scores, so it has its own memo)."""
-    from ..retrieve.rerank import PACKAGED, make_reranker
+    from ..retrieve.rerank import make_reranker
 
-    key = s.RERANK_MAX_TOKENS if s.RERANKER.startswith(PACKAGED) else base.RERANK_MAX_TOKENS
+    key = _truncation(s) or base.RERANK_MAX_TOKENS
     if key not in memos:
         memos[key] = ScoreMemo(reranker if key == base.RERANK_MAX_TOKENS else
                                make_reranker(s.RERANKER, threads=s.TORCH_THREADS, max_tokens=key))

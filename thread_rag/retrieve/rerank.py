@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ModelUnavailableError
 from ..onnx_models import PACKAGED
-from ..settings import RERANK_CONTEXTS
+from ..settings import RERANK_CONTEXTS, Settings
 
 
 _HTML_ANCHOR = re.compile(r"</?a\b[^>]*>", re.IGNORECASE)
@@ -82,7 +82,8 @@ class OnnxCrossEncoder:
     ``OnnxEncoder``); the score is the logit ``out[:, 0]`` squashed to 0..1.
     """
 
-    def __init__(self, name: str = "ms-marco-MiniLM-L-12-v2", max_tokens: int = 192, threads: int = 0):
+    def __init__(self, name: str = "ms-marco-MiniLM-L-12-v2", max_tokens: int = Settings.RERANK_MAX_TOKENS,
+                 threads: int = 0):
         from ..onnx_models import OnnxEncoder, packaged_onnx_dir
 
         self.encoder = OnnxEncoder(packaged_onnx_dir(name), max_tokens=max_tokens, threads=threads)
@@ -98,7 +99,7 @@ class OnnxCrossEncoder:
         return (1.0 / (1.0 + np.exp(-self.logits(query, passages).astype(np.float64)))).astype(np.float32)
 
 
-def make_reranker(setting: str, load_llama=None, threads: int = 0, max_tokens: int = 192):
+def make_reranker(setting: str, load_llama=None, threads: int = 0, max_tokens: int = Settings.RERANK_MAX_TOKENS):
     """The stage-3 reranker a ``RERANKER`` setting names (None for "none")."""
     if setting == "none":
         return None
