@@ -78,6 +78,30 @@ def test_kill_at_each_step_of_a_new_document(tmp_path, embedder, point):
     assert len(e.documents()) == 1 and not any((tmp_path / "h/pending").iterdir())
 
 
+@pytest.mark.parametrize("point", ["after_chroma", "after_commit"])
+def test_kill_while_a_folder_group_is_stored_keeps_whole_documents(tmp_path, embedder, point):
+    """Three files stored as one group (one Chroma write): killed after that write, none is committed; killed
+    after the first commit, exactly the first is; a rerun completes the rest."""
+    docs = [DOCS / "01-getting-started.md", DOCS / "03-searching.md", DOCS / "04-windows-and-summaries.md"]
+    code = SCRIPT.replace("for p in {paths!r}:\n    e.index_file(p)", "e.index_paths({paths!r})")
+    assert "e.index_paths(" in code  # the group path, not one file at a time
+    rc, _, err = _run(code, tmp_path / "h", docs, point)
+    assert rc == -signal.SIGKILL, err[-2000:]
+    e = check(tmp_path / "h", embedder)
+    assert [d.path for d in e.documents()] == ([str(docs[0])] if point == "after_commit" else [])
+    rerun(tmp_path / "h", embedder, docs)
+    e = check(tmp_path / "h", embedder)
+    assert [d.path for d in e.documents()] == [str(d) for d in docs]
+    assert not any((tmp_path / "h/pending").iterdir())
+
+
+def _run(code, home, paths, crash_at):
+    code = code.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", paths=[str(p) for p in paths])
+    env = {**os.environ, "THREAD_RAG_CRASH_AT": crash_at}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300)
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
 @pytest.mark.parametrize("point", ["after_chroma", "after_tree", "after_commit"])
 def test_kill_while_replacing_keeps_old_or_new_never_a_mix(tmp_path, embedder, point):
     f = write(tmp_path / "g.md", (DOCS / "03-searching.md").read_text())

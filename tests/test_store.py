@@ -138,3 +138,101 @@ def test_a_folder_indexes_on_one_bar_that_only_moves_forward(make_engine, tmp_pa
     done = [d for _, d, _ in seen]
     assert len(totals) == 1 and done == sorted(done) and done[-1] == totals.pop()  # one bar, forward, to the end
     assert seen[0][0].startswith("[1/3] f0.md: ") and seen[-1][0].startswith("[3/3] f2.md: done")
+
+
+def _count_upserts(monkeypatch, engine) -> list:
+    calls = []
+    cls = type(engine.store._col)
+    real = cls.upsert
+
+    def upsert(self, *a, **kw):
+        calls.append(len(kw.get("ids") or a[0]))
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(cls, "upsert", upsert)
+    return calls
+
+
+def test_a_folder_of_small_files_shares_chroma_writes_and_stores_what_one_by_one_does(make_engine, tmp_path,
+                                                                                     monkeypatch):
+    folder = tmp_path / "d"
+    for i in range(6):
+        write(folder / f"f{i}.md", PROC.format(n=i))
+    write(folder / "z-copy.md", PROC.format(n=0))  # f0's bytes: "unchanged", and never in f0's group
+    grouped, single = make_engine(HOME=str(tmp_path / "a")), make_engine(HOME=str(tmp_path / "b"),
+                                                                          STORE_GROUP_CHUNKS=1)
+    calls = _count_upserts(monkeypatch, grouped)
+    got = grouped.index_paths([folder])
+    n_grouped = len(calls)
+    want = single.index_paths([folder])
+    assert [(r.path, r.status, r.doc_id, r.chunks) for r in got] == [(r.path, r.status, r.doc_id, r.chunks) for r in want]
+    assert [r.status for r in got] == ["indexed"] * 6 + ["unchanged"]
+    assert n_grouped == 1 and len(calls) - n_grouped == 6  # one Chroma write for the six files, against six
+    for a, b in zip(grouped.documents(), single.documents()):
+        assert (a.doc_id, a.path, a.content_key) == (b.doc_id, b.path, b.content_key)
+        assert [c.text for c in grouped.thread(a.doc_id).chunks] == [c.text for c in single.thread(b.doc_id).chunks]
+    for q in ("step 3 of the procedure", "Sentence 4-17"):
+        ha = grouped.retriever.search(q, k=8, pipeline="stage1_2").hits
+        hb = single.retriever.search(q, k=8, pipeline="stage1_2").hits
+        assert [(h.chunk_id, h.score) for h in ha] == [(h.chunk_id, h.score) for h in hb]
+    for e, home in ((grouped, tmp_path / "a"), (single, tmp_path / "b")):
+        assert e.check_consistency() == []
+        assert not any((home / "pending").iterdir()) and not list(home.rglob(".stage-*"))
+        assert all(r.timings["store_s"] > 0 for r in got if r.status == "indexed")
+
+
+def test_a_failed_group_write_fails_its_files_and_the_next_group_goes_on(make_engine, tmp_path, monkeypatch):
+    from thread_rag.errors import ThreadRagError
+
+    folder = tmp_path / "d"
+    for i in range(4):
+        write(folder / f"f{i}.md", PROC.format(n=i))
+    e = make_engine(STORE_GROUP_CHUNKS=8)  # two files a group
+    real, calls = e.store.add_many, []
+
+    def add_many(docs):
+        calls.append(len(docs))
+        if len(calls) == 1:
+            raise ThreadRagError("disk full (simulated)")
+        return real(docs)
+
+    monkeypatch.setattr(e.store, "add_many", add_many)
+    got = e.index_paths([folder])
+    assert calls == [2, 2]
+    assert [r.status for r in got] == ["failed", "failed", "indexed", "indexed"]
+    assert got[0].error == "disk full (simulated)" and got[0].path.endswith("f0.md")
+    assert [d.path.rsplit("/", 1)[-1] for d in e.documents()] == ["f2.md", "f3.md"]
+    monkeypatch.setattr(e.store, "add_many", real)
+    again = e.index_paths([folder])  # the next write recovers the first group's markers, then indexes them
+    assert [r.status for r in again] == ["indexed", "indexed", "unchanged", "unchanged"]
+    assert e.check_consistency() == [] and not any((e.home / "pending").iterdir())
+
+
+def test_index_loaded_many_yields_each_result_in_order_once_its_group_committed(make_engine):
+    from thread_rag.ingest.loaders import parse_text
+
+    e = make_engine(STORE_GROUP_CHUNKS=6)
+    docs = [(parse_text(PROC.format(n=i), f"mem://{i}", markdown=True), f"mem://{i}", f"doc {i}", f"hash{i}")
+            for i in range(5)]
+    seen = []
+    for r in e.index_loaded_many(iter(docs)):
+        committed = {d.path for d in e.documents()}
+        assert r.path in committed  # yielded only once stored and committed
+        seen.append(r.path)
+    assert seen == [f"mem://{i}" for i in range(5)]
+
+
+def test_a_group_abandoned_before_its_write_leaves_nothing_behind(make_engine):
+    from thread_rag.ingest.loaders import parse_text
+
+    e = make_engine(STORE_GROUP_CHUNKS=10_000)
+
+    def docs():
+        for i in range(2):
+            yield parse_text(PROC.format(n=i), f"mem://{i}", markdown=True), f"mem://{i}", f"doc {i}", f"hash{i}"
+        raise KeyboardInterrupt  # Ctrl-C while the third file loads: two embedded documents wait, unwritten
+
+    with pytest.raises(KeyboardInterrupt):
+        list(e.index_loaded_many(docs()))
+    assert e.documents() == [] and not list(e.home.rglob(".stage-*"))
+    assert not (e.home / "pending").exists() or not any((e.home / "pending").iterdir())

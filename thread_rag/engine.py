@@ -8,6 +8,8 @@ Indexing is crash-safe: the expensive work (load, chunk, embed) happens outside 
 under the lock a pending marker is written, the new generation's chunks and token cache are
 stored beside the old ones, and the catalog commit switches readers over. A process killed at
 any point leaves either the old document or the new one; recovery removes the leftovers.
+A folder's small files are stored in groups (one Chroma write for the group's rows, then each
+file's own files and catalog commit), so a kill leaves each file committed or pending, never half.
 """
 from __future__ import annotations
 
@@ -51,6 +53,23 @@ def _folder_progress(progress: Progress, name: str, before: int, size: int, tota
 
 def _store_differs(rec: DocumentRecord) -> str:
     return f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed (index {rec.path} again)"
+
+
+@dataclasses.dataclass
+class _Ready:
+    """A document chunked and embedded outside the write lock, waiting to be stored."""
+    doc: object
+    key: str
+    name: str
+    content_hash: str
+    recipe: dict
+    drafts: list
+    vectors: object
+    staged: object  # its token vectors, staged on disk (TokenCache.stage)
+    shown: str  # the path as the user gave it
+    t0: float
+    timings: dict
+    progress: Progress | None = None
 
 
 class Engine:
@@ -524,25 +543,34 @@ class Engine:
                     check: Callable[[Path], object] | None = None) -> list[IndexResult]:
         """Index every file; a bad file becomes a ``failed`` result and the rest go on.
         ``check(file)`` may refuse a file by raising ThreadRagError (the agent's allowed-roots rule).
-        Progress: one bar for all files (done and total in KiB of file size, so the ETA covers the folder); its
-        label names the file ([i/N] name), the stage and that stage's own count."""
-        results: list[IndexResult] = []
+        Files are stored in groups (``_in_groups``): one Chroma write for several small files, each file still
+        its own catalog commit. Progress: one bar for all files (done and total in KiB of file size, so the ETA
+        covers the folder); its label names the file ([i/N] name), the stage and that stage's own count."""
         files = self.expand_paths(paths)
         kib = [max(1, _size(f) // 1024) for f in files]
-        total_kib, before = sum(kib), 0
-        for i, f in enumerate(files):  # one bar for the whole folder, its ETA by file size (KiB)
-            labelled = None if progress is None else _folder_progress(progress, f"[{i + 1}/{len(files)}] {f.name}",
-                                                                      before, kib[i], total_kib)
-            before += kib[i]
-            try:
-                if check is not None:
-                    check(f)
-                results.append(self.index_file(f, progress=labelled))
-            except ThreadRagError as exc:
-                results.append(IndexResult(path=str(f), status="failed", error=str(exc)))
-        return results
+        total_kib = sum(kib)
+
+        def prepared():
+            before = 0
+            for i, f in enumerate(files):  # one bar for the whole folder, its ETA by file size (KiB)
+                labelled = None if progress is None else _folder_progress(
+                    progress, f"[{i + 1}/{len(files)}] {f.name}", before, kib[i], total_kib)
+                before += kib[i]
+                try:
+                    if check is not None:
+                        check(f)
+                    yield self._prepare_file(f, labelled)
+                except ThreadRagError as exc:
+                    yield IndexResult(path=str(f), status="failed", error=str(exc))
+
+        return list(self._in_groups(prepared()))
 
     def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
+        ready = self._prepare_file(path, progress)
+        return ready if isinstance(ready, IndexResult) else self._store_one(ready)
+
+    def _prepare_file(self, path: str | Path, progress: Progress | None) -> "IndexResult | _Ready":
+        """The file chunked and embedded, or its ``unchanged`` result (checked before loading)."""
         t0 = time.perf_counter()
         p = Path(path).expanduser()
         if not p.exists():
@@ -558,9 +586,8 @@ class Engine:
         except OSError as exc:
             raise IngestError(f"{p}: cannot read ({exc.strerror})") from None
         content_hash = hashlib.sha256(raw).hexdigest()
-        recipe = self._recipe()
         self.refresh()
-        same = self._unchanged(str(resolved), content_hash, recipe)
+        same = self._unchanged(str(resolved), content_hash, self._recipe())
         if same is not None:
             return IndexResult(path=str(p), status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count,
                                pages=same.pages, seconds=time.perf_counter() - t0)
@@ -569,18 +596,26 @@ class Engine:
         t_load = time.perf_counter()
         doc = load_document(resolved)
         load_s = round(time.perf_counter() - t_load, 3)
-        res = self.index_loaded(doc, str(resolved), resolved.name, content_hash, progress=progress,
-                                shown_path=str(p), t0=t0)
-        res.timings["load_s"] = load_s
-        return res
+        ready = self._prepare(doc, str(resolved), resolved.name, content_hash, progress, str(p), t0)
+        ready.timings["load_s"] = load_s
+        return ready
 
     def index_loaded(self, doc, key: str, name: str, content_hash: str, progress: Progress | None = None,
                      shown_path: str | None = None, t0: float | None = None) -> IndexResult:
         """Chunk, embed and commit an already loaded document under ``key`` (its path, or any
         unique name such as ``bench://musique/12``)."""
+        return self._store_one(self._prepare(doc, key, name, content_hash, progress, shown_path, t0))
+
+    def index_loaded_many(self, docs: Iterable[tuple], group_chunks: int | None = None) -> Iterable[IndexResult]:
+        """``index_loaded`` for each ``(doc, key, name, content_hash)``, stored in groups of about
+        ``group_chunks`` chunks (``_in_groups``); yields each document's result, in order, once its group committed.
+        A document whose group failed yields a ``failed`` result."""
+        return self._in_groups((self._prepare(*d) for d in docs), group_chunks)
+
+    def _prepare(self, doc, key: str, name: str, content_hash: str, progress: Progress | None = None,
+                 shown_path: str | None = None, t0: float | None = None) -> "_Ready":
+        """Chunk and embed outside the write lock (token vectors go to a staging area on disk)."""
         t0 = time.perf_counter() if t0 is None else t0
-        p = shown_path or key
-        recipe = self._recipe()
         t_chunk = time.perf_counter()
         chunker = make_chunker(self.settings, self.embedder.count_tokens,
                                embed=self.embedder.embed if self.settings.CHUNK_STRATEGY == "semantic" else None)
@@ -589,10 +624,14 @@ class Engine:
         timings = {"chunk_s": round(time.perf_counter() - t_chunk, 3)}
         staged = self.token_cache.stage()  # token vectors go to disk per batch, never all in memory
         try:
-            return self._embed_and_commit(doc, drafts, texts, staged, key, name, content_hash, recipe, p, t0,
-                                          timings, progress)
-        finally:
-            staged.discard()  # a no-op once committed
+            t_embed = time.perf_counter()
+            vectors = self._embed(texts, staged, progress)
+            timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
+        except BaseException:
+            staged.discard()
+            raise
+        return _Ready(doc, key, name, content_hash, self._recipe(), drafts, vectors, staged, shown_path or key, t0,
+                      timings, progress)
 
     def _embed(self, texts: list[str], staged, progress: Progress | None = None):
         """Embed ``texts`` 64 at a time with the indexing model: token vectors go to ``staged`` (the token cache's
@@ -610,72 +649,143 @@ class Engine:
             progress("embed", len(texts), len(texts))
         return np.concatenate(vectors)
 
-    def _embed_and_commit(self, doc, drafts, texts, staged, key, name, content_hash, recipe, p, t0, timings,
-                          progress) -> IndexResult:
-        t_embed = time.perf_counter()
-        vectors = self._embed(texts, staged, progress)
-        timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
-        t_store = time.perf_counter()
-        with self.write_lock():
-            self._recover_locked(sweep=False)  # an attempt aborted in this process (Ctrl-C) left a pending marker
-            self.catalog.reload()
-            same = self._unchanged(key, content_hash, recipe)
-            if same is not None:  # another process indexed it meanwhile
-                return IndexResult(path=str(p), status="unchanged", doc_id=same.doc_id,
-                                   chunks=same.chunk_count, pages=same.pages, seconds=time.perf_counter() - t0)
-            old = self.catalog.find_by_path(key)
-            serial = old.serial if old else self.catalog.allocate_serial()
-            gen = self.catalog.next_generation(serial) if old else 1  # on a server: reserved there first
-            doc_id = format_doc_id(serial)
-            marker = self._pending_dir() / generation_name(serial, gen, ".json")
-            atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": key})
-            crash_point("after_marker")
-            chunks = [Chunk(chunk_id=str(ChunkId(serial, i)), doc_id=doc_id, position=i, text=d.text,
-                            page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
-                            char_start=d.char_start, char_end=d.char_end, parent=d.parent, n_tokens=d.n_tokens)
-                     for i, d in enumerate(drafts)]
-            made_from = content_key(chunks, recipe["embedder"], recipe["chunk_strategy"])  # what derived data is keyed by
-            if progress:
-                progress("store", 0, 1)
-            self.store.add(chunks, vectors, gen)
-            crash_point("after_chroma")
-            self.token_cache.write(serial, gen, staged, key=made_from)
-            crash_point("after_tokens")
-            from .retrieve.search_index import write_part
+    def _store_one(self, ready: "_Ready") -> IndexResult:
+        out = self._store_group([ready])[0]
+        if isinstance(out, ThreadRagError):
+            raise out
+        return out
 
-            write_part(self.home / "index_parts", serial, gen, chunks, vectors, made_from)  # search reads no Chroma for it
-            if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
-                if progress:
-                    progress("tree", 0, 1)
-                self.nested.build(serial, gen, chunks, vecs=vectors, key=made_from)
-                crash_point("after_tree")
-            record = DocumentRecord(
-                serial=serial, doc_id=doc_id, name=name, path=key, content_hash=content_hash,
-                kind=doc.kind, chunk_count=len(chunks), pages=doc.pages, indexed_at=Catalog.now(), generation=gen,
-                chunk_strategy=recipe["chunk_strategy"], embedder=recipe["embedder"],
-                seconds=round(time.perf_counter() - t0, 3), content_key=made_from, origin=self.catalog.origin)
-            self.catalog.commit(record)  # <- the commit point
-            crash_point("after_commit")
-            newer = self.catalog.get(serial).generation if serial in dict(self.catalog.committed()) else gen
-            if newer != gen:  # a shared library: another machine committed a newer generation first
-                self.store.delete_generation(serial, gen)
-                self.token_cache.remove(serial, gen)
-                self._remove_derived(serial, gen=gen)
-                marker.unlink(missing_ok=True)
-                raise IngestError(f"{p}: another machine committed a newer version of {doc_id} (generation {newer}) "
-                                  f"meanwhile; that one stays")
-            if old:
-                self._drop_older_rows(serial, gen)
-                self._remove_stale_files(serial, gen)
-            crash_point("after_cleanup")
-            marker.unlink(missing_ok=True)
-            self.library.forget(serial)
-        timings["store_s"] = round(time.perf_counter() - t_store, 3)
-        if progress:
-            progress("done", 1, 1)
-        return IndexResult(path=str(p), status="replaced" if old else "indexed", doc_id=doc_id, chunks=len(chunks),
-                           pages=doc.pages, seconds=time.perf_counter() - t0, timings=timings,
-                           warnings=list(getattr(doc, "warnings", [])))
+    def _in_groups(self, items: Iterable, group_chunks: int | None = None) -> Iterable[IndexResult]:
+        """Results for ``items`` (prepared documents, or results already final), in order; prepared documents are
+        stored together once about ``group_chunks`` (``STORE_GROUP_CHUNKS``) chunks wait, so small files share one
+        Chroma write (a call costs ~18 ms whatever its size). Two documents with the same path or bytes never share
+        a group (the second one's "unchanged" check must see the first committed)."""
+        limit = self.settings.STORE_GROUP_CHUNKS if group_chunks is None else group_chunks
+        slots: list = []  # results and prepared documents, in order
+        try:
+            for item in items:
+                waiting = [s for s in slots if isinstance(s, _Ready)]
+                if isinstance(item, _Ready) and any({s.key, s.content_hash} & {item.key, item.content_hash}
+                                                    for s in waiting):
+                    yield from self._flush(slots)
+                    slots = []
+                slots.append(item)
+                if sum(len(s.drafts) for s in slots if isinstance(s, _Ready)) >= limit:
+                    yield from self._flush(slots)
+                    slots = []
+            yield from self._flush(slots)
+            slots = []
+        finally:  # abandoned part-way (an exception, or the caller stopped reading): nothing staged stays behind
+            for s in slots:
+                if isinstance(s, _Ready):
+                    s.staged.discard()
+
+    def _flush(self, slots: list) -> Iterable[IndexResult]:
+        group = [s for s in slots if isinstance(s, _Ready)]
+        try:
+            stored = iter(self._store_group(group) if group else [])
+        except ThreadRagError as exc:  # the group's shared write failed: each of its documents failed
+            stored = iter([exc] * len(group))
+        for s in slots:
+            if isinstance(s, _Ready):
+                out = next(stored)
+                yield out if isinstance(out, IndexResult) else IndexResult(path=s.shown, status="failed",
+                                                                           error=str(out))
+            else:
+                yield s
+
+    def _store_group(self, group: list["_Ready"]) -> list:
+        """Store prepared documents under the write lock, each its own transaction with one commit point, their
+        Chroma rows written in one call: a result (or the ThreadRagError that refused it) per document.
+        Order: every pending marker, the Chroma rows, then per document its token cache, search part, tree and
+        catalog commit. A crash anywhere leaves each document either committed or pending (recovery removes it)."""
+        t_shared = time.perf_counter()  # the lock, markers and Chroma write: shared by the group's documents
+        try:
+            with self.write_lock():
+                self._recover_locked(sweep=False)  # an attempt aborted in this process (Ctrl-C) left a pending marker
+                self.catalog.reload()
+                plans = [self._plan(r) for r in group]
+                crash_point("after_marker")
+                todo = [(r, pl) for r, pl in zip(group, plans) if not isinstance(pl, IndexResult)]
+                shown = group[-1].progress  # the bar is past the others already: only the last one reports
+                if shown and todo:
+                    shown("store", 0, 1)
+                self.store.add_many([(pl["chunks"], r.vectors, pl["gen"]) for r, pl in todo])
+                shared_s = time.perf_counter() - t_shared
+                crash_point("after_chroma")
+                total = max(1, sum(len(r.drafts) for r, _ in todo))
+                out = {id(r): pl for r, pl in zip(group, plans) if isinstance(pl, IndexResult)}
+                for r, pl in todo:
+                    t = time.perf_counter()
+                    try:
+                        out[id(r)] = self._commit_one(r, pl, shown if r is group[-1] else None)
+                    except ThreadRagError as exc:
+                        out[id(r)] = exc
+                    r.timings["store_s"] = round(time.perf_counter() - t + shared_s * len(r.drafts) / total, 3)
+        finally:
+            for r in group:
+                r.staged.discard()  # a no-op once committed
+        if shown and isinstance(out[id(group[-1])], IndexResult) and out[id(group[-1])].status != "unchanged":
+            shown("done", 1, 1)
+        return [out[id(r)] for r in group]
+
+    def _plan(self, r: "_Ready") -> "dict | IndexResult":
+        """Under the lock: the document's serial, generation, pending marker and chunks, or its ``unchanged`` result
+        (another process indexed the same bytes meanwhile)."""
+        same = self._unchanged(r.key, r.content_hash, r.recipe)
+        if same is not None:
+            return IndexResult(path=str(r.shown), status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count,
+                               pages=same.pages, seconds=time.perf_counter() - r.t0)
+        old = self.catalog.find_by_path(r.key)
+        serial = old.serial if old else self.catalog.allocate_serial()
+        gen = self.catalog.next_generation(serial) if old else 1  # on a server: reserved there first
+        doc_id = format_doc_id(serial)
+        marker = self._pending_dir() / generation_name(serial, gen, ".json")
+        atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": r.key})
+        chunks = [Chunk(chunk_id=str(ChunkId(serial, i)), doc_id=doc_id, position=i, text=d.text,
+                        page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
+                        char_start=d.char_start, char_end=d.char_end, parent=d.parent, n_tokens=d.n_tokens)
+                 for i, d in enumerate(r.drafts)]
+        return {"old": old, "serial": serial, "gen": gen, "doc_id": doc_id, "marker": marker, "chunks": chunks}
+
+    def _commit_one(self, r: "_Ready", pl: dict, progress: Progress | None) -> IndexResult:
+        """One planned document whose Chroma rows are written: the rest of its files, then its catalog commit."""
+        serial, gen, chunks, doc_id, old = pl["serial"], pl["gen"], pl["chunks"], pl["doc_id"], pl["old"]
+        made_from = content_key(chunks, r.recipe["embedder"], r.recipe["chunk_strategy"])  # what derived data is keyed by
+        self.token_cache.write(serial, gen, r.staged, key=made_from)
+        crash_point("after_tokens")
+        from .retrieve.search_index import write_part
+
+        write_part(self.home / "index_parts", serial, gen, chunks, r.vectors, made_from)  # search reads no Chroma for it
+        if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
+            if progress:
+                progress("tree", 0, 1)
+            self.nested.build(serial, gen, chunks, vecs=r.vectors, key=made_from)
+            crash_point("after_tree")
+        record = DocumentRecord(
+            serial=serial, doc_id=doc_id, name=r.name, path=r.key, content_hash=r.content_hash,
+            kind=r.doc.kind, chunk_count=len(chunks), pages=r.doc.pages, indexed_at=Catalog.now(), generation=gen,
+            chunk_strategy=r.recipe["chunk_strategy"], embedder=r.recipe["embedder"],
+            seconds=round(time.perf_counter() - r.t0, 3), content_key=made_from, origin=self.catalog.origin)
+        self.catalog.commit(record)  # <- the commit point
+        crash_point("after_commit")
+        newer = self.catalog.get(serial).generation if serial in dict(self.catalog.committed()) else gen
+        if newer != gen:  # a shared library: another machine committed a newer generation first
+            self.store.delete_generation(serial, gen)
+            self.token_cache.remove(serial, gen)
+            self._remove_derived(serial, gen=gen)
+            pl["marker"].unlink(missing_ok=True)
+            raise IngestError(f"{r.shown}: another machine committed a newer version of {doc_id} (generation {newer}) "
+                              f"meanwhile; that one stays")
+        if old:
+            self._drop_older_rows(serial, gen)
+            self._remove_stale_files(serial, gen)
+        crash_point("after_cleanup")
+        pl["marker"].unlink(missing_ok=True)
+        self.library.forget(serial)
+        return IndexResult(path=str(r.shown), status="replaced" if old else "indexed", doc_id=doc_id,
+                           chunks=len(chunks), pages=r.doc.pages, seconds=time.perf_counter() - r.t0,
+                           timings=r.timings, warnings=list(getattr(r.doc, "warnings", [])))
 
     def _recipe(self) -> dict:
         s = self.settings

@@ -97,6 +97,9 @@ class Settings:
                                             # over the merged base at or above (building it takes minutes)
     CACHE_DOCUMENTS: int = 64               # documents whose chunks, tree, token file and summaries stay in
                                             # memory (least recently used ones are dropped)
+    STORE_GROUP_CHUNKS: int = 512           # a folder's small files are stored together until this many chunks
+                                            # wait: one Chroma write (~18 ms a call) for the group, each file
+                                            # still its own catalog commit; 1 = one write per file
     SEARCH_K: int = 5
     # --- windows & summaries --------------------------------------------------------------
     SUMMARY_BACKEND: str = "extractive"     # extractive | llm | ollama
@@ -175,7 +178,8 @@ class Settings:
         need(0 < self.SEMANTIC_PERCENTILE < 100, "SEMANTIC_PERCENTILE", "must be between 0 and 100")
         for name in ("STAGE1_K", "STAGE2_K", "STAGE3_K", "RRF_K", "SEARCH_K", "EMBED_BATCH", "MAX_STEPS",
                      "READ_K", "READ_BUDGET", "LLM_BATCH", "LLM_CTX", "OLLAMA_NUM_CTX", "MAX_ANSWER_TOKENS", "SUMMARY_MAX_WORDS", "WINDOW_TOKEN_BUDGET",
-                     "NUM_SEMANTIC_CHUNKS", "MAX_DEPTH", "HNSW_THRESHOLD", "CACHE_DOCUMENTS"):
+                     "NUM_SEMANTIC_CHUNKS", "MAX_DEPTH", "HNSW_THRESHOLD", "CACHE_DOCUMENTS",
+                     "STORE_GROUP_CHUNKS"):
             need(getattr(self, name) > 0, name, "must be > 0")
         need(self.NUM_SEMANTIC_CHUNKS >= 2, "NUM_SEMANTIC_CHUNKS", "must be >= 2")
         for name in ("TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS", "WALK_MAX", "WALK_BACK"):

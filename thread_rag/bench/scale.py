@@ -138,21 +138,28 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
     pending = sorted(c for c in checkpoints if c <= chunks) or [chunks]
     total, paused, slice_chunks, slice_every = 0, 0.0, 0, max(500, chunks // 40)
     t_start = t_slice = time.perf_counter()
-    for d in docs:
-        if total >= chunks:
-            break
-        t = time.perf_counter()
-        text = d.read()
-        loaded = parse_text(text, d.key, markdown=d.markdown)
-        phases["load_s"] += time.perf_counter() - t
-        if not loaded.blocks:
-            continue
-        r = engine.index_loaded(loaded, f"bench-scale://{d.key}", d.title, hashlib.sha256(text.encode()).hexdigest())
+    sources = []  # the source of each document handed to the engine, in order (results come back in order)
+
+    def loaded():
+        for d in docs:
+            if total >= chunks:  # committed so far; the engine's last group may add up to STORE_GROUP_CHUNKS more
+                return
+            t = time.perf_counter()
+            text = d.read()
+            doc = parse_text(text, d.key, markdown=d.markdown)
+            phases["load_s"] += time.perf_counter() - t
+            if doc.blocks:
+                sources.append(d.source)
+                yield doc, f"bench-scale://{d.key}", d.title, hashlib.sha256(text.encode()).hexdigest()
+
+    for i, r in enumerate(engine.index_loaded_many(loaded())):
+        if r.status == "failed":
+            raise RuntimeError(f"scale bench: {r.path}: {r.error}")
         for k in ("chunk_s", "embed_s", "store_s"):
             phases[k] += r.timings.get(k, 0.0)
         total += r.chunks
         slice_chunks += r.chunks
-        used[d.source] = used.get(d.source, 0) + r.chunks
+        used[sources[i]] = used.get(sources[i], 0) + r.chunks
         if slice_chunks >= slice_every:
             now = time.perf_counter()
             curve.append({"chunks": total, "elapsed_s": round(now - t_start - paused, 1),
@@ -181,7 +188,8 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
             "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER},
             "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "NESTED", "STAGE1_K",
                                                              "STAGE2_K", "STAGE3_K", "RERANK_CONTEXT", "STAGE3_LEXICAL_FLOOR",
-                                                             "RERANK_MAX_TOKENS", "HNSW_THRESHOLD", "CACHE_DOCUMENTS")}}
+                                                             "RERANK_MAX_TOKENS", "HNSW_THRESHOLD", "CACHE_DOCUMENTS",
+                                                             "STORE_GROUP_CHUNKS")}}
 
 
 def remeasure(settings, home: Path, n_queries: int = 30) -> dict:
