@@ -28,8 +28,11 @@ print("done")
 """
 
 
-def run_indexer(home, paths, crash_at=None, kill_after=None):
-    code = SCRIPT.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", paths=[str(p) for p in paths])
+FOLDER_SCRIPT = SCRIPT.replace("for p in {paths!r}:\n    e.index_file(p)", "e.index_paths({paths!r})")
+
+
+def run_indexer(home, paths, crash_at=None, kill_after=None, script=SCRIPT):
+    code = script.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", paths=[str(p) for p in paths])
     env = dict(os.environ)
     env.pop("THREAD_RAG_CRASH_AT", None)
     if crash_at:
@@ -78,28 +81,27 @@ def test_kill_at_each_step_of_a_new_document(tmp_path, embedder, point):
     assert len(e.documents()) == 1 and not any((tmp_path / "h/pending").iterdir())
 
 
-@pytest.mark.parametrize("point", ["after_chroma", "after_commit"])
+@pytest.mark.parametrize("point", ["after_marker", "after_chroma", "after_commit"])
 def test_kill_while_a_folder_group_is_stored_keeps_whole_documents(tmp_path, embedder, point):
-    """Three files stored as one group (one Chroma write): killed after that write, none is committed; killed
-    after the first commit, exactly the first is; a rerun completes the rest."""
+    """Three files stored as one group: all three markers are written before the one Chroma write that holds all
+    their rows; killed before a commit, none is committed; killed after the first commit, exactly the first is;
+    a rerun completes the rest."""
+    from thread_rag.store import ChunkStore
+
     docs = [DOCS / "01-getting-started.md", DOCS / "03-searching.md", DOCS / "04-windows-and-summaries.md"]
-    code = SCRIPT.replace("for p in {paths!r}:\n    e.index_file(p)", "e.index_paths({paths!r})")
-    assert "e.index_paths(" in code  # the group path, not one file at a time
-    rc, _, err = _run(code, tmp_path / "h", docs, point)
+    assert "e.index_paths(" in FOLDER_SCRIPT
+    rc, _, err = run_indexer(tmp_path / "h", docs, crash_at=point, script=FOLDER_SCRIPT)
     assert rc == -signal.SIGKILL, err[-2000:]
+    assert len(list((tmp_path / "h/pending").glob("*.json"))) == 3  # the group's markers, before any recovery
+    rows = ChunkStore(tmp_path / "h/chroma")
+    assert {s for s, _ in rows.generations()} == (set() if point == "after_marker" else {1, 2, 3})
+    rows.close()
     e = check(tmp_path / "h", embedder)
     assert [d.path for d in e.documents()] == ([str(docs[0])] if point == "after_commit" else [])
     rerun(tmp_path / "h", embedder, docs)
     e = check(tmp_path / "h", embedder)
     assert [d.path for d in e.documents()] == [str(d) for d in docs]
     assert not any((tmp_path / "h/pending").iterdir())
-
-
-def _run(code, home, paths, crash_at):
-    code = code.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", paths=[str(p) for p in paths])
-    env = {**os.environ, "THREAD_RAG_CRASH_AT": crash_at}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300)
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
 @pytest.mark.parametrize("point", ["after_chroma", "after_tree", "after_commit"])

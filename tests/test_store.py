@@ -140,6 +140,19 @@ def test_a_folder_indexes_on_one_bar_that_only_moves_forward(make_engine, tmp_pa
     assert seen[0][0].startswith("[1/3] f0.md: ") and seen[-1][0].startswith("[3/3] f2.md: done")
 
 
+def test_a_copy_inside_a_folder_group_keeps_the_bar_moving_forward_and_is_not_embedded(make_engine, tmp_path):
+    e = make_engine()
+    write(tmp_path / "d" / "f0.md", PROC.format(n=0))
+    write(tmp_path / "d" / "f1.md", PROC.format(n=0))  # f0's bytes: stores f0 first, then is "unchanged"
+    write(tmp_path / "d" / "f2.md", PROC.format(n=2) * 2)
+    seen = []
+    got = e.index_paths([tmp_path / "d"], progress=lambda label, done, total: seen.append((label, done, total)))
+    assert [r.status for r in got] == ["indexed", "unchanged", "indexed"]
+    done = [d for _, d, _ in seen]
+    assert done == sorted(done) and seen[-1][0].startswith("[3/3] f2.md: done")
+    assert not any(label.startswith("[2/3]") for label, _, _ in seen)  # checked by its hash before loading
+
+
 def _count_upserts(monkeypatch, engine) -> list:
     calls = []
     cls = type(engine.store._col)
@@ -175,13 +188,30 @@ def test_a_folder_of_small_files_shares_chroma_writes_and_stores_what_one_by_one
         ha = grouped.retriever.search(q, k=8, pipeline="stage1_2").hits
         hb = single.retriever.search(q, k=8, pipeline="stage1_2").hits
         assert [(h.chunk_id, h.score) for h in ha] == [(h.chunk_id, h.score) for h in hb]
-    for e, home in ((grouped, tmp_path / "a"), (single, tmp_path / "b")):
+    for e, home, results in ((grouped, tmp_path / "a", got), (single, tmp_path / "b", want)):
         assert e.check_consistency() == []
         assert not any((home / "pending").iterdir()) and not list(home.rglob(".stage-*"))
-        assert all(r.timings["store_s"] > 0 for r in got if r.status == "indexed")
+        assert all(r.timings["store_s"] > 0 for r in results if r.status == "indexed")
 
 
-def test_a_failed_group_write_fails_its_files_and_the_next_group_goes_on(make_engine, tmp_path, monkeypatch):
+def test_a_folder_group_replaces_edited_files_like_one_by_one(make_engine, tmp_path, monkeypatch):
+    folder = tmp_path / "d"
+    for i in range(4):
+        write(folder / f"f{i}.md", PROC.format(n=i))
+    e = make_engine()
+    first = e.index_paths([folder])
+    for i in (1, 2):
+        write(folder / f"f{i}.md", PROC.format(n=10 + i))
+    calls = _count_upserts(monkeypatch, e)
+    again = e.index_paths([folder])
+    assert [r.status for r in again] == ["unchanged", "replaced", "replaced", "unchanged"] and len(calls) == 1
+    assert [r.doc_id for r in again] == [r.doc_id for r in first]
+    assert {(s, g) for s, g in e.store.generations()} == {(1, 1), (2, 2), (3, 2), (4, 1)}  # old rows gone
+    assert "Sentence 11-3" in " ".join(c.text for c in e.thread("DOC2").chunks)
+    assert e.check_consistency() == [] and not any((e.home / "pending").iterdir())
+
+
+def test_a_failed_group_write_is_retried_file_by_file(make_engine, tmp_path, monkeypatch):
     from thread_rag.errors import ThreadRagError
 
     folder = tmp_path / "d"
@@ -190,36 +220,51 @@ def test_a_failed_group_write_fails_its_files_and_the_next_group_goes_on(make_en
     e = make_engine(STORE_GROUP_CHUNKS=8)  # two files a group
     real, calls = e.store.add_many, []
 
-    def add_many(docs):
+    def add_many(docs):  # a write holding f1's rows fails (a bad file, or a fault that stays)
         calls.append(len(docs))
-        if len(calls) == 1:
+        if any("Sentence 1-0" in c.text for chunks, _, _ in docs for c in chunks):
             raise ThreadRagError("disk full (simulated)")
         return real(docs)
 
     monkeypatch.setattr(e.store, "add_many", add_many)
     got = e.index_paths([folder])
-    assert calls == [2, 2]
-    assert [r.status for r in got] == ["failed", "failed", "indexed", "indexed"]
-    assert got[0].error == "disk full (simulated)" and got[0].path.endswith("f0.md")
-    assert [d.path.rsplit("/", 1)[-1] for d in e.documents()] == ["f2.md", "f3.md"]
+    assert calls == [2, 1, 1, 2]  # the group, then each of its files alone, then the next group
+    assert [r.status for r in got] == ["indexed", "failed", "indexed", "indexed"]
+    assert got[1].error == "disk full (simulated)" and got[1].path.endswith("f1.md")
+    assert [d.path.rsplit("/", 1)[-1] for d in e.documents()] == ["f0.md", "f2.md", "f3.md"]
     monkeypatch.setattr(e.store, "add_many", real)
-    again = e.index_paths([folder])  # the next write recovers the first group's markers, then indexes them
-    assert [r.status for r in again] == ["indexed", "indexed", "unchanged", "unchanged"]
+    again = e.index_paths([folder])
+    assert [r.status for r in again] == ["unchanged", "indexed", "unchanged", "unchanged"]
     assert e.check_consistency() == [] and not any((e.home / "pending").iterdir())
+    assert not list(e.home.rglob(".stage-*"))
 
 
-def test_index_loaded_many_yields_each_result_in_order_once_its_group_committed(make_engine):
+def test_index_loaded_many_yields_each_result_in_order_once_its_group_committed(make_engine, monkeypatch):
     from thread_rag.ingest.loaders import parse_text
 
-    e = make_engine(STORE_GROUP_CHUNKS=6)
+    e = make_engine(STORE_GROUP_CHUNKS=12)
+    calls = _count_upserts(monkeypatch, e)
     docs = [(parse_text(PROC.format(n=i), f"mem://{i}", markdown=True), f"mem://{i}", f"doc {i}", f"hash{i}")
             for i in range(5)]
     seen = []
     for r in e.index_loaded_many(iter(docs)):
-        committed = {d.path for d in e.documents()}
-        assert r.path in committed  # yielded only once stored and committed
+        assert r.status == "indexed" and r.path in {d.path for d in e.documents()}  # committed before it is yielded
         seen.append(r.path)
     assert seen == [f"mem://{i}" for i in range(5)]
+    assert 1 < len(calls) < 5  # grouped, and more than one group
+
+
+def test_a_reader_that_stops_mid_folder_keeps_what_was_yielded_and_leaves_nothing_staged(make_engine):
+    from thread_rag.ingest.loaders import parse_text
+
+    e = make_engine(STORE_GROUP_CHUNKS=10_000)
+    doc = lambda i: (parse_text(PROC.format(n=i), f"mem://{i}", markdown=True), f"mem://{i}", "d", f"h{i}")  # noqa: E731
+    docs = [doc(0), doc(1), (doc(0)[0], "mem://copy", "d", "h0"), doc(3)]  # the copy makes 0 and 1 store first
+    results = e.index_loaded_many(iter(docs))
+    assert next(results).path == "mem://0"
+    results.close()
+    assert [d.path for d in e.documents()] == ["mem://0", "mem://1"]
+    assert not list(e.home.rglob(".stage-*")) and not any((e.home / "pending").iterdir())
 
 
 def test_a_group_abandoned_before_its_write_leaves_nothing_behind(make_engine):
@@ -236,3 +281,28 @@ def test_a_group_abandoned_before_its_write_leaves_nothing_behind(make_engine):
         list(e.index_loaded_many(docs()))
     assert e.documents() == [] and not list(e.home.rglob(".stage-*"))
     assert not (e.home / "pending").exists() or not any((e.home / "pending").iterdir())
+
+
+def test_a_loader_bug_stores_the_waiting_files_before_it_surfaces(make_engine):
+    from thread_rag.ingest.loaders import parse_text
+
+    e = make_engine(STORE_GROUP_CHUNKS=10_000)
+
+    def docs():
+        yield parse_text(PROC.format(n=0), "mem://0", markdown=True), "mem://0", "doc 0", "hash0"
+        raise ValueError("a loader bug")
+
+    with pytest.raises(ValueError):
+        list(e.index_loaded_many(docs()))
+    assert [d.path for d in e.documents()] == ["mem://0"]  # as one file at a time would have left it
+    assert not list(e.home.rglob(".stage-*"))
+
+
+def test_the_same_bytes_under_two_keys_are_stored_once(make_engine):
+    from thread_rag.ingest.loaders import parse_text
+
+    e = make_engine()
+    doc = parse_text(PROC.format(n=0), "mem://a", markdown=True)
+    got = list(e.index_loaded_many([(doc, "mem://a", "a", "h0"), (doc, "mem://b", "b", "h0")]))
+    assert [(r.status, r.doc_id) for r in got] == [("indexed", "DOC1"), ("unchanged", "DOC1")]
+    assert got[1].seconds >= 0 and len(e.documents()) == 1

@@ -22,7 +22,7 @@ import re
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from .atomic import atomic_write_bytes, atomic_write_json, file_lock, remove_stale_temporaries
 from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError
@@ -56,6 +56,15 @@ def _store_differs(rec: DocumentRecord) -> str:
 
 
 @dataclasses.dataclass
+class _Pending:
+    """A document to index: its key and content hash known, its loading, chunking and embedding still to do."""
+    key: str
+    content_hash: str
+    shown: str  # the path as the user gave it
+    prepare: Callable[[], "IndexResult | _Ready"]  # raises ThreadRagError for a document it refuses
+
+
+@dataclasses.dataclass
 class _Ready:
     """A document chunked and embedded outside the write lock, waiting to be stored."""
     doc: object
@@ -66,10 +75,33 @@ class _Ready:
     drafts: list
     vectors: object
     staged: object  # its token vectors, staged on disk (TokenCache.stage)
-    shown: str  # the path as the user gave it
-    t0: float
+    shown: str
+    prepared_s: float  # loading, chunking and embedding it took
     timings: dict
     progress: Progress | None = None
+
+
+@dataclasses.dataclass
+class _Plan:
+    """Under the write lock: where a prepared document goes (its pending marker is written)."""
+    serial: int
+    gen: int
+    doc_id: str
+    old: DocumentRecord | None
+    marker: Path
+    chunks: list
+
+
+def _make(item: _Pending) -> "IndexResult | _Ready":
+    try:
+        return item.prepare()
+    except ThreadRagError as exc:
+        return IndexResult(path=item.shown, status="failed", error=str(exc))
+
+
+def _unchanged_result(shown: str, same: DocumentRecord, seconds: float) -> IndexResult:
+    return IndexResult(path=shown, status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count, pages=same.pages,
+                       seconds=seconds)
 
 
 class Engine:
@@ -550,27 +582,34 @@ class Engine:
         kib = [max(1, _size(f) // 1024) for f in files]
         total_kib = sum(kib)
 
-        def prepared():
+        def items():
             before = 0
             for i, f in enumerate(files):  # one bar for the whole folder, its ETA by file size (KiB)
                 labelled = None if progress is None else _folder_progress(
                     progress, f"[{i + 1}/{len(files)}] {f.name}", before, kib[i], total_kib)
                 before += kib[i]
-                try:
-                    if check is not None:
-                        check(f)
-                    yield self._prepare_file(f, labelled)
-                except ThreadRagError as exc:
-                    yield IndexResult(path=str(f), status="failed", error=str(exc))
+                yield self._pending_file(f, labelled, check)
 
-        return list(self._in_groups(prepared()))
+        return list(self._in_groups(items()))
 
     def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
-        ready = self._prepare_file(path, progress)
+        p, resolved, content_hash, t0 = self._identify(path)
+        ready = self._prepare_file(p, resolved, content_hash, t0, progress)
         return ready if isinstance(ready, IndexResult) else self._store_one(ready)
 
-    def _prepare_file(self, path: str | Path, progress: Progress | None) -> "IndexResult | _Ready":
-        """The file chunked and embedded, or its ``unchanged`` result (checked before loading)."""
+    def _pending_file(self, f: Path, progress: Progress | None, check=None) -> "_Pending | IndexResult":
+        """The file identified (checked, its bytes hashed) with its preparation to come, or its failed result."""
+        try:
+            if check is not None:
+                check(f)
+            p, resolved, content_hash, t0 = self._identify(f)
+        except ThreadRagError as exc:
+            return IndexResult(path=str(f), status="failed", error=str(exc))
+        return _Pending(str(resolved), content_hash, str(p),
+                        lambda: self._prepare_file(p, resolved, content_hash, t0, progress))
+
+    def _identify(self, path: str | Path) -> tuple[Path, Path, str, float]:
+        """(path as given, resolved path, SHA-256 of the bytes, start time), or IngestError."""
         t0 = time.perf_counter()
         p = Path(path).expanduser()
         if not p.exists():
@@ -585,12 +624,15 @@ class Engine:
             raw = resolved.read_bytes()
         except OSError as exc:
             raise IngestError(f"{p}: cannot read ({exc.strerror})") from None
-        content_hash = hashlib.sha256(raw).hexdigest()
+        return p, resolved, hashlib.sha256(raw).hexdigest(), t0
+
+    def _prepare_file(self, p: Path, resolved: Path, content_hash: str, t0: float,
+                      progress: Progress | None) -> "IndexResult | _Ready":
+        """The file loaded, chunked and embedded, or its ``unchanged`` result (checked before loading)."""
         self.refresh()
         same = self._unchanged(str(resolved), content_hash, self._recipe())
         if same is not None:
-            return IndexResult(path=str(p), status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count,
-                               pages=same.pages, seconds=time.perf_counter() - t0)
+            return _unchanged_result(str(p), same, time.perf_counter() - t0)
         if progress:
             progress("load", 0, 1)
         t_load = time.perf_counter()
@@ -606,11 +648,16 @@ class Engine:
         unique name such as ``bench://musique/12``)."""
         return self._store_one(self._prepare(doc, key, name, content_hash, progress, shown_path, t0))
 
-    def index_loaded_many(self, docs: Iterable[tuple], group_chunks: int | None = None) -> Iterable[IndexResult]:
-        """``index_loaded`` for each ``(doc, key, name, content_hash)``, stored in groups of about
-        ``group_chunks`` chunks (``_in_groups``); yields each document's result, in order, once its group committed.
-        A document whose group failed yields a ``failed`` result."""
-        return self._in_groups((self._prepare(*d) for d in docs), group_chunks)
+    def index_loaded_many(self, docs: Iterable[tuple], group_chunks: int | None = None) -> Iterator[IndexResult]:
+        """``index_loaded`` for each ``(doc, key, name, content_hash)``, stored in groups of about ``group_chunks``
+        chunks (``_in_groups``). Lazy: documents are read from ``docs`` and indexed as the results are read; each
+        result comes, in order, once its group committed. A document refused with a ThreadRagError, or whose
+        storing failed, gives a ``failed`` result."""
+        def pending(item):
+            doc, key, name, content_hash = item
+            return _Pending(key, content_hash, key, lambda: self._prepare(doc, key, name, content_hash))
+
+        return self._in_groups((pending(d) for d in docs), group_chunks)
 
     def _prepare(self, doc, key: str, name: str, content_hash: str, progress: Progress | None = None,
                  shown_path: str | None = None, t0: float | None = None) -> "_Ready":
@@ -630,8 +677,8 @@ class Engine:
         except BaseException:
             staged.discard()
             raise
-        return _Ready(doc, key, name, content_hash, self._recipe(), drafts, vectors, staged, shown_path or key, t0,
-                      timings, progress)
+        return _Ready(doc, key, name, content_hash, self._recipe(), drafts, vectors, staged, shown_path or key,
+                      time.perf_counter() - t0, timings, progress)
 
     def _embed(self, texts: list[str], staged, progress: Progress | None = None):
         """Embed ``texts`` 64 at a time with the indexing model: token vectors go to ``staged`` (the token cache's
@@ -649,96 +696,130 @@ class Engine:
             progress("embed", len(texts), len(texts))
         return np.concatenate(vectors)
 
+    # -- storing: groups of prepared documents, each its own transaction --------------------------
     def _store_one(self, ready: "_Ready") -> IndexResult:
         out = self._store_group([ready])[0]
         if isinstance(out, ThreadRagError):
             raise out
         return out
 
-    def _in_groups(self, items: Iterable, group_chunks: int | None = None) -> Iterable[IndexResult]:
-        """Results for ``items`` (prepared documents, or results already final), in order; prepared documents are
-        stored together once about ``group_chunks`` (``STORE_GROUP_CHUNKS``) chunks wait, so small files share one
-        Chroma write (a call costs ~18 ms whatever its size). Two documents with the same path or bytes never share
-        a group (the second one's "unchanged" check must see the first committed)."""
+    def _in_groups(self, items: Iterable, group_chunks: int | None = None) -> Iterator[IndexResult]:
+        """Results for ``items`` (``_Pending`` documents, or results already final), in order. Prepared documents
+        wait until about ``group_chunks`` (``STORE_GROUP_CHUNKS``) chunks do, then are stored together, so small
+        files share one Chroma write (a call costs ~18 ms whatever its size); a document with the path or bytes of
+        a waiting one first has those stored (its "unchanged" check must see them committed). A waiting group is
+        at most ``group_chunks`` chunks of embedding: what a kill loses. On an error from one document's loading
+        (not a ThreadRagError, which is its failed result) the waiting ones are stored before the error goes on,
+        as indexing one file at a time would have; on Ctrl-C they are dropped."""
         limit = self.settings.STORE_GROUP_CHUNKS if group_chunks is None else group_chunks
         slots: list = []  # results and prepared documents, in order
+        keys: set[str] = set()
+        hashes: set[str] = set()
+        waiting, it = 0, iter(items)
         try:
-            for item in items:
-                waiting = [s for s in slots if isinstance(s, _Ready)]
-                if isinstance(item, _Ready) and any({s.key, s.content_hash} & {item.key, item.content_hash}
-                                                    for s in waiting):
-                    yield from self._flush(slots)
-                    slots = []
+            while True:
+                try:
+                    item = next(it, None)
+                    if item is None:
+                        break
+                    if isinstance(item, _Pending) and (item.key in keys or item.content_hash in hashes):
+                        flushing, slots, keys, hashes, waiting = slots, [], set(), set(), 0
+                        yield from self._flush(flushing)
+                    item = _make(item) if isinstance(item, _Pending) else item
+                except Exception:  # a bug reading or loading one document: what waits is stored, then it surfaces
+                    flushing, slots = slots, []
+                    for _ in self._flush(flushing):
+                        pass
+                    raise
                 slots.append(item)
-                if sum(len(s.drafts) for s in slots if isinstance(s, _Ready)) >= limit:
-                    yield from self._flush(slots)
-                    slots = []
-            yield from self._flush(slots)
-            slots = []
-        finally:  # abandoned part-way (an exception, or the caller stopped reading): nothing staged stays behind
+                if isinstance(item, _Ready):
+                    keys.add(item.key)
+                    hashes.add(item.content_hash)
+                    waiting += len(item.drafts)
+                if waiting >= limit:
+                    flushing, slots, keys, hashes, waiting = slots, [], set(), set(), 0
+                    yield from self._flush(flushing)
+            flushing, slots = slots, []
+            yield from self._flush(flushing)
+        finally:  # abandoned part-way (Ctrl-C, or the caller stopped reading): nothing staged stays behind
             for s in slots:
                 if isinstance(s, _Ready):
                     s.staged.discard()
 
-    def _flush(self, slots: list) -> Iterable[IndexResult]:
+    def _flush(self, slots: list) -> Iterator[IndexResult]:
+        """Store the prepared documents among ``slots``, then give every slot's result in order."""
         group = [s for s in slots if isinstance(s, _Ready)]
-        try:
-            stored = iter(self._store_group(group) if group else [])
-        except ThreadRagError as exc:  # the group's shared write failed: each of its documents failed
-            stored = iter([exc] * len(group))
+        stored = iter(self._store_group(group) if group else [])
         for s in slots:
-            if isinstance(s, _Ready):
-                out = next(stored)
-                yield out if isinstance(out, IndexResult) else IndexResult(path=s.shown, status="failed",
-                                                                           error=str(out))
-            else:
+            if not isinstance(s, _Ready):
                 yield s
+                continue
+            out = next(stored)
+            yield out if isinstance(out, IndexResult) else IndexResult(path=s.shown, status="failed", error=str(out))
 
     def _store_group(self, group: list["_Ready"]) -> list:
-        """Store prepared documents under the write lock, each its own transaction with one commit point, their
-        Chroma rows written in one call: a result (or the ThreadRagError that refused it) per document.
-        Order: every pending marker, the Chroma rows, then per document its token cache, search part, tree and
-        catalog commit. A crash anywhere leaves each document either committed or pending (recovery removes it)."""
-        t_shared = time.perf_counter()  # the lock, markers and Chroma write: shared by the group's documents
+        """Store prepared documents: a result, or the ThreadRagError that refused it, per document. When the shared
+        part fails (the lock, the Chroma write), each document is tried again alone, so one bad document or a
+        passing fault fails only what it must."""
         try:
-            with self.write_lock():
-                self._recover_locked(sweep=False)  # an attempt aborted in this process (Ctrl-C) left a pending marker
-                self.catalog.reload()
-                plans = [self._plan(r) for r in group]
-                crash_point("after_marker")
-                todo = [(r, pl) for r, pl in zip(group, plans) if not isinstance(pl, IndexResult)]
-                shown = group[-1].progress  # the bar is past the others already: only the last one reports
-                if shown and todo:
-                    shown("store", 0, 1)
-                self.store.add_many([(pl["chunks"], r.vectors, pl["gen"]) for r, pl in todo])
-                shared_s = time.perf_counter() - t_shared
-                crash_point("after_chroma")
-                total = max(1, sum(len(r.drafts) for r, _ in todo))
-                out = {id(r): pl for r, pl in zip(group, plans) if isinstance(pl, IndexResult)}
-                for r, pl in todo:
-                    t = time.perf_counter()
-                    try:
-                        out[id(r)] = self._commit_one(r, pl, shown if r is group[-1] else None)
-                    except ThreadRagError as exc:
-                        out[id(r)] = exc
-                    r.timings["store_s"] = round(time.perf_counter() - t + shared_s * len(r.drafts) / total, 3)
+            try:
+                return self._store_together(group)
+            except ThreadRagError as exc:
+                if len(group) == 1:
+                    return [exc]
+            out = []
+            for r in group:
+                try:
+                    out.append(self._store_together([r])[0])
+                except ThreadRagError as exc:
+                    out.append(exc)
+            return out
         finally:
             for r in group:
                 r.staged.discard()  # a no-op once committed
-        if shown and isinstance(out[id(group[-1])], IndexResult) and out[id(group[-1])].status != "unchanged":
-            shown("done", 1, 1)
-        return [out[id(r)] for r in group]
 
-    def _plan(self, r: "_Ready") -> "dict | IndexResult":
-        """Under the lock: the document's serial, generation, pending marker and chunks, or its ``unchanged`` result
-        (another process indexed the same bytes meanwhile)."""
+    def _store_together(self, group: list["_Ready"]) -> list:
+        """Under the write lock: every document's pending marker, one Chroma write for all their rows, then per
+        document its token cache, search part, tree and catalog commit (``_commit_one``). A kill anywhere leaves
+        each document committed or pending (recovery removes it). Raises ThreadRagError when the shared part fails."""
+        t_shared = time.perf_counter()  # the lock, markers and Chroma write: shared by the group's documents
+        with self.write_lock():
+            self._recover_locked(sweep=False)  # an attempt aborted in this process (Ctrl-C) left a pending marker
+            self.catalog.reload()
+            plans = [self._plan(r) for r in group]
+            crash_point("after_marker")
+            todo = [(r, pl) for r, pl in zip(group, plans) if isinstance(pl, _Plan)]
+            shown = group[-1].progress  # the bar is past the others already: only the last one reports
+            if shown and todo:
+                shown("store", 0, 1)
+            self.store.add_many([(pl.chunks, r.vectors, pl.gen) for r, pl in todo])
+            crash_point("after_chroma")
+            shared_s, total = time.perf_counter() - t_shared, max(1, sum(len(r.drafts) for r, _ in todo))
+            out = []
+            for r, pl in zip(group, plans):
+                if isinstance(pl, _Plan):
+                    try:
+                        pl = self._commit_one(r, pl, shared_s * len(r.drafts) / total,
+                                              shown if r is group[-1] else None)
+                    except ThreadRagError as exc:
+                        pl = exc
+                out.append(pl)
+        if shown and isinstance(out[-1], IndexResult) and out[-1].status != "unchanged":
+            shown("done", 1, 1)
+        return out
+
+    def _plan(self, r: "_Ready") -> "_Plan | IndexResult | ThreadRagError":
+        """Under the lock: the document's serial, generation, pending marker and chunks; or its ``unchanged`` result
+        (another process indexed the same bytes meanwhile); or the error that refused it."""
         same = self._unchanged(r.key, r.content_hash, r.recipe)
         if same is not None:
-            return IndexResult(path=str(r.shown), status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count,
-                               pages=same.pages, seconds=time.perf_counter() - r.t0)
-        old = self.catalog.find_by_path(r.key)
-        serial = old.serial if old else self.catalog.allocate_serial()
-        gen = self.catalog.next_generation(serial) if old else 1  # on a server: reserved there first
+            return _unchanged_result(r.shown, same, r.prepared_s)
+        try:
+            old = self.catalog.find_by_path(r.key)
+            serial = old.serial if old else self.catalog.allocate_serial()
+            gen = self.catalog.next_generation(serial) if old else 1  # on a server: reserved there first
+        except ThreadRagError as exc:
+            return exc
         doc_id = format_doc_id(serial)
         marker = self._pending_dir() / generation_name(serial, gen, ".json")
         atomic_write_json(marker, {"serial": serial, "generation": gen, "pid": os.getpid(), "path": r.key})
@@ -746,46 +827,49 @@ class Engine:
                         page_start=d.page_start, page_end=d.page_end, heading_path=list(d.heading_path),
                         char_start=d.char_start, char_end=d.char_end, parent=d.parent, n_tokens=d.n_tokens)
                  for i, d in enumerate(r.drafts)]
-        return {"old": old, "serial": serial, "gen": gen, "doc_id": doc_id, "marker": marker, "chunks": chunks}
+        return _Plan(serial, gen, doc_id, old, marker, chunks)
 
-    def _commit_one(self, r: "_Ready", pl: dict, progress: Progress | None) -> IndexResult:
-        """One planned document whose Chroma rows are written: the rest of its files, then its catalog commit."""
-        serial, gen, chunks, doc_id, old = pl["serial"], pl["gen"], pl["chunks"], pl["doc_id"], pl["old"]
-        made_from = content_key(chunks, r.recipe["embedder"], r.recipe["chunk_strategy"])  # what derived data is keyed by
-        self.token_cache.write(serial, gen, r.staged, key=made_from)
+    def _commit_one(self, r: "_Ready", pl: "_Plan", shared_s: float, progress: Progress | None) -> IndexResult:
+        """One planned document whose Chroma rows are written: its other files, then its catalog commit.
+        ``shared_s``: its share of the group's lock, markers and Chroma write."""
+        t = time.perf_counter()
+        made_from = content_key(pl.chunks, r.recipe["embedder"], r.recipe["chunk_strategy"])  # what derived data is keyed by
+        self.token_cache.write(pl.serial, pl.gen, r.staged, key=made_from)
         crash_point("after_tokens")
         from .retrieve.search_index import write_part
 
-        write_part(self.home / "index_parts", serial, gen, chunks, r.vectors, made_from)  # search reads no Chroma for it
-        if self.settings.NESTED and len(chunks) >= self.settings.NESTED_MIN_CHUNKS:
+        write_part(self.home / "index_parts", pl.serial, pl.gen, pl.chunks, r.vectors, made_from)  # search reads no Chroma
+        if self.settings.NESTED and len(pl.chunks) >= self.settings.NESTED_MIN_CHUNKS:
             if progress:
                 progress("tree", 0, 1)
-            self.nested.build(serial, gen, chunks, vecs=r.vectors, key=made_from)
+            self.nested.build(pl.serial, pl.gen, pl.chunks, vecs=r.vectors, key=made_from)
             crash_point("after_tree")
+        seconds = lambda: round(r.prepared_s + shared_s + time.perf_counter() - t, 3)  # noqa: E731 - its own work only
         record = DocumentRecord(
-            serial=serial, doc_id=doc_id, name=r.name, path=r.key, content_hash=r.content_hash,
-            kind=r.doc.kind, chunk_count=len(chunks), pages=r.doc.pages, indexed_at=Catalog.now(), generation=gen,
-            chunk_strategy=r.recipe["chunk_strategy"], embedder=r.recipe["embedder"],
-            seconds=round(time.perf_counter() - r.t0, 3), content_key=made_from, origin=self.catalog.origin)
+            serial=pl.serial, doc_id=pl.doc_id, name=r.name, path=r.key, content_hash=r.content_hash,
+            kind=r.doc.kind, chunk_count=len(pl.chunks), pages=r.doc.pages, indexed_at=Catalog.now(),
+            generation=pl.gen, chunk_strategy=r.recipe["chunk_strategy"], embedder=r.recipe["embedder"],
+            seconds=seconds(), content_key=made_from, origin=self.catalog.origin)
         self.catalog.commit(record)  # <- the commit point
         crash_point("after_commit")
-        newer = self.catalog.get(serial).generation if serial in dict(self.catalog.committed()) else gen
-        if newer != gen:  # a shared library: another machine committed a newer generation first
-            self.store.delete_generation(serial, gen)
-            self.token_cache.remove(serial, gen)
-            self._remove_derived(serial, gen=gen)
-            pl["marker"].unlink(missing_ok=True)
-            raise IngestError(f"{r.shown}: another machine committed a newer version of {doc_id} (generation {newer}) "
-                              f"meanwhile; that one stays")
-        if old:
-            self._drop_older_rows(serial, gen)
-            self._remove_stale_files(serial, gen)
+        newer = self.catalog.get(pl.serial).generation if pl.serial in dict(self.catalog.committed()) else pl.gen
+        if newer != pl.gen:  # a shared library: another machine committed a newer generation first
+            self.store.delete_generation(pl.serial, pl.gen)
+            self.token_cache.remove(pl.serial, pl.gen)
+            self._remove_derived(pl.serial, gen=pl.gen)
+            pl.marker.unlink(missing_ok=True)
+            raise IngestError(f"{r.shown}: another machine committed a newer version of {pl.doc_id} (generation "
+                              f"{newer}) meanwhile; that one stays")
+        if pl.old:
+            self._drop_older_rows(pl.serial, pl.gen)
+            self._remove_stale_files(pl.serial, pl.gen)
         crash_point("after_cleanup")
-        pl["marker"].unlink(missing_ok=True)
-        self.library.forget(serial)
-        return IndexResult(path=str(r.shown), status="replaced" if old else "indexed", doc_id=doc_id,
-                           chunks=len(chunks), pages=r.doc.pages, seconds=time.perf_counter() - r.t0,
-                           timings=r.timings, warnings=list(getattr(r.doc, "warnings", [])))
+        pl.marker.unlink(missing_ok=True)
+        self.library.forget(pl.serial)
+        timings = {**r.timings, "store_s": round(shared_s + time.perf_counter() - t, 3)}
+        return IndexResult(path=r.shown, status="replaced" if pl.old else "indexed", doc_id=pl.doc_id,
+                           chunks=len(pl.chunks), pages=r.doc.pages, seconds=seconds(), timings=timings,
+                           warnings=list(getattr(r.doc, "warnings", [])))
 
     def _recipe(self) -> dict:
         s = self.settings
