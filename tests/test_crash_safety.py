@@ -81,7 +81,7 @@ def test_kill_at_each_step_of_a_new_document(tmp_path, embedder, point):
     assert len(e.documents()) == 1 and not any((tmp_path / "h/pending").iterdir())
 
 
-@pytest.mark.parametrize("point", ["after_marker", "after_chroma", "after_commit"])
+@pytest.mark.parametrize("point", ["after_marker", "after_chroma", "after_tree", "after_commit"])
 def test_kill_while_a_folder_group_is_stored_keeps_whole_documents(tmp_path, embedder, point):
     """Three files stored as one group: all three markers are written before the one Chroma write that holds all
     their rows; killed before a commit, none is committed; killed after the first commit, exactly the first is;
@@ -98,7 +98,8 @@ def test_kill_while_a_folder_group_is_stored_keeps_whole_documents(tmp_path, emb
     rows.close()
     e = check(tmp_path / "h", embedder)
     assert [d.path for d in e.documents()] == ([str(docs[0])] if point == "after_commit" else [])
-    rerun(tmp_path / "h", embedder, docs)
+    assert [r.status for r in e.index_paths(docs)] == (["unchanged"] if point == "after_commit" else ["indexed"]) \
+        + ["indexed"] * 2  # the rerun through the same grouped path
     e = check(tmp_path / "h", embedder)
     assert [d.path for d in e.documents()] == [str(d) for d in docs]
     assert not any((tmp_path / "h/pending").iterdir())

@@ -220,11 +220,11 @@ def test_a_failed_group_write_is_retried_file_by_file(make_engine, tmp_path, mon
     e = make_engine(STORE_GROUP_CHUNKS=8)  # two files a group
     real, calls = e.store.add_many, []
 
-    def add_many(docs):  # a write holding f1's rows fails (a bad file, or a fault that stays)
+    def add_many(docs):  # a write holding f1's rows fails after writing them (a bad file)
         calls.append(len(docs))
+        real(docs)
         if any("Sentence 1-0" in c.text for chunks, _, _ in docs for c in chunks):
             raise ThreadRagError("disk full (simulated)")
-        return real(docs)
 
     monkeypatch.setattr(e.store, "add_many", add_many)
     got = e.index_paths([folder])
@@ -232,11 +232,32 @@ def test_a_failed_group_write_is_retried_file_by_file(make_engine, tmp_path, mon
     assert [r.status for r in got] == ["indexed", "failed", "indexed", "indexed"]
     assert got[1].error == "disk full (simulated)" and got[1].path.endswith("f1.md")
     assert [d.path.rsplit("/", 1)[-1] for d in e.documents()] == ["f0.md", "f2.md", "f3.md"]
+    e.recover(full=False)  # the failed attempts' rows went with their markers
+    assert e.store.generations() == set(e.catalog.committed()) and e.check_consistency() == []
     monkeypatch.setattr(e.store, "add_many", real)
     again = e.index_paths([folder])
     assert [r.status for r in again] == ["unchanged", "indexed", "unchanged", "unchanged"]
     assert e.check_consistency() == [] and not any((e.home / "pending").iterdir())
     assert not list(e.home.rglob(".stage-*"))
+
+
+def test_a_fault_that_stays_is_tried_once_more_per_group_not_once_per_file(make_engine, tmp_path, monkeypatch):
+    from thread_rag.errors import ThreadRagError
+
+    for i in range(6):
+        write(tmp_path / "d" / f"f{i}.md", PROC.format(n=i))
+    e = make_engine(STORE_GROUP_CHUNKS=12)  # three files a group
+    calls = []
+
+    def add_many(docs):
+        calls.append(len(docs))
+        raise ThreadRagError("Chroma server unreachable (simulated)")
+
+    monkeypatch.setattr(e.store, "add_many", add_many)
+    got = e.index_paths([tmp_path / "d"])
+    assert calls == [3, 1, 3, 1] and {r.status for r in got} == {"failed"}
+    assert {r.error for r in got} == {"Chroma server unreachable (simulated)"}
+    assert e.documents() == [] and not list(e.home.rglob(".stage-*"))
 
 
 def test_index_loaded_many_yields_each_result_in_order_once_its_group_committed(make_engine, monkeypatch):
@@ -298,11 +319,14 @@ def test_a_loader_bug_stores_the_waiting_files_before_it_surfaces(make_engine):
     assert not list(e.home.rglob(".stage-*"))
 
 
-def test_the_same_bytes_under_two_keys_are_stored_once(make_engine):
+def test_the_same_bytes_under_two_keys_are_stored_once(make_engine, monkeypatch):
     from thread_rag.ingest.loaders import parse_text
 
     e = make_engine()
     doc = parse_text(PROC.format(n=0), "mem://a", markdown=True)
+    embedded = []
+    real = e.embedder.embed_with_tokens
+    monkeypatch.setattr(e.embedder, "embed_with_tokens", lambda texts: embedded.append(len(texts)) or real(texts))
     got = list(e.index_loaded_many([(doc, "mem://a", "a", "h0"), (doc, "mem://b", "b", "h0")]))
     assert [(r.status, r.doc_id) for r in got] == [("indexed", "DOC1"), ("unchanged", "DOC1")]
-    assert got[1].seconds >= 0 and len(e.documents()) == 1
+    assert len(embedded) == 1 and len(e.documents()) == 1  # the copy is checked before it is embedded

@@ -605,8 +605,10 @@ class Engine:
             p, resolved, content_hash, t0 = self._identify(f)
         except ThreadRagError as exc:
             return IndexResult(path=str(f), status="failed", error=str(exc))
+        identify_s = time.perf_counter() - t0  # its clock restarts when it is prepared (a group may be stored first)
         return _Pending(str(resolved), content_hash, str(p),
-                        lambda: self._prepare_file(p, resolved, content_hash, t0, progress))
+                        lambda: self._prepare_file(p, resolved, content_hash, time.perf_counter() - identify_s,
+                                                   progress))
 
     def _identify(self, path: str | Path) -> tuple[Path, Path, str, float]:
         """(path as given, resolved path, SHA-256 of the bytes, start time), or IngestError."""
@@ -655,7 +657,12 @@ class Engine:
         storing failed, gives a ``failed`` result."""
         def pending(item):
             doc, key, name, content_hash = item
-            return _Pending(key, content_hash, key, lambda: self._prepare(doc, key, name, content_hash))
+
+            def prepare():
+                same = self._unchanged(key, content_hash, self._recipe())  # stored already: not embedded again
+                return _unchanged_result(key, same, 0.0) if same else self._prepare(doc, key, name, content_hash)
+
+            return _Pending(key, content_hash, key, prepare)
 
         return self._in_groups((pending(d) for d in docs), group_chunks)
 
@@ -710,17 +717,17 @@ class Engine:
         a waiting one first has those stored (its "unchanged" check must see them committed). A waiting group is
         at most ``group_chunks`` chunks of embedding: what a kill loses. On an error from one document's loading
         (not a ThreadRagError, which is its failed result) the waiting ones are stored before the error goes on,
-        as indexing one file at a time would have; on Ctrl-C they are dropped."""
+        as indexing one file at a time would have (their results are not given); on Ctrl-C they are dropped."""
         limit = self.settings.STORE_GROUP_CHUNKS if group_chunks is None else group_chunks
         slots: list = []  # results and prepared documents, in order
         keys: set[str] = set()
         hashes: set[str] = set()
-        waiting, it = 0, iter(items)
+        waiting, it, end = 0, iter(items), object()
         try:
             while True:
                 try:
-                    item = next(it, None)
-                    if item is None:
+                    item = next(it, end)
+                    if item is end:
                         break
                     if isinstance(item, _Pending) and (item.key in keys or item.content_hash in hashes):
                         flushing, slots, keys, hashes, waiting = slots, [], set(), set(), 0
@@ -749,6 +756,8 @@ class Engine:
     def _flush(self, slots: list) -> Iterator[IndexResult]:
         """Store the prepared documents among ``slots``, then give every slot's result in order."""
         group = [s for s in slots if isinstance(s, _Ready)]
+        if group and slots[-1] is not group[-1]:  # a later file (failed or unchanged) moved the bar on already
+            group[-1].progress = None
         stored = iter(self._store_group(group) if group else [])
         for s in slots:
             if not isinstance(s, _Ready):
@@ -759,18 +768,25 @@ class Engine:
 
     def _store_group(self, group: list["_Ready"]) -> list:
         """Store prepared documents: a result, or the ThreadRagError that refused it, per document. When the shared
-        part fails (the lock, the Chroma write), each document is tried again alone, so one bad document or a
-        passing fault fails only what it must."""
+        part fails (the Chroma write, a file system error), each document is tried again alone, so one bad document
+        or a passing fault fails only what it must; when the first one alone fails the same way, the fault stays and
+        the rest fail without more tries. An OSError alone goes on, as it did for one file."""
         try:
             try:
                 return self._store_together(group)
-            except ThreadRagError as exc:
-                if len(group) == 1:
+            except (ThreadRagError, OSError) as exc:
+                if len(group) == 1 and isinstance(exc, ThreadRagError):
                     return [exc]
-            out = []
+                if len(group) == 1:
+                    raise
+                first = exc
+            out: list = []
             for r in group:
+                if out and isinstance(out[0], ThreadRagError) and str(out[0]) == str(first):
+                    out.append(out[0])
+                    continue
                 try:
-                    out.append(self._store_together([r])[0])
+                    out.append(self._store_together([r if r is group[-1] else dataclasses.replace(r, progress=None)])[0])
                 except ThreadRagError as exc:
                     out.append(exc)
             return out
