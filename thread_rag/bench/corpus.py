@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from ..engine import Engine
+from ..errors import ThreadRagError
 from ..ingest.loaders import parse_text
 from ..settings import Settings
 
@@ -28,16 +29,20 @@ def open_corpus_engine(settings: Settings, ds, progress=None, home: Path | None 
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(Path(home) / "doc_cache")))
     have = {d.path: d for d in engine.documents()}
     t0 = time.perf_counter()
-    for i, doc in enumerate(ds.corpus):
-        key = f"bench://{ds.corpus_name or ds.name}/{doc.key}"  # one key per corpus document, whichever half asks
-        if key not in have and _still_missing(engine, key):
-            loaded = parse_text(doc.text, key, markdown=(doc.kind == "markdown"))
-            if not loaded.blocks:
-                continue
-            h = hashlib.sha256(doc.text.encode("utf-8")).hexdigest()
-            engine.index_loaded(loaded, key, doc.title or doc.key, h)
-        if progress:
-            progress("index", i + 1, len(ds.corpus))
+
+    def missing():  # stored in groups (one Chroma write for many small documents)
+        for i, doc in enumerate(ds.corpus):
+            key = f"bench://{ds.corpus_name or ds.name}/{doc.key}"  # one key per corpus document, whichever half asks
+            if progress:
+                progress("index", i + 1, len(ds.corpus))
+            if key not in have and _still_missing(engine, key):
+                loaded = parse_text(doc.text, key, markdown=(doc.kind == "markdown"))
+                if loaded.blocks:
+                    yield loaded, key, doc.title or doc.key, hashlib.sha256(doc.text.encode("utf-8")).hexdigest()
+
+    for r in engine.index_loaded_many(missing()):
+        if r.status == "failed":
+            raise ThreadRagError(f"bench corpus {ds.name}: {r.path}: {r.error}")
     keymap = {d.doc_id: d.path.split("/", 3)[-1] for d in engine.documents()}
     return engine, keymap, time.perf_counter() - t0
 
