@@ -25,14 +25,14 @@ from pathlib import Path
 
 from ..atomic import atomic_write_json
 from ..errors import ThreadRagError
+from .retrieval import RECORDED_LATER as RETRIEVAL_RECORDED_LATER
 
 SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
 SUITE_STRATEGIES = ["topk", "walk"]
 SUITE_K = 3
 BASE_CHECK = 3
-# shared settings older results did not record, at the value they had then
-RECORDED_LATER = {"WALK_BACK": 0, "RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "STAGE3_K": 20,
-                  "RERANK_MAX_TOKENS": 256}
+# shared settings older results did not record, at the value they had then: the retrieval files' ones, and WALK_BACK
+RECORDED_LATER = {"WALK_BACK": 0, **RETRIEVAL_RECORDED_LATER}
 
 
 class BaseMismatch(ThreadRagError):
