@@ -98,7 +98,7 @@ class Settings:
     CACHE_DOCUMENTS: int = 64               # documents whose chunks, tree, token file and summaries stay in
                                             # memory (least recently used ones are dropped)
     STORE_GROUP_CHUNKS: int = 512           # a folder's small files are stored together until this many chunks
-                                            # wait: one Chroma write (~18 ms a call) for the group, each file
+                                            # wait: one Chroma write (~7 ms a call) for the group, each file
                                             # still its own catalog commit; 1 = one write per file
     SEARCH_K: int = 5
     # --- windows & summaries --------------------------------------------------------------

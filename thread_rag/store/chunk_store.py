@@ -130,7 +130,7 @@ class ChunkStore:
 
     def add_many(self, docs: list[tuple[list[Chunk], np.ndarray, int]]) -> None:
         """The rows of several documents' generations ``(chunks, embeddings, generation)`` in as few calls as
-        Chroma takes (a call has a fixed cost of ~18 ms, so small documents share them)."""
+        Chroma takes (a call costs ~7 ms on top of its rows, so small documents share them)."""
         rows = [(c, v, gen) for chunks, vecs, gen in docs for c, v in zip(chunks, vecs, strict=True)]
         for i in range(0, len(rows), self._batch):
             part = rows[i:i + self._batch]
