@@ -52,7 +52,7 @@ def test_search_schema_and_stages(manual_engine):
     r = manual_engine.retriever.search("how do I pre-heat summaries?", k=3)
     assert r.stages_run[:2] == ["stage1", "stage2"] and len(r.hits) == 3
     h = r.hits[0]
-    assert set(h.scores) == {"dense", "bm25", "rrf", "maxsim", "rerank"} and h.scores["rerank"] is None
+    assert set(h.scores) == {"dense", "bm25", "rrf", "maxsim", "rerank", "hop"} and h.scores["rerank"] is None
     assert "04-windows" in manual_engine.document(h.doc_id).name
     assert isinstance(r.early_exit, bool) and "stage1_ms" in r.timings_ms and "stage2_ms" in r.timings_ms
     r1 = manual_engine.retriever.search("pre-heat summaries", k=3, pipeline="stage1_rrf")

@@ -42,14 +42,14 @@ def test_cross_encoder_from_local_path(tiny_bert_dir):
 class FixedReranker:
     name = "fixed"
 
-    def score(self, query, passages):
+    def score(self, query, passages, max_tokens=None):
         return np.arange(len(passages))[::-1] / max(1, len(passages))  # keeps the order it is given
 
 
 class ReversingReranker:
     name = "reversing"
 
-    def score(self, query, passages):
+    def score(self, query, passages, max_tokens=None):
         return np.arange(len(passages)) / max(1, len(passages))  # the last passage it is given scores highest
 
 
@@ -281,12 +281,12 @@ def test_stage3_weight_is_checked_and_named_in_bench_configs():
     with pytest.raises(ThreadRagError, match="STAGE3_WEIGHT"):
         parse_config("three_stage:w1.5")
     assert parse_config("three_stage:w0.5:pbm25")[1] == {"STAGE3_WEIGHT": 0.5, "STAGE3_PRIOR": "bm25"}
-    assert default_spec(s.replace(STAGE3_WEIGHT=0.5, STAGE3_PRIOR="bm25")) == "three_stage:k15:m-:w0.5:pbm25:t192:f0.1:cheading"
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.5, STAGE3_PRIOR="bm25")) == "three_stage:k15:m-:w0.5:pbm25:t192:f0.1:cheading:h0"
     assert same_config("three_stage:pbm25", "three_stage", s)  # a prior at weight 1 changes nothing
     assert not same_config("three_stage:w0.5:pbm25", "three_stage:w0.5", s)
     with pytest.raises(SettingsError, match="STAGE3_PRIOR"):
         Settings(STAGE3_PRIOR="dense")
-    assert default_spec(s.replace(STAGE3_WEIGHT=0.8)) == "three_stage:k15:m-:w0.8:t192:f0.1:cheading"
+    assert default_spec(s.replace(STAGE3_WEIGHT=0.8)) == "three_stage:k15:m-:w0.8:t192:f0.1:cheading:h0"
     assert same_config("three_stage:k15:m-:w1", default_spec(s.replace(STAGE3_WEIGHT=1.0)), s)
     assert not same_config("three_stage:k20:m-:w0.8", "three_stage:k20:m-", s)
     with pytest.raises(SettingsError, match="STAGE3_WEIGHT"):
@@ -296,8 +296,8 @@ def test_stage3_weight_is_checked_and_named_in_bench_configs():
         parse_config("three_stage:f2")
     with pytest.raises(SettingsError, match="STAGE3_LEXICAL_FLOOR"):
         Settings(STAGE3_LEXICAL_FLOOR=-0.1)
-    assert default_spec(s.replace(STAGE3_LEXICAL_FLOOR=0.1)) == "three_stage:k15:m-:t192:f0.1:cheading"
-    assert default_spec(s.replace(STAGE3_LEXICAL_FLOOR=0.0)) == "three_stage:k15:m-:t192:f0:cheading"
+    assert default_spec(s.replace(STAGE3_LEXICAL_FLOOR=0.1)) == "three_stage:k15:m-:t192:f0.1:cheading:h0"
+    assert default_spec(s.replace(STAGE3_LEXICAL_FLOOR=0.0)) == "three_stage:k15:m-:t192:f0:cheading:h0"
     assert parse_config("three_stage:f0")[1] == {"STAGE3_LEXICAL_FLOOR": 0.0}
     assert not same_config("three_stage:f0.1", "three_stage:f0", s)
     assert same_config("stage1_2:f0.1", "stage1_2:f0", s)  # no stage 3, no floor
@@ -312,7 +312,7 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     calls = []
 
     class Counting(FixedReranker):
-        def score(self, query, passages):
+        def score(self, query, passages, max_tokens=None):
             calls.extend((query, p) for p in passages)
             return super().score(query, passages)
 
@@ -338,7 +338,7 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
 
     memo = ScoreMemo(Counting())
     memo.score("q", ["a", "b", "a"])  # the same text twice in one pool is not a remembered score
-    assert memo.served == 0 and memo.scores == {("q", "a"): 0.5, ("q", "b"): 0.0}
+    assert memo.served == 0 and memo.scores == {("q", "a", None): 0.5, ("q", "b", None): 0.0}
     assert list(memo.score("q", ["b", "a", "c"]))[:2] == [0.0, 0.5] and memo.served == 2
 
 
@@ -389,7 +389,7 @@ def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
         seen = []
 
         class Recording(FixedReranker):
-            def score(self, query, passages):
+            def score(self, query, passages, max_tokens=None):
                 seen.extend(passages)
                 return super().score(query, passages)
 
@@ -408,8 +408,8 @@ def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
         Settings(RERANK_CONTEXT="summary")
     s = Settings()
     assert parse_config("three_stage:cheading")[1] == {"RERANK_CONTEXT": "heading"}
-    assert default_spec(s) == "three_stage:k15:m-:t192:f0.1:cheading"
-    assert default_spec(s.replace(RERANK_CONTEXT="text")) == "three_stage:k15:m-:t192:f0.1:ctext"
+    assert default_spec(s) == "three_stage:k15:m-:t192:f0.1:cheading:h0"
+    assert default_spec(s.replace(RERANK_CONTEXT="text")) == "three_stage:k15:m-:t192:f0.1:ctext:h0"
     assert not same_config("three_stage:cheading", "three_stage:ctext", s)
     assert same_config("stage1_2:ctext", "stage1_2", s)  # no stage 3, nothing read
     # a result file's labels mean what they meant under the settings it was run with (before RERANK_CONTEXT: text)
@@ -429,4 +429,109 @@ def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
     assert not same_config("three_stage:t192", "three_stage:t256", s)
     assert same_config("stage1_2:t192", "stage1_2:t256", s)  # no stage 3, nothing truncated
     llm = s.replace(RERANKER="llm")  # RERANK_MAX_TOKENS cuts the packaged cross-encoder only
-    assert default_spec(llm) == "three_stage:k15:m-:f0.1:cheading" and same_config("three_stage:t192", "three_stage:t256", llm)
+    assert default_spec(llm) == "three_stage:k15:m-:f0.1:cheading:h0" and same_config("three_stage:t192", "three_stage:t256", llm)
+
+
+class HopReranker(FixedReranker):
+    """Stage 3 as FixedReranker; on the second hop's call (the one with ``max_tokens``) the last passage it is
+    given (the hop's own last candidate) scores ``top``, the others 0.5 down to 0.1."""
+
+    def __init__(self, top=0.95):
+        self.top, self.hop_calls = top, []
+
+    def score(self, query, passages, max_tokens=None):
+        if max_tokens is None:
+            return super().score(query, passages)
+        self.hop_calls.append((query, list(passages), max_tokens))
+        return np.asarray(list(np.linspace(0.5, 0.1, len(passages) - 1)) + [self.top], np.float32)
+
+
+def test_second_hop_places_what_the_top_hit_leads_to_after_it(manual_engine):
+    from thread_rag.engine import Engine
+
+    question = "how do I pre-heat summaries?"
+
+    def search(k=8, **over):
+        s = manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=6, **over)
+        e = Engine(s, embedder=manual_engine.embedder)
+        e.retriever._reranker, e.retriever._reranker_checked = HopReranker(over.pop("top", 0.95)), True
+        return e.retriever.search(question, k=k), e.retriever._reranker
+
+    off, fake = search(HOP_K=0)
+    assert off.stages_run == ["stage1", "stage2", "stage3"] and not fake.hop_calls
+    assert all(h.scores["hop"] is None and h.ranked_by != "hop" for h in off.hits)
+    on, fake = search(HOP_K=10, HOP_RESCORE=5, HOP_MAX_TOKENS=300)
+    assert on.stages_run == ["stage1", "stage2", "stage3", "hop"] and "hop_ms" in on.timings_ms
+    (hop_query, pool, max_tokens), = fake.hop_calls
+    assert max_tokens == 300 and hop_query.startswith(question + " ") and on.hits[0].text.split()[0] in hop_query
+    assert len(pool) <= 5 + 10  # stage 3's next 5 and the hop's 10 (fewer where they overlap)
+    off_ids = [h.chunk_id for h in off.hits]
+    led = on.hits[1]
+    assert on.hits[0].chunk_id == off_ids[0] and led.ranked_by == "hop" and led.score == pytest.approx(0.95)
+    assert led.chunk_id not in off_ids[:6]  # found by the hop, not by the question
+    # the rest keep stage 3's order; every hit carries its hop score (the reranker read each of them again)
+    assert [h.chunk_id for h in on.hits[2:]] == [c for c in off_ids[1:] if c != led.chunk_id][: len(on.hits) - 2]
+    assert all(h.scores["hop"] is not None for h in on.hits[1:6])
+    fewer, fake = search(HOP_K=10, HOP_RESCORE=1)  # stage 3's second hit only, then the hop's 10
+    assert len(fake.hop_calls[0][1]) <= 1 + 10
+    assert off_ids[1] in [h.chunk_id for h in fewer.hits if h.scores["hop"] is not None]
+    # below HOP_MIN_SCORE nothing moves; HOP_PICKS caps the places taken
+    low, _ = search(HOP_K=10, HOP_MIN_SCORE=0.96)
+    assert [h.chunk_id for h in low.hits] == off_ids and low.stages_run[-1] == "hop"
+    many, _ = search(HOP_K=10, HOP_MIN_SCORE=0.3, HOP_PICKS=2)
+    assert [h.ranked_by for h in many.hits[:4]] == ["stage3", "hop", "hop", "stage3"]
+    # k=1 skips the hop (nothing can follow the top hit)
+    one, fake = search(k=1, HOP_K=10)
+    assert one.stages_run == ["stage1", "stage2", "stage3"] and not fake.hop_calls
+
+
+def test_second_hop_stays_inside_the_search_filter(make_engine, tmp_path):
+    from tests.conftest import DOCS
+    from thread_rag.engine import Engine
+
+    e = make_engine()
+    e.index_paths([DOCS])
+    serial = e.documents()[1].serial
+    e = Engine(e.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=4, HOP_K=30,
+                                  HOP_MIN_SCORE=0.0, HOP_PICKS=3), embedder=e.embedder)
+    e.retriever._reranker, e.retriever._reranker_checked = HopReranker(), True
+    res = e.retriever.search("how do I pre-heat summaries?", doc_id=f"DOC{serial}", k=6)
+    assert res.stages_run[-1] == "hop" and {h.doc_id for h in res.hits} == {f"DOC{serial}"}
+
+
+def test_second_hop_settings_are_checked_and_named_in_bench_configs():
+    from thread_rag.bench.retrieval import default_spec, parse_config, same_config
+    from thread_rag.errors import SettingsError, ThreadRagError
+    from thread_rag.settings import Settings
+
+    s = Settings()
+    assert parse_config("three_stage:h20:s4:n3:g0.9")[1] == {"HOP_K": 20, "HOP_RESCORE": 4, "HOP_PICKS": 3,
+                                                             "HOP_MIN_SCORE": 0.9}
+    hop = s.replace(HOP_K=20, HOP_RESCORE=4, HOP_PICKS=3, HOP_MIN_SCORE=0.9)
+    assert default_spec(hop).endswith(":h20:s4:n3:g0.9")
+    assert same_config(default_spec(hop), "three_stage:h20:s4:n3:g0.9", s)
+    assert not same_config("three_stage:h20:s4", "three_stage:h20:s14", s)
+    assert not same_config("three_stage:h20:g0.9", "three_stage:h20:g0.8", s)
+    assert same_config("three_stage:h0:g0.5", "three_stage:h0:g0.9", s)  # hop off: its other settings do nothing
+    assert same_config("stage1_2:h20", "stage1_2:h0", s)  # no stage 3, no hop
+    for bad in ("three_stage:g1.5", "three_stage:n0", "three_stage:h-1"):
+        with pytest.raises(ThreadRagError, match="HOP_"):
+            parse_config(bad)
+    for bad in ({"HOP_K": -1}, {"HOP_RESCORE": -1}, {"HOP_MIN_SCORE": 1.5}, {"HOP_MAX_TOKENS": 8}):
+        with pytest.raises(SettingsError, match="HOP_"):
+            Settings(**bad)
+
+
+def test_packaged_cross_encoder_reads_a_second_hop_pair_at_its_own_length(onnx_cross_encoder):
+    """The hop query (question + the top hit) is long: its pairs get ``max_tokens`` of their own; the bridge
+    passage (about what the top hit names) scores above one that only shares the question's words."""
+    question = "When was the university that owns The Collegian founded?"
+    top = "The Collegian is the bi-weekly student newspaper of Houston Baptist University in Houston, Texas."
+    bridge = ("Houston Baptist University is a private Baptist university in Houston, Texas. It was founded in 1960 "
+              "and offers undergraduate and graduate degrees.")
+    other = "Rice University is a private research university in Houston, Texas. It was founded in 1912."
+    enc = onnx_cross_encoder.encoder
+    long_pair = [(question + " " + top, bridge + " " + other * 20)]
+    assert len(enc.encodings(long_pair)[0].ids) == 256 and len(enc.encodings(long_pair, 384)[0].ids) == 384
+    hop = onnx_cross_encoder.score(question + " " + top, [bridge, other], max_tokens=384)
+    assert hop[0] > hop[1] and hop[0] > 0.5

@@ -56,6 +56,7 @@ class OnnxEncoder:
         self.tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=max_tokens)
+        self._other_lengths: dict = {}  # max_tokens -> a copy of the tokenizer truncating to it
         self._threads = threads or (os.cpu_count() or 1)
         self._session = None
         self._inputs: set = set()
@@ -78,9 +79,19 @@ class OnnxEncoder:
                 self._inputs = {i.name for i in self._session.get_inputs()}
             return self._session
 
-    def encodings(self, items: Sequence) -> list:
-        """Tokenised items (strings, or (a, b) pairs), truncated, unpadded."""
-        return self.tokenizer.encode_batch(list(items))
+    def encodings(self, items: Sequence, max_tokens: int | None = None) -> list:
+        """Tokenised items (strings, or (a, b) pairs), truncated (to ``max_tokens``, default the encoder's own),
+        unpadded."""
+        if max_tokens is None or max_tokens == self.max_tokens:
+            return self.tokenizer.encode_batch(list(items))
+        with self._lock:
+            tok = self._other_lengths.get(max_tokens)
+            if tok is None:
+                from tokenizers import Tokenizer
+
+                tok = self._other_lengths[max_tokens] = Tokenizer.from_str(self.tokenizer.to_str())
+                tok.enable_truncation(max_length=max_tokens)
+        return tok.encode_batch(list(items))
 
     def run(self, encodings: list) -> list[tuple[np.ndarray, int]]:
         """The graph's first output for each item (without the batch axis) and the item's length."""

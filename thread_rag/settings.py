@@ -91,6 +91,12 @@ class Settings:
     STAGE3_PRIOR: str = "stage2"            # the prior: stage2 (the score before stage 3) | bm25
     STAGE3_LEXICAL_FLOOR: float = 0.1       # candidates whose BM25 score is below this fraction of the pool's
                                             # best rank after the rest; 0 = off
+    HOP_K: int = 0                          # second hop after stage 3 (0 = off): candidates found from the top
+                                            # hit (its dense neighbours + BM25 on its words the query lacks)
+    HOP_RESCORE: int = 4                    # ... and stage 3's next this many, scored again with the top hit
+    HOP_PICKS: int = 2                      # at most this many second-hop candidates are placed after the top hit
+    HOP_MIN_SCORE: float = 0.9              # ... each with a reranker score (query + top hit, candidate) >= this
+    HOP_MAX_TOKENS: int = 384               # packaged cross-encoder: second-hop pairs truncated to this
     EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
                                             # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 1000000           # exact inner products below (100k chunks: ~9 ms), FAISS HNSW
@@ -182,11 +188,11 @@ class Settings:
                      "STORE_GROUP_CHUNKS"):
             need(getattr(self, name) > 0, name, "must be > 0")
         need(self.NUM_SEMANTIC_CHUNKS >= 2, "NUM_SEMANTIC_CHUNKS", "must be >= 2")
-        for name in ("TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS", "WALK_MAX", "WALK_BACK"):
+        for name in ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS", "WALK_MAX", "WALK_BACK"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         for name in ("DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
-        for name in ("STAGE2_WEIGHT", "STAGE3_WEIGHT", "STAGE3_LEXICAL_FLOOR"):
+        for name in ("STAGE2_WEIGHT", "STAGE3_WEIGHT", "STAGE3_LEXICAL_FLOOR", "HOP_MIN_SCORE"):
             need(0 <= getattr(self, name) <= 1, name, "must be between 0 and 1")
         need(self.DENSE_WEIGHT + self.BM25_WEIGHT > 0, "DENSE_WEIGHT", "DENSE_WEIGHT + BM25_WEIGHT must be > 0")
         need(self.FUSION in ("rrf", "dense", "bm25"), "FUSION", "use rrf, dense or bm25")
@@ -222,6 +228,7 @@ class Settings:
                                                            and bool(self.EMBEDDER_MODEL.strip())), "EMBEDDER_MODEL",
              f"use {' or '.join(PACKAGED_EMBEDDERS)}, or a local sentence-transformers directory")
         need(16 <= self.RERANK_MAX_TOKENS <= 512, "RERANK_MAX_TOKENS", "must be between 16 and 512")
+        need(16 <= self.HOP_MAX_TOKENS <= 512, "HOP_MAX_TOKENS", "must be between 16 and 512")
         if not isinstance(self.ALLOWED_ROOTS, list) or not all(isinstance(x, str) for x in self.ALLOWED_ROOTS):
             raise SettingsError(f"invalid setting ALLOWED_ROOTS={self.ALLOWED_ROOTS!r}: must be a list of paths")
 

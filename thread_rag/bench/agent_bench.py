@@ -132,7 +132,7 @@ def run_latency_bench(settings, args) -> dict:
     from ..agent.loop import Agent
     from ..engine import Engine
     from ..llm.backends import limit, reset_prompt_cache
-    from .retrieval import machine
+    from .retrieval import machine, search_settings
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-lat-"))
     readers = args.configs.split(",") if args.configs else ["topk", "walk"]
@@ -173,10 +173,8 @@ def run_latency_bench(settings, args) -> dict:
                 "off_topic": off, "first_token_curve": curve,
                 "prompt_cache": "reset per question, then the answer prompt's fixed head evaluated (as the REPL does "
                                 "at model load)",
-                "settings": {n: getattr(e.settings, n) for n in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS",
-                                                                 "LLM_THREADS", "LLM_BATCH", "RELEVANCE_MIN", "RERANKER",
-                                                                 "STAGE3_K", "RERANK_CONTEXT", "STAGE3_LEXICAL_FLOOR",
-                                                                 "RERANK_MAX_TOKENS", "EMBEDDER_MODEL")},
+                "settings": search_settings(e.settings, "READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "LLM_THREADS",
+                                            "LLM_BATCH", "RELEVANCE_MIN", "RERANKER", "EMBEDDER_MODEL"),
                 "command": "thread-rag bench latency" + (f" --configs {args.configs}" if args.configs else ""),
                 "rows": rows}
     finally:

@@ -22,7 +22,7 @@ def run_bench(args) -> int:
         from ..retrieve.pipeline import PIPELINES
         from .corpus import open_corpus_engine
         from .datasets import check_disjoint
-        from .retrieval import machine, run_retrieval
+        from .retrieval import machine, run_retrieval, search_settings
 
         if not args.dataset:
             raise ThreadRagError("bench retrieval needs --dataset (limit-small, aws-docs-qa, musique)")
@@ -48,11 +48,7 @@ def run_bench(args) -> int:
                "machine": machine(),
                "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
                           "reranker": settings.RERANKER},
-               "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K",
-                                                                "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
-                                                                "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR",
-                                                                "STAGE3_LEXICAL_FLOOR", "EARLY_EXIT_MARGIN",
-                                                                "RERANK_MAX_TOKENS", "RERANK_CONTEXT")},
+               "settings": search_settings(settings),
                "command": "thread-rag " + " ".join(sys.argv[1:])}
         if args.markdown:
             from .report import retrieval_table

@@ -112,7 +112,7 @@ def _warm_repl_answers(home: Path) -> list[dict]:
 
 
 def run_coldstart_bench(settings, args) -> dict:
-    from .retrieval import machine
+    from .retrieval import machine, search_settings
 
     n = args.limit or 3
     if n < 1:
@@ -166,8 +166,7 @@ def run_coldstart_bench(settings, args) -> dict:
                         "median_first_token_s": round(statistics.median(firsts), 2) if firsts else None}
     out["repl_warm"]["meets_goal"] = out["repl_warm"]["median_total_s"] <= WARM_GOAL_S
     out["onnx_search_stages_ms"] = {"stages_run": res.get("stages_run"), **(res.get("timings_ms") or {})}
-    out["settings"] = {k: getattr(settings, k) for k in ("EMBEDDER_MODEL", "RERANKER", "STAGE2", "STAGE3_K", "RERANK_CONTEXT",
-                                                         "STAGE3_LEXICAL_FLOOR", "RERANK_MAX_TOKENS", "TORCH_THREADS")}
+    out["settings"] = search_settings(settings, "EMBEDDER_MODEL", "RERANKER", "STAGE2", "TORCH_THREADS")
     out["load_avg_before_after"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
     out["machine"] = machine()
     out["command"] = "thread-rag " + " ".join(sys.argv[1:])

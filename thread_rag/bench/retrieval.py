@@ -26,10 +26,11 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
 
 
 def parse_config(spec: str) -> tuple[str, dict]:
-    """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC]``: a named pipeline, optionally with STAGE3_K=N,
-    EARLY_EXIT_MARGIN=X (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P, RERANK_MAX_TOKENS=N,
-    STAGE3_LEXICAL_FLOOR=X and RERANK_CONTEXT=C, e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
-    ``three_stage:k15:m-:t192:f0.1:cheading``."""
+    """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC][:hN][:sN][:nN][:gX]``: a named pipeline, optionally with
+    STAGE3_K=N, EARLY_EXIT_MARGIN=X (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P, RERANK_MAX_TOKENS=N,
+    STAGE3_LEXICAL_FLOOR=X, RERANK_CONTEXT=C, HOP_K=N (``h0`` = no second hop), HOP_RESCORE=N, HOP_PICKS=N and
+    HOP_MIN_SCORE=X, e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
+    ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")
@@ -54,13 +55,22 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["STAGE3_LEXICAL_FLOOR"] = float(o[1:])
             elif o[:1] == "c" and o[1:] in RERANK_CONTEXTS:
                 over["RERANK_CONTEXT"] = o[1:]
+            elif o.startswith("h") and int(o[1:]) >= 0:
+                over["HOP_K"] = int(o[1:])
+            elif o.startswith("s") and int(o[1:]) >= 0:
+                over["HOP_RESCORE"] = int(o[1:])
+            elif o.startswith("n") and int(o[1:]) >= 1:
+                over["HOP_PICKS"] = int(o[1:])
+            elif o.startswith("g") and 0 <= float(o[1:]) <= 1:
+                over["HOP_MIN_SCORE"] = float(o[1:])
             else:
                 raise ValueError
         except ValueError:
             raise ThreadRagError(f"configuration {spec!r}: options are kN (STAGE3_K), mX or m- "
                                  f"(EARLY_EXIT_MARGIN), wX (STAGE3_WEIGHT, 0..1), pbm25 or pstage2 "
-                                 f"(STAGE3_PRIOR), tN (RERANK_MAX_TOKENS, 16..512), fX (STAGE3_LEXICAL_FLOOR, 0..1) "
-                                 f"and c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT)") from None
+                                 f"(STAGE3_PRIOR), tN (RERANK_MAX_TOKENS, 16..512), fX (STAGE3_LEXICAL_FLOOR, 0..1), "
+                                 f"c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT), hN (HOP_K, 0 = off), sN "
+                                 f"(HOP_RESCORE), nN (HOP_PICKS, >= 1) and gX (HOP_MIN_SCORE, 0..1)") from None
     return name, over
 
 
@@ -76,6 +86,7 @@ def default_spec(settings) -> str:
     # truncation (of the packaged cross-encoder), floor and context always named: a label means one thing in any file
     trunc = "" if _truncation(s) is None else f":t{s.RERANK_MAX_TOKENS}"
     rest = f"{trunc}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
+    rest += f":h{s.HOP_K}" + (f":s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}" if _hops(s) else "")
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}"
 
 
@@ -84,6 +95,11 @@ def _truncation(s) -> int | None:
     from ..onnx_models import PACKAGED
 
     return s.RERANK_MAX_TOKENS if s.RERANKER.startswith(PACKAGED) else None
+
+
+def _hops(s) -> bool:
+    """Whether the second hop runs under ``s`` (when stage 3 does)."""
+    return s.HOP_K > 0 and s.RERANKER != "llm"
 
 
 def same_config(a: str, b: str, settings) -> bool:
@@ -96,13 +112,29 @@ def same_config(a: str, b: str, settings) -> bool:
         return (name, s.STAGE3_K, min(s.EARLY_EXIT_MARGIN, NEVER_EXIT), s.STAGE3_WEIGHT,
                 s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None,
                 *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, _truncation(s)) if PIPELINES[name].rerank
-                  else (None, None, None)))
+                  else (None, None, None)),
+                *((s.HOP_K, s.HOP_RESCORE, s.HOP_PICKS, s.HOP_MIN_SCORE, _truncation(s) and s.HOP_MAX_TOKENS)
+                  if PIPELINES[name].rerank and _hops(s) else (0, None, None, None, None)))
 
     return effective(a) == effective(b)
 
 
+# the settings that decide what a search returns: every result file that searched records them
+SEARCH_SETTINGS = ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K", "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
+                   "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR", "STAGE3_LEXICAL_FLOOR",
+                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT", "HOP_K", "HOP_RESCORE", "HOP_PICKS",
+                   "HOP_MIN_SCORE", "HOP_MAX_TOKENS")
+
+
+def search_settings(settings, *more: str) -> dict:
+    """``SEARCH_SETTINGS`` and ``more`` of ``settings``, by name, for a result file."""
+    return {n: getattr(settings, n) for n in dict.fromkeys(SEARCH_SETTINGS + more)}
+
+
 # settings older result files did not record, at the value they had then
-RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256, "STAGE3_K": 20}
+# (the second hop did not exist: HOP_K 0, and its other settings, which do nothing then, at their first defaults)
+RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256, "STAGE3_K": 20,
+                  "HOP_K": 0, "HOP_RESCORE": 4, "HOP_PICKS": 2, "HOP_MIN_SCORE": 0.9, "HOP_MAX_TOKENS": 384}
 
 
 def recorded_settings(x: dict):
@@ -175,15 +207,16 @@ class ScoreMemo:
         self.served = 0
         self.enabled = True
 
-    def score(self, query: str, passages: list[str]) -> np.ndarray:
+    def score(self, query: str, passages: list[str], max_tokens: int | None = None) -> np.ndarray:
         if not self.enabled:
-            return self.inner.score(query, passages)
+            return self.inner.score(query, passages, max_tokens=max_tokens)
         unique = list(dict.fromkeys(passages))  # a pool can hold the same text twice (duplicate chunks)
-        new = [p for p in unique if (query, p) not in self.scores]
+        new = [p for p in unique if (query, p, max_tokens) not in self.scores]
         if new:
-            self.scores.update({(query, p): float(v) for p, v in zip(new, self.inner.score(query, new))})
+            got = self.inner.score(query, new, max_tokens=max_tokens)
+            self.scores.update({(query, p, max_tokens): float(v) for p, v in zip(new, got)})
         self.served += len(unique) - len(new)
-        return np.asarray([self.scores[(query, p)] for p in passages], np.float32)
+        return np.asarray([self.scores[(query, p, max_tokens)] for p in passages], np.float32)
 
 
 def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: ScoreMemo | None = None) -> tuple[dict, dict]:

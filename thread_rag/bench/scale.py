@@ -19,7 +19,7 @@ from ..engine import Engine
 from ..ingest import make_chunker, text_for_embedding
 from ..ingest.loaders import parse_text
 from .metrics import percentile
-from .retrieval import machine
+from .retrieval import machine, search_settings
 from .scale_corpus import held_out_document, scale_corpus
 
 CONFIGS = ["stage1_rrf", "stage1_2", "three_stage"]
@@ -188,10 +188,7 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
             "corpus": "grown from real text: " + ", ".join(f"{k} {v}" for k, v in sorted(used.items(), key=lambda x: -x[1])),
             "queries": len(queries), "machine": machine(), "data_dir": str(home),
             "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER},
-            "settings": {k: getattr(settings, k) for k in ("CHUNK_TOKENS", "CHUNK_OVERLAP", "NESTED", "STAGE1_K",
-                                                             "STAGE2_K", "STAGE3_K", "RERANK_CONTEXT", "STAGE3_LEXICAL_FLOOR",
-                                                             "RERANK_MAX_TOKENS", "HNSW_THRESHOLD", "CACHE_DOCUMENTS",
-                                                             "STORE_GROUP_CHUNKS")}}
+            "settings": search_settings(settings, "NESTED", "HNSW_THRESHOLD", "CACHE_DOCUMENTS", "STORE_GROUP_CHUNKS")}
 
 
 def remeasure(settings, home: Path, n_queries: int = 30) -> dict:
@@ -206,5 +203,4 @@ def remeasure(settings, home: Path, n_queries: int = 30) -> dict:
     point["bytes_per_chunk"] = round(point["disk_bytes"] / max(point["chunks"], 1))
     return {"reused_library": str(home), "chunks": point["chunks"], "checkpoints": [point], "queries": n_queries,
             "machine": machine(), "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER},
-            "settings": {k: getattr(settings, k) for k in ("STAGE2_K", "STAGE3_K", "RERANK_CONTEXT",
-                                                           "STAGE3_LEXICAL_FLOOR", "RERANK_MAX_TOKENS")}}
+            "settings": search_settings(settings)}

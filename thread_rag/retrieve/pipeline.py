@@ -8,7 +8,10 @@ stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, 
          ``STAGE3_K`` unless stage 2 is decisive (top1 - median > ``EARLY_EXIT_MARGIN``), blended with a prior,
          the stage-2 or the BM25 score (``STAGE3_WEIGHT`` = weight of the reranker, ``STAGE3_PRIOR``; min-max
          normalised within the pool); candidates whose BM25 score is below ``STAGE3_LEXICAL_FLOOR`` x the pool's
-         best follow the others.
+         best follow the others;
+hop (``HOP_K`` > 0, a cross-encoder reranker): a second hop from the top hit for questions whose answer takes two
+         passages (the second shares few words with the question): what the top hit leads to, scored by the
+         reranker against the query followed by the top hit, may take up to ``HOP_PICKS`` places after it.
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
 ``score`` is that stage's, named by ``ranked_by``), so ``k`` larger than a pool still returns ``k`` hits.
 Every result uses one schema (:class:`SearchResult`), whatever ran.
@@ -28,7 +31,7 @@ from ..lru import LRU
 from .fusion import rrf
 from .maxsim import maxsim_many
 from .rerank import rerank_passage
-from .search_index import SearchIndex
+from .search_index import SearchIndex, bm25_tokenize
 
 MAX_QUERY_CHARS = 2000
 NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
@@ -208,13 +211,16 @@ class Retriever:
         cand = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
         cand = cand[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]
         final = {r: fused[r] for r in cand}
-        stages, maxsim_map, rerank_map, early_exit = ["stage1"], {}, {}, False
+        stages, maxsim_map, rerank_map, hop_map, picks, early_exit = ["stage1"], {}, {}, {}, [], False
         if pipeline.maxsim and cand:
             cand, maxsim_map, early_exit = self._stage2(index, query, cand, final, timings)
             stages.append("stage2")
         if pipeline.rerank and cand and not early_exit and self.reranker is not None:
             cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings, pipeline.bm25)
             stages.append("stage3")
+            if s.HOP_K and k > 1 and len(cand) > 1 and s.RERANKER != "llm":
+                cand, hop_map, picks = self._hop(index, query, cand, final, rows, pipeline, timings)
+                stages.append("hop")
         hits = []
         self._fetch(index, cand[:k])
         for rank, r in enumerate(cand[:k], start=1):
@@ -225,8 +231,10 @@ class Retriever:
                 text=ch.text, page_start=ch.page_start, page_end=ch.page_end, heading_path=ch.heading_path,
                 scores={"dense": _r(dense_map.get(r)), "bm25": _r(lex_map.get(r)), "rrf": _r(fused.get(r)),
                         "maxsim": _r(maxsim_map.get(r)) if pipeline.maxsim else None,
-                        "rerank": _r(rerank_map.get(r)) if rerank_map else None},
-                ranked_by="stage3" if r in rerank_map else "stage2" if r in maxsim_map else "stage1",
+                        "rerank": _r(rerank_map.get(r)) if rerank_map else None,
+                        "hop": _r(hop_map.get(r)) if hop_map else None},
+                ranked_by="hop" if r in picks else "stage3" if r in rerank_map else "stage2" if r in maxsim_map
+                else "stage1",
                 generation=index.generation_of(ser)))
         return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=stages, early_exit=early_exit,
                             candidates=len(fused), timings_ms={key: round(v, 3) for key, v in timings.items()})
@@ -283,6 +291,35 @@ class Retriever:
         cand = sorted(pool, key=lambda r: (-final[r], index.tiebreak[r])) + cand[len(pool):]
         timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         return cand, rerank_map
+
+    def _hop(self, index: SearchIndex, query: str, cand: list, final: dict, rows, pipeline: Pipeline, timings: dict):
+        """The second hop: candidates for what the top hit leads to (``HOP_K`` from the RRF of its dense neighbours
+        and of BM25 on its words the query lacks), with stage 3's next ``HOP_RESCORE``, scored by the reranker against
+        the query followed by the top hit's passage (``HOP_MAX_TOKENS``); up to ``HOP_PICKS`` scoring at least
+        ``HOP_MIN_SCORE`` follow the top hit, the rest keep stage 3's order. Returns (cand, hop scores by row, picks)."""
+        s, t = self.settings, time.perf_counter()
+        top = cand[0]
+        self._fetch(index, [top])
+        lists = []
+        if pipeline.dense:
+            lists.append(index.dense(np.asarray(index.vectors[top], np.float32), s.HOP_K + 1, rows)[0].tolist())
+        asked = set(bm25_tokenize([query])[0])
+        novel = [w for w in bm25_tokenize([self._chunk(index, top).text])[0] if w not in asked]
+        if pipeline.bm25 and novel:
+            lists.append(index.lexical(" ".join(novel), s.HOP_K + 1, rows)[0].tolist())
+        led = rrf(lists, [1.0] * len(lists), k=s.RRF_K)
+        led = [r for r in sorted(led, key=lambda r: (-led[r], index.tiebreak[r])) if r != top][: s.HOP_K]
+        pool = list(dict.fromkeys(cand[1: 1 + s.HOP_RESCORE] + led))
+        self._fetch(index, pool)
+        scores = self.reranker.score(query + " " + self._passage(index, top), [self._passage(index, r) for r in pool],
+                                     max_tokens=s.HOP_MAX_TOKENS)
+        hop_map = dict(zip(pool, (float(v) for v in scores)))
+        best = sorted(pool, key=lambda r: (-hop_map[r], index.tiebreak[r]))
+        picks = [r for r in best if hop_map[r] >= s.HOP_MIN_SCORE][: s.HOP_PICKS]
+        final.update({r: hop_map[r] for r in picks})
+        cand = [top] + picks + [r for r in cand[1:] if r not in picks]
+        timings["hop_ms"] = (time.perf_counter() - t) * 1000
+        return cand, hop_map, picks
 
     def _passage(self, index: SearchIndex, row: int) -> str:
         """What the reranker reads of a row's chunk (``RERANK_CONTEXT``)."""

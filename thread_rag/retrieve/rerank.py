@@ -46,7 +46,9 @@ def _clean(text: str) -> str:
 class Reranker(Protocol):
     name: str
 
-    def score(self, query: str, passages: list[str]) -> np.ndarray: ...
+    def score(self, query: str, passages: list[str], max_tokens: int | None = None) -> np.ndarray:
+        """Relevance of each passage to ``query`` in 0..1; ``max_tokens`` (the packaged cross-encoder only) truncates
+        each pair to another length than the reranker's own."""
 
 
 class CrossEncoderReranker:
@@ -63,7 +65,7 @@ class CrossEncoderReranker:
         self.name = f"cross-encoder:{p.name}"
         self.max_tokens_per_batch = max_tokens_per_batch
 
-    def score(self, query: str, passages: list[str]) -> np.ndarray:
+    def score(self, query: str, passages: list[str], max_tokens: int | None = None) -> np.ndarray:
         if not passages:
             return np.zeros(0, np.float32)
         longest = max(len(p.split()) for p in passages) * 1.4 + len(query.split())
@@ -89,14 +91,14 @@ class OnnxCrossEncoder:
         self.encoder = OnnxEncoder(packaged_onnx_dir(name), max_tokens=max_tokens, threads=threads)
         self.name = f"cross-encoder:{name}"
 
-    def logits(self, query: str, passages: list[str]) -> np.ndarray:
+    def logits(self, query: str, passages: list[str], max_tokens: int | None = None) -> np.ndarray:
         if not passages:
             return np.zeros(0, np.float32)
-        outs = self.encoder.run(self.encoder.encodings([(query, p) for p in passages]))
+        outs = self.encoder.run(self.encoder.encodings([(query, p) for p in passages], max_tokens))
         return np.asarray([float(np.ravel(o)[0]) for o, _ in outs], np.float32)
 
-    def score(self, query: str, passages: list[str]) -> np.ndarray:
-        return (1.0 / (1.0 + np.exp(-self.logits(query, passages).astype(np.float64)))).astype(np.float32)
+    def score(self, query: str, passages: list[str], max_tokens: int | None = None) -> np.ndarray:
+        return (1.0 / (1.0 + np.exp(-self.logits(query, passages, max_tokens).astype(np.float64)))).astype(np.float32)
 
 
 def make_reranker(setting: str, load_llama=None, threads: int = 0, max_tokens: int = Settings.RERANK_MAX_TOKENS):
@@ -118,7 +120,7 @@ class LLMRelevanceReranker:
     def __init__(self, llama):
         self.llama = llama  # a llama_cpp.Llama instance
 
-    def score(self, query: str, passages: list[str]) -> np.ndarray:
+    def score(self, query: str, passages: list[str], max_tokens: int | None = None) -> np.ndarray:
         out = []
         for p in passages:
             prompt = ("<|im_start|>system\nYou judge search results. Answer yes or no.<|im_end|>\n"
