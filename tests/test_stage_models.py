@@ -340,6 +340,8 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     memo.score("q", ["a", "b", "a"])  # the same text twice in one pool is not a remembered score
     assert memo.served == 0 and memo.scores == {("q", "a", None): 0.5, ("q", "b", None): 0.0}
     assert list(memo.score("q", ["b", "a", "c"]))[:2] == [0.0, 0.5] and memo.served == 2
+    memo.score("q", ["a"], max_tokens=384)  # the same pair cut to another length is another score
+    assert memo.served == 2 and ("q", "a", 384) in memo.scores
 
 
 def test_a_bench_config_that_truncates_otherwise_gets_its_own_cross_encoder_and_memo():
@@ -424,7 +426,11 @@ def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
     assert label_of(mid, default_spec(s)) is None
     assert label_of(mid, "three_stage:k20:m-:t256:f0:cheading") == "three_stage:k20:m-"
     assert label_of(new, default_spec(s)) == "three_stage:k15:m-"
-    assert label_of(new, "three_stage:k20:m-:t256:f0:cheading") == "three_stage:k20:m-:t256:f0:cheading"
+    assert label_of(new, default_spec(s.replace(HOP_K=20))) is None  # run before the second hop (HOP_K 0 then)
+    assert label_of(new, "three_stage:k20:m-:t256:f0:cheading:h0") == "three_stage:k20:m-:t256:f0:cheading"
+    hop = {**new, "settings": {**new["settings"], "HOP_K": 20, "HOP_RESCORE": 4, "HOP_PICKS": 2, "HOP_MIN_SCORE": 0.9,
+                               "HOP_MAX_TOKENS": 384}}
+    assert label_of(hop, default_spec(s.replace(HOP_K=20))) == "three_stage:k15:m-"  # a file that records the hop
     assert parse_config("three_stage:t192")[1] == {"RERANK_MAX_TOKENS": 192}
     assert not same_config("three_stage:t192", "three_stage:t256", s)
     assert same_config("stage1_2:t192", "stage1_2:t256", s)  # no stage 3, nothing truncated
@@ -437,10 +443,11 @@ class HopReranker(FixedReranker):
     given (the hop's own last candidate) scores ``top``, the others 0.5 down to 0.1."""
 
     def __init__(self, top=0.95):
-        self.top, self.hop_calls = top, []
+        self.top, self.hop_calls, self.stage3 = top, [], []
 
     def score(self, query, passages, max_tokens=None):
         if max_tokens is None:
+            self.stage3 = list(passages)  # FixedReranker keeps this order: stage 3's ranking
             return super().score(query, passages)
         self.hop_calls.append((query, list(passages), max_tokens))
         return np.asarray(list(np.linspace(0.5, 0.1, len(passages) - 1)) + [self.top], np.float32)
@@ -451,20 +458,22 @@ def test_second_hop_places_what_the_top_hit_leads_to_after_it(manual_engine):
 
     question = "how do I pre-heat summaries?"
 
-    def search(k=8, **over):
-        s = manual_engine.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=6, **over)
+    def search(k=8, **over):  # the packaged cross-encoder's setting (the hop runs on it), a fake in its place
+        s = manual_engine.settings.replace(**{"EARLY_EXIT_MARGIN": 5.0, "STAGE3_K": 6, "HOP_K": 10,
+                                              "RERANKER": "packaged:ms-marco-MiniLM-L-12-v2", **over})
         e = Engine(s, embedder=manual_engine.embedder)
-        e.retriever._reranker, e.retriever._reranker_checked = HopReranker(over.pop("top", 0.95)), True
+        e.retriever._reranker, e.retriever._reranker_checked = HopReranker(), True
         return e.retriever.search(question, k=k), e.retriever._reranker
 
     off, fake = search(HOP_K=0)
     assert off.stages_run == ["stage1", "stage2", "stage3"] and not fake.hop_calls
     assert all(h.scores["hop"] is None and h.ranked_by != "hop" for h in off.hits)
-    on, fake = search(HOP_K=10, HOP_RESCORE=5, HOP_MAX_TOKENS=300)
+    on, fake = search(HOP_RESCORE=5, HOP_MAX_TOKENS=300)
     assert on.stages_run == ["stage1", "stage2", "stage3", "hop"] and "hop_ms" in on.timings_ms
     (hop_query, pool, max_tokens), = fake.hop_calls
-    assert max_tokens == 300 and hop_query.startswith(question + " ") and on.hits[0].text.split()[0] in hop_query
-    assert len(pool) <= 5 + 10  # stage 3's next 5 and the hop's 10 (fewer where they overlap)
+    assert max_tokens == 300 and hop_query == question + " " + fake.stage3[0]  # the question, then the top hit
+    # stage 3's next 5 first, then the hop's own 10 candidates (those not among them), each once
+    assert pool[:5] == fake.stage3[1:6] and len(set(pool)) == len(pool) >= 10 and fake.stage3[0] not in pool
     off_ids = [h.chunk_id for h in off.hits]
     led = on.hits[1]
     assert on.hits[0].chunk_id == off_ids[0] and led.ranked_by == "hop" and led.score == pytest.approx(0.95)
@@ -472,17 +481,22 @@ def test_second_hop_places_what_the_top_hit_leads_to_after_it(manual_engine):
     # the rest keep stage 3's order; every hit carries its hop score (the reranker read each of them again)
     assert [h.chunk_id for h in on.hits[2:]] == [c for c in off_ids[1:] if c != led.chunk_id][: len(on.hits) - 2]
     assert all(h.scores["hop"] is not None for h in on.hits[1:6])
-    fewer, fake = search(HOP_K=10, HOP_RESCORE=1)  # stage 3's second hit only, then the hop's 10
-    assert len(fake.hop_calls[0][1]) <= 1 + 10
-    assert off_ids[1] in [h.chunk_id for h in fewer.hits if h.scores["hop"] is not None]
+    assert len({h.chunk_id for h in on.hits}) == len(on.hits)
+    _, fake = search(HOP_RESCORE=1)  # stage 3's second hit only, then the hop's 10
+    pool = fake.hop_calls[0][1]
+    assert pool[0] == fake.stage3[1] and 10 <= len(pool) <= 11
+    _, fake = search(HOP_RESCORE=0)  # the hop's own 10 alone
+    assert len(fake.hop_calls[0][1]) == 10
     # below HOP_MIN_SCORE nothing moves; HOP_PICKS caps the places taken
-    low, _ = search(HOP_K=10, HOP_MIN_SCORE=0.96)
+    low, _ = search(HOP_MIN_SCORE=0.96)
     assert [h.chunk_id for h in low.hits] == off_ids and low.stages_run[-1] == "hop"
-    many, _ = search(HOP_K=10, HOP_MIN_SCORE=0.3, HOP_PICKS=2)
+    many, _ = search(HOP_MIN_SCORE=0.3, HOP_PICKS=2)
     assert [h.ranked_by for h in many.hits[:4]] == ["stage3", "hop", "hop", "stage3"]
-    # k=1 skips the hop (nothing can follow the top hit)
-    one, fake = search(k=1, HOP_K=10)
-    assert one.stages_run == ["stage1", "stage2", "stage3"] and not fake.hop_calls
+    # no hop: for k=1 (nothing can follow the top hit), when stage 3 exits early, or with another reranker
+    for k, over in ((1, {}), (8, {"EARLY_EXIT_MARGIN": 0.0}), (8, {"RERANKER": "llm"}),
+                    (8, {"RERANKER": "/some/local/cross-encoder"})):
+        res, fake = search(k=k, **over)
+        assert "hop" not in res.stages_run and not fake.hop_calls, over
 
 
 def test_second_hop_stays_inside_the_search_filter(make_engine, tmp_path):
@@ -492,7 +506,7 @@ def test_second_hop_stays_inside_the_search_filter(make_engine, tmp_path):
     e = make_engine()
     e.index_paths([DOCS])
     serial = e.documents()[1].serial
-    e = Engine(e.settings.replace(RERANKER="fixed-for-test", EARLY_EXIT_MARGIN=5.0, STAGE3_K=4, HOP_K=30,
+    e = Engine(e.settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2", EARLY_EXIT_MARGIN=5.0, STAGE3_K=4, HOP_K=30,
                                   HOP_MIN_SCORE=0.0, HOP_PICKS=3), embedder=e.embedder)
     e.retriever._reranker, e.retriever._reranker_checked = HopReranker(), True
     res = e.retriever.search("how do I pre-heat summaries?", doc_id=f"DOC{serial}", k=6)
@@ -505,19 +519,22 @@ def test_second_hop_settings_are_checked_and_named_in_bench_configs():
     from thread_rag.settings import Settings
 
     s = Settings()
-    assert parse_config("three_stage:h20:s4:n3:g0.9")[1] == {"HOP_K": 20, "HOP_RESCORE": 4, "HOP_PICKS": 3,
-                                                             "HOP_MIN_SCORE": 0.9}
+    assert parse_config("three_stage:h20:s4:n3:g0.9:x256")[1] == {"HOP_K": 20, "HOP_RESCORE": 4, "HOP_PICKS": 3,
+                                                                  "HOP_MIN_SCORE": 0.9, "HOP_MAX_TOKENS": 256}
     hop = s.replace(HOP_K=20, HOP_RESCORE=4, HOP_PICKS=3, HOP_MIN_SCORE=0.9)
-    assert default_spec(hop).endswith(":h20:s4:n3:g0.9")
+    assert default_spec(hop).endswith(":h20:s4:n3:g0.9:x384")
     assert same_config(default_spec(hop), "three_stage:h20:s4:n3:g0.9", s)
+    assert not same_config("three_stage:h20:x256", "three_stage:h20", s)
+    assert default_spec(hop.replace(RERANKER="llm")).endswith(":h0")  # the hop runs on the packaged cross-encoder only
+    assert same_config("three_stage:h20", "three_stage:h0", s.replace(RERANKER="llm"))
     assert not same_config("three_stage:h20:s4", "three_stage:h20:s14", s)
     assert not same_config("three_stage:h20:g0.9", "three_stage:h20:g0.8", s)
     assert same_config("three_stage:h0:g0.5", "three_stage:h0:g0.9", s)  # hop off: its other settings do nothing
     assert same_config("stage1_2:h20", "stage1_2:h0", s)  # no stage 3, no hop
-    for bad in ("three_stage:g1.5", "three_stage:n0", "three_stage:h-1"):
+    for bad in ("three_stage:g1.5", "three_stage:n0", "three_stage:h-1", "three_stage:x8"):
         with pytest.raises(ThreadRagError, match="HOP_"):
             parse_config(bad)
-    for bad in ({"HOP_K": -1}, {"HOP_RESCORE": -1}, {"HOP_MIN_SCORE": 1.5}, {"HOP_MAX_TOKENS": 8}):
+    for bad in ({"HOP_K": -1}, {"HOP_RESCORE": -1}, {"HOP_PICKS": 0}, {"HOP_MIN_SCORE": 1.5}, {"HOP_MAX_TOKENS": 8}):
         with pytest.raises(SettingsError, match="HOP_"):
             Settings(**bad)
 

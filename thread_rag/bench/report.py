@@ -220,7 +220,8 @@ def report(directory: str | None = None) -> str:
     from .retrieval import default_spec
 
     default = default_spec(Settings())  # today's default pipeline, whatever the default was when a file was run
-    runs = [json.loads(p.read_text()) for p in sorted(d.glob("retrieval-*-test-*.json"))]
+    # one row per set and embedder: the second-hop comparison files (``-hop``) rerun MiniLM's default beside the hop
+    runs = [json.loads(p.read_text()) for p in sorted(d.glob("retrieval-*-test-*.json")) if not p.stem.endswith("-hop")]
     if runs:
         out += [f"### Embedders on the test halves (default pipeline `{default}`)", "", embedder_table(runs, default), ""]
     for p in sorted(d.glob("retrieval-*-test-*.json")):  # issue 14: test halves, one file per set and embedder

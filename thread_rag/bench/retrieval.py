@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
+from ..retrieve.pipeline import NEVER_EXIT, PIPELINES, hop_runs
 from ..settings import RERANK_CONTEXTS
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
@@ -26,11 +26,11 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
 
 
 def parse_config(spec: str) -> tuple[str, dict]:
-    """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC][:hN][:sN][:nN][:gX]``: a named pipeline, optionally with
+    """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC][:hN][:sN][:nN][:gX][:xN]``: a named pipeline, optionally with
     STAGE3_K=N, EARLY_EXIT_MARGIN=X (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P, RERANK_MAX_TOKENS=N,
-    STAGE3_LEXICAL_FLOOR=X, RERANK_CONTEXT=C, HOP_K=N (``h0`` = no second hop), HOP_RESCORE=N, HOP_PICKS=N and
-    HOP_MIN_SCORE=X, e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
-    ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9``."""
+    STAGE3_LEXICAL_FLOOR=X, RERANK_CONTEXT=C, HOP_K=N (``h0`` = no second hop), HOP_RESCORE=N, HOP_PICKS=N,
+    HOP_MIN_SCORE=X and HOP_MAX_TOKENS=N, e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
+    ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9:x384``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")
@@ -63,6 +63,8 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["HOP_PICKS"] = int(o[1:])
             elif o.startswith("g") and 0 <= float(o[1:]) <= 1:
                 over["HOP_MIN_SCORE"] = float(o[1:])
+            elif o.startswith("x") and 16 <= int(o[1:]) <= 512:
+                over["HOP_MAX_TOKENS"] = int(o[1:])
             else:
                 raise ValueError
         except ValueError:
@@ -70,7 +72,8 @@ def parse_config(spec: str) -> tuple[str, dict]:
                                  f"(EARLY_EXIT_MARGIN), wX (STAGE3_WEIGHT, 0..1), pbm25 or pstage2 "
                                  f"(STAGE3_PRIOR), tN (RERANK_MAX_TOKENS, 16..512), fX (STAGE3_LEXICAL_FLOOR, 0..1), "
                                  f"c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT), hN (HOP_K, 0 = off), sN "
-                                 f"(HOP_RESCORE), nN (HOP_PICKS, >= 1) and gX (HOP_MIN_SCORE, 0..1)") from None
+                                 f"(HOP_RESCORE), nN (HOP_PICKS, >= 1), gX (HOP_MIN_SCORE, 0..1) and xN "
+                                 f"(HOP_MAX_TOKENS, 16..512)") from None
     return name, over
 
 
@@ -86,7 +89,8 @@ def default_spec(settings) -> str:
     # truncation (of the packaged cross-encoder), floor and context always named: a label means one thing in any file
     trunc = "" if _truncation(s) is None else f":t{s.RERANK_MAX_TOKENS}"
     rest = f"{trunc}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
-    rest += f":h{s.HOP_K}" + (f":s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}" if _hops(s) else "")
+    rest += (f":h{s.HOP_K}:s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}:x{s.HOP_MAX_TOKENS}" if hop_runs(s)
+             else ":h0")
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}"
 
 
@@ -95,11 +99,6 @@ def _truncation(s) -> int | None:
     from ..onnx_models import PACKAGED
 
     return s.RERANK_MAX_TOKENS if s.RERANKER.startswith(PACKAGED) else None
-
-
-def _hops(s) -> bool:
-    """Whether the second hop runs under ``s`` (when stage 3 does)."""
-    return s.HOP_K > 0 and s.RERANKER != "llm"
 
 
 def same_config(a: str, b: str, settings) -> bool:
@@ -113,17 +112,18 @@ def same_config(a: str, b: str, settings) -> bool:
                 s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None,
                 *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, _truncation(s)) if PIPELINES[name].rerank
                   else (None, None, None)),
-                *((s.HOP_K, s.HOP_RESCORE, s.HOP_PICKS, s.HOP_MIN_SCORE, _truncation(s) and s.HOP_MAX_TOKENS)
-                  if PIPELINES[name].rerank and _hops(s) else (0, None, None, None, None)))
+                *(tuple(getattr(s, n) for n in HOP_SETTINGS) if PIPELINES[name].rerank and hop_runs(s)
+                  else (0, None, None, None, None)))
 
     return effective(a) == effective(b)
 
 
-# the settings that decide what a search returns: every result file that searched records them
+HOP_SETTINGS = ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS")
+# the tuning settings of a search (the models and the store's recipe are recorded apart): every result file that
+# searched records them
 SEARCH_SETTINGS = ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K", "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
                    "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR", "STAGE3_LEXICAL_FLOOR",
-                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT", "HOP_K", "HOP_RESCORE", "HOP_PICKS",
-                   "HOP_MIN_SCORE", "HOP_MAX_TOKENS")
+                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT") + HOP_SETTINGS
 
 
 def search_settings(settings, *more: str) -> dict:
@@ -195,7 +195,7 @@ def _memo_for(memos: dict, reranker, base, s) -> "ScoreMemo":
 
 
 class ScoreMemo:
-    """Stage-3 scores remembered per (query, passage) within one benchmark run, so configurations that differ
+    """Stage-3 scores remembered per (query, passage, truncation) within one benchmark run, so configurations that differ
     only in what happens with those scores (``STAGE3_WEIGHT``, ``STAGE3_LEXICAL_FLOOR``, ``STAGE3_K`` within the
     pool) run the reranker once per pair; one memo per truncation (``_memo_for``). The packaged
     cross-encoder scores each pair alone, so a remembered score is the score. A configuration that was served

@@ -9,7 +9,7 @@ stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, 
          the stage-2 or the BM25 score (``STAGE3_WEIGHT`` = weight of the reranker, ``STAGE3_PRIOR``; min-max
          normalised within the pool); candidates whose BM25 score is below ``STAGE3_LEXICAL_FLOOR`` x the pool's
          best follow the others;
-hop (``HOP_K`` > 0, a cross-encoder reranker): a second hop from the top hit for questions whose answer takes two
+hop (``HOP_K`` > 0, the packaged cross-encoder; off by default): a second hop from the top hit for questions whose answer takes two
          passages (the second shares few words with the question): what the top hit leads to, scored by the
          reranker against the query followed by the top hit, may take up to ``HOP_PICKS`` places after it.
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
@@ -47,8 +47,9 @@ class SearchHit:
     page_start: int | None
     page_end: int | None
     heading_path: list
-    scores: dict  # dense, bm25, rrf, maxsim, rerank: float or None
-    ranked_by: str = "stage1"  # the stage whose score ``score`` is: scores order hits within one stage only
+    scores: dict  # dense, bm25, rrf, maxsim, rerank, hop: float or None
+    ranked_by: str = "stage1"  # the stage whose score ``score`` is (stage1/2/3, or hop for a second-hop pick: its
+    # reranker probability against query + top hit, not blended or floored): scores order hits within one stage only
     generation: int | None = None  # the document generation the search ranked (readers stay on it)
 
 
@@ -218,7 +219,7 @@ class Retriever:
         if pipeline.rerank and cand and not early_exit and self.reranker is not None:
             cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings, pipeline.bm25)
             stages.append("stage3")
-            if s.HOP_K and k > 1 and len(cand) > 1 and s.RERANKER != "llm":
+            if hop_runs(s) and k > 1 and len(cand) > 1:
                 cand, hop_map, picks = self._hop(index, query, cand, final, rows, pipeline, timings)
                 stages.append("hop")
         hits = []
@@ -303,7 +304,7 @@ class Retriever:
         lists = []
         if pipeline.dense:
             lists.append(index.dense(np.asarray(index.vectors[top], np.float32), s.HOP_K + 1, rows)[0].tolist())
-        asked = set(bm25_tokenize([query])[0])
+        asked = set(bm25_tokenize([query])[0])  # repeats kept: a word the top hit says often weighs more
         novel = [w for w in bm25_tokenize([self._chunk(index, top).text])[0] if w not in asked]
         if pipeline.bm25 and novel:
             lists.append(index.lexical(" ".join(novel), s.HOP_K + 1, rows)[0].tolist())
@@ -360,6 +361,14 @@ class Retriever:
         if chunks is None:
             raise _StaleSnapshot
         return chunks
+
+
+def hop_runs(settings) -> bool:
+    """Whether the second hop runs after stage 3: ``HOP_K`` > 0 and the packaged cross-encoder (its scores are the
+    probabilities ``HOP_MIN_SCORE`` was chosen on, and it truncates the long hop pairs to ``HOP_MAX_TOKENS``)."""
+    from ..onnx_models import PACKAGED
+
+    return settings.HOP_K > 0 and settings.RERANKER.startswith(PACKAGED)
 
 
 class _StaleSnapshot(Exception):
