@@ -51,7 +51,8 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # STAGE3_LEXICAL_FLOOR = 0.1       # candidates whose BM25 score is below 0.1 x the pool's best follow the rest; 0 = off
 # RERANK_MAX_TOKENS = 192          # (query, passage) pairs truncated to this
 # RERANK_CONTEXT = "heading"       # the reranker reads a chunk's heading path + its text | text | clean | title
-# HOP_K = 0                        # second hop from the top hit (20: better on multi-hop questions, ~0.8 s slower)
+# HOP_K = 0                        # second hop from the top hit (20: better on multi-hop questions, ~0.8 s slower;
+#                                  # runs with the packaged cross-encoder only)
 # HOP_RESCORE = 4                  # ... plus stage 3's next this many, read after the question + the top hit
 # HOP_PICKS = 2                    # at most this many of them go right after the top hit ...
 # HOP_MIN_SCORE = 0.9              # ... each with a cross-encoder score at least this

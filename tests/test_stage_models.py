@@ -314,7 +314,10 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     class Counting(FixedReranker):
         def score(self, query, passages, max_tokens=None):
             calls.extend((query, p) for p in passages)
+            lengths.append(max_tokens)
             return super().score(query, passages)
+
+    lengths = []
 
     e = Engine(manual_engine.settings.replace(RERANKER="fixed-for-test", STAGE3_K=5), embedder=manual_engine.embedder)
     e.retriever._reranker, e.retriever._reranker_checked = Counting(), True
@@ -340,8 +343,8 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     memo.score("q", ["a", "b", "a"])  # the same text twice in one pool is not a remembered score
     assert memo.served == 0 and memo.scores == {("q", "a", None): 0.5, ("q", "b", None): 0.0}
     assert list(memo.score("q", ["b", "a", "c"]))[:2] == [0.0, 0.5] and memo.served == 2
-    memo.score("q", ["a"], max_tokens=384)  # the same pair cut to another length is another score
-    assert memo.served == 2 and ("q", "a", 384) in memo.scores
+    memo.score("q", ["a"], max_tokens=384)  # the same pair cut to another length is another score, asked for so
+    assert memo.served == 2 and ("q", "a", 384) in memo.scores and lengths[-1] == 384
 
 
 def test_a_bench_config_that_truncates_otherwise_gets_its_own_cross_encoder_and_memo():
@@ -459,11 +462,17 @@ def test_second_hop_places_what_the_top_hit_leads_to_after_it(manual_engine):
     question = "how do I pre-heat summaries?"
 
     def search(k=8, **over):  # the packaged cross-encoder's setting (the hop runs on it), a fake in its place
+        # no lexical floor: stage 3's order is then the order the fake was given (``HopReranker.stage3``)
         s = manual_engine.settings.replace(**{"EARLY_EXIT_MARGIN": 5.0, "STAGE3_K": 6, "HOP_K": 10,
+                                              "STAGE3_LEXICAL_FLOOR": 0.0,
                                               "RERANKER": "packaged:ms-marco-MiniLM-L-12-v2", **over})
         e = Engine(s, embedder=manual_engine.embedder)
         e.retriever._reranker, e.retriever._reranker_checked = HopReranker(), True
-        return e.retriever.search(question, k=k), e.retriever._reranker
+        res = e.retriever.search(question, k=k)
+        found.append(e.retriever)
+        return res, e.retriever._reranker
+
+    found = []
 
     off, fake = search(HOP_K=0)
     assert off.stages_run == ["stage1", "stage2", "stage3"] and not fake.hop_calls
@@ -474,6 +483,20 @@ def test_second_hop_places_what_the_top_hit_leads_to_after_it(manual_engine):
     assert max_tokens == 300 and hop_query == question + " " + fake.stage3[0]  # the question, then the top hit
     # stage 3's next 5 first, then the hop's own 10 candidates (those not among them), each once
     assert pool[:5] == fake.stage3[1:6] and len(set(pool)) == len(pool) >= 10 and fake.stage3[0] not in pool
+    # the hop's own candidates are what the top hit leads to: its vector's neighbours and BM25 on its other words
+    from thread_rag.retrieve.fusion import rrf
+    from thread_rag.retrieve.search_index import bm25_tokenize
+
+    r = found[-1]
+    idx = r.index
+    ser, pos = int(on.hits[0].doc_id[3:]), int(on.hits[0].chunk_id.rsplit("_", 1)[1])
+    top = int(np.flatnonzero((idx.meta.serial == ser) & (idx.meta.position == pos))[0])
+    asked = set(bm25_tokenize([question])[0])
+    novel = " ".join(w for w in bm25_tokenize([on.hits[0].text])[0] if w not in asked)
+    fused = rrf([idx.dense(np.asarray(idx.vectors[top], np.float32), 11, None)[0].tolist(),
+                 idx.lexical(novel, 11, None)[0].tolist()], [1.0, 1.0], k=r.settings.RRF_K)
+    expect = [x for x in sorted(fused, key=lambda x: (-fused[x], idx.tiebreak[x])) if x != top][:10]
+    assert pool[5:] == [p for p in (r._passage(idx, x) for x in expect) if p not in pool[:5]]
     off_ids = [h.chunk_id for h in off.hits]
     led = on.hits[1]
     assert on.hits[0].chunk_id == off_ids[0] and led.ranked_by == "hop" and led.score == pytest.approx(0.95)
@@ -552,3 +575,5 @@ def test_packaged_cross_encoder_reads_a_second_hop_pair_at_its_own_length(onnx_c
     assert len(enc.encodings(long_pair)[0].ids) == 256 and len(enc.encodings(long_pair, 384)[0].ids) == 384
     hop = onnx_cross_encoder.score(question + " " + top, [bridge, other], max_tokens=384)
     assert hop[0] > hop[1] and hop[0] > 0.5
+    cut = [onnx_cross_encoder.score(*long_pair[0][:1], long_pair[0][1:], max_tokens=n)[0] for n in (128, 384)]
+    assert cut[0] != cut[1]  # the length reaches the model
