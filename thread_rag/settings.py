@@ -191,7 +191,8 @@ class Settings:
             need(getattr(self, name) > 0, name, "must be > 0")
         need(self.NUM_SEMANTIC_CHUNKS >= 2, "NUM_SEMANTIC_CHUNKS", "must be >= 2")
         need(self.HOP_PICKS >= 1, "HOP_PICKS", "must be >= 1 (HOP_K = 0 turns the second hop off)")
-        for name in ("HOP_K", "HOP_RESCORE", "TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS", "WALK_MAX", "WALK_BACK"):
+        for name in ("HOP_K", "HOP_RESCORE", "TORCH_THREADS", "LLM_THREADS", "NESTED_MIN_CHUNKS", "NESTED_MIN_WORDS",
+                     "WALK_MAX", "WALK_BACK"):
             need(getattr(self, name) >= 0, name, "must be >= 0")
         for name in ("DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_WEIGHT", "EARLY_EXIT_MARGIN"):
             need(getattr(self, name) >= 0, name, "must be >= 0")

@@ -113,7 +113,7 @@ def same_config(a: str, b: str, settings) -> bool:
                 *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, _truncation(s)) if PIPELINES[name].rerank
                   else (None, None, None)),
                 *(tuple(getattr(s, n) for n in HOP_SETTINGS) if PIPELINES[name].rerank and hop_runs(s)
-                  else (0, None, None, None, None)))
+                  else (0,) + (None,) * (len(HOP_SETTINGS) - 1)))
 
     return effective(a) == effective(b)
 

@@ -299,8 +299,7 @@ class Retriever:
         the query followed by the top hit's passage (``HOP_MAX_TOKENS``); up to ``HOP_PICKS`` scoring at least
         ``HOP_MIN_SCORE`` follow the top hit, the rest keep stage 3's order. Returns (cand, hop scores by row, picks)."""
         s, t = self.settings, time.perf_counter()
-        top = cand[0]
-        self._fetch(index, [top])
+        top = cand[0]  # read already: stage 3 read it
         lists = []
         if pipeline.dense:
             lists.append(index.dense(np.asarray(index.vectors[top], np.float32), s.HOP_K + 1, rows)[0].tolist())
