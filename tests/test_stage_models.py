@@ -445,15 +445,16 @@ class HopReranker(FixedReranker):
     """Stage 3 as FixedReranker; on the second hop's call (the one with ``max_tokens``) the last passage it is
     given (the hop's own last candidate) scores ``top``, the others 0.5 down to 0.1."""
 
-    def __init__(self, top=0.95):
-        self.top, self.hop_calls, self.stage3 = top, [], []
+    def __init__(self, top=0.95, links=None):
+        self.top, self.links, self.hop_calls, self.stage3 = top, links, [], []  # links: calls that find something
 
     def score(self, query, passages, max_tokens=None):
         if max_tokens is None:
             self.stage3 = list(passages)  # FixedReranker keeps this order: stage 3's ranking
             return super().score(query, passages)
         self.hop_calls.append((query, list(passages), max_tokens))
-        return np.asarray(list(np.linspace(0.5, 0.1, len(passages) - 1)) + [self.top], np.float32)
+        top = self.top if self.links is None or len(self.hop_calls) <= self.links else 0.05
+        return np.asarray(list(np.linspace(0.5, 0.1, len(passages) - 1)) + [top], np.float32)
 
 
 def test_second_hop_places_what_the_top_hit_leads_to_after_it(manual_engine):
@@ -522,6 +523,56 @@ def test_second_hop_places_what_the_top_hit_leads_to_after_it(manual_engine):
         assert "hop" not in res.stages_run and not fake.hop_calls, over
 
 
+def test_hop_chain_seeds_each_link_with_the_first_pick_of_the_last(manual_engine):
+    from thread_rag.engine import Engine
+    from thread_rag.retrieve.fusion import rrf
+    from thread_rag.retrieve.search_index import bm25_tokenize
+
+    question = "how do I pre-heat summaries?"
+
+    def search(links=None, **over):  # as in the test above: a fake in the packaged cross-encoder's place
+        s = manual_engine.settings.replace(**{"EARLY_EXIT_MARGIN": 5.0, "STAGE3_K": 6, "HOP_K": 10, "HOP_PICKS": 1,
+                                              "HOP_RESCORE": 3, "STAGE3_LEXICAL_FLOOR": 0.0,
+                                              "RERANKER": "packaged:ms-marco-MiniLM-L-12-v2", **over})
+        e = Engine(s, embedder=manual_engine.embedder)
+        e.retriever._reranker, e.retriever._reranker_checked = HopReranker(links=links), True
+        return e.retriever.search(question, k=8), e.retriever
+
+    one, r1 = search(HOP_DEPTH=1)
+    assert len(r1._reranker.hop_calls) == 1
+    two, r = search(HOP_DEPTH=2)
+    fake, idx = r._reranker, r.index
+    (q1, pool1, _), (q2, pool2, n2) = fake.hop_calls
+    first = pool1[-1]  # the first link's pick (the fake scores the last candidate high)
+    assert q1 == question + " " + fake.stage3[0] and q2 == q1 + " " + first and n2 == r.settings.HOP_MAX_TOKENS
+    assert [h.ranked_by for h in two.hits[:4]] == ["stage3", "hop", "hop", "stage3"]
+    assert [h.chunk_id for h in two.hits[:2]] == [h.chunk_id for h in one.hits[:2]]  # the first link as before
+    # the second link: stage 3's next 3 less the pick, then the pick's own 10; the placed rows never again
+    assert pool2[:3] == [p for p in fake.stage3[1:] if p != first][:3]
+    assert fake.stage3[0] not in pool2 and first not in pool2 and len(set(pool2)) == len(pool2)
+
+    def row(hit):
+        ser, pos = int(hit.doc_id[3:]), int(hit.chunk_id.rsplit("_", 1)[1])
+        return int(np.flatnonzero((idx.meta.serial == ser) & (idx.meta.position == pos))[0])
+
+    top, pick = row(two.hits[0]), row(two.hits[1])
+    asked = set(bm25_tokenize([question + " " + two.hits[0].text])[0])  # words the question and the top hit have
+    novel = " ".join(w for w in bm25_tokenize([two.hits[1].text])[0] if w not in asked)
+    fused = rrf([idx.dense(np.asarray(idx.vectors[pick], np.float32), 12, None)[0].tolist(),
+                 idx.lexical(novel, 12, None)[0].tolist()], [1.0, 1.0], k=r.settings.RRF_K)
+    expect = [x for x in sorted(fused, key=lambda x: (-fused[x], idx.tiebreak[x])) if x not in (top, pick)][:10]
+    assert pool2[3:] == [p for p in (r._passage(idx, x) for x in expect) if p not in pool2[:3]]
+    # the second link's pick follows the first; the rest keep stage 3's order
+    second = two.hits[2].chunk_id
+    assert second not in [h.chunk_id for h in one.hits[:2]]
+    assert [h.chunk_id for h in two.hits[3:]] == [h.chunk_id for h in one.hits[2:] if h.chunk_id != second][:5]
+    # a link that picks nothing ends the chain
+    three, r3 = search(links=1, HOP_DEPTH=3)
+    assert len(r3._reranker.hop_calls) == 2 and [h.ranked_by for h in three.hits[:3]] == ["stage3", "hop", "stage3"]
+    three, r3 = search(HOP_DEPTH=3)
+    assert len(r3._reranker.hop_calls) == 3 and [h.ranked_by for h in three.hits[:5]] == ["stage3"] + ["hop"] * 3 + ["stage3"]
+
+
 def test_second_hop_stays_inside_the_search_filter(make_engine, tmp_path):
     from tests.conftest import DOCS
     from thread_rag.engine import Engine
@@ -554,10 +605,16 @@ def test_second_hop_settings_are_checked_and_named_in_bench_configs():
     assert not same_config("three_stage:h20:g0.9", "three_stage:h20:g0.8", s)
     assert same_config("three_stage:h0:g0.5", "three_stage:h0:g0.9", s)  # hop off: its other settings do nothing
     assert same_config("stage1_2:h20", "stage1_2:h0", s)  # no stage 3, no hop
-    for bad in ("three_stage:g1.5", "three_stage:n0", "three_stage:h-1", "three_stage:x8"):
+    assert parse_config("three_stage:h20:d2")[1] == {"HOP_K": 20, "HOP_DEPTH": 2}
+    assert default_spec(hop.replace(HOP_DEPTH=2)).endswith(":h20:s4:n3:g0.9:x384:d2")  # named when not 1
+    assert not same_config("three_stage:h20:d2", "three_stage:h20", s)
+    assert same_config("three_stage:h20:d1", "three_stage:h20", s) and same_config("three_stage:h0:d2", "three_stage", s)
+    for bad in ("three_stage:g1.5", "three_stage:n0", "three_stage:h-1", "three_stage:x8", "three_stage:d0",
+                "three_stage:d4"):
         with pytest.raises(ThreadRagError, match="HOP_"):
             parse_config(bad)
-    for bad in ({"HOP_K": -1}, {"HOP_RESCORE": -1}, {"HOP_PICKS": 0}, {"HOP_MIN_SCORE": 1.5}, {"HOP_MAX_TOKENS": 8}):
+    for bad in ({"HOP_K": -1}, {"HOP_RESCORE": -1}, {"HOP_PICKS": 0}, {"HOP_MIN_SCORE": 1.5}, {"HOP_MAX_TOKENS": 8},
+                {"HOP_DEPTH": 0}, {"HOP_DEPTH": 4}):
         with pytest.raises(SettingsError, match="HOP_"):
             Settings(**bad)
 

@@ -99,6 +99,8 @@ class Settings:
     HOP_PICKS: int = 2                      # at most this many second-hop candidates are placed after the top hit
     HOP_MIN_SCORE: float = 0.9              # ... each with a reranker score (query + top hit, candidate) >= this
     HOP_MAX_TOKENS: int = 384               # packaged cross-encoder: second-hop pairs truncated to this
+    HOP_DEPTH: int = 1                      # links in the hop's chain: each link's first pick seeds the next
+                                            # (1..3; each link up to HOP_PICKS more, read after every seed so far)
     EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
                                             # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 1000000           # exact inner products below (100k chunks: ~9 ms), FAISS HNSW
@@ -233,6 +235,7 @@ class Settings:
              f"use {' or '.join(PACKAGED_EMBEDDERS)}, or a local sentence-transformers directory")
         need(16 <= self.RERANK_MAX_TOKENS <= 512, "RERANK_MAX_TOKENS", "must be between 16 and 512")
         need(16 <= self.HOP_MAX_TOKENS <= 512, "HOP_MAX_TOKENS", "must be between 16 and 512")
+        need(1 <= self.HOP_DEPTH <= 3, "HOP_DEPTH", "must be between 1 and 3")
         if not isinstance(self.ALLOWED_ROOTS, list) or not all(isinstance(x, str) for x in self.ALLOWED_ROOTS):
             raise SettingsError(f"invalid setting ALLOWED_ROOTS={self.ALLOWED_ROOTS!r}: must be a list of paths")
 

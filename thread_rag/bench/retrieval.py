@@ -26,10 +26,10 @@ def doc_ranking(hits, keymap: dict) -> list[str]:
 
 
 def parse_config(spec: str) -> tuple[str, dict]:
-    """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC][:hN][:sN][:nN][:gX][:xN]``: a named pipeline, optionally with
+    """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC][:hN][:sN][:nN][:gX][:xN][:dN]``: a named pipeline, optionally with
     STAGE3_K=N, EARLY_EXIT_MARGIN=X (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P, RERANK_MAX_TOKENS=N,
     STAGE3_LEXICAL_FLOOR=X, RERANK_CONTEXT=C, HOP_K=N (``h0`` = no second hop), HOP_RESCORE=N, HOP_PICKS=N,
-    HOP_MIN_SCORE=X and HOP_MAX_TOKENS=N, e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
+    HOP_MIN_SCORE=X, HOP_MAX_TOKENS=N and HOP_DEPTH=N (named only when not 1), e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
     ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9:x384``."""
     from ..errors import ThreadRagError
 
@@ -65,6 +65,8 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["HOP_MIN_SCORE"] = float(o[1:])
             elif o.startswith("x") and 16 <= int(o[1:]) <= 512:
                 over["HOP_MAX_TOKENS"] = int(o[1:])
+            elif o.startswith("d") and 1 <= int(o[1:]) <= 3:
+                over["HOP_DEPTH"] = int(o[1:])
             else:
                 raise ValueError
         except ValueError:
@@ -72,8 +74,8 @@ def parse_config(spec: str) -> tuple[str, dict]:
                                  f"(EARLY_EXIT_MARGIN), wX (STAGE3_WEIGHT, 0..1), pbm25 or pstage2 "
                                  f"(STAGE3_PRIOR), tN (RERANK_MAX_TOKENS, 16..512), fX (STAGE3_LEXICAL_FLOOR, 0..1), "
                                  f"c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT), hN (HOP_K, 0 = off), sN "
-                                 f"(HOP_RESCORE), nN (HOP_PICKS, >= 1), gX (HOP_MIN_SCORE, 0..1) and xN "
-                                 f"(HOP_MAX_TOKENS, 16..512)") from None
+                                 f"(HOP_RESCORE), nN (HOP_PICKS, >= 1), gX (HOP_MIN_SCORE, 0..1), xN "
+                                 f"(HOP_MAX_TOKENS, 16..512) and dN (HOP_DEPTH, 1..3)") from None
     return name, over
 
 
@@ -89,8 +91,9 @@ def default_spec(settings) -> str:
     # truncation (of the packaged cross-encoder), floor and context always named: a label means one thing in any file
     trunc = "" if _truncation(s) is None else f":t{s.RERANK_MAX_TOKENS}"
     rest = f"{trunc}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
-    rest += (f":h{s.HOP_K}:s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}:x{s.HOP_MAX_TOKENS}" if hop_runs(s)
-             else ":h0")
+    depth = "" if s.HOP_DEPTH == 1 else f":d{s.HOP_DEPTH}"  # labels from before HOP_DEPTH stay valid
+    rest += (f":h{s.HOP_K}:s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}:x{s.HOP_MAX_TOKENS}{depth}"
+             if hop_runs(s) else ":h0")
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}"
 
 
@@ -118,7 +121,7 @@ def same_config(a: str, b: str, settings) -> bool:
     return effective(a) == effective(b)
 
 
-HOP_SETTINGS = ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS")
+HOP_SETTINGS = ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")
 # the tuning settings of a search (the models and the store's recipe are recorded apart): every result file that
 # searched records them
 SEARCH_SETTINGS = ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K", "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
@@ -132,9 +135,11 @@ def search_settings(settings, *more: str) -> dict:
 
 
 # settings older result files did not record, at the value they had then
-# (the second hop did not exist: HOP_K 0, and its other settings, which do nothing then, at their first defaults)
+# (the second hop did not exist: HOP_K 0, and its other settings, which do nothing then, at their first defaults;
+# HOP_DEPTH came later still: one link)
 RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256, "STAGE3_K": 20,
-                  "HOP_K": 0, "HOP_RESCORE": 4, "HOP_PICKS": 2, "HOP_MIN_SCORE": 0.9, "HOP_MAX_TOKENS": 384}
+                  "HOP_K": 0, "HOP_RESCORE": 4, "HOP_PICKS": 2, "HOP_MIN_SCORE": 0.9, "HOP_MAX_TOKENS": 384,
+                  "HOP_DEPTH": 1}
 
 
 def recorded_settings(x: dict):

@@ -11,7 +11,8 @@ stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, 
          best follow the others;
 hop (``HOP_K`` > 0, the packaged cross-encoder; off by default): a second hop from the top hit for questions whose answer takes two
          passages (the second shares few words with the question): what the top hit leads to, scored by the
-         reranker against the query followed by the top hit, may take up to ``HOP_PICKS`` places after it.
+         reranker against the query followed by the top hit, may take up to ``HOP_PICKS`` places after it;
+         with ``HOP_DEPTH`` > 1 the first pick seeds a further link (questions of three or four steps).
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
 ``score`` is that stage's, named by ``ranked_by``), so ``k`` larger than a pool still returns ``k`` hits.
 Every result uses one schema (:class:`SearchResult`), whatever ran.
@@ -294,32 +295,48 @@ class Retriever:
         return cand, rerank_map
 
     def _hop(self, index: SearchIndex, query: str, cand: list, final: dict, rows, pipeline: Pipeline, timings: dict):
-        """The second hop: candidates for what the top hit leads to (``HOP_K`` from the RRF of its dense neighbours
-        and of BM25 on its words the query lacks), with stage 3's next ``HOP_RESCORE``, scored by the reranker against
-        the query followed by the top hit's passage (``HOP_MAX_TOKENS``); up to ``HOP_PICKS`` scoring at least
-        ``HOP_MIN_SCORE`` follow the top hit, the rest keep stage 3's order. Returns (cand, hop scores by row, picks)."""
+        """The second hop, ``HOP_DEPTH`` links long: the top hit seeds the first link (:meth:`_link`), each link's
+        first pick the next, read against the query followed by every seed so far. Picks follow the top hit in the
+        order found, the rest keep stage 3's order. Returns (cand, hop scores by row, picks)."""
         s, t = self.settings, time.perf_counter()
-        top = cand[0]  # read already: stage 3 read it
-        lists = []
-        if pipeline.dense:
-            lists.append(index.dense(np.asarray(index.vectors[top], np.float32), s.HOP_K + 1, rows)[0].tolist())
-        asked = set(bm25_tokenize([query])[0])  # repeats kept: a word the top hit says often weighs more
-        novel = [w for w in bm25_tokenize([self._chunk(index, top).text])[0] if w not in asked]
-        if pipeline.bm25 and novel:
-            lists.append(index.lexical(" ".join(novel), s.HOP_K + 1, rows)[0].tolist())
-        led = rrf(lists, [1.0] * len(lists), k=s.RRF_K)
-        led = [r for r in sorted(led, key=lambda r: (-led[r], index.tiebreak[r])) if r != top][: s.HOP_K]
-        pool = list(dict.fromkeys(cand[1: 1 + s.HOP_RESCORE] + led))
-        self._fetch(index, pool)
-        scores = self.reranker.score(query + " " + self._passage(index, top), [self._passage(index, r) for r in pool],
-                                     max_tokens=s.HOP_MAX_TOKENS)
-        hop_map = dict(zip(pool, (float(v) for v in scores)))
-        best = sorted(pool, key=lambda r: (-hop_map[r], index.tiebreak[r]))
-        picks = [r for r in best if hop_map[r] >= s.HOP_MIN_SCORE][: s.HOP_PICKS]
+        seeds, hop_map, picks = [cand[0]], {}, []  # the top hit is read already: stage 3 read it
+        for _ in range(s.HOP_DEPTH):
+            rest = [r for r in cand[1:] if r not in picks]
+            scores, got = self._link(index, query, seeds, set(seeds + picks), rest, rows, pipeline)
+            hop_map.update(scores)
+            picks += got
+            if not got:
+                break
+            seeds.append(got[0])
         final.update({r: hop_map[r] for r in picks})
-        cand = [top] + picks + [r for r in cand[1:] if r not in picks]
+        cand = [cand[0]] + picks + [r for r in cand[1:] if r not in picks]
         timings["hop_ms"] = (time.perf_counter() - t) * 1000
         return cand, hop_map, picks
+
+    def _link(self, index: SearchIndex, query: str, seeds: list, placed: set, rest: list, rows, pipeline: Pipeline):
+        """One link of the hop from its last seed: ``HOP_K`` candidates from the RRF of the seed's dense neighbours
+        and of BM25 on its words the query and the earlier seeds lack, with the next ``HOP_RESCORE`` of ``rest``
+        (stage 3's order less the picks; ``placed`` rows never return), scored by the reranker against the query
+        followed by the seeds' passages (``HOP_MAX_TOKENS``); up to ``HOP_PICKS`` scoring at least
+        ``HOP_MIN_SCORE``, best first.
+        Returns (scores by row, picks)."""
+        s, seed = self.settings, seeds[-1]
+        lists, deep = [], s.HOP_K + len(placed)
+        if pipeline.dense:
+            lists.append(index.dense(np.asarray(index.vectors[seed], np.float32), deep, rows)[0].tolist())
+        asked = set(bm25_tokenize([" ".join([query] + [self._chunk(index, r).text for r in seeds[:-1]])])[0])
+        novel = [w for w in bm25_tokenize([self._chunk(index, seed).text])[0] if w not in asked]  # repeats weigh
+        if pipeline.bm25 and novel:
+            lists.append(index.lexical(" ".join(novel), deep, rows)[0].tolist())
+        led = rrf(lists, [1.0] * len(lists), k=s.RRF_K)
+        led = [r for r in sorted(led, key=lambda r: (-led[r], index.tiebreak[r])) if r not in placed][: s.HOP_K]
+        pool = list(dict.fromkeys(rest[: s.HOP_RESCORE] + led))
+        self._fetch(index, pool)
+        asked_text = " ".join([query] + [self._passage(index, r) for r in seeds])
+        scores = self.reranker.score(asked_text, [self._passage(index, r) for r in pool], max_tokens=s.HOP_MAX_TOKENS)
+        hop_map = dict(zip(pool, (float(v) for v in scores)))
+        best = sorted(pool, key=lambda r: (-hop_map[r], index.tiebreak[r]))
+        return hop_map, [r for r in best if hop_map[r] >= s.HOP_MIN_SCORE][: s.HOP_PICKS]
 
     def _passage(self, index: SearchIndex, row: int) -> str:
         """What the reranker reads of a row's chunk (``RERANK_CONTEXT``)."""
