@@ -166,6 +166,8 @@ def test_reading_probe_measures_each_strategys_sources_without_the_model(manual_
     assert all(0 <= r["coverage"] <= 1 and 0 < r["tokens"] <= out["budget"] + 400 for r in s.values())
     assert s["walk:WALK_BACK=1"]["tokens"] >= s["walk"]["tokens"] >= s["topk"]["tokens"]
     assert "coverage_minus_walk" in s["topk"] and "coverage_minus_walk" not in s["walk"]
+    # the search's settings are recorded (an environment override such as THREAD_RAG_HOP_K is not in the command)
+    assert out["shared_settings"]["READ_K"] == 2 and out["shared_settings"]["HOP_K"] == manual_engine.settings.HOP_K
 
 
 def test_baseline_readers_fill_the_same_budget_from_their_own_windows(manual_engine):
