@@ -434,6 +434,7 @@ def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
     hop = {**new, "settings": {**new["settings"], "HOP_K": 20, "HOP_RESCORE": 4, "HOP_PICKS": 2, "HOP_MIN_SCORE": 0.9,
                                "HOP_MAX_TOKENS": 384}}
     assert label_of(hop, default_spec(s.replace(HOP_K=20))) == "three_stage:k15:m-"  # a file that records the hop
+    assert label_of(hop, default_spec(s.replace(HOP_K=20, HOP_DEPTH=2))) is None  # one link then (HOP_DEPTH 1)
     assert parse_config("three_stage:t192")[1] == {"RERANK_MAX_TOKENS": 192}
     assert not same_config("three_stage:t192", "three_stage:t256", s)
     assert same_config("stage1_2:t192", "stage1_2:t256", s)  # no stage 3, nothing truncated
@@ -544,7 +545,9 @@ def test_hop_chain_seeds_each_link_with_the_first_pick_of_the_last(manual_engine
     fake, idx = r._reranker, r.index
     (q1, pool1, _), (q2, pool2, n2) = fake.hop_calls
     first = pool1[-1]  # the first link's pick (the fake scores the last candidate high)
-    assert q1 == question + " " + fake.stage3[0] and q2 == q1 + " " + first and n2 == r.settings.HOP_MAX_TOKENS
+    # read after the question and the seeds, the newest first (truncation cuts the end: the oldest seed goes first)
+    assert q1 == question + " " + fake.stage3[0] and q2 == question + " " + first + " " + fake.stage3[0]
+    assert n2 == r.settings.HOP_MAX_TOKENS
     assert [h.ranked_by for h in two.hits[:4]] == ["stage3", "hop", "hop", "stage3"]
     assert [h.chunk_id for h in two.hits[:2]] == [h.chunk_id for h in one.hits[:2]]  # the first link as before
     # the second link: stage 3's next 3 less the pick, then the pick's own 10; the placed rows never again
@@ -558,10 +561,22 @@ def test_hop_chain_seeds_each_link_with_the_first_pick_of_the_last(manual_engine
     top, pick = row(two.hits[0]), row(two.hits[1])
     asked = set(bm25_tokenize([question + " " + two.hits[0].text])[0])  # words the question and the top hit have
     novel = " ".join(w for w in bm25_tokenize([two.hits[1].text])[0] if w not in asked)
-    fused = rrf([idx.dense(np.asarray(idx.vectors[pick], np.float32), 12, None)[0].tolist(),
-                 idx.lexical(novel, 12, None)[0].tolist()], [1.0, 1.0], k=r.settings.RRF_K)
-    expect = [x for x in sorted(fused, key=lambda x: (-fused[x], idx.tiebreak[x])) if x not in (top, pick)][:10]
-    assert pool2[3:] == [p for p in (r._passage(idx, x) for x in expect) if p not in pool2[:3]]
+
+    def reference(words, deep):
+        fused = rrf([idx.dense(np.asarray(idx.vectors[pick], np.float32), deep, None)[0].tolist(),
+                     idx.lexical(words, deep, None)[0].tolist()], [1.0, 1.0], k=r.settings.RRF_K)
+        expect = [x for x in sorted(fused, key=lambda x: (-fused[x], idx.tiebreak[x])) if x not in (top, pick)][:10]
+        return [p for p in (r._passage(idx, x) for x in expect) if p not in pool2[:3]]
+
+    assert pool2[3:] == reference(novel, 12)
+    # what the reference pins: the top hit's words left out, and lists deep enough for the two placed rows
+    plain = " ".join(w for w in bm25_tokenize([two.hits[1].text])[0] if w not in set(bm25_tokenize([question])[0]))
+    assert reference(plain, 12) != pool2[3:] and reference(novel, 11) != pool2[3:]
+    # a row the second link reads again keeps the first link's score
+    first_scores = dict(zip(pool1, list(np.linspace(0.5, 0.1, len(pool1) - 1)) + [0.95]))
+    again = [h for h in two.hits if r._passage(idx, row(h)) in pool1 and r._passage(idx, row(h)) in pool2]
+    assert again and all(h.scores["hop"] == pytest.approx(first_scores[r._passage(idx, row(h))], abs=1e-6)
+                         for h in again)
     # the second link's pick follows the first; the rest keep stage 3's order
     second = two.hits[2].chunk_id
     assert second not in [h.chunk_id for h in one.hits[:2]]
@@ -571,6 +586,12 @@ def test_hop_chain_seeds_each_link_with_the_first_pick_of_the_last(manual_engine
     assert len(r3._reranker.hop_calls) == 2 and [h.ranked_by for h in three.hits[:3]] == ["stage3", "hop", "stage3"]
     three, r3 = search(HOP_DEPTH=3)
     assert len(r3._reranker.hop_calls) == 3 and [h.ranked_by for h in three.hits[:5]] == ["stage3"] + ["hop"] * 3 + ["stage3"]
+    # no link once the top k are placed
+    s = r3.settings
+    short = Engine(s, embedder=manual_engine.embedder).retriever
+    short._reranker, short._reranker_checked = HopReranker(), True
+    res = short.search(question, k=2)
+    assert len(short._reranker.hop_calls) == 1 and [h.ranked_by for h in res.hits] == ["stage3", "hop"]
 
 
 def test_second_hop_stays_inside_the_search_filter(make_engine, tmp_path):
@@ -585,6 +606,10 @@ def test_second_hop_stays_inside_the_search_filter(make_engine, tmp_path):
     e.retriever._reranker, e.retriever._reranker_checked = HopReranker(), True
     res = e.retriever.search("how do I pre-heat summaries?", doc_id=f"DOC{serial}", k=6)
     assert res.stages_run[-1] == "hop" and {h.doc_id for h in res.hits} == {f"DOC{serial}"}
+    e = Engine(e.settings.replace(HOP_DEPTH=2, HOP_PICKS=1), embedder=e.embedder)  # a second link, inside too
+    e.retriever._reranker, e.retriever._reranker_checked = HopReranker(), True
+    res = e.retriever.search("how do I pre-heat summaries?", doc_id=f"DOC{serial}", k=6)
+    assert len(e.retriever._reranker.hop_calls) == 2 and {h.doc_id for h in res.hits} == {f"DOC{serial}"}
 
 
 def test_second_hop_settings_are_checked_and_named_in_bench_configs():
@@ -634,3 +659,10 @@ def test_packaged_cross_encoder_reads_a_second_hop_pair_at_its_own_length(onnx_c
     assert hop[0] > hop[1] and hop[0] > 0.5
     cut = [onnx_cross_encoder.score(*long_pair[0][:1], long_pair[0][1:], max_tokens=n)[0] for n in (128, 384)]
     assert cut[0] != cut[1]  # the length reaches the model
+    # a longer chain (HOP_DEPTH): the seeds follow the question newest first, because truncation cuts the end of
+    # the longer side: the newest seed is kept, the oldest cut
+    older = "The Collegian reports campus news, sports and events every other week during the term. " * 30
+    newest = "Houston Baptist University was founded in Zanzibarville."
+    def kept(query):
+        return "zanzibarville" in enc.tokenizer.decode(enc.encodings([(query, bridge)], 384)[0].ids)
+    assert kept(question + " " + newest + " " + older) and not kept(question + " " + older + " " + newest)

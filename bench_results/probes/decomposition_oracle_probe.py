@@ -16,6 +16,11 @@ s = load_settings(None)
 ds = load_dataset("musique", s.shared_data, split="dev")
 engine, keymap, _ = open_corpus_engine(s, ds)
 raw = {q["question"]: q for q in json.load(open(s.shared_data / "musique-hipporag100/musique_train.json"))}
+def interleave(lists):  # round robin, then what the longer rankings have left
+    out = [x for tup in zip(*lists) for x in tup] + [x for l in lists for x in l]
+    return list(dict.fromkeys(out))
+
+
 al0, al1, al2 = [], [], []
 for q in ds.queries:
     d = raw[q.text]["question_decomposition"]
@@ -26,7 +31,7 @@ for q in ds.queries:
     base = doc_ranking(engine.retriever.search(q.text, k=10).hits, keymap)
     lists = [doc_ranking(engine.retriever.search(t, k=10).hits, keymap) for t in subs]
     # interleave: original first, then each sub's top
-    inter = list(dict.fromkeys([x for tup in zip(*lists) for x in tup]))
-    mix = list(dict.fromkeys([base[0]] + [x for tup in zip(*( [base] + lists)) for x in tup]))
+    inter = interleave(lists)
+    mix = interleave([base] + lists)
     al0.append(all_found_at_k(base, q.gold_docs, 10)); al1.append(all_found_at_k(inter, q.gold_docs, 10)); al2.append(all_found_at_k(mix, q.gold_docs, 10))
 print("musique dev, 40 q, all-supporting@10: default", np.mean(al0), "oracle subs interleaved", np.mean(al1), "question+subs", np.mean(al2))

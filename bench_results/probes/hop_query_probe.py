@@ -23,7 +23,7 @@ from thread_rag.retrieve.search_index import bm25_tokenize
 MODE, POOLS = ["nb"], []
 
 
-def hop(self, index, query, cand, final, rows, pipeline, timings):
+def hop(self, index, query, cand, final, rows, pipeline, timings, k=None):
     s, top = self.settings, cand[0]
     lists = []
     if MODE[0] in ("nb", "both"):
@@ -55,7 +55,6 @@ P.Retriever._hop = hop
 
 
 def main(name, split="dev"):
-    s = P.load_settings(None) if hasattr(P, "load_settings") else None
     from thread_rag.settings import load_settings
     s = load_settings(None).replace(HOP_K=20)
     ds = load_dataset(name, s.shared_data, split=split)

@@ -221,7 +221,7 @@ class Retriever:
             cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings, pipeline.bm25)
             stages.append("stage3")
             if hop_runs(s) and k > 1 and len(cand) > 1:
-                cand, hop_map, picks = self._hop(index, query, cand, final, rows, pipeline, timings)
+                cand, hop_map, picks = self._hop(index, query, cand, final, rows, pipeline, timings, k)
                 stages.append("hop")
         hits = []
         self._fetch(index, cand[:k])
@@ -294,16 +294,20 @@ class Retriever:
         timings["stage3_ms"] = (time.perf_counter() - t) * 1000
         return cand, rerank_map
 
-    def _hop(self, index: SearchIndex, query: str, cand: list, final: dict, rows, pipeline: Pipeline, timings: dict):
-        """The second hop, ``HOP_DEPTH`` links long: the top hit seeds the first link (:meth:`_link`), each link's
-        first pick the next, read against the query followed by every seed so far. Picks follow the top hit in the
-        order found, the rest keep stage 3's order. Returns (cand, hop scores by row, picks)."""
+    def _hop(self, index: SearchIndex, query: str, cand: list, final: dict, rows, pipeline: Pipeline, timings: dict,
+             k: int):
+        """The second hop, ``HOP_DEPTH`` links long (fewer once the top ``k`` are placed): the top hit seeds the
+        first link (:meth:`_link`), each link's first pick the next. Picks follow the top hit in the order found,
+        the rest keep stage 3's order. Returns (cand, hop scores by row, picks)."""
         s, t = self.settings, time.perf_counter()
         seeds, hop_map, picks = [cand[0]], {}, []  # the top hit is read already: stage 3 read it
         for _ in range(s.HOP_DEPTH):
+            if 1 + len(picks) >= k:  # the top k are placed: a further link could not show
+                break
             rest = [r for r in cand[1:] if r not in picks]
             scores, got = self._link(index, query, seeds, set(seeds + picks), rest, rows, pipeline)
-            hop_map.update(scores)
+            for r, v in scores.items():  # a row read again by a later link keeps its first score
+                hop_map.setdefault(r, v)
             picks += got
             if not got:
                 break
@@ -317,8 +321,8 @@ class Retriever:
         """One link of the hop from its last seed: ``HOP_K`` candidates from the RRF of the seed's dense neighbours
         and of BM25 on its words the query and the earlier seeds lack, with the next ``HOP_RESCORE`` of ``rest``
         (stage 3's order less the picks; ``placed`` rows never return), scored by the reranker against the query
-        followed by the seeds' passages (``HOP_MAX_TOKENS``); up to ``HOP_PICKS`` scoring at least
-        ``HOP_MIN_SCORE``, best first.
+        followed by the seeds' passages, the newest first (``HOP_MAX_TOKENS``; truncation cuts the end of the longer
+        side: the oldest seed goes first); up to ``HOP_PICKS`` scoring at least ``HOP_MIN_SCORE``, best first.
         Returns (scores by row, picks)."""
         s, seed = self.settings, seeds[-1]
         lists, deep = [], s.HOP_K + len(placed)
@@ -332,7 +336,7 @@ class Retriever:
         led = [r for r in sorted(led, key=lambda r: (-led[r], index.tiebreak[r])) if r not in placed][: s.HOP_K]
         pool = list(dict.fromkeys(rest[: s.HOP_RESCORE] + led))
         self._fetch(index, pool)
-        asked_text = " ".join([query] + [self._passage(index, r) for r in seeds])
+        asked_text = " ".join([query] + [self._passage(index, r) for r in reversed(seeds)])
         scores = self.reranker.score(asked_text, [self._passage(index, r) for r in pool], max_tokens=s.HOP_MAX_TOKENS)
         hop_map = dict(zip(pool, (float(v) for v in scores)))
         best = sorted(pool, key=lambda r: (-hop_map[r], index.tiebreak[r]))
