@@ -70,3 +70,15 @@ def test_embedders_bench_alternates_both_packaged_embedders():
                for v in e.values())
     assert out["bge_ingest_speed_vs_minilm"] == round(e["packaged:bge-small-en-v1.5"]["median_chunks_per_s"] /
                                                        e["packaged:all-MiniLM-L6-v2"]["median_chunks_per_s"], 3)
+
+
+def test_report_embedder_table_takes_one_file_per_set_and_embedder(tmp_path):
+    """Test-half files that rerun MiniLM's default beside something else (the hop, its chain) stay out of the
+    embedder table, or a set would get two MiniLM rows."""
+    from thread_rag.bench.report import embedder_runs
+
+    names = ["retrieval-musique-test-minilm", "retrieval-musique-test-bge", "retrieval-aws-docs-qa-quick60-test-bge",
+             "retrieval-musique-test-hop", "retrieval-musique-test-chain", "retrieval-musique", "tuning-retrieval-musique-hop"]
+    for n in names:
+        (tmp_path / f"{n}.json").write_text("{}")
+    assert [p.stem for p in embedder_runs(tmp_path)] == sorted(names[:3])

@@ -100,7 +100,8 @@ class Settings:
     HOP_MIN_SCORE: float = 0.9              # ... each with a reranker score (query + top hit, candidate) >= this
     HOP_MAX_TOKENS: int = 384               # packaged cross-encoder: second-hop pairs truncated to this
     HOP_DEPTH: int = 1                      # links in the hop's chain: each link's first pick seeds the next
-                                            # (1..3; each link up to HOP_PICKS more, read after every seed so far)
+                                            # (1..3; each link up to HOP_PICKS more, read after every seed so far;
+                                            # 2 gained nothing on the held-out halves: BENCHMARKS.md)
     EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
                                             # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 1000000           # exact inner products below (100k chunks: ~9 ms), FAISS HNSW

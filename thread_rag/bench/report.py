@@ -56,6 +56,15 @@ def no_regret_line(x: dict, default: str) -> str:
             f"{x['queries']} questions: {d:+.3f} (95% CI {ci[0]:+.3f} to {ci[1]:+.3f}): {verdict}.")
 
 
+EMBEDDER_TAGS = ("-minilm", "-bge")
+
+
+def embedder_runs(d: Path) -> list[Path]:
+    """The test-half files of the embedder comparison, one per set and embedder (``retrieval-*-test-minilm`` /
+    ``-bge``); the other test-half files (``-hop``, ``-chain``) rerun MiniLM's default beside what they compare."""
+    return [p for p in sorted(d.glob("retrieval-*-test-*.json")) if p.stem.endswith(EMBEDDER_TAGS)]
+
+
 def embedder_table(runs: list, default: str) -> str:
     """Both embedders side by side on the test halves: dense alone, stage 1+2, and the default pipeline."""
     from .retrieval import label_of
@@ -220,8 +229,7 @@ def report(directory: str | None = None) -> str:
     from .retrieval import default_spec
 
     default = default_spec(Settings())  # today's default pipeline, whatever the default was when a file was run
-    # one row per set and embedder: the second-hop comparison files (``-hop``) rerun MiniLM's default beside the hop
-    runs = [json.loads(p.read_text()) for p in sorted(d.glob("retrieval-*-test-*.json")) if not p.stem.endswith("-hop")]
+    runs = [json.loads(p.read_text()) for p in embedder_runs(d)]
     if runs:
         out += [f"### Embedders on the test halves (default pipeline `{default}`)", "", embedder_table(runs, default), ""]
     for p in sorted(d.glob("retrieval-*-test-*.json")):  # issue 14: test halves, one file per set and embedder
