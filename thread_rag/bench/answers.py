@@ -133,6 +133,11 @@ def _row(q, strategy: str, a, engine) -> dict:
                      for s in a.sources]}
 
 
+def shared_settings(settings) -> dict:
+    """``SHARED_SETTINGS`` of ``settings``, by name, for a result file."""
+    return {n: getattr(settings, n) for n in SHARED_SETTINGS}
+
+
 def bench_settings(settings, k: int = K):
     """The settings every strategy shares in a run (the equal terms)."""
     return settings.replace(READ_K=k, MAX_ANSWER_TOKENS=ANSWER_TOKENS, INTENTS=False, CONDENSE_FOLLOWUPS=False)
@@ -175,7 +180,7 @@ def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     base = res.get("topk")
     return {"dataset": ds.name, "questions": len(ds.queries), "split": ds.split, "k": k, "backend": describe(model),
             "search_scope": ds.search_scope,
-            "shared_settings": {n: getattr(shared, n) for n in SHARED_SETTINGS},
+            "shared_settings": shared_settings(shared),
             "strategies": {s: summarise(rows, base if s != "topk" and base else None) for s, rows in res.items() if rows},
             "rows": res}
 

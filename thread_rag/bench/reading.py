@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from .answers import SHARED_SETTINGS, StrategyError, bench_settings, parse_strategy
+from .answers import StrategyError, bench_settings, parse_strategy, shared_settings
 from .metrics import bootstrap_ci, paired_rows, span_found, token_coverage
 
 K = 3
@@ -47,8 +47,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
             rows[s].append({"qid": q.qid, "coverage": token_coverage(text, gold), "span": span_found(text, gold),
                             "tokens": sum(x.tokens for x in sources), "sources": len(sources)})
     out = {"dataset": ds.name, "questions": len(ds.queries), "split": ds.split, "k": k,
-           "budget": shared.READ_BUDGET, "shared_settings": {n: getattr(shared, n) for n in SHARED_SETTINGS},
-           "strategies": {}}
+           "budget": shared.READ_BUDGET, "shared_settings": shared_settings(shared), "strategies": {}}
     base = rows.get("walk")
     for s, rs in rows.items():
         cov = [r["coverage"] for r in rs]

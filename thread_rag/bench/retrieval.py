@@ -29,8 +29,8 @@ def parse_config(spec: str) -> tuple[str, dict]:
     """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC][:hN][:sN][:nN][:gX][:xN][:dN]``: a named pipeline, optionally with
     STAGE3_K=N, EARLY_EXIT_MARGIN=X (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P, RERANK_MAX_TOKENS=N,
     STAGE3_LEXICAL_FLOOR=X, RERANK_CONTEXT=C, HOP_K=N (``h0`` = no second hop), HOP_RESCORE=N, HOP_PICKS=N,
-    HOP_MIN_SCORE=X, HOP_MAX_TOKENS=N and HOP_DEPTH=N (named only when not 1), e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
-    ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9:x384``."""
+    HOP_MIN_SCORE=X, HOP_MAX_TOKENS=N and HOP_DEPTH=N (named only when not 1), e.g. ``three_stage:k20:m0.15``,
+    ``stage1_3:k10:w0.7:pbm25`` or ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9:x384``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")

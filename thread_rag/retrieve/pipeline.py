@@ -9,9 +9,10 @@ stage 3: reranker (the packaged ONNX cross-encoder, a local cross-encoder path, 
          the stage-2 or the BM25 score (``STAGE3_WEIGHT`` = weight of the reranker, ``STAGE3_PRIOR``; min-max
          normalised within the pool); candidates whose BM25 score is below ``STAGE3_LEXICAL_FLOOR`` x the pool's
          best follow the others;
-hop (``HOP_K`` > 0, the packaged cross-encoder; off by default): a second hop from the top hit for questions whose answer takes two
-         passages (the second shares few words with the question): what the top hit leads to, scored by the
-         reranker against the query followed by the top hit, may take up to ``HOP_PICKS`` places after it;
+hop (``HOP_K`` > 0, the packaged cross-encoder; off by default): a second hop from the top hit for questions
+         whose answer takes two passages (the second shares few words with the question): what the top hit leads
+         to, scored by the reranker against the query followed by the top hit, may take up to ``HOP_PICKS`` places
+         after it;
          with ``HOP_DEPTH`` > 1 the first pick seeds a further link (questions of three or four steps).
 A stage reorders only its pool; candidates below the pool follow in the previous stage's order (their
 ``score`` is that stage's, named by ``ranked_by``), so ``k`` larger than a pool still returns ``k`` hits.
