@@ -15,4 +15,4 @@ if (HERE / "config.py").is_file():
 from thread_rag.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main(["chat", *sys.argv[1:]] if not sys.argv[1:] or sys.argv[1].startswith("-") else sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))  # no command: the chat (options such as --data-dir may come first)

@@ -136,11 +136,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args) -> int:
-    from rich.console import Console
-
     from . import tools
+    from .render import make_console
 
-    out = Console()
+    out = make_console()
     if args.cmd == "chat":
         from .repl import run_repl
 
@@ -172,7 +171,7 @@ def _dispatch(args) -> int:
             from rich.table import Table
 
             if not res["documents"]:
-                out.print("No documents indexed. Try: thread-rag index docs/")
+                out.print("No documents indexed. Index a file or folder: thread-rag index PATH")
                 return 0
             t = Table("id", "name", "chunks", "pages", "indexed")
             for d in res["documents"]:
@@ -209,10 +208,12 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json(res)
         else:
+            from rich.console import Console
+
             from .render import render_windows
 
-            render_windows(out, res)
-        return 1 if res.get("errors") and not res.get("windows") else 0
+            render_windows(out, res, err=Console(stderr=True, soft_wrap=True))
+        return 1 if res.get("errors") else 0  # the good windows are printed all the same
     if args.cmd == "nested":
         res = tools.nested_retrieve(engine, args.query, limit=args.limit, doc_id=args.doc_id, offset=args.offset)
         if args.json:
@@ -255,7 +256,11 @@ def _dispatch(args) -> int:
     if args.cmd == "stats":
         docs = engine.documents()
         stats = {"documents": len(docs), "chunks": sum(d.chunk_count for d in docs), "home": str(engine.home)}
-        _print_json(stats) if args.json else out.print(stats)
+        if args.json:
+            _print_json(stats)
+        else:
+            out.print(f"{stats['documents']} documents, {stats['chunks']} chunks, data dir {stats['home']}",
+                      markup=False, highlight=False)
         return 0
     raise ThreadRagError(f"unknown command {args.cmd}")
 

@@ -6,6 +6,8 @@ Front doors print that line and exit non-zero; they never show a traceback for i
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class ThreadRagError(Exception):
     """A one-line, user-facing error."""
@@ -49,6 +51,10 @@ def one_line(exc: BaseException) -> str:
         return str(exc)
     first = (str(exc).splitlines() or [""])[0][:200]
     name = type(exc).__name__
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and getattr(exc, "filename", None):
+        blocker = _file_in_the_way(Path(exc.filename))
+        if blocker is not None:
+            return f"file system error: {blocker} is a file, where a folder is needed"
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         return f"file system error{where}: {exc.strerror or first or name}"
@@ -57,3 +63,15 @@ def one_line(exc: BaseException) -> str:
     if name in ("ConnectError", "ConnectTimeout", "ReadTimeout", "ResponseError", "RequestError"):
         return f"the model server failed ({name}: {first}); is `ollama serve` running? or set CHAT_BACKEND=embedded"
     return f"unexpected {name}: {first}"
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The first of ``path`` and its parents that exists as something other than a folder (a folder was to be
+    made or entered there), or None."""
+    for p in (path, *path.parents):
+        try:
+            if p.exists() and not p.is_dir():
+                return p
+        except OSError:
+            return None
+    return None

@@ -6,10 +6,18 @@ import contextlib
 from rich.console import Console
 
 
+def make_console() -> Console:
+    """The console of the CLI and the chat: on a terminal rich wraps long lines; into a pipe or file a line stays
+    one line (a path or an index result is never cut at 80 columns)."""
+    console = Console()
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
 @contextlib.contextmanager
 def progress_bar(console: Console, disable: bool = False):
-    """Yield ``update(label, done, total)``; a rich progress bar with ETA unless disabled."""
-    if disable:
+    """Yield ``update(label, done, total)``; a rich progress bar with ETA on a terminal unless disabled."""
+    if disable or not console.is_terminal:  # into a pipe or file a transient bar only leaves a blank line
         yield lambda label, done, total: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -36,12 +44,14 @@ def render_search(out: Console, res: dict) -> None:
               f"{sum(t.values()):.0f} ms[/dim]")
 
 
-def render_windows(out: Console, res: dict) -> None:
+def render_windows(out: Console, res: dict, err: Console | None = None) -> None:
+    """The windows on ``out``; each chunk id that failed as one ``error:`` line on ``err`` (default ``out``); the
+    error names its id already."""
     for w in res.get("windows", []):
         out.print(w["rendered"], markup=False, highlight=False)
         out.print()
     for e in res.get("errors", []):
-        out.print(f"[red]{e['chunk_id']}: {e['error']}[/red]")
+        (err or out).print(f"error: {e['error']}", style="red", markup=False, highlight=False)
 
 
 def render_nested(out: Console, res: dict) -> None:

@@ -7,6 +7,7 @@ tool calls shown as compact lines, Ctrl-C stops the current answer (not the sess
 from __future__ import annotations
 
 import shlex
+import sys
 import threading
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from rich.console import Console
 
 from . import tools
 from .errors import ThreadRagError, one_line
-from .render import progress_bar, render_nested, render_search, render_windows, sources_line
+from .render import make_console, progress_bar, render_nested, render_search, render_windows, sources_line
 
 COMMANDS = {
     "/docs": "list indexed documents",
@@ -39,7 +40,7 @@ class Repl:
                  pt_output=None, preload: bool = True):
         self.engine = engine
         self._pt = (pt_input, pt_output)
-        self.console = console or Console()
+        self.console = console or make_console()
         self._agent = agent
         self._input_fn = input_fn
         self._preload = preload
@@ -131,14 +132,14 @@ class Repl:
             c.print(f"[yellow]LLM unavailable: {exc}[/yellow]")
         c.print(f"[dim]Embedder: {self.engine.settings.EMBEDDER_MODEL} · data: {self.engine.home}[/dim]")
 
-    def first_run(self, ask) -> None:
-        """On an empty store: say how to index, offer the user manual as a demo corpus."""
+    def first_run(self, ask, offer: bool = True) -> None:
+        """On an empty store: say how to index, offer the user manual as a demo corpus (``offer``)."""
         if self.engine.documents():
             return
         c = self.console
         c.print("No documents indexed yet. Index yours with [bold]/index PATH[/bold] (a PDF, DOCX, TXT or Markdown "
                 "file, or a folder), or run [bold]thread-rag index PATH[/bold] in a shell.")
-        if DEMO_DIR.is_dir():
+        if offer and DEMO_DIR.is_dir():
             reply = ask(f"Index the THREAD-RAG user manual ({DEMO_DIR}) as a demo corpus? [Y/n] ")
             if reply is None or reply.strip().lower() in ("", "y", "yes"):
                 self.do_index(str(DEMO_DIR))
@@ -259,8 +260,12 @@ class Repl:
         c.print(f"[dim]{ans.timings['total_s']:.1f} s[/dim]")
 
     def run(self) -> int:
-        session = None
-        if self._input_fn is None:
+        session, offer = None, True
+        if self._input_fn is None and self._pt == (None, None) and not sys.stdin.isatty():
+            # piped or redirected: line by line (prompt-toolkit dropped lines that arrived together, and read none
+            # of a redirected file); no demo offer, which would take the first line as its answer
+            ask, offer = _read_line, False
+        elif self._input_fn is None:
             session = self.make_session()
 
             def ask(prompt):
@@ -272,7 +277,7 @@ class Repl:
         self.banner()
         self.start_model_load()
         try:
-            self.first_run(ask)
+            self.first_run(ask, offer)
         except (EOFError, KeyboardInterrupt):
             return 0
         except ThreadRagError as exc:
@@ -293,6 +298,14 @@ class Repl:
                 self.console.print("[yellow](stopped)[/yellow]")
         self.console.print("bye")
         return 0
+
+
+def _read_line(prompt: str) -> str:
+    """One line of a non-interactive stdin (no prompt shown); EOFError at its end."""
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\r\n")
 
 
 def run_repl(engine) -> int:

@@ -18,12 +18,21 @@ from .tools import call_tool, make_tools
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
     out = out or sys.stdout
     p = Path(path)
+    if p.is_dir():
+        raise ThreadRagError(f"{path} is a folder, not a script file")
     if not p.is_file():
         raise ThreadRagError(f"{path}: no such script file")
     tools = make_tools(engine)
     agent = None
     failed = 0
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, raw in enumerate(p.read_bytes().splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8-sig" if n == 1 else "utf-8")  # a BOM is no part of line 1
+        except UnicodeDecodeError as exc:  # this line fails, the rest run
+            failed += 1
+            out.write(json.dumps({"line": n, "ok": False, "error": f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                                  f"column {exc.start + 1})"}) + "\n")
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:

@@ -1,0 +1,99 @@
+"""The doors as a new user meets them, in fresh processes: the chat on a real piped or redirected stdin, the CLI's
+option order through runner.py, a script file with a bad byte, fetch's errors, output into a pipe."""
+import io
+import json
+import os
+import subprocess
+import sys
+
+from conftest import REPO, write
+from thread_rag.agent.script import run_script
+
+
+def _env(tmp_path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+    # no model load in the background: Ollama on a closed port fails at once (the chat never asks it here)
+    env.update(THREAD_RAG_HOME=str(tmp_path / "home"), THREAD_RAG_CACHE_PATH=str(tmp_path / "cache"),
+               THREAD_RAG_CHAT_BACKEND="ollama", OLLAMA_HOST="http://127.0.0.1:9", COLUMNS="80", **extra)
+    return env
+
+
+def test_chat_reads_every_line_of_a_piped_or_redirected_stdin(tmp_path):
+    """prompt-toolkit on a real pipe dropped lines that arrived together (17 of 20 ran) and on a redirected file
+    ran none; the chat now reads such input line by line."""
+    lines = "n\n" + "/stats\n" * 20 + "/exit\n"  # "n": no demo corpus on the empty store
+    runner = [sys.executable, str(REPO / "runner.py")]
+    piped = subprocess.run(runner, input=lines, capture_output=True, text=True, timeout=180, env=_env(tmp_path))
+    assert piped.returncode == 0, piped.stderr[-2000:]
+    assert piped.stdout.count("0 documents, 0 chunks") == 20 and "bye" in piped.stdout, piped.stdout[-2000:]
+    script = write(tmp_path / "lines.txt", lines)
+    with open(script) as f:
+        redirected = subprocess.run(runner, stdin=f, capture_output=True, text=True, timeout=180, env=_env(tmp_path))
+    assert redirected.stdout.count("0 documents, 0 chunks") == 20 and "bye" in redirected.stdout
+    assert "Traceback" not in piped.stderr + redirected.stderr
+
+
+def test_runner_takes_options_before_the_command(tmp_path):
+    """`python runner.py --data-dir D docs`, as README shows for thread-rag, was sent to the chat as an error."""
+    r = subprocess.run([sys.executable, str(REPO / "runner.py"), "--data-dir", str(tmp_path / "d"), "docs", "--json"],
+                       capture_output=True, text=True, timeout=180, env=_env(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["documents"] == []
+
+
+def test_script_line_with_a_bad_byte_fails_alone(make_engine, tmp_path):
+    """One line that is not UTF-8 stopped the whole script with 'unexpected UnicodeDecodeError'."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"tool": "list_available_documents"}\n'
+                     b'{"tool": "rag_search", "args": {"query": "caf\xe9"}}\n'
+                     b'{"tool": "list_available_documents"}\n')
+    buf = io.StringIO()
+    assert run_script(make_engine(), str(path), out=buf) == 1
+    rows = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert [(r["line"], r["ok"]) for r in rows] == [(1, True), (2, False), (3, True)]
+    assert rows[1]["error"] == "not UTF-8 text (byte 0xe9 at column 46)"
+
+
+def test_script_folder_is_named_a_folder(make_engine, tmp_path):
+    import pytest
+
+    from thread_rag.errors import ThreadRagError
+
+    with pytest.raises(ThreadRagError, match="is a folder, not a script file"):
+        run_script(make_engine(), str(tmp_path))
+
+
+def test_cli_fetch_errors_and_output_into_a_pipe(tmp_path):
+    """fetch printed a bad id's error on stdout, its id twice, and exited 0 beside a good window; a line longer
+    than 80 columns was wrapped into a pipe; stats printed a Python dict."""
+    cli = [sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d")]
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
+    long_dir = tmp_path / ("a-folder-name-long-enough-to-push-the-index-line-past-eighty-columns" * 2)
+    doc = write(long_dir / "guide.md", "# Guide\n\nOpen the valve before you start the pump.\n")
+    r = subprocess.run([*cli, "index", str(doc)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [x.split()[:2] for x in r.stdout.splitlines() if x.strip()] == [["indexed", "DOC1"]]
+    assert r.stdout.startswith("indexed") and str(doc) in r.stdout.splitlines()[0]  # one line, path included, no blank line first
+    r = subprocess.run([*cli, "fetch", "DOC1_000", "DOC1_999", "DOC999_000"], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 1 and "Open the valve" in r.stdout and "DOC1_999" not in r.stdout
+    assert r.stderr.splitlines() == ["error: DOC1_999: out of range (DOC1 has chunks DOC1_000..DOC1_000)",
+                                     "error: DOC999_000: unknown document DOC999"]
+    r = subprocess.run([*cli, "stats"], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("1 documents, 1 chunks, data dir "), r.stdout
+
+
+def test_data_dir_that_is_a_file_is_named(tmp_path):
+    """A data dir path that is a file said only 'File exists'."""
+    afile = write(tmp_path / "afile", "hi")
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(afile), "docs"], capture_output=True,
+                       text=True, timeout=180, env={**_env(tmp_path), "PYTHONPATH": str(REPO)})
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"error: file system error: {afile} is a file, where a folder is needed"
+
+
+def test_empty_store_hint_names_a_path_that_exists_anywhere(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d"), "docs"],
+                       capture_output=True, text=True, timeout=180, env={**_env(tmp_path), "PYTHONPATH": str(REPO)},
+                       cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "No documents indexed. Index a file or folder: thread-rag index PATH"
