@@ -98,10 +98,15 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
     except UnicodeDecodeError:
         from charset_normalizer import from_bytes
 
-        best = from_bytes(raw[:1_000_000]).best()
+        matches = from_bytes(raw[:1_000_000])
+        best = matches.best()
         if best is None:
             raise IngestError(f"{p}: binary data or unknown text encoding") from None
         enc = best.encoding
+        # a short text fits many code pages equally cleanly (a French note "is" cp775): among the candidates as
+        # clean as the best, Windows-1252 (and Latin-1, which it extends) is the likeliest
+        if any(m.chaos <= best.chaos + 0.01 and "cp1252" in m.could_be_from_charset for m in matches):
+            enc = "cp1252"
         text = raw.decode(enc, errors="replace")
     if not _looks_like_text(text[:20000]):
         raise IngestError(f"{p}: binary data, not text (too many control characters)")
