@@ -97,3 +97,12 @@ def test_empty_store_hint_names_a_path_that_exists_anywhere(tmp_path):
                        capture_output=True, text=True, timeout=180, env={**_env(tmp_path), "PYTHONPATH": str(REPO)},
                        cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == "No documents indexed. Index a file or folder: thread-rag index PATH"
+
+
+def test_doctor_on_a_data_dir_that_is_a_file_says_so(tmp_path):
+    afile = write(tmp_path / "afile", "hi")
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "doctor", "--data-dir", str(afile), "--json"],
+                       capture_output=True, text=True, timeout=180, env={**_env(tmp_path), "PYTHONPATH": str(REPO)})
+    row = next(x for x in json.loads(r.stdout) if x["check"] == "data dir")
+    assert r.returncode == 1 and not row["ok"] and "is not a folder" in row["detail"]
+    assert row["fix"].startswith("a file is in the way: move it, or use another folder"), row["fix"]

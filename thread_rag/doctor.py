@@ -97,7 +97,8 @@ def path_checks(settings, env=None) -> list[dict]:
         info = where[key]
         ok, state = _folder_state(Path(info["path"]), made_when)
         row = {"check": name, "ok": ok, "detail": f"{info['path']} ({info['source']}; {state})",
-               "fix": "" if ok else f"fix the permissions, or use another folder: {move}"}
+               "fix": "" if ok else f"{'a file is in the way: move it' if state == 'is not a folder' else 'fix the permissions'}"
+                      f", or use another folder: {move}"}
         if key == "summary_cache":  # plus the files set aside as corrupt
             files = summary_cache_check(settings)
             extra = files["detail"][len(str(settings.cache_path)):]
