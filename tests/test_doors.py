@@ -11,7 +11,8 @@ from thread_rag.agent.script import run_script
 
 
 def _env(tmp_path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("THREAD_RAG_") and k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     # no model load in the background: Ollama on a closed port fails at once (the chat never asks it here)
     env.update(THREAD_RAG_HOME=str(tmp_path / "home"), THREAD_RAG_CACHE_PATH=str(tmp_path / "cache"),
                THREAD_RAG_CHAT_BACKEND="ollama", OLLAMA_HOST="http://127.0.0.1:9", COLUMNS="80", **extra)
@@ -21,16 +22,19 @@ def _env(tmp_path, **extra) -> dict:
 def test_chat_reads_every_line_of_a_piped_or_redirected_stdin(tmp_path):
     """prompt-toolkit on a real pipe dropped lines that arrived together (17 of 20 ran) and on a redirected file
     ran none; the chat now reads such input line by line."""
-    lines = "n\n" + "/stats\n" * 20 + "/exit\n"  # "n": no demo corpus on the empty store
+    lines = "/stats\n" * 20 + "/exit\n"  # an empty store: no demo offer may take the first line as its answer
     runner = [sys.executable, str(REPO / "runner.py")]
     piped = subprocess.run(runner, input=lines, capture_output=True, text=True, timeout=180, env=_env(tmp_path))
     assert piped.returncode == 0, piped.stderr[-2000:]
     assert piped.stdout.count("0 documents, 0 chunks") == 20 and "bye" in piped.stdout, piped.stdout[-2000:]
-    script = write(tmp_path / "lines.txt", lines)
-    with open(script) as f:
-        redirected = subprocess.run(runner, stdin=f, capture_output=True, text=True, timeout=180, env=_env(tmp_path))
-    assert redirected.stdout.count("0 documents, 0 chunks") == 20 and "bye" in redirected.stdout
-    assert "Traceback" not in piped.stderr + redirected.stderr
+    assert "demo corpus" not in piped.stdout
+    script = write(tmp_path / "lines.txt", b"/bogus caf\xe9\n" + lines.encode())  # one byte that is not UTF-8
+    with open(script, "rb") as f:
+        redirected = subprocess.run(runner, stdin=f, capture_output=True, timeout=180, env=_env(tmp_path))
+    out = redirected.stdout.decode()
+    assert redirected.returncode == 0, redirected.stderr[-2000:]
+    assert "unknown command /bogus" in out and out.count("0 documents, 0 chunks") == 20 and "bye" in out
+    assert b"Traceback" not in piped.stderr.encode() + redirected.stderr
 
 
 def test_runner_takes_options_before_the_command(tmp_path):
@@ -44,14 +48,20 @@ def test_runner_takes_options_before_the_command(tmp_path):
 def test_script_line_with_a_bad_byte_fails_alone(make_engine, tmp_path):
     """One line that is not UTF-8 stopped the whole script with 'unexpected UnicodeDecodeError'."""
     path = tmp_path / "s.jsonl"
-    path.write_bytes(b'{"tool": "list_available_documents"}\n'
-                     b'{"tool": "rag_search", "args": {"query": "caf\xe9"}}\n'
-                     b'{"tool": "list_available_documents"}\n')
+    path.write_bytes(b'\xef\xbb\xbf{"tool": "list_available_documents"}\r\n'  # a BOM, CRLF line ends
+                     b'{"tool": "rag_search", "args": {"query": "caf\xe9"}}\r\n'
+                     b'# a comment in Latin-1: caf\xe9\r\n'
+                     b'{"tool": "list_available_documents"}\r\n')
+    engine = make_engine()
     buf = io.StringIO()
-    assert run_script(make_engine(), str(path), out=buf) == 1
+    assert run_script(engine, str(path), out=buf) == 1
     rows = [json.loads(x) for x in buf.getvalue().splitlines()]
-    assert [(r["line"], r["ok"]) for r in rows] == [(1, True), (2, False), (3, True)]
-    assert rows[1]["error"] == "not UTF-8 text (byte 0xe9 at column 46)"
+    assert [(r["line"], r["ok"]) for r in rows] == [(1, True), (2, False), (4, True)]
+    assert rows[1]["error"] == "not UTF-8 text (byte 46 of the line is 0xe9)"
+    path.write_bytes(b'\xef\xbb\xbf{"tool": "rag_search", "args": {"query": "caf\xe9"}}\n')  # the BOM is not counted
+    buf = io.StringIO()
+    assert run_script(engine, str(path), out=buf) == 1
+    assert json.loads(buf.getvalue())["error"] == "not UTF-8 text (byte 46 of the line is 0xe9)"
 
 
 def test_script_folder_is_named_a_folder(make_engine, tmp_path):
@@ -106,3 +116,9 @@ def test_doctor_on_a_data_dir_that_is_a_file_says_so(tmp_path):
     row = next(x for x in json.loads(r.stdout) if x["check"] == "data dir")
     assert r.returncode == 1 and not row["ok"] and "is not a folder" in row["detail"]
     assert row["fix"].startswith("a file is in the way: move it, or use another folder"), row["fix"]
+    afile.chmod(0o755)  # below a file (even one root may enter): it can never be made
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "doctor", "--data-dir", str(afile / "sub"), "--json"],
+                       capture_output=True, text=True, timeout=180, env={**_env(tmp_path), "PYTHONPATH": str(REPO)})
+    row = next(x for x in json.loads(r.stdout) if x["check"] == "data dir")
+    assert not row["ok"] and f"cannot be made: {afile} is not a folder" in row["detail"], row
+    assert row["fix"].startswith("a file is in the way"), row["fix"]

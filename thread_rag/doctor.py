@@ -74,6 +74,8 @@ def _folder_state(path: Path, made_when: str) -> tuple[bool, str]:
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        return False, f"cannot be made: {parent} is not a folder"
     if not os.access(parent, os.W_OK | os.X_OK):
         return False, f"not created yet, and cannot be: {parent} is not writable"
     return True, f"not created yet, made {made_when}"
@@ -97,7 +99,7 @@ def path_checks(settings, env=None) -> list[dict]:
         info = where[key]
         ok, state = _folder_state(Path(info["path"]), made_when)
         row = {"check": name, "ok": ok, "detail": f"{info['path']} ({info['source']}; {state})",
-               "fix": "" if ok else f"{'a file is in the way: move it' if state == 'is not a folder' else 'fix the permissions'}"
+               "fix": "" if ok else f"{'a file is in the way: move it' if 'not a folder' in state else 'fix the permissions'}"
                       f", or use another folder: {move}"}
         if key == "summary_cache":  # plus the files set aside as corrupt
             files = summary_cache_check(settings)

@@ -7,17 +7,25 @@ from rich.console import Console
 
 
 def make_console() -> Console:
-    """The console of the CLI and the chat: on a terminal rich wraps long lines; into a pipe or file a line stays
-    one line (a path or an index result is never cut at 80 columns)."""
+    """The console of the CLI and the chat: on a terminal rich wraps long lines; into a pipe or file a printed line
+    stays one line (an index result and its path are not wrapped at 80 columns). Asked of the file itself: rich's
+    ``is_terminal`` says yes in a pipe when FORCE_COLOR is set."""
     console = Console()
-    console.soft_wrap = not console.is_terminal
+    console.soft_wrap = not _isatty(console)
     return console
+
+
+def _isatty(console: Console) -> bool:
+    try:
+        return console.file.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 @contextlib.contextmanager
 def progress_bar(console: Console, disable: bool = False):
     """Yield ``update(label, done, total)``; a rich progress bar with ETA on a terminal unless disabled."""
-    if disable or not console.is_terminal:  # into a pipe or file a transient bar only leaves a blank line
+    if disable or not _isatty(console):  # into a pipe or file a transient bar only leaves a blank line
         yield lambda label, done, total: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn

@@ -301,8 +301,10 @@ class Repl:
 
 
 def _read_line(prompt: str) -> str:
-    """One line of a non-interactive stdin (no prompt shown); EOFError at its end."""
-    line = sys.stdin.readline()
+    """One line of a non-interactive stdin (no prompt shown), bytes that are not UTF-8 replaced (one bad byte must
+    not end the session); EOFError at its end."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    line = buffer.readline().decode("utf-8", errors="replace") if buffer is not None else sys.stdin.readline()
     if not line:
         raise EOFError
     return line.rstrip("\r\n")

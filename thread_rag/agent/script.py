@@ -6,6 +6,7 @@ failed (after running the rest).
 """
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 from pathlib import Path
@@ -25,15 +26,17 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
     tools = make_tools(engine)
     agent = None
     failed = 0
-    for n, raw in enumerate(p.read_bytes().splitlines(), start=1):
+    data = p.read_bytes()
+    data = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data  # a BOM is no part of line 1
+    for n, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith(b"#"):  # before decoding: a comment may be in any encoding
+            continue
         try:
-            line = raw.decode("utf-8-sig" if n == 1 else "utf-8")  # a BOM is no part of line 1
+            line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:  # this line fails, the rest run
             failed += 1
-            out.write(json.dumps({"line": n, "ok": False, "error": f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
-                                  f"column {exc.start + 1})"}) + "\n")
-            continue
-        if not line.strip() or line.lstrip().startswith("#"):
+            out.write(json.dumps({"line": n, "ok": False, "error": f"not UTF-8 text (byte {exc.start + 1} of the "
+                                  f"line is 0x{raw[exc.start]:02x})"}) + "\n")
             continue
         try:
             item = json.loads(line)

@@ -103,9 +103,12 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
         if best is None:
             raise IngestError(f"{p}: binary data or unknown text encoding") from None
         enc = best.encoding
-        # a short text fits many code pages equally cleanly (a French note "is" cp775): among the candidates as
-        # clean as the best, Windows-1252 (and Latin-1, which it extends) is the likeliest
-        if any(m.chaos <= best.chaos + 0.01 and "cp1252" in m.could_be_from_charset for m in matches):
+        # a short text fits many code pages equally cleanly (a French note "is" cp775): when the best guess is no
+        # Windows code page and Windows-1252 (which extends Latin-1) is as clean, it is the likelier one; a Windows
+        # guess (a short Polish or Czech note: cp1250) stands
+        windows = tuple(f"cp125{i}" for i in range(9))
+        if not enc.startswith(windows) and any(m.chaos <= best.chaos + 0.01 and "cp1252" in m.could_be_from_charset
+                                               for m in matches):
             enc = "cp1252"
         text = raw.decode(enc, errors="replace")
     if not _looks_like_text(text[:20000]):
