@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, write
 from thread_rag.agent.script import run_script
 
@@ -65,8 +67,6 @@ def test_script_line_with_a_bad_byte_fails_alone(make_engine, tmp_path):
 
 
 def test_script_folder_is_named_a_folder(make_engine, tmp_path):
-    import pytest
-
     from thread_rag.errors import ThreadRagError
 
     with pytest.raises(ThreadRagError, match="is a folder, not a script file"):
@@ -122,3 +122,25 @@ def test_doctor_on_a_data_dir_that_is_a_file_says_so(tmp_path):
     row = next(x for x in json.loads(r.stdout) if x["check"] == "data dir")
     assert not row["ok"] and f"cannot be made: {afile} is not a folder" in row["detail"], row
     assert row["fix"].startswith("a file is in the way"), row["fix"]
+
+
+def test_script_line_whose_tool_partly_failed_is_not_ok(make_engine, tmp_path):
+    """fetch with an unknown id, or index of a corrupt file, came back as "ok": true (exit 0), where the CLI exits 1
+    and MCP returns isError; a NaN in the arguments was echoed as non-standard JSON."""
+    engine = make_engine(ALLOWED_ROOTS=[str(tmp_path)])
+    engine.index_file(write(tmp_path / "guide.md", "# Guide\n\nOpen the valve before you start the pump.\n"))
+    write(tmp_path / "bad.pdf", b"%PDF-1.4 not really")
+    path = write(tmp_path / "s.jsonl", "\n".join([
+        json.dumps({"tool": "fetch_chunks_by_id", "args": {"chunk_ids": ["DOC1_000", "DOC99_001"]}}),
+        json.dumps({"tool": "index_new_document", "args": {"file_path": str(tmp_path / "bad.pdf")}}),
+        '{"tool": "nested_retrieve", "args": {"query": "valve", "limit": NaN}}',
+        json.dumps({"tool": "fetch_chunks_by_id", "args": {"chunk_ids": ["DOC1_000"]}})]))
+    buf = io.StringIO()
+    assert run_script(engine, str(path), out=buf) == 1
+    rows = [json.loads(x, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}")) for x in
+            buf.getvalue().splitlines()]
+    assert [r["ok"] for r in rows] == [False, False, False, True]
+    assert rows[0]["error"] == "fetch_chunks_by_id: DOC99_001: unknown document DOC99"
+    assert "Open the valve" in rows[0]["result"]["windows"][0]["rendered"]  # what did work is still there
+    assert rows[1]["error"].startswith("index_new_document: ") and "bad.pdf" in rows[1]["error"]
+    assert rows[2]["error"].startswith("not valid JSON")

@@ -21,7 +21,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
-from .agent.tools import DESCRIPTIONS, SCHEMAS, call_tool, make_tools
+from .agent.tools import DESCRIPTIONS, SCHEMAS, call_tool, make_tools, result_errors
 from .errors import ThreadRagError
 
 READ_TOOLS = ("list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents")
@@ -44,12 +44,12 @@ def _error(text: str) -> types.CallToolResult:
 
 
 def _nothing_done(name: str, r: dict) -> str | None:
-    """A result that only carries errors (where the CLI exits 1 with nothing to show) is a tool error here too."""
-    if name == "fetch_chunks_by_id" and r["errors"] and not r["windows"]:
-        return f"{name}: " + "; ".join(e["error"] for e in r["errors"])
-    if name == "index_new_document" and all(x["status"] == "failed" for x in r["results"]):
-        return f"{name}: " + "; ".join(str(x["error"]) for x in r["results"])
-    return None
+    """A result that only carries errors (nothing else came back) is a tool error here; partial failures stay in
+    the result for the client to read."""
+    errors = result_errors(name, r)
+    nothing = (name == "fetch_chunks_by_id" and not r["windows"]) or (
+        name == "index_new_document" and len(errors) == len(r["results"]))
+    return f"{name}: " + "; ".join(errors) if errors and nothing else None
 
 
 def build_server(engine, *, allow_writes: bool = False, worker: ThreadPoolExecutor | None = None) -> Server:

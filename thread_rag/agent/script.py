@@ -13,7 +13,11 @@ from pathlib import Path
 
 from ..errors import ThreadRagError, one_line
 from ..records import to_dict
-from .tools import call_tool, make_tools
+from .tools import call_tool, make_tools, result_errors
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
@@ -39,7 +43,7 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
                                   f"line is 0x{raw[exc.start]:02x})"}) + "\n")
             continue
         try:
-            item = json.loads(line)
+            item = json.loads(line, parse_constant=_no_constant)
             if not isinstance(item, dict):
                 raise ValueError("a line must be a JSON object")
         except ValueError as exc:
@@ -64,9 +68,15 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
             out.write(json.dumps({"line": n, "ok": False, "error": "a line needs \"tool\" (with \"args\") or \"ask\""}) + "\n")
             continue
         outcome = call_tool(tools, item["tool"], item.get("args", {}))
-        failed += not outcome.ok
-        row = {"line": n, "ok": outcome.ok, "tool": outcome.tool, "args": outcome.args}
-        row.update({"result": to_dict(outcome.result)} if outcome.ok else {"error": outcome.error})
+        result = to_dict(outcome.result) if outcome.ok else None
+        errors = result_errors(outcome.tool, result)  # partly failed (an unknown id, a corrupt file): not ok
+        ok = outcome.ok and not errors
+        failed += not ok
+        row = {"line": n, "ok": ok, "tool": outcome.tool, "args": outcome.args}
+        if outcome.ok:
+            row["result"] = result
+        if not ok:
+            row["error"] = outcome.error if not outcome.ok else f"{outcome.tool}: " + "; ".join(errors)
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
         out.flush()
     return 1 if failed else 0

@@ -224,3 +224,16 @@ def describe_outcome(outcome: ToolOutcome) -> str:
     if outcome.tool == "pre_heat_summaries":
         return f"summaries made {r['made']}, already cached {r['cached']}, failed {r['failed']}"
     return compact(outcome)
+
+
+def result_errors(name: str, result) -> list[str]:
+    """What failed inside a tool's successful call: fetch's unreadable ids, index's failed files (the rest of the
+    result stands). Each door decides what that makes the call: a failed script line, a CLI exit 1, an MCP tool
+    error when nothing else came back."""
+    if not isinstance(result, dict):
+        return []
+    if name == "fetch_chunks_by_id":
+        return [str(e["error"]) for e in result.get("errors") or []]
+    if name == "index_new_document":
+        return [str(x["error"]) for x in result.get("results") or [] if x.get("status") == "failed"]
+    return []
