@@ -373,3 +373,45 @@ def test_links_out_of_the_watched_folder_are_not_followed_and_a_failed_removal_i
     (root / "mine.md").unlink()
     w.remove(str((root / "mine.md").resolve()))  # must not raise: one line, the next catch-up retries
     assert "not removed: " in out.getvalue().splitlines()[-1]
+
+
+def test_plan_removes_a_document_whose_file_became_a_folder():
+    """A file replaced by a folder of the same name kept its document for good (review finding, ninth session)."""
+    acts = _plan([(DELETED, "fast.md"), (ADDED, "fast.md"), (ADDED, "fast.md/inner.md")],
+                 library=["fast.md", "other.md"], files=["fast.md/inner.md"], dirs=["fast.md"])
+    assert acts == [Action("remove", f"{ROOT}/fast.md"), Action("scan", f"{ROOT}/fast.md")]
+
+
+def test_copy_becomes_its_own_document_when_the_original_changes(tmp_path):
+    """A copy kept as a duplicate of a.md stayed in no document once a.md was edited (review finding)."""
+    from thread_rag.watch import Watcher
+
+    d = tmp_path / "w"
+    engine, out = FakeEngine(), io.StringIO()
+    w = Watcher(engine, [str(d)], out=out, err=io.StringIO())
+    w.index(str(write(d / "a.md", "one\n")))
+    w.index(str(write(d / "b.md", "one\n")))           # same bytes: a duplicate of DOC1
+    w.index(str(write(d / "a.md", "one\ntwo\n")))      # the original changes: b.md is no longer the same
+    assert out.getvalue().splitlines() == [f"indexed DOC1 (1 chunks) {d}/a.md",
+                                           f"duplicate DOC1 {d}/b.md (same content as {d}/a.md)",
+                                           f"updated DOC1 (2 chunks) {d}/a.md", f"indexed DOC2 (1 chunks) {d}/b.md"]
+
+
+def test_catch_up_removes_a_document_whose_path_is_now_a_folder(tmp_path):
+    from thread_rag.watch import Watcher
+
+    d = tmp_path / "w"
+    engine = FakeEngine()
+    engine.index_file(write(d / "fast.md", "old\n"))
+    (d / "fast.md").unlink()
+    write(d / "fast.md" / "inner.md", "new\n")
+    counts = Watcher(engine, [str(d)], out=io.StringIO(), err=io.StringIO()).catch_up()
+    assert counts["removed"] == 1 and [x.path for x in engine.documents()] == [str(d / "fast.md" / "inner.md")]
+
+
+def test_debounce_that_is_not_a_number_is_one_line(tmp_path):
+    from thread_rag.errors import ThreadRagError
+
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ThreadRagError, match="must be 0 or more seconds"):
+            run_watch(FakeEngine(), [tmp_path], quiet=bad)

@@ -16,6 +16,7 @@ Three small parts, two of them pure so they can be tested without a file system 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -92,6 +93,9 @@ def plan(changes: Iterable[tuple[int, str]], roots: Iterable[str], library: Iter
             continue
         if exists(path):
             if isdir(path):
+                real = realpath(path)
+                if real in library:  # a file replaced by a folder of its name: its document goes
+                    removes.append(Action("remove", real))
                 if ADDED in seen:  # a folder created or moved in: its files may have no events of their own
                     scans.append(Action("scan", path))
             elif supported(path):
@@ -201,7 +205,14 @@ class Watcher:
                     self.emit("duplicate", path, doc_id=rec.doc_id, reason=f"same content as {rec.path}")
             return "unchanged"
         self.emit("indexed" if res.status == "indexed" else "updated", path, doc_id=res.doc_id, chunks=res.chunks)
+        self._index_copies(res.doc_id)  # they had the bytes this document no longer has
         return res.status
+
+    def _index_copies(self, doc_id: str | None) -> None:
+        """The files kept as duplicates of ``doc_id``, indexed as themselves (the document changed or went)."""
+        for other in sorted(self.aliases.pop(doc_id, ())):
+            if os.path.isfile(other) and not ignored(other, self.roots):
+                self.index(other)
 
     def remove(self, path: str) -> int:
         """Remove every document stored under ``path`` (a file, or a folder that was deleted or moved away)."""
@@ -217,9 +228,7 @@ class Watcher:
                     continue
                 removed += 1
                 self.emit("removed", rec.path, doc_id=rec.doc_id)
-                for other in sorted(self.aliases.pop(rec.doc_id, ())):
-                    if os.path.isfile(other) and not ignored(other, self.roots):
-                        self.index(other)  # a copy with the same bytes still exists: it becomes its own document
+                self._index_copies(rec.doc_id)  # a copy with the same bytes still exists: it becomes its own document
         return removed
 
     def apply(self, actions: Iterable[Action]) -> None:
@@ -238,7 +247,7 @@ class Watcher:
         unchanged)."""
         counts = {"removed": 0, "indexed": 0, "replaced": 0, "unchanged": 0, "failed": 0}
         for rec in self.engine.own_documents():  # of a shared library: this data dir's (paths are this machine's)
-            if any(_under(rec.path, r) for r in self.roots) and not os.path.exists(rec.path):
+            if any(_under(rec.path, r) for r in self.roots) and not os.path.isfile(rec.path):  # gone, or a folder now
                 counts["removed"] += self.remove(rec.path)
         for root in self.roots:
             for f in self.files(root):
@@ -254,7 +263,7 @@ def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | Non
     import watchfiles
 
     logging.getLogger("watchfiles").setLevel(logging.ERROR)  # its "KeyboardInterrupt caught" warning on Ctrl-C
-    if quiet < 0:
+    if not math.isfinite(quiet) or quiet < 0:
         raise ThreadRagError(f"--debounce {quiet}: must be 0 or more seconds")
     roots = []
     for p in paths:
