@@ -682,3 +682,19 @@ def test_bench_truth_from_the_txt_diff(tmp_path):
     same_a, _, cp_a, _ = predictions(rows, 8, 7)
     assert same_a[:7] == [True] * 7 and same_a[7] is None and cp_a[3] == 3
     assert prf([True, False, True], [True, True, False], True)["f1"] == pytest.approx(0.5)
+
+
+def test_a_short_topic_named_word_for_word_is_found(pair_engine):
+    """A topic of a word or two that a section names word for word ("shim", "toner cartridge") stayed under the
+    cosine floor against a whole chunk: "nothing about 'pgbouncer'" where a step said `pgbouncer -R` (review
+    finding, ninth session). Named in every word, it is about that section; unnamed, the floor decides as before."""
+    from thread_rag import tools
+    from thread_rag.errors import ThreadRagError
+
+    res = tools.compare_documents(pair_engine, "DOC1", "DOC2", topic="shim")
+    assert res["topic_missing"] == ["DOC1"] and res["focus"]["b"] is not None
+    assert any(r["label"] == ONLY_B and "signed shim" in r["b"]["text"] for r in res["rows"])
+    res = tools.compare_documents(pair_engine, "DOC3", "DOC1", topic="toner cartridge")
+    assert res["topic_missing"] == ["DOC1"] and res["focus"]["a"] is not None
+    with pytest.raises(ThreadRagError, match="nothing about 'pgbouncer' in DOC1 or DOC2"):
+        tools.compare_documents(pair_engine, "DOC1", "DOC2", topic="pgbouncer")  # named nowhere

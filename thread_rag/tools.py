@@ -142,15 +142,20 @@ def _same_embedder(rec_a, rec_b, configured: str) -> None:
 def _topic_focus(engine, topic: str, sides) -> tuple:
     """Each document's best hit for the topic (its position), or None where there is none or where none of its
     entry hits (``READ_K``, as the agent reads) reaches the relevance floor (``RELEVANCE_MIN``: the cosine the
-    agent needs to answer from the documents at all)."""
+    agent needs to answer from the documents at all) or names every word of the topic (a short topic such as
+    "pgbouncer" stays under the floor against a whole chunk that names it)."""
     from .agent.reading import best_similarity
     from .ids import ChunkId
+    from .retrieve.search_index import bm25_tokenize
 
     s = engine.settings
     qvec = engine.query_embedder.embed_queries([topic])[0]
+    words = set(bm25_tokenize([topic])[0])
     out = []
     for side in sides:
-        hits = [h.chunk_id for h in engine.retriever.search(topic, doc_id=side.doc_id, k=max(s.READ_K, 1)).hits]
-        ok = bool(hits) and best_similarity(engine.retriever.index, qvec, hits) >= s.RELEVANCE_MIN
-        out.append(ChunkId.parse(hits[0]).position if ok else None)
+        hits = engine.retriever.search(topic, doc_id=side.doc_id, k=max(s.READ_K, 1)).hits
+        ids = [h.chunk_id for h in hits]
+        ok = bool(ids) and (best_similarity(engine.retriever.index, qvec, ids) >= s.RELEVANCE_MIN or bool(words)
+                            and any(words <= set(bm25_tokenize([h.text])[0]) for h in hits))
+        out.append(ChunkId.parse(ids[0]).position if ok else None)
     return tuple(out)
