@@ -134,13 +134,44 @@ def test_script_line_whose_tool_partly_failed_is_not_ok(make_engine, tmp_path):
         json.dumps({"tool": "fetch_chunks_by_id", "args": {"chunk_ids": ["DOC1_000", "DOC99_001"]}}),
         json.dumps({"tool": "index_new_document", "args": {"file_path": str(tmp_path / "bad.pdf")}}),
         '{"tool": "nested_retrieve", "args": {"query": "valve", "limit": NaN}}',
+        '{"tool": "nested_retrieve", "args": {"query": "valve", "limit": 1e400}}',
         json.dumps({"tool": "fetch_chunks_by_id", "args": {"chunk_ids": ["DOC1_000"]}})]))
     buf = io.StringIO()
     assert run_script(engine, str(path), out=buf) == 1
     rows = [json.loads(x, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}")) for x in
             buf.getvalue().splitlines()]
-    assert [r["ok"] for r in rows] == [False, False, False, True]
+    assert [r["ok"] for r in rows] == [False, False, False, False, True]
     assert rows[0]["error"] == "fetch_chunks_by_id: DOC99_001: unknown document DOC99"
     assert "Open the valve" in rows[0]["result"]["windows"][0]["rendered"]  # what did work is still there
     assert rows[1]["error"].startswith("index_new_document: ") and "bad.pdf" in rows[1]["error"]
-    assert rows[2]["error"].startswith("not valid JSON")
+    assert rows[2]["error"].startswith("not valid JSON") and rows[3]["error"].startswith("not valid JSON")
+
+
+def test_preheat_failures_are_partial_failures():
+    from thread_rag.agent.tools import result_errors
+
+    assert result_errors("pre_heat_summaries", {"made": 1, "cached": 0, "failed": 1, "errors": ["DOC1_003: boom"]}) \
+        == ["DOC1_003: boom"]
+    assert result_errors("pre_heat_summaries", {"made": 2, "cached": 0, "failed": 0,
+                                                "errors": ["summary cache set aside"]}) == []  # a warning only
+
+
+def test_a_pipe_is_not_read(make_engine, tmp_path):
+    """A FIFO in a watched or indexed folder hung the watcher: reading it waits for a writer forever."""
+    import signal
+
+    from thread_rag.errors import IngestError
+
+    engine = make_engine()
+    fifo = tmp_path / "docs" / "pipe.md"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    write(tmp_path / "docs" / "guide.md", "# Guide\n\nOpen the valve.\n")
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("hung on the pipe"))
+    signal.alarm(60)
+    try:
+        with pytest.raises(IngestError, match="not a regular file"):
+            engine.index_file(fifo)
+        assert [p.name for p in engine.expand_paths([tmp_path / "docs"])] == ["guide.md"]
+    finally:
+        signal.alarm(0)

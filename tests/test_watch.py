@@ -379,7 +379,7 @@ def test_plan_removes_a_document_whose_file_became_a_folder():
     """A file replaced by a folder of the same name kept its document for good (review finding, ninth session)."""
     acts = _plan([(DELETED, "fast.md"), (ADDED, "fast.md"), (ADDED, "fast.md/inner.md")],
                  library=["fast.md", "other.md"], files=["fast.md/inner.md"], dirs=["fast.md"])
-    assert acts == [Action("remove", f"{ROOT}/fast.md"), Action("scan", f"{ROOT}/fast.md")]
+    assert acts == [Action("forget", f"{ROOT}/fast.md"), Action("scan", f"{ROOT}/fast.md")]
 
 
 def test_copy_becomes_its_own_document_when_the_original_changes(tmp_path):
@@ -415,3 +415,29 @@ def test_debounce_that_is_not_a_number_is_one_line(tmp_path):
     for bad in (float("nan"), float("inf")):
         with pytest.raises(ThreadRagError, match="must be 0 or more seconds"):
             run_watch(FakeEngine(), [tmp_path], quiet=bad)
+
+
+def test_a_file_turned_folder_takes_only_its_own_document(tmp_path):
+    """The first mend removed every document under the new folder too: one indexed inside it lost its id (review
+    finding); a stored file replaced by a link goes as well (the link indexes as its target)."""
+    from thread_rag.watch import Watcher
+
+    d = tmp_path / "w"
+    engine = FakeEngine()
+    engine.index_file(write(d / "fast.md", "old\n"))                       # DOC1, stale once fast.md is a folder
+    (d / "fast.md").unlink()
+    engine.index_file(write(d / "fast.md" / "inner.md", "inner\n"))        # DOC2, already indexed inside it
+    engine.index_file(write(d / "linked.md", "was a file\n"))              # DOC3, its path becomes a link
+    write(d / "target.md", "the target\n")
+    (d / "linked.md").unlink()
+    (d / "linked.md").symlink_to(d / "target.md")
+    w = Watcher(engine, [str(d)], out=io.StringIO(), err=io.StringIO())
+    counts = w.catch_up()
+    assert counts["removed"] == 2
+    docs = {x.doc_id: x.path for x in engine.documents()}
+    assert docs["DOC2"] == str(d / "fast.md" / "inner.md") and "DOC1" not in docs and "DOC3" not in docs
+    live = plan([(ADDED, str(d / "fast.md"))], [str(d)], [str(d / "fast.md"), str(d / "fast.md" / "inner.md")],
+                exists=lambda p: True, isdir=lambda p: p == str(d / "fast.md"), realpath=lambda p: p)
+    assert live == [Action("forget", str(d / "fast.md")), Action("scan", str(d / "fast.md"))]
+    w.remove(str(d / "fast.md"), exact=True)                                # nothing stored at exactly that path
+    assert "DOC2" in {x.doc_id for x in engine.documents()}

@@ -565,8 +565,8 @@ class Engine:
                     dirs[:] = sorted(d for d in dirs if not d.startswith(".") and inside(os.path.join(root, d)))
                     for name in sorted(names):
                         f = Path(root) / name
-                        if self.supported(f) and not name.startswith("."):
-                            files.append(f)
+                        if self.supported(f) and not name.startswith(".") and (f.is_file() or not f.exists()):
+                            files.append(f)  # no pipe, socket or device (a broken link: its one error line)
             else:
                 files.append(p)
         return files
@@ -619,6 +619,8 @@ class Engine:
         resolved = p.resolve()
         if resolved.is_dir():
             raise IngestError(f"{p}: is a directory (use index_paths)")
+        if not resolved.is_file():  # reading a pipe would wait for a writer forever
+            raise IngestError(f"{p}: not a regular file (a pipe, socket or device)")
         if not self.supported(resolved):
             raise IngestError(f"{p}: unsupported file type '{resolved.suffix or '(none)'}' "
                               f"(supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")

@@ -48,7 +48,8 @@ def _nothing_done(name: str, r: dict) -> str | None:
     the result for the client to read."""
     errors = result_errors(name, r)
     nothing = (name == "fetch_chunks_by_id" and not r["windows"]) or (
-        name == "index_new_document" and len(errors) == len(r["results"]))
+        name == "index_new_document" and len(errors) == len(r["results"])) or (
+        name == "pre_heat_summaries" and not r["made"] and not r["cached"])
     return f"{name}: " + "; ".join(errors) if errors and nothing else None
 
 

@@ -66,7 +66,8 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
                       explain_limit: int = 10, explain_within: int | None = None) -> dict:
     """Align two documents' chunk threads step by step and label each pair same / changed / only-in-A /
     only-in-B (``thread_rag.compare``). ``topic`` keeps the aligned region around that topic's best search hit
-    in each document (a document none of whose entry hits reaches ``RELEVANCE_MIN`` is named in
+    in each document (a document none of whose entry hits reaches ``RELEVANCE_MIN`` or names every word of the
+    topic is named in
     ``topic_missing`` and ``note`` instead of lending an unrelated region; neither document: an error); ``explain`` adds one LLM
     sentence to each of the first ``explain_limit`` changed pairs (cached), only among the first
     ``explain_within`` changed-or-only rows when given (the rows a view limited to that many shows); without
@@ -155,7 +156,9 @@ def _topic_focus(engine, topic: str, sides) -> tuple:
     for side in sides:
         hits = engine.retriever.search(topic, doc_id=side.doc_id, k=max(s.READ_K, 1)).hits
         ids = [h.chunk_id for h in hits]
-        ok = bool(ids) and (best_similarity(engine.retriever.index, qvec, ids) >= s.RELEVANCE_MIN or bool(words)
-                            and any(words <= set(bm25_tokenize([h.text])[0]) for h in hits))
-        out.append(ChunkId.parse(ids[0]).position if ok else None)
+        if ids and best_similarity(engine.retriever.index, qvec, ids) >= s.RELEVANCE_MIN:
+            out.append(ChunkId.parse(ids[0]).position)
+            continue
+        naming = [h for h in hits if words and words <= set(bm25_tokenize([h.text])[0])]
+        out.append(ChunkId.parse(naming[0].chunk_id).position if naming else None)  # centred on the naming hit
     return tuple(out)

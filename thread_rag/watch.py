@@ -69,13 +69,15 @@ def _under(path: str, root: str) -> bool:
 
 @dataclass(frozen=True, order=True)
 class Action:
-    kind: str   # "remove" (path or folder gone) | "scan" (a folder appeared) | "index" (a file appeared or changed)
+    kind: str   # "remove" (path or folder gone) | "forget" (that one document: its path is a folder or a link now)
+    #             | "scan" (a folder appeared) | "index" (a file appeared or changed)
     path: str
 
 
 def plan(changes: Iterable[tuple[int, str]], roots: Iterable[str], library: Iterable[str] = (), *,
          exists: Callable[[str], bool] = os.path.exists, isdir: Callable[[str], bool] = os.path.isdir,
-         realpath: Callable[[str], str] = os.path.realpath) -> list[Action]:
+         realpath: Callable[[str], str] = os.path.realpath, islink: Callable[[str], bool] = os.path.islink
+         ) -> list[Action]:
     """Actions for a batch of ``(change, path)`` pairs, removals first (a rename is a removal and an addition;
     removing first lets the new name index as itself). A path's changes collapse to one action decided by
     whether it exists now. ``library``: the paths of indexed documents (a gone path is removed only if it is
@@ -94,11 +96,13 @@ def plan(changes: Iterable[tuple[int, str]], roots: Iterable[str], library: Iter
         if exists(path):
             if isdir(path):
                 real = realpath(path)
-                if real in library:  # a file replaced by a folder of its name: its document goes
-                    removes.append(Action("remove", real))
+                if real in library:  # a file replaced by a folder of its name: its document goes (only it)
+                    removes.append(Action("forget", real))
                 if ADDED in seen:  # a folder created or moved in: its files may have no events of their own
                     scans.append(Action("scan", path))
             elif supported(path):
+                if path in library and islink(path):  # a stored file replaced by a link: stored by its own path
+                    removes.append(Action("forget", path))
                 indexes.append(Action("index", path))
         else:
             real = realpath(path)  # documents are stored under their resolved path
@@ -214,11 +218,12 @@ class Watcher:
             if os.path.isfile(other) and not ignored(other, self.roots):
                 self.index(other)
 
-    def remove(self, path: str) -> int:
-        """Remove every document stored under ``path`` (a file, or a folder that was deleted or moved away)."""
+    def remove(self, path: str, exact: bool = False) -> int:
+        """Remove every document stored under ``path`` (a file, or a folder that was deleted or moved away); with
+        ``exact``, only the document stored at ``path`` (a folder or a link is there now: what is inside stays)."""
         removed = 0
         for rec in self.engine.own_documents():
-            if rec.path == path or _under(rec.path, path):
+            if rec.path == path or (not exact and _under(rec.path, path)):
                 try:
                     self.engine.delete(rec.doc_id)
                 except UnknownDocumentError:
@@ -233,8 +238,8 @@ class Watcher:
 
     def apply(self, actions: Iterable[Action]) -> None:
         for a in actions:
-            if a.kind == "remove":
-                self.remove(a.path)
+            if a.kind in ("remove", "forget"):
+                self.remove(a.path, exact=a.kind == "forget")
             elif a.kind == "scan":
                 for f in self.files(a.path):
                     self.index(f)
@@ -247,8 +252,9 @@ class Watcher:
         unchanged)."""
         counts = {"removed": 0, "indexed": 0, "replaced": 0, "unchanged": 0, "failed": 0}
         for rec in self.engine.own_documents():  # of a shared library: this data dir's (paths are this machine's)
-            if any(_under(rec.path, r) for r in self.roots) and not os.path.isfile(rec.path):  # gone, or a folder now
-                counts["removed"] += self.remove(rec.path)
+            gone = os.path.islink(rec.path) or not os.path.isfile(rec.path)  # or a folder or a link now
+            if any(_under(rec.path, r) for r in self.roots) and gone:
+                counts["removed"] += self.remove(rec.path, exact=True)
         for root in self.roots:
             for f in self.files(root):
                 counts[self.index(f)] += 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -18,6 +19,13 @@ from .tools import call_tool, make_tools, result_errors
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
 
 
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
@@ -43,7 +51,7 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
                                   f"line is 0x{raw[exc.start]:02x})"}) + "\n")
             continue
         try:
-            item = json.loads(line, parse_constant=_no_constant)
+            item = json.loads(line, parse_constant=_no_constant, parse_float=_finite)
             if not isinstance(item, dict):
                 raise ValueError("a line must be a JSON object")
         except ValueError as exc:

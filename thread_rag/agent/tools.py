@@ -227,13 +227,15 @@ def describe_outcome(outcome: ToolOutcome) -> str:
 
 
 def result_errors(name: str, result) -> list[str]:
-    """What failed inside a tool's successful call: fetch's unreadable ids, index's failed files (the rest of the
-    result stands). Each door decides what that makes the call: a failed script line, a CLI exit 1, an MCP tool
-    error when nothing else came back."""
+    """What failed inside a tool's successful call: fetch's unreadable ids, index's failed files, pre-heat's failed
+    summaries (the rest of the result stands). The script and the MCP server read partial failures here (a failed
+    script line; an MCP tool error when nothing else came back); the CLI's commands exit 1 on the same cases."""
     if not isinstance(result, dict):
         return []
     if name == "fetch_chunks_by_id":
         return [str(e["error"]) for e in result.get("errors") or []]
     if name == "index_new_document":
         return [str(x["error"]) for x in result.get("results") or [] if x.get("status") == "failed"]
+    if name == "pre_heat_summaries" and result.get("failed"):  # its errors also carry cache warnings
+        return [str(e) for e in result.get("errors") or []] or [f"{result['failed']} summaries failed"]
     return []
