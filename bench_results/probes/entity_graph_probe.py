@@ -78,6 +78,17 @@ class Graph:
         return v
 
 
+def row_texts(index, library) -> list:
+    """Each search-index row's chunk text (rows in the index's order)."""
+    texts = [""] * len(index.meta.serial)
+    for ser, gen in library.committed():
+        for c in library.chunks_at(ser, gen) or []:
+            row = index.row_of.get((ser, c.position))
+            if row is not None:
+                texts[row] = c.text
+    return texts
+
+
 def score(rankings, golds):
     return (np.mean([ndcg_at_k(r, g, 10) for r, g in zip(rankings, golds)]),
             np.mean([all_found_at_k(r, g, 10) for r, g in zip(rankings, golds)]))
@@ -172,13 +183,7 @@ def main():
     engine, keymap, _ = open_corpus_engine(base.replace(HOP_K=20), ds)
     r = engine.retriever
     index, lib = r.index, r.library
-    texts = [""] * len(index.meta.serial)
-    for ser, gen in lib.committed():
-        for c in lib.chunks_at(ser, gen) or []:
-            row = index.row_of.get((ser, c.position))
-            if row is not None:
-                texts[row] = c.text
-    GRAPH_ROWS["g"] = Graph(texts)
+    GRAPH_ROWS["g"] = Graph(row_texts(index, lib))
     P.Retriever._link = link
     for mode in ("nb", "graph", "both"):
         MODE[0] = mode

@@ -31,12 +31,7 @@ def main(name: str, split: str) -> None:
     r = engine.retriever
     index, lib = r.index, r.library
     t = time.perf_counter()
-    texts = [""] * len(index.meta.serial)
-    for ser, gen in lib.committed():
-        for c in lib.chunks_at(ser, gen) or []:
-            row = index.row_of.get((ser, c.position))
-            if row is not None:
-                texts[row] = c.text
+    texts = egp.row_texts(index, lib)
     t1 = time.perf_counter()
     g = egp.Graph(texts)
     print(f"{name} {split}, {len(ds.queries)} questions: {len(texts)} chunks (texts read {t1 - t:.0f} s), graph built in "
