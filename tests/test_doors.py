@@ -175,3 +175,48 @@ def test_a_pipe_is_not_read(make_engine, tmp_path):
         assert [p.name for p in engine.expand_paths([tmp_path / "docs"])] == ["guide.md"]
     finally:
         signal.alarm(0)
+
+
+def test_an_empty_token_cache_file_is_a_lost_cache(make_engine):
+    """A token-cache file cut to 0 bytes made every search, doctor and doctor --repair fail with 'unexpected
+    EOFError: No data left in file' (a file cut to 200 bytes was handled); now it is a damaged cache like that one:
+    the search recomputes in memory, doctor names it, repair rebuilds it."""
+    from thread_rag.doctor import checks, repair
+
+    engine = make_engine()
+    for name, text in (("a.md", "# Filters\n\nReplace the air filter behind the rear panel every spring.\n"),
+                       ("b.md", "# Belts\n\nCheck the drive belt tension before each season.\n")):
+        engine.index_file(write(engine.home.parent / "src" / name, text))
+    before = [h["chunk_id"] for h in search_ids(engine, "replace air filter rear panel")]
+    (engine.home / "tokcache" / "DOC1.g1" / "codes.npy").write_bytes(b"")
+    (engine.home / "tokcache" / "DOC2.g1" / "offsets.npy").write_bytes(b"")
+    (engine.home / "index" / "vectors.npy").write_bytes(b"")  # the merged search index too
+    again = make_engine()
+    assert [h["chunk_id"] for h in search_ids(again, "replace air filter rear panel")] == before
+    rows = {r["check"]: r for r in checks(again.settings)}
+    assert not rows["store consistency"]["ok"] and "DOC1" in rows["store consistency"]["detail"], rows
+    fixed = repair(again.settings)
+    assert fixed["ok"] and "DOC1" in fixed["detail"] and "DOC2" in fixed["detail"], fixed
+    assert all(r["ok"] for r in checks(again.settings) if r["check"] == "store consistency")
+
+
+def search_ids(engine, query):
+    from thread_rag import tools
+
+    return tools.rag_search(engine, query)["hits"]
+
+
+def test_chat_index_takes_a_quoted_path(make_engine, tmp_path):
+    """`/index "/path/src dir"` kept the quotes as part of the path (no such file); unquoted spaces still work."""
+    from rich.console import Console
+
+    from thread_rag.repl import Repl
+
+    a = write(tmp_path / "src dir" / "a.md", "# A\n\nOpen the valve.\n")
+    b = write(tmp_path / "other dir" / "b.md", "# B\n\nClose the valve.\n")
+    buf = io.StringIO()
+    repl = Repl(make_engine(), console=Console(file=buf, width=200), input_fn=lambda p: None, preload=False)
+    repl.handle(f'/index "{a.parent}"')
+    repl.handle(f"/index {b.parent}")
+    out = buf.getvalue()
+    assert f"indexed DOC1 (1 chunks) {a}" in out and f"indexed DOC2 (1 chunks) {b}" in out, out

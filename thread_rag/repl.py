@@ -193,7 +193,8 @@ class Repl:
         elif cmd == "/index":
             if not args:
                 raise ThreadRagError("usage: /index PATH")
-            self.do_index(rest)
+            quoted = len(args) == 1 and rest[:1] in "\"'" and rest[-1:] == rest[:1]
+            self.do_index(args[0] if quoted else rest)  # unquoted, a path with spaces is the rest of the line
         elif cmd == "/search":
             if not rest:
                 raise ThreadRagError("usage: /search QUERY")

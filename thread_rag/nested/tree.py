@@ -173,6 +173,12 @@ class NestedIndex:
         key = (rec.serial, rec.generation, rec.content_key)
         if key not in self._loaded:
             data = self.persisted(rec)
+            vectors = None
+            if data is not None:
+                try:
+                    vectors = np.load(self.path(rec.serial, rec.generation).with_suffix(".npy"))
+                except (OSError, ValueError, EOFError):  # a damaged tree: built in memory as if it were lost
+                    data = None
             if data is None:
                 if rec.chunk_count < 1:
                     raise ThreadRagError(f"{rec.doc_id} has no chunks")
@@ -181,7 +187,7 @@ class NestedIndex:
                 chunks, vecs = self.library.vectors(rec.serial, rec.generation)  # both of rec's generation
                 self.build(rec.serial, rec.generation, chunks, vecs=vecs, persist=False, key=rec.content_key)
             else:
-                self._loaded[key] = (data["nodes"], np.load(self.path(rec.serial, rec.generation).with_suffix(".npy")))
+                self._loaded[key] = (data["nodes"], vectors)
         return self._loaded[key]
 
     def stats(self, doc_id: str) -> dict:

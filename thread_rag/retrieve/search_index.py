@@ -140,9 +140,13 @@ def load_part(parts: Path, serial: int, generation: int, key: str, store_load: S
     leave it, or left one made from other content."""
     part = part_dir(parts, serial, generation)
     info = json.loads((part / "meta.json").read_text()) if (part / "done").is_file() else None
+    v = None
     if info is not None and info.get("key", "") == key:
-        v = np.load(part / "vectors.npy")
-    else:
+        try:
+            v = np.load(part / "vectors.npy")
+        except (OSError, ValueError, EOFError):  # a damaged part is derived data: written again from the store
+            v = None
+    if v is None:
         chunks, v = store_load(serial, generation)
         info = write_part(parts, serial, generation, chunks, v, key)
     n = len(info["position"])
@@ -168,7 +172,7 @@ def load_base(root: Path, hnsw_threshold: int) -> tuple[Segment | None, object]:
 
             fi = faiss.read_index(str(root / "faiss.index"))
         return seg, fi
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, EOFError):  # EOFError: an .npy cut to 0 bytes
         return None, None  # rebuilt by the caller
 
 

@@ -68,7 +68,7 @@ class TokenCache:
         """The content key the cache was made from ("" before keys); None when it is missing or unreadable."""
         try:
             return self._held(serial, generation)[2]
-        except (OSError, ValueError):
+        except (OSError, ValueError, EOFError):  # EOFError: a file cut to 0 bytes (np.load finds no header)
             return None
 
     def _arrays(self, serial: int, generation: int):
@@ -99,7 +99,7 @@ class TokenCache:
             codes, scales, offsets = self._arrays(serial, generation)
             n = len(offsets) - 1
             return n if n >= 0 and len(codes) == len(scales) == int(offsets[-1]) else None
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError, EOFError):
             return None
 
     def get(self, serial: int, generation: int, position: int) -> np.ndarray:
