@@ -220,3 +220,14 @@ def test_chat_index_takes_a_quoted_path(make_engine, tmp_path):
     repl.handle(f"/index {b.parent}")
     out = buf.getvalue()
     assert f"indexed DOC1 (1 chunks) {a}" in out and f"indexed DOC2 (1 chunks) {b}" in out, out
+
+
+def test_an_emptied_index_manifest_is_rebuilt_by_the_search_that_meets_it(make_engine):
+    """The first search after the search index's manifest was emptied failed ("manifest.json is corrupt"; the next
+    one worked): it is derived data, rebuilt in the same search."""
+    engine = make_engine()
+    engine.index_file(write(engine.home.parent / "src" / "a.md", "# Filters\n\nReplace the air filter every spring.\n"))
+    before = [h["chunk_id"] for h in search_ids(engine, "air filter")]
+    (engine.home / "index" / "manifest.json").write_bytes(b"")
+    assert [h["chunk_id"] for h in search_ids(make_engine(), "air filter")] == before
+    assert (engine.home / "index" / "manifest.json").stat().st_size > 0  # a new base, written with its manifest

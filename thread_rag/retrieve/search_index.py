@@ -35,6 +35,7 @@ from typing import Callable
 import numpy as np
 
 from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json
+from ..errors import CorruptFileError
 from ..faults import crash_point
 from ..ids import generation_name, parse_generation_name
 from .lexical import Postings, score
@@ -159,7 +160,10 @@ def load_part(parts: Path, serial: int, generation: int, key: str, store_load: S
 # -- the base: merged parts --------------------------------------------------------------------------
 def load_base(root: Path, hnsw_threshold: int) -> tuple[Segment | None, object]:
     """The persisted base and its HNSW index (or None), if it is of this format and threshold."""
-    manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
+    try:
+        manifest = read_json(root / "manifest.json", default=None) if (root / "manifest.json").exists() else None
+    except CorruptFileError:  # set aside by read_json; the base is derived data: rebuilt by the caller
+        return None, None
     if not manifest or manifest.get("format") not in (2, FORMAT) or manifest.get("hnsw_threshold") != hnsw_threshold:
         return None, None
     try:
