@@ -12,12 +12,15 @@ from pydantic import ConfigDict
 from thread_rag.agent.answer import DECIDE_PROMPT, SOURCES_PROMPT
 from thread_rag.agent.intent import INTENT_PROMPT
 from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
+from thread_rag.retrieve.steps import ANSWER_SYSTEM, SPLIT_SYSTEM
 
 
 class ScriptedChatModel(BaseChatModel):
     """Replies by the kind of request: routing steps pop ``routes``; the gate returns ``answerable``;
     condensation returns ``standalone``; the intent check returns ``action``; the sources follow-up returns
-    ``sources``; the post-reading decision returns ``decide``; the answer calls ``answer(messages)``. Every call is recorded in ``calls``."""
+    ``sources``; the post-reading decision returns ``decide``; question steps: the split returns ``lookups`` (a string as
+is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(messages)``. Every call is recorded in
+``calls``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     routes: list = []
@@ -29,6 +32,8 @@ class ScriptedChatModel(BaseChatModel):
     action: str = "question"
     sources: Any = None
     decide: Any = None
+    lookups: Any = None
+    lookup_answers: list = []
 
     @property
     def _llm_type(self) -> str:
@@ -37,6 +42,10 @@ class ScriptedChatModel(BaseChatModel):
     def reply(self, messages, kwargs) -> str:
         last = messages[-1].content
         self.calls.append({"last": last[:200], "format": kwargs.get("format"), "system": messages[0].content})
+        if messages[0].content == SPLIT_SYSTEM:
+            return self.lookups if isinstance(self.lookups, str) else json.dumps({"steps": self.lookups or [last]})
+        if messages[0].content == ANSWER_SYSTEM:
+            return self.lookup_answers.pop(0) if self.lookup_answers else ""
         if last == ROUTE:  # step 1 of routing: the tool
             r = self.routes.pop(0) if self.routes else {"tool": "answer"}
             if isinstance(r, str):

@@ -243,6 +243,10 @@ def test_dataset_splits_partition_the_questions():
     assert {q.qid for q in dev.queries}.isdisjoint({q.qid for q in test.queries})
     assert len(dev.queries) + len(load_dataset("aws-docs-qa", DATA, split="test").queries) == len(full.queries)
     assert test.name == "aws-docs-qa-test-quick10" and test.split == "test"
+    sampled = load_dataset("aws-docs-qa", DATA, split="test", sample=10)  # --questions: the full corpus stays
+    assert len(sampled.queries) == 10 and sampled.name == "aws-docs-qa-test-sample10"
+    assert len(sampled.corpus) == len(full.corpus) and sampled.corpus_name == "aws-docs-qa"
+    assert {q.qid for q in sampled.queries} <= {q.qid for q in load_dataset("aws-docs-qa", DATA, split="test").queries}
 
 
 def test_answers_bench_shares_everything_but_the_reading(manual_engine):

@@ -45,3 +45,34 @@ def test_unanswerable_question_is_refused(debian):
     ans = Agent(debian).ask("What is the recipe for a chocolate cake?")
     assert ans.refused and ans.answer == REFUSAL
     assert ans.llm_calls == 0 and ans.timings["total_s"] < 3  # refused by the floor, before any LLM call
+
+
+def test_question_steps_with_the_real_model(debian):
+    """The embedded model, JSON-constrained, splits a two-step question into lookups and answers the first from its
+    passage; that answer fills the next lookup and is searched with the question (a fake search over four passages:
+    the model, its prompts and their parsing are what is tested)."""
+    from thread_rag.agent.loop import Agent
+    from thread_rag.retrieve.steps import QuestionSteps
+
+    passages = ["Blue Lanterns is a 1950 novel by the writer Marta Quill.",
+                "Marta Quill (born 1921 in Toledo, Spain) was a Spanish novelist.",
+                "The Tagus is the longest river of the Iberian Peninsula; it flows through Toledo.",
+                "Green Harbor is a 1962 film directed by Tom Ellis."]
+
+    class Hit:
+        def __init__(self, i):
+            self.chunk_id, self.text, self.score = f"DOC1_{i:03d}", passages[i], 0.0
+
+    def search(text, k):  # most shared words first
+        words = set(text.lower().replace("?", " ").split())
+        order = sorted(range(len(passages)), key=lambda i: -len(words & set(passages[i].lower().split())))
+        return [Hit(i) for i in order[:k]]
+
+    model = Agent(debian).model
+    q = "Which river runs through the city where the writer of Blue Lanterns was born?"  # not the prompt's example
+    merged, trace = QuestionSteps(model, search).search(q, 3, search(q, 3))
+    print(trace)
+    assert trace.error is None and len(trace.lookups) >= 2, trace
+    assert "Marta Quill" in trace.answers[0] and "Marta Quill" in trace.searched[1], trace
+    assert trace.query.startswith(q) and "Marta Quill" in trace.query
+    assert len(merged) == 3 and len({h.chunk_id for h in merged}) == 3

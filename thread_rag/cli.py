@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "coldstart", "scale", "reading"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
+    p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "
+                   "split, over the full corpus")
     p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
     p.add_argument("--out", default=None, help="suite: folder for the JSON results (default bench_results)")
     p.add_argument("--base", default=None, help="suite: folder of an earlier suite run whose top-k answers stand as "

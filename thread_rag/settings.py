@@ -102,6 +102,10 @@ class Settings:
     HOP_DEPTH: int = 1                      # links in the hop's chain: each link's first pick seeds the next
                                             # (1..3; each link up to HOP_PICKS more, read after every seed so far;
                                             # 2 gained nothing on the held-out halves: BENCHMARKS.md)
+    QUESTION_STEPS: int = 0                 # the LLM splits a question into at most this many lookups, answers
+                                            # each from its top passages, and the question + those answers is
+                                            # searched too (0 = off; 4 = the measured option: multi-step questions,
+                                            # ~5 s of LLM calls per question on 2 cores; agent and bench only)
     EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
                                             # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 1000000           # exact inner products below (100k chunks: ~9 ms), FAISS HNSW
@@ -237,6 +241,7 @@ class Settings:
         need(16 <= self.RERANK_MAX_TOKENS <= 512, "RERANK_MAX_TOKENS", "must be between 16 and 512")
         need(16 <= self.HOP_MAX_TOKENS <= 512, "HOP_MAX_TOKENS", "must be between 16 and 512")
         need(1 <= self.HOP_DEPTH <= 3, "HOP_DEPTH", "must be between 1 and 3")
+        need(self.QUESTION_STEPS == 0 or 2 <= self.QUESTION_STEPS <= 6, "QUESTION_STEPS", "0 (off) or 2..6 lookups")
         if not isinstance(self.ALLOWED_ROOTS, list) or not all(isinstance(x, str) for x in self.ALLOWED_ROOTS):
             raise SettingsError(f"invalid setting ALLOWED_ROOTS={self.ALLOWED_ROOTS!r}: must be a list of paths")
 

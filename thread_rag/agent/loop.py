@@ -30,6 +30,7 @@ from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
 from ..records import Thread, to_dict
+from ..retrieve.steps import QuestionSteps
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, decide_messages, parse_json_lenient,
@@ -284,6 +285,8 @@ class Agent:
                     mode=f"fast/{reader}", relevance=round(rel, 4), fallback_used=False, routing_failures=0)
         if rel < s.RELEVANCE_MIN:  # the relevance floor: refuse before any LLM call
             return self._refusal(base, on_token, t0, calls)
+        if s.QUESTION_STEPS:
+            hits = self._question_steps(standalone, doc_id, hits, trace)
         t_read = time.perf_counter()
         sources = self.read(reader, standalone, hits, qvec, doc_id)
         self._trace_read(trace, reader, sources, t_read)
@@ -307,6 +310,22 @@ class Agent:
                                "read_s": round(t_ans - t_read, 3)},
                       tokens={"in": self._prompt_tokens(msgs), "out": self._count(text),
                               "sources": sum(x.tokens for x in sources)}, **base)
+
+    def _question_steps(self, question: str, doc_id: str | None, hits: list, trace: list) -> list:
+        """``QUESTION_STEPS``: the model's lookups are searched and answered, and the question followed by those
+        answers is searched too; its hits are interleaved with ``hits`` (``retrieve/steps.py``)."""
+        t = time.perf_counter()
+        k = max(self.settings.READ_K, 1)
+        steps = QuestionSteps(self.model, lambda text, n: self.engine.retriever.search(text, doc_id=doc_id, k=n).hits,
+                              self.settings.QUESTION_STEPS)
+        merged, st = steps.search(question, k, hits)
+        self._calls += bool(st.lookups) + len(st.answers)
+        trace.append({"step": len(trace), "tool": "question_steps", "args": {"query": st.query or question},
+                      "ok": st.error is None, "error": st.error, "lookups": st.searched or st.lookups,
+                      "answers": st.answers, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in merged],
+                      "ms": round((time.perf_counter() - t) * 1000, 1)})
+        self.on_event("tool", trace[-1])
+        return merged
 
     def _trace_read(self, trace: list, reader: str, sources: list, t_read: float) -> None:
         trace.append({"step": len(trace), "tool": f"read:{reader}", "ok": True, "error": None,

@@ -31,7 +31,10 @@ def run_bench(args) -> int:
         default = default_spec(settings)
         if settings.RERANKER == "none":  # stage-3 configurations use the packaged cross-encoder
             settings = settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2")
-        ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed, split=args.split)
+        if args.questions is not None and (args.questions < 1 or args.limit):
+            raise ThreadRagError("--questions N: N >= 1, and not with --limit (which shrinks the corpus)")
+        ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed, split=args.split,
+                          sample=args.questions)
         if args.split == "test":
             check_disjoint(ds, Path(args.out or "bench_results"))
         with progress_bar(err, disable=False) as bar:

@@ -92,7 +92,10 @@ def check_disjoint(ds: Dataset, results_dir: Path) -> None:
                                  f"(e.g. {sorted(shared)[0]}): calibration and test samples must be disjoint")
 
 
-def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13, split: str | None = None) -> Dataset:
+def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13, split: str | None = None,
+                 sample: int | None = None) -> Dataset:
+    """A shared data set, its ``split`` half; ``limit``: a sample of N questions over a shrunk corpus; ``sample``: a
+    sample of N questions over the full corpus (for configurations too slow to run every question)."""
     if split is not None and split not in SPLITS:
         raise ThreadRagError(f"unknown split {split!r} (dev or test)")
     root = Path(root)
@@ -114,6 +117,9 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
         ds.queries = [q for q in ds.queries if half[q.qid] == split]
         ds.split = split
         ds.name = f"{ds.name}-{split}"
+    if sample is not None and limit is None and sample < len(ds.queries):  # the full corpus: its name stays
+        ds.queries = sorted(random.Random(seed).sample(ds.queries, sample), key=lambda q: q.qid)
+        ds.name = f"{ds.name}-sample{sample}"
     if limit is not None:  # a sample of the questions (all of them if there are fewer) over a shrunk corpus
         rng = random.Random(seed)
         ds.queries = sorted(rng.sample(ds.queries, min(limit, len(ds.queries))), key=lambda q: q.qid)

@@ -6,6 +6,7 @@ Metrics: nDCG@10, Recall@1/5/10, MRR@10 (+ all-supporting@10 for musique), p50/p
 from __future__ import annotations
 
 import platform
+from dataclasses import asdict
 import time
 
 import numpy as np
@@ -29,8 +30,9 @@ def parse_config(spec: str) -> tuple[str, dict]:
     """``pipeline[:kN][:mX][:wX][:pP][:tN][:fX][:cC][:hN][:sN][:nN][:gX][:xN][:dN]``: a named pipeline, optionally with
     STAGE3_K=N, EARLY_EXIT_MARGIN=X (``m-`` = never exit early), STAGE3_WEIGHT=X, STAGE3_PRIOR=P, RERANK_MAX_TOKENS=N,
     STAGE3_LEXICAL_FLOOR=X, RERANK_CONTEXT=C, HOP_K=N (``h0`` = no second hop), HOP_RESCORE=N, HOP_PICKS=N,
-    HOP_MIN_SCORE=X, HOP_MAX_TOKENS=N and HOP_DEPTH=N (named only when not 1), e.g. ``three_stage:k20:m0.15``,
-    ``stage1_3:k10:w0.7:pbm25`` or ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9:x384``."""
+    HOP_MIN_SCORE=X, HOP_MAX_TOKENS=N, HOP_DEPTH=N (named only when not 1) and QUESTION_STEPS=N (``qN``, named only
+    when on: the LLM's lookups), e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
+    ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9:x384``."""
     from ..errors import ThreadRagError
 
     name, *opts = spec.split(":")
@@ -67,6 +69,8 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["HOP_MAX_TOKENS"] = int(o[1:])
             elif o.startswith("d") and 1 <= int(o[1:]) <= 3:
                 over["HOP_DEPTH"] = int(o[1:])
+            elif o.startswith("q") and 2 <= int(o[1:]) <= 6:
+                over["QUESTION_STEPS"] = int(o[1:])
             else:
                 raise ValueError
         except ValueError:
@@ -75,7 +79,7 @@ def parse_config(spec: str) -> tuple[str, dict]:
                                  f"(STAGE3_PRIOR), tN (RERANK_MAX_TOKENS, 16..512), fX (STAGE3_LEXICAL_FLOOR, 0..1), "
                                  f"c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT), hN (HOP_K, 0 = off), sN "
                                  f"(HOP_RESCORE), nN (HOP_PICKS, >= 1), gX (HOP_MIN_SCORE, 0..1), xN "
-                                 f"(HOP_MAX_TOKENS, 16..512) and dN (HOP_DEPTH, 1..3)") from None
+                                 f"(HOP_MAX_TOKENS, 16..512), dN (HOP_DEPTH, 1..3) and qN (QUESTION_STEPS, 2..6)") from None
     return name, over
 
 
@@ -94,6 +98,7 @@ def default_spec(settings) -> str:
     depth = "" if s.HOP_DEPTH == 1 else f":d{s.HOP_DEPTH}"  # labels from before HOP_DEPTH stay valid
     rest += (f":h{s.HOP_K}:s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}:x{s.HOP_MAX_TOKENS}{depth}"
              if hop_runs(s) else ":h0")
+    rest += f":q{s.QUESTION_STEPS}" if s.QUESTION_STEPS else ""  # labels from before QUESTION_STEPS stay valid
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}"
 
 
@@ -116,7 +121,8 @@ def same_config(a: str, b: str, settings) -> bool:
                 *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, _truncation(s)) if PIPELINES[name].rerank
                   else (None, None, None)),
                 *(tuple(getattr(s, n) for n in HOP_SETTINGS) if PIPELINES[name].rerank and hop_runs(s)
-                  else (0,) + (None,) * (len(HOP_SETTINGS) - 1)))
+                  else (0,) + (None,) * (len(HOP_SETTINGS) - 1)),
+                s.QUESTION_STEPS)
 
     return effective(a) == effective(b)
 
@@ -126,7 +132,7 @@ HOP_SETTINGS = ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_T
 # searched records them
 SEARCH_SETTINGS = ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K", "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
                    "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR", "STAGE3_LEXICAL_FLOOR",
-                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT") + HOP_SETTINGS
+                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT", "QUESTION_STEPS") + HOP_SETTINGS
 
 
 def search_settings(settings, *more: str) -> dict:
@@ -136,10 +142,10 @@ def search_settings(settings, *more: str) -> dict:
 
 # settings older result files did not record, at the value they had then
 # (the second hop did not exist: HOP_K 0, and its other settings, which do nothing then, at their first defaults;
-# HOP_DEPTH came later still: one link)
+# HOP_DEPTH came later still: one link; QUESTION_STEPS later again: off)
 RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256, "STAGE3_K": 20,
                   "HOP_K": 0, "HOP_RESCORE": 4, "HOP_PICKS": 2, "HOP_MIN_SCORE": 0.9, "HOP_MAX_TOKENS": 384,
-                  "HOP_DEPTH": 1}
+                  "HOP_DEPTH": 1, "QUESTION_STEPS": 0}
 
 
 def recorded_settings(x: dict):
@@ -160,8 +166,9 @@ def label_of(x: dict, spec: str) -> str | None:
     return next((c for c in x.get("configs", {}) if same_config(c, spec, s)), None)
 
 
-def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 50) -> dict:
-    """One row per configuration; ``per_query`` keeps each question's scores for paired comparisons."""
+def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 50, chat_model=None) -> dict:
+    """One row per configuration; ``per_query`` keeps each question's scores for paired comparisons. A configuration
+    with question steps (``qN``) calls ``chat_model`` (made from the settings when None) and keeps its steps."""
     retriever = engine.retriever
     base = retriever.settings
     retriever.index  # build/load outside the timed loop
@@ -169,7 +176,7 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
         engine.thread(d.serial)
     retriever.search("warm up", k=5, pipeline="stage1_2")
     reranker, memos = retriever.reranker, {}
-    results, per_query = {}, {}
+    results, per_query, steps_of = {}, {}, {}
     try:
         for spec in configs:
             name, over = parse_config(spec)
@@ -179,12 +186,28 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
                 memo = retriever._reranker = _memo_for(memos, reranker, base, s)
                 if PIPELINES[name].rerank:
                     memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
-            results[spec], per_query[spec] = _run_config(retriever, keymap, ds, name, chunk_k, memo)
+            steps = None
+            if s.QUESTION_STEPS:
+                from ..llm.backends import make_chat_model
+                from ..retrieve.steps import QuestionSteps
+
+                chat_model = chat_model or make_chat_model(base)
+                steps = QuestionSteps(chat_model, lambda text, k, _n=name: retriever.search(text, k=k, pipeline=_n).hits,
+                                      s.QUESTION_STEPS)
+                steps_of[spec] = []
+            results[spec], per_query[spec] = _run_config(retriever, keymap, ds, name, chunk_k, memo, steps,
+                                                         steps_of.get(spec))
     finally:
         retriever.settings = base
         if reranker is not None:
             retriever._reranker = reranker
-    return {"configs": results, "per_query": per_query, "qids": [q.qid for q in ds.queries]}
+    out = {"configs": results, "per_query": per_query, "qids": [q.qid for q in ds.queries]}
+    if steps_of:
+        from ..llm.backends import describe
+
+        out["steps"] = steps_of  # per configuration, each question's lookups, answers and added search
+        out["chat_model"] = describe(chat_model)
+    return out
 
 
 def _memo_for(memos: dict, reranker, base, s) -> "ScoreMemo":
@@ -224,7 +247,8 @@ class ScoreMemo:
         return np.asarray([self.scores[(query, p, max_tokens)] for p in passages], np.float32)
 
 
-def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: ScoreMemo | None = None) -> tuple[dict, dict]:
+def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: ScoreMemo | None = None, steps=None,
+                kept: list | None = None) -> tuple[dict, dict]:
     per = {"ndcg@10": [], "recall@1": [], "recall@5": [], "recall@10": [], "mrr@10": [], "all@10": []}
     lat = []
     exits = 0
@@ -232,9 +256,13 @@ def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: Scor
     for q in ds.queries:
         t = time.perf_counter()
         res = retriever.search(q.text, k=chunk_k, pipeline=name)
+        hits = res.hits
+        if steps is not None:
+            hits, trace = steps.search(q.text, chunk_k, hits)
+            kept.append(asdict(trace))
         lat.append((time.perf_counter() - t) * 1000)
         exits += res.early_exit
-        ranked = doc_ranking(res.hits, keymap)
+        ranked = doc_ranking(hits, keymap)
         per["ndcg@10"].append(ndcg_at_k(ranked, q.gold_docs, 10))
         for kk in (1, 5, 10):
             per[f"recall@{kk}"].append(recall_at_k(ranked, q.gold_docs, kk))
@@ -252,9 +280,11 @@ def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: Scor
     if memo is not None:
         memo.enabled = False
     try:
-        for q in ds.queries[:50]:  # latency at the agent's k=5
+        for q in ds.queries[:50 if steps is None else 20]:  # latency at the agent's k=5 (LLM steps: 20 questions)
             t = time.perf_counter()
-            retriever.search(q.text, k=5, pipeline=name)
+            res = retriever.search(q.text, k=5, pipeline=name)
+            if steps is not None:
+                steps.search(q.text, 5, res.hits)
             lat5.append((time.perf_counter() - t) * 1000)
     finally:
         if memo is not None:
