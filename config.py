@@ -59,7 +59,7 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # HOP_MAX_TOKENS = 384             # second-hop pairs truncated to this
 # HOP_DEPTH = 1                    # links in the hop's chain (2: the first pick seeds one more; measured: no gain held out)
 # QUESTION_STEPS = 0               # 4: the LLM splits a multi-step question into lookups and their answers are
-#                                  # searched with it (the agent and `bench retrieval`; ~5 s more per question)
+#                                  # searched with it (chat answers, fast mode; ~8 s more per question on 2 cores)
 # EARLY_EXIT_MARGIN = 2.0          # >= 2: never skip stage 3 (0.15 lost nDCG on the dev split)
 # SEARCH_K = 5
 

@@ -12,7 +12,7 @@ from pydantic import ConfigDict
 from thread_rag.agent.answer import DECIDE_PROMPT, SOURCES_PROMPT
 from thread_rag.agent.intent import INTENT_PROMPT
 from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
-from thread_rag.retrieve.steps import ANSWER_SYSTEM, SPLIT_SYSTEM
+from thread_rag.agent.steps import ANSWER_SYSTEM, SPLIT_SYSTEM
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -41,7 +41,8 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
 
     def reply(self, messages, kwargs) -> str:
         last = messages[-1].content
-        self.calls.append({"last": last[:200], "format": kwargs.get("format"), "system": messages[0].content})
+        self.calls.append({"last": last[:200], "format": kwargs.get("format"), "system": messages[0].content,
+                           "stop": kwargs.get("stop")})
         if messages[0].content == SPLIT_SYSTEM:
             return self.lookups if isinstance(self.lookups, str) else json.dumps({"steps": self.lookups or [last]})
         if messages[0].content == ANSWER_SYSTEM:
@@ -70,7 +71,7 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
         return fn(messages)
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        text = self.reply(messages, kwargs)
+        text = self.reply(messages, {**kwargs, "stop": stop})
         return ChatResult(generations=[ChatGeneration(message=AIMessage(
             content=text, usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}))])
 

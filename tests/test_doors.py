@@ -231,3 +231,26 @@ def test_an_emptied_index_manifest_is_rebuilt_by_the_search_that_meets_it(make_e
     (engine.home / "index" / "manifest.json").write_bytes(b"")
     assert [h["chunk_id"] for h in search_ids(make_engine(), "air filter")] == before
     assert (engine.home / "index" / "manifest.json").stat().st_size > 0  # a new base, written with its manifest
+
+
+def test_doctor_names_the_catalog_log_line_that_is_corrupt_not_the_snapshot(tmp_path):
+    """A garbage line inside catalog.log was reported as "catalog.json is unreadable (CorruptFileError)": the user was
+    sent to restore the wrong file."""
+    from thread_rag.doctor import store_checks
+    from thread_rag.records import DocumentRecord
+    from thread_rag.settings import Settings
+    from thread_rag.store.catalog import Catalog
+
+    home = tmp_path / "d"
+    home.mkdir()
+    cat = Catalog(home / "catalog.json")
+    for _ in range(2):
+        serial = cat.allocate_serial()
+        cat.commit(DocumentRecord(serial=serial, doc_id=f"DOC{serial}", name="f.md", path=f"/d/f{serial}.md",
+                                  content_hash=f"h{serial}", kind="markdown", chunk_count=1, pages=None,
+                                  indexed_at="2026-12-02T00:00:00+0000", generation=1, chunk_strategy="s", embedder="e"))
+    lines = cat.log_path.read_bytes().splitlines()
+    cat.log_path.write_bytes(b"\n".join([lines[0], b"garbage", *lines[1:]]) + b"\n")
+    row = next(r for r in store_checks(Settings(HOME=str(home))) if r["check"] == "catalog")
+    assert not row["ok"] and "catalog.log: line 2" in row["detail"] and "catalog.json is unreadable" not in row["detail"]
+    assert "backup" in row["fix"]

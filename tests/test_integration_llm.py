@@ -52,7 +52,7 @@ def test_question_steps_with_the_real_model(debian):
     passage; that answer fills the next lookup and is searched with the question (a fake search over four passages:
     the model, its prompts and their parsing are what is tested)."""
     from thread_rag.agent.loop import Agent
-    from thread_rag.retrieve.steps import QuestionSteps
+    from thread_rag.agent.steps import QuestionSteps
 
     passages = ["Blue Lanterns is a 1950 novel by the writer Marta Quill.",
                 "Marta Quill (born 1921 in Toledo, Spain) was a Spanish novelist.",
@@ -71,8 +71,7 @@ def test_question_steps_with_the_real_model(debian):
     model = Agent(debian).model
     q = "Which river runs through the city where the writer of Blue Lanterns was born?"  # not the prompt's example
     merged, trace = QuestionSteps(model, search).search(q, 3, search(q, 3))
-    print(trace)
     assert trace.error is None and len(trace.lookups) >= 2, trace
     assert "Marta Quill" in trace.answers[0] and "Marta Quill" in trace.searched[1], trace
     assert trace.query.startswith(q) and "Marta Quill" in trace.query
-    assert len(merged) == 3 and len({h.chunk_id for h in merged}) == 3
+    assert "DOC1_002" in [h.chunk_id for h in merged[:2]], (trace, [h.chunk_id for h in merged])  # the river

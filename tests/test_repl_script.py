@@ -119,7 +119,7 @@ class OllamaStandIn(BaseHTTPRequestHandler):
                "repeat_penalty", "mirostat"}
 
     REPLIES = {"sources": [1], "action": "question", "tool": "answer", "answerable": True,
-               "question": "How do I pre-heat summaries?"}
+               "question": "How do I pre-heat summaries?", "steps": ["Which command pre-heats?", "How do I run #1?"]}
 
     @classmethod
     def reply_for(cls, fmt) -> str:
@@ -214,6 +214,28 @@ def test_full_agent_ask_on_ollama_standin(manual_engine, standin, mode):
     assert chats[-1]["options"]["num_predict"] == s.MAX_ANSWER_TOKENS or mode == "fast"
     if mode == "fast":  # the answer cites nothing: one constrained follow-up named the source
         assert ans.citations and ans.citations[0].how == "sources_call" and len(chats) == 2
+
+
+def test_question_steps_over_ollama_end_each_answer_at_a_newline(manual_engine, standin):
+    """ChatOllama drops its ``stop`` when ``options`` are given (the output cap travels there): the lookups' answers
+    must carry ``options.stop``, or on Ollama they ran on for their whole token cap."""
+    from thread_rag.agent.loop import Agent
+    from thread_rag.agent.steps import ANSWER_SYSTEM, SPLIT_SYSTEM
+    from thread_rag.llm.backends import make_chat_model
+
+    s = manual_engine.settings.replace(CHAT_BACKEND="ollama", OLLAMA_HOST=standin, QUESTION_STEPS=4)
+    manual_engine.settings = s
+    OllamaStandIn.requests.clear()
+    ans = Agent(manual_engine, chat_model=make_chat_model(s)).ask("how do I pre-heat summaries?")
+    step = next(t for t in ans.tool_trace if t["tool"] == "question_steps")
+    assert step["ok"] and step["lookups"] == ["Which command pre-heats?", "How do I run #1?"], step
+    chats = [b for p, b in OllamaStandIn.requests if p == "/api/chat"]
+    split = [b for b in chats if b["messages"][0]["content"] == SPLIT_SYSTEM]
+    answers = [b for b in chats if b["messages"][0]["content"] == ANSWER_SYSTEM]
+    assert len(split) == 1 and split[0]["format"]["properties"]["steps"]["maxItems"] == 4
+    assert len(answers) == 2 and all(b["options"]["stop"] == ["\n"] and b["options"]["num_predict"] == 16
+                                     for b in answers), answers
+    assert step["answers"] == ["Pre-heat with thread-rag preheat", "Pre-heat with thread-rag preheat"]
 
 
 def test_ollama_missing_model_and_server_down(settings_for, standin):

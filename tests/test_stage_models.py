@@ -569,9 +569,11 @@ def test_hop_chain_seeds_each_link_with_the_first_pick_of_the_last(manual_engine
         return [p for p in (r._passage(idx, x) for x in expect) if p not in pool2[:3]]
 
     assert pool2[3:] == reference(novel, 12)
-    # what the reference pins: the top hit's words left out, and lists deep enough for the two placed rows
+    # what the reference pins: the top hit's words left out. (It pinned the lists' depth too, 12 for the two placed
+    # rows, until the manual this runs on grew a paragraph: since then lists of 10 or 11 give the same pool here;
+    # the depth is a corpus-dependent check, no longer made.)
     plain = " ".join(w for w in bm25_tokenize([two.hits[1].text])[0] if w not in set(bm25_tokenize([question])[0]))
-    assert reference(plain, 12) != pool2[3:] and reference(novel, 11) != pool2[3:]
+    assert reference(plain, 12) != pool2[3:]
     # a row the second link reads again keeps the first link's score
     first_scores = dict(zip(pool1, list(np.linspace(0.5, 0.1, len(pool1) - 1)) + [0.95]))
     again = [h for h in two.hits if r._passage(idx, row(h)) in pool1 and r._passage(idx, row(h)) in pool2]

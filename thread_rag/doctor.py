@@ -153,7 +153,11 @@ def store_checks(settings) -> list[dict]:
             data = json.loads(cat.read_text(encoding="utf-8"))
             read_log(home / "catalog.log", data)  # the changes since the snapshot (read only)
             named = len(data.get("documents") or {})
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError, CorruptFileError) as exc:
+        except CorruptFileError as exc:  # a line of the log (its message names the file and the line)
+            what, _, fix = str(exc).partition("; ")
+            add("catalog", False, what, fix or "restore the data dir from a backup")
+            return out
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError) as exc:
             add("catalog", False, f"{cat} is unreadable ({exc.__class__.__name__})",
                 "restore a good catalog.json, or move the data dir away and index again")
             return out

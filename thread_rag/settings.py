@@ -105,7 +105,8 @@ class Settings:
     QUESTION_STEPS: int = 0                 # the LLM splits a question into at most this many lookups, answers
                                             # each from its top passages, and the question + those answers is
                                             # searched too (0 = off; 4 = the measured option: multi-step questions,
-                                            # ~5 s of LLM calls per question on 2 cores; agent and bench only)
+                                            # ~8 s of LLM calls per question on 2 cores; the fast path's answers
+                                            # and `bench retrieval` qN, not a bare search)
     EARLY_EXIT_MARGIN: float = 2.0          # skip stage 3 when top1 - median(stage 2) > margin; >= 2 never
                                             # (MaxSim lies in -1..1); 0.15 lost nDCG on the dev split
     HNSW_THRESHOLD: int = 1000000           # exact inner products below (100k chunks: ~9 ms), FAISS HNSW

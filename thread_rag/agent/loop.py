@@ -16,7 +16,6 @@ check, then the answer) for capable models.
 """
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
@@ -30,7 +29,7 @@ from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
 from ..records import Thread, to_dict
-from ..retrieve.steps import QuestionSteps
+from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, decide_messages, parse_json_lenient,
@@ -285,10 +284,12 @@ class Agent:
                     mode=f"fast/{reader}", relevance=round(rel, 4), fallback_used=False, routing_failures=0)
         if rel < s.RELEVANCE_MIN:  # the relevance floor: refuse before any LLM call
             return self._refusal(base, on_token, t0, calls)
-        if s.QUESTION_STEPS:
+        read_k = None
+        if s.QUESTION_STEPS and reader != "nested":  # the nested reader searches its own tree
             hits = self._question_steps(standalone, doc_id, hits, trace)
+            read_k = len(hits)  # both searches' entries, read under the same budget (as _decide)
         t_read = time.perf_counter()
-        sources = self.read(reader, standalone, hits, qvec, doc_id)
+        sources = self.read(reader, standalone, hits, qvec, doc_id, k=read_k)
         self._trace_read(trace, reader, sources, t_read)
         if s.DECIDE and sources and reader not in ("topk", "nested"):  # the budgeted readers
             sources = self._decide(standalone, sources, hits, qvec, reader, doc_id, trace)
@@ -313,15 +314,14 @@ class Agent:
 
     def _question_steps(self, question: str, doc_id: str | None, hits: list, trace: list) -> list:
         """``QUESTION_STEPS``: the model's lookups are searched and answered, and the question followed by those
-        answers is searched too; its hits are interleaved with ``hits`` (``retrieve/steps.py``)."""
+        answers is searched too; its first ``READ_K`` hits are interleaved with the question's (``agent/steps.py``)."""
         t = time.perf_counter()
-        k = max(self.settings.READ_K, 1)
         steps = QuestionSteps(self.model, lambda text, n: self.engine.retriever.search(text, doc_id=doc_id, k=n).hits,
                               self.settings.QUESTION_STEPS)
-        merged, st = steps.search(question, k, hits)
-        self._calls += bool(st.lookups) + len(st.answers)
+        merged, st = steps.search(question, max(self.settings.READ_K, 1), hits)
+        self._calls += st.calls
         trace.append({"step": len(trace), "tool": "question_steps", "args": {"query": st.query or question},
-                      "ok": st.error is None, "error": st.error, "lookups": st.searched or st.lookups,
+                      "ok": st.error is None, "error": st.error, "lookups": st.lookups, "searched": st.searched,
                       "answers": st.answers, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in merged],
                       "ms": round((time.perf_counter() - t) * 1000, 1)})
         self.on_event("tool", trace[-1])
@@ -351,8 +351,7 @@ class Agent:
         t_read = time.perf_counter()
         more = self.engine.retriever.search(query, doc_id=doc_id, k=max(self.settings.READ_K, 1)).hits
         k = self.settings.READ_K
-        pairs = itertools.zip_longest(hits[:k], more[:k])  # a shorter second search keeps all of the first
-        mixed = list({h.chunk_id: h for pair in pairs for h in pair if h is not None}.values())
+        mixed = interleave(hits[:k], more[:k])  # a shorter second search keeps all of the first
         sources = self.read(reader, question, mixed, qvec, doc_id, k=len(mixed))
         self._trace_read(trace, reader, sources, t_read)
         return sources

@@ -174,7 +174,8 @@ def run_latency_bench(settings, args) -> dict:
                 "prompt_cache": "reset per question, then the answer prompt's fixed head evaluated (as the REPL does "
                                 "at model load)",
                 "settings": search_settings(e.settings, "READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "LLM_THREADS",
-                                            "LLM_BATCH", "RELEVANCE_MIN", "RERANKER", "EMBEDDER_MODEL"),
+                                            "LLM_BATCH", "RELEVANCE_MIN", "RERANKER", "EMBEDDER_MODEL",
+                                            "QUESTION_STEPS"),
                 "command": "thread-rag bench latency" + (f" --configs {args.configs}" if args.configs else ""),
                 "rows": rows}
     finally:

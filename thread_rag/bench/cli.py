@@ -22,7 +22,7 @@ def run_bench(args) -> int:
         from ..retrieve.pipeline import PIPELINES
         from .corpus import open_corpus_engine
         from .datasets import check_disjoint
-        from .retrieval import machine, run_retrieval, search_settings
+        from .retrieval import STEPS_SETTINGS, machine, run_retrieval, search_settings
 
         if not args.dataset:
             raise ThreadRagError("bench retrieval needs --dataset (limit-small, aws-docs-qa, musique)")
@@ -51,7 +51,7 @@ def run_bench(args) -> int:
                "machine": machine(),
                "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
                           "reranker": settings.RERANKER},
-               "settings": search_settings(settings),
+               "settings": search_settings(settings, *STEPS_SETTINGS),
                "command": "thread-rag " + " ".join(sys.argv[1:])}
         if args.markdown:
             from .report import retrieval_table

@@ -30,9 +30,17 @@ def retrieval_table(x: dict) -> str:
         ci = r["ndcg@10_ci95"]
         lines.append(f"| {name} | {r['ndcg@10']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) | {r['recall@1']:.3f} | {r['recall@5']:.3f} | "
                      f"{r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['all@10']:.2f} | {_ms(r['p50_ms'])} / {_ms(r['p95_ms'])} | "
-                     f"{_ms(r.get('k5_p50_ms'))} / {_ms(r.get('k5_p95_ms'))} | "
+                     f"{_ms(r.get('k5_p50_ms'))} / {_ms(r.get('k5_p95_ms'))}{_k5_count(r)} | "
                      f"{r['early_exit_rate']:.2f} |")
+    if x.get("chat_model"):
+        lines.append(f"\n*Configurations with `qN` (question steps) called {x['chat_model']}; their latency includes it.*")
     return "\n".join(lines)
+
+
+def _k5_count(r: dict) -> str:
+    """How many questions the k=5 latency loop timed, where not the usual 50 (LLM question steps: 20)."""
+    n = r.get("k5_questions")
+    return f" ({n} q)" if n is not None and n != 50 else ""
 
 
 def _ms(v) -> str:

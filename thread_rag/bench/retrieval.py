@@ -69,7 +69,7 @@ def parse_config(spec: str) -> tuple[str, dict]:
                 over["HOP_MAX_TOKENS"] = int(o[1:])
             elif o.startswith("d") and 1 <= int(o[1:]) <= 3:
                 over["HOP_DEPTH"] = int(o[1:])
-            elif o.startswith("q") and 2 <= int(o[1:]) <= 6:
+            elif o.startswith("q") and (int(o[1:]) == 0 or 2 <= int(o[1:]) <= 6):
                 over["QUESTION_STEPS"] = int(o[1:])
             else:
                 raise ValueError
@@ -79,17 +79,18 @@ def parse_config(spec: str) -> tuple[str, dict]:
                                  f"(STAGE3_PRIOR), tN (RERANK_MAX_TOKENS, 16..512), fX (STAGE3_LEXICAL_FLOOR, 0..1), "
                                  f"c{'/c'.join(RERANK_CONTEXTS)} (RERANK_CONTEXT), hN (HOP_K, 0 = off), sN "
                                  f"(HOP_RESCORE), nN (HOP_PICKS, >= 1), gX (HOP_MIN_SCORE, 0..1), xN "
-                                 f"(HOP_MAX_TOKENS, 16..512), dN (HOP_DEPTH, 1..3) and qN (QUESTION_STEPS, 2..6)") from None
+                                 f"(HOP_MAX_TOKENS, 16..512), dN (HOP_DEPTH, 1..3) and qN (QUESTION_STEPS, 0 = off or 2..6)") from None
     return name, over
 
 
 def default_spec(settings) -> str:
     """The configuration ``rag_search`` runs with these settings, in ``parse_config`` syntax."""
     s = settings
+    steps = f":q{s.QUESTION_STEPS}" if s.QUESTION_STEPS else ""  # labels from before QUESTION_STEPS stay valid
     if s.FUSION != "rrf":
-        return "dense_only" if s.FUSION == "dense" else "bm25_only"
+        return ("dense_only" if s.FUSION == "dense" else "bm25_only") + steps
     if s.RERANKER == "none":
-        return "stage1_2" if s.STAGE2 else "stage1_rrf"
+        return ("stage1_2" if s.STAGE2 else "stage1_rrf") + steps
     margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
     weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}" + (":pbm25" if s.STAGE3_PRIOR == "bm25" else "")
     # truncation (of the packaged cross-encoder), floor and context always named: a label means one thing in any file
@@ -98,8 +99,7 @@ def default_spec(settings) -> str:
     depth = "" if s.HOP_DEPTH == 1 else f":d{s.HOP_DEPTH}"  # labels from before HOP_DEPTH stay valid
     rest += (f":h{s.HOP_K}:s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}:x{s.HOP_MAX_TOKENS}{depth}"
              if hop_runs(s) else ":h0")
-    rest += f":q{s.QUESTION_STEPS}" if s.QUESTION_STEPS else ""  # labels from before QUESTION_STEPS stay valid
-    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}"
+    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}{steps}"
 
 
 def _truncation(s) -> int | None:
@@ -132,7 +132,9 @@ HOP_SETTINGS = ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_T
 # searched records them
 SEARCH_SETTINGS = ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K", "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
                    "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR", "STAGE3_LEXICAL_FLOOR",
-                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT", "QUESTION_STEPS") + HOP_SETTINGS
+                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT") + HOP_SETTINGS
+# recorded besides by the runs that apply it (bench retrieval; the answers bench through the agent)
+STEPS_SETTINGS = ("QUESTION_STEPS",)
 
 
 def search_settings(settings, *more: str) -> dict:
@@ -188,10 +190,12 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
                     memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
             steps = None
             if s.QUESTION_STEPS:
-                from ..llm.backends import make_chat_model
-                from ..retrieve.steps import QuestionSteps
+                from ..agent.steps import QuestionSteps
+                from ..llm.backends import limit, make_chat_model
 
-                chat_model = chat_model or make_chat_model(base)
+                if chat_model is None:
+                    chat_model = make_chat_model(base)
+                    chat_model.invoke("warm up", **limit(chat_model, 1))  # load the model outside the timed loop
                 steps = QuestionSteps(chat_model, lambda text, k, _n=name: retriever.search(text, k=k, pipeline=_n).hits,
                                       s.QUESTION_STEPS)
                 steps_of[spec] = []
@@ -259,7 +263,7 @@ def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: Scor
         hits = res.hits
         if steps is not None:
             hits, trace = steps.search(q.text, chunk_k, hits)
-            kept.append(asdict(trace))
+            kept.append({"qid": q.qid, **asdict(trace)})
         lat.append((time.perf_counter() - t) * 1000)
         exits += res.early_exit
         ranked = doc_ranking(hits, keymap)
@@ -289,6 +293,7 @@ def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: Scor
     finally:
         if memo is not None:
             memo.enabled = True
+    row["k5_questions"] = len(lat5)
     row["k5_p50_ms"] = round(percentile(lat5, 50), 2)
     row["k5_p95_ms"] = round(percentile(lat5, 95), 2)
     return row, {m: [round(v, 4) for v in per[m]] for m in ("ndcg@10", "recall@5", "all@10")}

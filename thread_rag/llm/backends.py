@@ -155,14 +155,15 @@ def describe(model: BaseChatModel) -> str:
     return f"{md.get('backend', type(model).__name__)} · {md.get('model', '?')} · context {md.get('ctx', '?')} tokens"
 
 
-def limit(model, max_tokens: int) -> dict:
-    """Keyword arguments that cap one call's output at ``max_tokens`` for this backend. llama.cpp takes
-    ``max_tokens``; Ollama takes ``num_predict`` inside ``options`` (``ChatOllama`` forwards unknown keywords
-    to ``ollama.Client.chat``, which rejects them), so the model's own options are repeated there."""
+def limit(model, max_tokens: int, stop: list[str] | None = None) -> dict:
+    """Keyword arguments that cap one call's output at ``max_tokens`` (and end it at a ``stop`` string) for this
+    backend. llama.cpp takes ``max_tokens`` and ``stop``; Ollama takes ``num_predict`` and ``stop`` inside ``options``
+    (``ChatOllama`` forwards unknown keywords to ``ollama.Client.chat``, which rejects them, and drops its own
+    ``stop`` when ``options`` are given), so the model's own options are repeated there."""
     if type(model).__name__ != "ChatOllama":
-        return {"max_tokens": int(max_tokens)}
+        return {"max_tokens": int(max_tokens), **({"stop": list(stop)} if stop else {})}
     opts = {"num_ctx": model.num_ctx, "temperature": model.temperature, "seed": model.seed,
-            "num_predict": int(max_tokens)}
+            "num_predict": int(max_tokens), "stop": list(stop) if stop else None}
     return {"options": {k: v for k, v in opts.items() if v is not None}}
 
 

@@ -6,19 +6,18 @@ the LLM finds along the way.
    an earlier lookup's answer;
 2. each lookup, its "#n" filled in, is searched, and the LLM answers it in a few words from its top two passages;
 3. the question followed by every lookup's answer is searched, and those hits are interleaved with the question's
-   own (its first hit stays first).
+   own (its first hit stays first; the caller decides how many of the merged hits it reads).
 A question the LLM leaves in one lookup costs that one call and changes nothing. Any failure of the LLM (down,
-no JSON) leaves the question's own hits as they were: the steps can add, never lose.
+no usable JSON) leaves the question's own hits as they were, and the trace says why.
 
 Chosen on the dev halves (``bench_results/probes/decompose_probe.py``): searching the answers with the question
 found more of the supporting passages than interleaving the lookups' own searches, and interleaving it with the
-question's own search instead of replacing it cost aws-docs-qa nothing. The component gets a chat model and a
-search function; it never writes.
+question's own search instead of replacing it kept aws-docs-qa and limit-small level (nDCG@10 -0.002 and -0.001).
+The component gets a chat model and a search function; it never writes.
 """
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -26,6 +25,8 @@ from typing import Callable
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..llm.backends import limit
+from ..retrieve.pipeline import MAX_QUERY_CHARS
+from .answer import parse_json_lenient
 
 SPLIT_SYSTEM = ("You split a question into the simple lookups that answer it, in order. Each lookup asks for ONE fact. "
                 "When a lookup needs an earlier lookup's answer, write #1, #2, ... in its place.")
@@ -53,11 +54,12 @@ def split_schema(max_steps: int) -> dict:
 class StepsTrace:
     """What the steps did for one question (shown in the agent's tool trace and kept by the bench)."""
 
-    lookups: list[str] = field(default_factory=list)    # as the model wrote them
+    lookups: list[str] = field(default_factory=list)    # as the model wrote them ("#1" for an earlier answer)
     searched: list[str] = field(default_factory=list)   # each with the earlier answers filled in
     answers: list[str] = field(default_factory=list)
     query: str | None = None                             # the question + the answers (None: nothing added)
-    error: str | None = None                             # why the steps stopped early, if they did
+    error: str | None = None                             # why the steps stopped early or did nothing, if so
+    calls: int = 0                                       # LLM calls made (failed ones included)
 
 
 class QuestionSteps:
@@ -67,50 +69,59 @@ class QuestionSteps:
         self.model, self._search, self.max_steps = model, search, max_steps
 
     def search(self, question: str, k: int, hits: list) -> tuple[list, StepsTrace]:
-        """The question's own ``hits`` with the hits of "question + the lookups' answers" interleaved, ``k`` at most."""
+        """The question's first ``k`` ``hits`` interleaved with the first ``k`` hits of "question + the lookups'
+        answers" (up to 2k, each chunk once); just the first ``k`` hits when nothing was added."""
         trace = self.plan(question)
         if trace.query is None:
             return hits[:k], trace
         try:
             more = self._search(trace.query, k)
         except Exception as exc:  # noqa: BLE001 - the question's own hits stand
-            trace.error = f"search: {exc}"
+            trace.error = f"search: {exc}"[:200]
             return hits[:k], trace
-        return interleave(hits, more)[:k], trace
+        return interleave(hits[:k], more[:k]), trace
 
     def plan(self, question: str) -> StepsTrace:
         trace = StepsTrace()
         try:
-            trace.lookups = self.split(question)
+            trace.lookups = self.split(question, trace)
             if len(trace.lookups) < 2:
                 return trace
             for lookup in trace.lookups:
                 text = fill(lookup, trace.answers)
                 trace.searched.append(text)
-                trace.answers.append(self.answer(text, self._search(text, PASSAGES)))
+                trace.answers.append(self.answer(text, self._search(text, PASSAGES), trace))
         except Exception as exc:  # noqa: BLE001 - steps are an addition: what was found so far is used
             trace.error = f"{exc.__class__.__name__}: {exc}"[:200]
-        names = [a for a in trace.answers if a]
-        trace.query = " ".join([question] + names) if names else None
+        names = " ".join(a for a in trace.answers if a)
+        if names:  # the answers must survive the search's cut of long queries: the question gives way
+            trace.query = f"{question[:max(0, MAX_QUERY_CHARS - len(names) - 1)]} {names}".strip()
         return trace
 
-    def split(self, question: str) -> list[str]:
+    def split(self, question: str, trace: StepsTrace) -> list[str]:
+        """The model's lookups; the question alone when its reply is not a list of lookups (the trace says so)."""
         msgs = [SystemMessage(SPLIT_SYSTEM), HumanMessage(SPLIT_ASK.format(q=question))]
+        trace.calls += 1
         out = self.model.invoke(msgs, format=split_schema(self.max_steps), **limit(self.model, SPLIT_TOKENS)).content
         try:
-            steps = json.loads(out).get("steps", [])
+            steps = parse_json_lenient(str(out)).get("steps")
         except (ValueError, AttributeError):
+            steps = None
+        if not isinstance(steps, list):
+            trace.error = f"the model's split was not a list of lookups: {str(out)[:80]!r}"
             return [question]
         steps = [" ".join(s.split()) for s in steps if isinstance(s, str) and s.strip()][:self.max_steps]
         return steps or [question]
 
-    def answer(self, lookup: str, hits: list) -> str:
+    def answer(self, lookup: str, hits: list, trace: StepsTrace) -> str:
         p = "\n".join(f"[{i + 1}] {' '.join(h.text.split()[:PASSAGE_WORDS])}" for i, h in enumerate(hits[:PASSAGES]))
         if not p:
             return ""
         msgs = [SystemMessage(ANSWER_SYSTEM), HumanMessage(ANSWER_ASK.format(p=p, q=lookup))]
-        out = self.model.invoke(msgs, stop=["\n"], **limit(self.model, ANSWER_TOKENS)).content
-        return " ".join(str(out).split()).strip('."').strip()[:200]
+        trace.calls += 1
+        out = str(self.model.invoke(msgs, **limit(self.model, ANSWER_TOKENS, stop=["\n"])).content)
+        first = next((line for line in out.splitlines() if line.strip()), "")  # one line, whatever the backend
+        return " ".join(first.split()).strip('."').strip()[:200]
 
 
 def fill(lookup: str, answers: list[str]) -> str:
