@@ -21,20 +21,10 @@ from thread_rag.bench.retrieval import doc_ranking
 from thread_rag.llm.backends import make_chat_model
 from thread_rag.settings import load_settings
 
-SPLIT_SYSTEM = ("You split a question into the simple lookups that answer it, in order. Each lookup asks for ONE fact. "
-                "When a lookup needs an earlier lookup's answer, write #1, #2, ... in its place.")
-SPLIT_ASK = ("Example:\nQuestion: Who founded the company that makes the Foo 3000 camera?\n"
-             '{{"steps": ["Which company makes the Foo 3000 camera?", "Who founded #1?"]}}\n\n'
-             "Example:\nQuestion: What river flows through the birthplace of the author of Green Hills?\n"
-             '{{"steps": ["Who is the author of Green Hills?", "Where was #1 born?", "What river flows through #2?"]}}\n\n'
-             "Example:\nQuestion: When was the mayor of Springfield born?\n"
-             '{{"steps": ["Who is the mayor of Springfield?", "When was #1 born?"]}}\n\n'
-             "Question: {q}\n")
-SPLIT_SCHEMA = {"type": "object", "properties": {"steps": {"type": "array", "items": {"type": "string"},
-                                                           "minItems": 1, "maxItems": 4}},
-                "required": ["steps"]}
-ANSWER_SYSTEM = "Answer from the passages with a name or a short phrase only, no sentence."
-ANSWER_ASK = "Passages:\n{p}\n\nQuestion: {q}\nAnswer:"
+# the prompts this probe chose are the product's now (one home): thread_rag/agent/steps.py
+from thread_rag.agent.steps import ANSWER_ASK, ANSWER_SYSTEM, SPLIT_ASK, SPLIT_SYSTEM, split_schema
+
+SPLIT_SCHEMA = split_schema(4)
 
 
 def interleave(lists):
