@@ -194,3 +194,21 @@ def test_steps_scoped_to_one_document(manual_engine):
     ans = agent.ask("how do I pre-heat summaries?", doc_id=doc.doc_id)
     step = next(t for t in ans.tool_trace if t["tool"] == "question_steps")
     assert step["result"] and all(r.startswith(doc.doc_id + "_") for r in step["result"])
+
+
+def test_chat_shows_each_lookup_with_its_answer():
+    """The chat printed question_steps like a search: the question cut at 60 characters, so the lookups and the
+    answers it found (what the user needs to judge the step) were never seen."""
+    import io
+
+    from rich.console import Console
+
+    from thread_rag.repl import Repl
+
+    out = io.StringIO()
+    repl = Repl(engine=None, console=Console(file=out, width=200))
+    repl._event("tool", {"tool": "question_steps", "ok": True, "error": None, "args": {"query": Q + " Anna Reyes"},
+                         "searched": ["Who is the author of Green Hills?", "Where was Anna Reyes born?"],
+                         "answers": ["Anna Reyes", ""], "result": ["DOC1_000 (0.90)"]})
+    text = out.getvalue()
+    assert "Who is the author of Green Hills? -> Anna Reyes" in text and "Where was Anna Reyes born? -> ?" in text

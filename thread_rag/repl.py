@@ -84,7 +84,11 @@ class Repl:
 
     def _event(self, kind: str, data: dict) -> None:
         c = self.console
-        if kind == "tool":
+        if kind == "tool" and data.get("tool") == "question_steps":  # each lookup with the answer it found
+            steps = [f"{q} -> {a or '?'}" for q, a in zip(data.get("searched") or [], data.get("answers") or [])]
+            c.print("  question_steps " + ("; ".join(steps) or data.get("error") or "one lookup: nothing added"),
+                    style="dim", highlight=False, markup=False)
+        elif kind == "tool":
             args = data.get("args") or {}
             arg = args.get("query") or ", ".join(args.get("chunk_ids", [])) or args.get("file_path") or ""
             res = data.get("result")
