@@ -132,7 +132,7 @@ def run_latency_bench(settings, args) -> dict:
     from ..agent.loop import Agent
     from ..engine import Engine
     from ..llm.backends import limit, reset_prompt_cache
-    from .retrieval import machine, search_settings
+    from .retrieval import STEPS_SETTINGS, machine, search_settings
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-lat-"))
     readers = args.configs.split(",") if args.configs else ["topk", "walk"]
@@ -175,7 +175,7 @@ def run_latency_bench(settings, args) -> dict:
                                 "at model load)",
                 "settings": search_settings(e.settings, "READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "LLM_THREADS",
                                             "LLM_BATCH", "RELEVANCE_MIN", "RERANKER", "EMBEDDER_MODEL",
-                                            "QUESTION_STEPS"),
+                                            *STEPS_SETTINGS),
                 "command": "thread-rag bench latency" + (f" --configs {args.configs}" if args.configs else ""),
                 "rows": rows}
     finally:

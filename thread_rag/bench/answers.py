@@ -36,13 +36,13 @@ import numpy as np
 from ..errors import ThreadRagError
 from ..settings import READERS as _READERS
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
-from .retrieval import HOP_SETTINGS
+from .retrieval import HOP_SETTINGS, STEPS_SETTINGS
 
 READERS = _READERS + ("decide", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
 SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
                    "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK", "RERANK_CONTEXT",
-                   "STAGE3_LEXICAL_FLOOR", "STAGE3_K", "RERANK_MAX_TOKENS", "QUESTION_STEPS") + HOP_SETTINGS  # recorded with every run
+                   "STAGE3_LEXICAL_FLOOR", "STAGE3_K", "RERANK_MAX_TOKENS") + HOP_SETTINGS + STEPS_SETTINGS  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
 
 
