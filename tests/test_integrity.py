@@ -427,3 +427,44 @@ def test_repair_mends_a_damaged_or_mismatched_token_cache_and_names_what_it_cann
     shutil.rmtree(e.token_cache.dir_for(a, 1))
     assert f"{ra.doc_id}: indexed with some-other-model" in " ".join(e.repair())
     assert not e.token_cache.exists(a, 1)
+
+
+def test_a_lost_chroma_store_is_named_and_index_or_repair_brings_the_documents_back(make_engine, tmp_path):
+    """chroma.sqlite3 deleted (or the chroma folder lost) under a good catalog: a search said "the library changed
+    during the search; try again" (it had not), the doctor's advice "index the documents again" answered
+    "unchanged" and did nothing, and `doctor --repair` only named the documents. Now the search names the damage,
+    indexing a file whose chunks are gone indexes it again, and the repair re-indexes every document whose file
+    is still there (naming the one whose file is gone)."""
+    import shutil
+
+    from thread_rag.errors import CorruptFileError
+
+    e = make_engine()
+    fa, fb, fc = (write(tmp_path / f"{n}.md", guide(i, 30)) for i, n in enumerate("abc", 1))
+    ra, rb, rc = (e.index_file(f) for f in (fa, fb, fc))
+    e.close()
+    shutil.rmtree(e.home / "chroma")
+    fc.unlink()
+    e = make_engine()
+    with pytest.raises(CorruptFileError) as err:
+        e.retriever.search("step 7 of the procedure", k=3)
+    msg = str(err.value)
+    assert "changed during the search" not in msg and "missing from the store" in msg and "doctor" in msg, msg
+    e.close()
+    for derived in ("index", "index_parts"):      # nothing to rank with but the (empty) store: it said ValueError
+        shutil.rmtree(e.home / derived, ignore_errors=True)
+    e = make_engine()
+    with pytest.raises(CorruptFileError, match="missing from the store"):
+        e.retriever.search("step 7 of the procedure", k=3)
+    again = e.index_file(fa)
+    assert again.status != "unchanged" and again.doc_id == ra.doc_id, again
+    notes = " ".join(e.repair())
+    assert f"{rb.doc_id}: its chunks were missing from the store; indexed again from {fb.resolve()}" in notes, notes
+    assert rc.doc_id in notes and "file is gone" in notes, notes
+    assert ra.doc_id not in notes, notes            # already back
+    with pytest.raises(CorruptFileError, match=f"{rc.doc_id}: chunks missing"):  # named until it is dealt with
+        e.retriever.search("step 7 of the procedure", k=3)
+    e.delete(rc.doc_id)
+    hits = e.retriever.search("Sentence 2-7 explains step 7", k=3, doc_id=rb.doc_id).hits
+    assert hits and "2-7" in hits[0].text
+    assert e.check_consistency() == []

@@ -164,7 +164,8 @@ def store_checks(settings) -> list[dict]:
     if host is None and not (home / "chroma" / "chroma.sqlite3").exists():  # opening Chroma would create it
         add("chroma", not named, f"{home / 'chroma'}: no store yet" + (f", but the catalog names {named} "
                                                                       f"documents" if named else ""),
-            "index the documents again (or restore the data dir's chroma folder)")
+            "run `thread-rag doctor --repair` (indexes them again from their files), or restore the data dir's "
+            "chroma folder")
         add("store consistency", not named, "nothing stored yet", "see the message above")
         return out
     try:

@@ -451,17 +451,42 @@ class Engine:
         (full recovery), then rebuild each committed document's lost or mismatched token cache (its chunk texts
         embedded again by the indexing model) and its lost nested tree. A document whose chunks are not all in
         the store is named, not repaired (index its file again). Under the write lock; one note per change."""
+        lost: list[DocumentRecord] = []
         with self.write_lock(timeout=timeout):
             notes = self._recover_locked(full=True)
             self.catalog.reload()
             for rec in self.catalog.documents():
                 try:
-                    notes.extend(self._repair_document(rec))
+                    notes.extend(self._repair_document(rec, lost))
                 except (ThreadRagError, OSError, ValueError) as exc:  # one document's trouble does not stop the rest
                     notes.append(f"{rec.doc_id}: not repaired ({str(exc) or type(exc).__name__}); index {rec.path} again")
         self.library.clear()
         self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
+        notes.extend(self._index_lost(rec) for rec in lost)  # indexing takes the lock itself
         return notes
+
+    def _index_lost(self, rec: DocumentRecord) -> str:
+        """A document whose chunks the store lost (its chroma folder deleted), indexed again from its file."""
+        lost = f"{rec.doc_id}: its chunks were missing from the store"
+        src = Path(rec.path)
+        if not self.catalog.own(rec):
+            return f"{lost}; another data dir indexed it ({rec.path}): index it again there"
+        if not src.is_file():
+            return (f"{lost} and its file is gone ({rec.path}); restore the data dir's chroma folder, or delete "
+                    f"{rec.doc_id} and index a copy of the file")
+        try:
+            res = self.index_file(src)
+        except ThreadRagError as exc:
+            return f"{lost}; indexing {rec.path} again failed: {exc}"
+        if res.status == "failed":
+            return f"{lost}; indexing {rec.path} again failed: {res.error}"
+        changed = "" if self.document(rec.doc_id).content_hash == rec.content_hash else " (the file has changed since)"
+        return f"{lost}; indexed again from {rec.path}{changed}"
+
+    def _stored(self, rec: DocumentRecord) -> bool:
+        """Whether the store holds the record's first and last chunk (one read by id; a lost chroma folder)."""
+        ends = {(rec.serial, 0, rec.generation), (rec.serial, max(0, rec.chunk_count - 1), rec.generation)}
+        return len(self.store.get_chunks(sorted(ends))) == len(ends)
 
     def _derived_from_other_content(self, rec: DocumentRecord) -> list[str]:
         """Which of a document's derived files were made from other content than its record committed (a token
@@ -480,7 +505,11 @@ class Engine:
             found.append("search-index part made from other content (thread-rag doctor --repair rebuilds it)")
         return found
 
-    def _repair_document(self, rec: DocumentRecord) -> list[str]:
+    def _repair_document(self, rec: DocumentRecord, lost: list[DocumentRecord]) -> list[str]:
+        """Notes of what was mended; a document the store lost is added to ``lost`` (indexed again after the lock)."""
+        if not self._stored(rec):
+            lost.append(rec)
+            return []
         from .retrieve.search_index import part_key, write_part
 
         parts = self.home / "index_parts"
@@ -901,10 +930,12 @@ class Engine:
         same_recipe = lambda r: r.chunk_strategy == recipe["chunk_strategy"] and r.embedder == recipe["embedder"]  # noqa: E731
         rec = self.catalog.find_by_path(path)
         if rec is not None:
+            if rec.content_hash != content_hash or not same_recipe(rec):
+                return None
             intact = self.token_cache.exists(rec.serial, rec.generation, rec.content_key)  # a lost one is rebuilt by re-indexing
-            return rec if rec.content_hash == content_hash and same_recipe(rec) and intact else None
+            return rec if intact and self._stored(rec) else None  # so are lost chunks (a deleted chroma folder)
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed (by this data dir) from another path
-        return dup if dup is not None and same_recipe(dup) else None
+        return dup if dup is not None and same_recipe(dup) and self._stored(dup) else None
 
     _TREE_SUFFIXES = (".json", ".npy")
 

@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ThreadRagError, UnknownDocumentError
+from ..errors import CorruptFileError, ThreadRagError, UnknownDocumentError
 from ..ids import ChunkId, format_doc_id, parse_doc_id
 from ..lru import LRU
 from .fusion import rrf
@@ -113,13 +113,23 @@ class Retriever:
             from ..embedder import check_recipe
 
             check_recipe(self.library.documents(), self.settings.EMBEDDER_MODEL)
-            load = self.library.vectors
+            load = self._vectors
             if self._index is None:
                 self._index = SearchIndex.open(self.home / "index", self.home / "index_parts", committed, load,
                                                self.settings.HNSW_THRESHOLD)
             else:  # only what changed is read
                 self._index = self._index.updated(committed, load)
         return self._index
+
+    def _vectors(self, serial: int, generation: int):
+        """A committed generation's chunks and vectors, read from the store when its index part is missing."""
+        chunks, vecs = self.library.vectors(serial, generation)
+        if not chunks:
+            gone = self._gone({(serial, generation)})
+            if isinstance(gone, CorruptFileError):  # not a race: the store lost it
+                raise gone
+            raise _StaleSnapshot({(serial, generation)})  # replaced meanwhile: the search ranks again
+        return chunks, vecs
 
     @property
     def reranker(self):
@@ -198,8 +208,19 @@ class Retriever:
             self._index = None
             try:
                 return self._search(query, serial, doc_id, k, pages, heading, pipeline)
-            except _StaleSnapshot:
-                raise ThreadRagError("the library changed during the search; try again") from None
+            except _StaleSnapshot as again:
+                raise self._gone(again.generations) from None
+
+    def _gone(self, generations: set[tuple[int, int]]) -> Exception:
+        """Why the store lacks these generations' chunks: still committed means the store lost them (a deleted
+        chroma folder), not a race with another process that replaced them."""
+        self.library.refresh()
+        lost = sorted(generations & set(self.library.committed()))
+        if not lost:
+            return ThreadRagError("the library changed during the search; try again")
+        names = ", ".join(format_doc_id(s) for s, _ in lost)
+        return CorruptFileError(f"{names}: chunks missing from the store (was the data dir's chroma folder deleted "
+                                f"or restored?); run `thread-rag doctor --repair`")
 
     def _search(self, query: str, serial: int | None, doc_id: str | None, k: int, pages, heading,
                 pipeline: Pipeline) -> SearchResult:
@@ -365,7 +386,7 @@ class Retriever:
             return
         got = self.library.get_chunks(keys)
         if len(got) < len(set(keys)):
-            raise _StaleSnapshot
+            raise _StaleSnapshot({(s, g) for s, _, g in set(keys) - set(got)})
         for key, chunk in got.items():
             self._hit_chunks[key] = chunk
 
@@ -380,7 +401,7 @@ class Retriever:
     def _chunks(self, serial: int, generation: int | None) -> list:
         chunks = None if generation is None else self.library.chunks_at(serial, generation)
         if chunks is None:
-            raise _StaleSnapshot
+            raise _StaleSnapshot({(serial, generation)})
         return chunks
 
 
@@ -394,6 +415,10 @@ def hop_runs(settings) -> bool:
 
 class _StaleSnapshot(Exception):
     """The generation a search index ranked is no longer in the store."""
+
+    def __init__(self, generations: set[tuple[int, int]] = frozenset()):
+        super().__init__()
+        self.generations = set(generations)  # (serial, generation)s whose chunks were not found
 
 
 def _blend(scores, prior, w: float) -> np.ndarray:

@@ -177,7 +177,7 @@ class ChunkStore:
         emb = None
         if with_embeddings:
             raw = got["embeddings"]
-            emb = np.asarray([raw[i] for i in rows], dtype=np.float32).reshape(len(rows), -1)
+            emb = np.asarray([raw[i] for i in rows], dtype=np.float32).reshape(len(rows), -1 if rows else 0)
         return chunks, emb
 
     def get_chunks(self, keys: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], Chunk]:
