@@ -457,14 +457,43 @@ def test_a_lost_chroma_store_is_named_and_index_or_repair_brings_the_documents_b
     with pytest.raises(CorruptFileError, match="missing from the store"):
         e.retriever.search("step 7 of the procedure", k=3)
     again = e.index_file(fa)
-    assert again.status != "unchanged" and again.doc_id == ra.doc_id, again
+    assert again.status == "replaced" and again.doc_id == ra.doc_id, again
     notes = " ".join(e.repair())
     assert f"{rb.doc_id}: its chunks were missing from the store; indexed again from {fb.resolve()}" in notes, notes
-    assert rc.doc_id in notes and "file is gone" in notes, notes
-    assert ra.doc_id not in notes, notes            # already back
+    assert f"{rc.doc_id}: its chunks were missing from the store and its file is gone" in notes, notes
+    assert f"{ra.doc_id}:" not in notes, notes      # already back
     with pytest.raises(CorruptFileError, match=f"{rc.doc_id}: chunks missing"):  # named until it is dealt with
         e.retriever.search("step 7 of the procedure", k=3)
     e.delete(rc.doc_id)
     hits = e.retriever.search("Sentence 2-7 explains step 7", k=3, doc_id=rb.doc_id).hits
     assert hits and "2-7" in hits[0].text
     assert e.check_consistency() == []
+
+
+def test_missing_rows_are_damage_only_while_their_generation_is_committed(make_engine, tmp_path):
+    """A generation replaced by another process is a change (the search ranks again), not damage; rows missing from
+    the committed generation are damage, also when only some are gone (a search building its index from the store
+    named nothing and would have ranked a part made from the rows that were left)."""
+    import shutil
+
+    from thread_rag.errors import CorruptFileError, LibraryChangedError
+
+    e = make_engine()
+    f = write(tmp_path / "a.md", guide(1, 60))
+    first = e.index_file(f)
+    serial = int(first.doc_id[3:])
+    write(f, guide(2, 60))
+    assert e.index_file(f).status == "replaced"     # generation 2 committed, generation 1's rows deleted
+    assert isinstance(e.library.missing({(serial, 1)}), LibraryChangedError)
+    assert not isinstance(e.library.missing({(serial, 1)}), CorruptFileError)
+    assert isinstance(e.library.missing({(serial, 2)}), CorruptFileError)
+    from thread_rag.store.chunk_store import record_id
+
+    assert e.document(first.doc_id).chunk_count >= 3
+    e.store._col.delete(ids=[record_id(serial, 1, 2)])  # one row of the committed generation lost
+    e.close()
+    for derived in ("index", "index_parts"):
+        shutil.rmtree(e.home / derived, ignore_errors=True)
+    e = make_engine()
+    with pytest.raises(CorruptFileError, match=f"{first.doc_id}: chunks missing from the store"):
+        e.retriever.search("step 7 of the procedure", k=3)

@@ -206,7 +206,8 @@ def store_checks(settings) -> list[dict]:
         if unfinished:
             detail += f"; {unfinished} interrupted write(s) left to finish (the next command that opens the store does)"
         add("store consistency", not problems, detail, "run `thread-rag doctor --repair` (rebuilds from the stored chunks, "
-            "removes orphans); a document it cannot repair is named: index its file again")
+            "indexes documents whose chunks the store lost again from their files, removes orphans); a document it "
+            "cannot repair is named with what to do")
     except Exception as exc:  # noqa: BLE001
         add("store consistency", False, str(exc), "see the message above")
     return out

@@ -446,11 +446,12 @@ class Engine:
         return problems
 
     def repair(self, timeout: float = 60) -> list[str]:
-        """Bring what is derived from the stored chunks back in line with the catalog (``thread-rag doctor
-        --repair``), from the store alone (no source file): finish or undo interrupted writes and remove orphans
-        (full recovery), then rebuild each committed document's lost or mismatched token cache (its chunk texts
-        embedded again by the indexing model) and its lost nested tree. A document whose chunks are not all in
-        the store is named, not repaired (index its file again). Under the write lock; one note per change."""
+        """Bring the store and what is derived from it back in line with the catalog (``thread-rag doctor
+        --repair``): finish or undo interrupted writes and remove orphans (full recovery), rebuild each committed
+        document's lost or mismatched token cache (its stored chunk texts embedded again by the indexing model),
+        nested tree and index part from the stored chunks (no source file needed); a document whose chunks the
+        store lost (a deleted chroma folder) is indexed again from its file, after the lock (indexing takes it).
+        What cannot be repaired is named with the way out. One note per change."""
         lost: list[DocumentRecord] = []
         with self.write_lock(timeout=timeout):
             notes = self._recover_locked(full=True)
@@ -462,26 +463,42 @@ class Engine:
                     notes.append(f"{rec.doc_id}: not repaired ({str(exc) or type(exc).__name__}); index {rec.path} again")
         self.library.clear()
         self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
-        notes.extend(self._index_lost(rec) for rec in lost)  # indexing takes the lock itself
+        for rec in lost:
+            try:
+                notes.append(self._index_lost(rec))
+            except (ThreadRagError, OSError, ValueError, TimeoutError) as exc:
+                notes.append(f"{rec.doc_id}: its chunks were missing from the store; indexing {rec.path} again "
+                             f"failed ({str(exc) or type(exc).__name__})")
         return notes
 
     def _index_lost(self, rec: DocumentRecord) -> str:
-        """A document whose chunks the store lost (its chroma folder deleted), indexed again from its file."""
+        """A document whose chunks the store lost, indexed again from its file (the record read again first:
+        another process may have deleted or re-indexed it since the lock was let go)."""
         lost = f"{rec.doc_id}: its chunks were missing from the store"
-        src = Path(rec.path)
+        self.refresh()
+        now = next((d for d in self.catalog.documents() if d.serial == rec.serial), None)
+        if now is None:
+            return f"{lost}; it has been deleted since"
+        if now.generation != rec.generation:
+            return f"{lost}; it has been indexed again since"
+        where = "the library's collection on the Chroma server" if self.shared else "the data dir's chroma folder"
         if not self.catalog.own(rec):
             return f"{lost}; another data dir indexed it ({rec.path}): index it again there"
-        if not src.is_file():
-            return (f"{lost} and its file is gone ({rec.path}); restore the data dir's chroma folder, or delete "
-                    f"{rec.doc_id} and index a copy of the file")
-        try:
-            res = self.index_file(src)
-        except ThreadRagError as exc:
-            return f"{lost}; indexing {rec.path} again failed: {exc}"
+        src = Path(rec.path)
+        if not src.is_absolute() or not src.is_file():
+            return (f"{lost} and its file is gone ({rec.path}); restore {where}, or `thread-rag delete {rec.doc_id}` "
+                    f"and index a copy of the file")
+        res = self.index_file(src)
         if res.status == "failed":
             return f"{lost}; indexing {rec.path} again failed: {res.error}"
-        changed = "" if self.document(rec.doc_id).content_hash == rec.content_hash else " (the file has changed since)"
-        return f"{lost}; indexed again from {rec.path}{changed}"
+        new = self.document(rec.doc_id) if res.doc_id == rec.doc_id else None
+        if new is None:
+            return f"{lost}; {rec.path} was indexed as {res.doc_id}"
+        changed = [what for what, old, cur in (("the file", rec.content_hash, new.content_hash),
+                                               ("the chunking", rec.chunk_strategy, new.chunk_strategy),
+                                               ("the embedder", rec.embedder, new.embedder)) if old != cur]
+        since = f" ({', '.join(changed)} changed since it was indexed)" if changed else ""
+        return f"{lost}; indexed again from {rec.path}{since}"
 
     def _stored(self, rec: DocumentRecord) -> bool:
         """Whether the store holds the record's first and last chunk (one read by id; a lost chroma folder)."""
@@ -508,7 +525,9 @@ class Engine:
     def _repair_document(self, rec: DocumentRecord, lost: list[DocumentRecord]) -> list[str]:
         """Notes of what was mended; a document the store lost is added to ``lost`` (indexed again after the lock)."""
         if not self._stored(rec):
-            lost.append(rec)
+            self.catalog.reload()  # another machine may have replaced it meanwhile (a shared library)
+            if (rec.serial, rec.generation) in self.catalog.committed() and not self._stored(rec):
+                lost.append(rec)
             return []
         from .retrieve.search_index import part_key, write_part
 
@@ -935,7 +954,7 @@ class Engine:
             intact = self.token_cache.exists(rec.serial, rec.generation, rec.content_key)  # a lost one is rebuilt by re-indexing
             return rec if intact and self._stored(rec) else None  # so are lost chunks (a deleted chroma folder)
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed (by this data dir) from another path
-        return dup if dup is not None and same_recipe(dup) and self._stored(dup) else None
+        return dup if dup is not None and same_recipe(dup) else None  # (lost chunks of it: doctor --repair)
 
     _TREE_SUFFIXES = (".json", ".npy")
 

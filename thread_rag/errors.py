@@ -75,3 +75,12 @@ def _file_in_the_way(path: Path) -> Path | None:
         except OSError:
             return None
     return None
+
+
+class LibraryChangedError(ThreadRagError):
+    """A generation a reader was reading left the store because another process replaced it: read again."""
+
+    def __init__(self, message: str = "the library changed during the search; try again",
+                 generations: set[tuple[int, int]] | frozenset = frozenset()):
+        super().__init__(message)
+        self.generations = set(generations)  # (serial, generation)s whose rows were not found

@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import CorruptFileError, ThreadRagError, UnknownDocumentError
+from ..errors import LibraryChangedError, ThreadRagError, UnknownDocumentError
 from ..ids import ChunkId, format_doc_id, parse_doc_id
 from ..lru import LRU
 from .fusion import rrf
@@ -113,23 +113,13 @@ class Retriever:
             from ..embedder import check_recipe
 
             check_recipe(self.library.documents(), self.settings.EMBEDDER_MODEL)
-            load = self._vectors
+            load = self.library.vectors
             if self._index is None:
                 self._index = SearchIndex.open(self.home / "index", self.home / "index_parts", committed, load,
                                                self.settings.HNSW_THRESHOLD)
             else:  # only what changed is read
                 self._index = self._index.updated(committed, load)
         return self._index
-
-    def _vectors(self, serial: int, generation: int):
-        """A committed generation's chunks and vectors, read from the store when its index part is missing."""
-        chunks, vecs = self.library.vectors(serial, generation)
-        if not chunks:
-            gone = self._gone({(serial, generation)})
-            if isinstance(gone, CorruptFileError):  # not a race: the store lost it
-                raise gone
-            raise _StaleSnapshot({(serial, generation)})  # replaced meanwhile: the search ranks again
-        return chunks, vecs
 
     @property
     def reranker(self):
@@ -162,7 +152,7 @@ class Retriever:
         if key not in self._recomputed:
             self.library.refresh()
             if dict(self.library.committed()).get(serial) != generation:
-                raise _StaleSnapshot  # its cache went with a newer generation: rank again, do not re-embed
+                raise LibraryChangedError  # its cache went with a newer generation: rank again, do not re-embed
             from ..ingest import text_for_embedding
             from ..store.token_cache import quantize
 
@@ -204,23 +194,12 @@ class Retriever:
             doc_id = format_doc_id(serial)
         try:
             return self._search(query, serial, doc_id, k, pages, heading, pipeline)
-        except _StaleSnapshot:  # another process replaced a document mid-search: once more, on the new index
+        except LibraryChangedError:  # another process replaced a document mid-search: once more, on the new index
             self._index = None
             try:
                 return self._search(query, serial, doc_id, k, pages, heading, pipeline)
-            except _StaleSnapshot as again:
-                raise self._gone(again.generations) from None
-
-    def _gone(self, generations: set[tuple[int, int]]) -> Exception:
-        """Why the store lacks these generations' chunks: still committed means the store lost them (a deleted
-        chroma folder), not a race with another process that replaced them."""
-        self.library.refresh()
-        lost = sorted(generations & set(self.library.committed()))
-        if not lost:
-            return ThreadRagError("the library changed during the search; try again")
-        names = ", ".join(format_doc_id(s) for s, _ in lost)
-        return CorruptFileError(f"{names}: chunks missing from the store (was the data dir's chroma folder deleted "
-                                f"or restored?); run `thread-rag doctor --repair`")
+            except LibraryChangedError as again:
+                raise self.library.missing(again.generations) from None
 
     def _search(self, query: str, serial: int | None, doc_id: str | None, k: int, pages, heading,
                 pipeline: Pipeline) -> SearchResult:
@@ -371,7 +350,7 @@ class Retriever:
             try:
                 name = self.library.catalog.get(int(index.meta.serial[row])).name
             except UnknownDocumentError:  # removed by another process since the index was read
-                raise _StaleSnapshot from None
+                raise LibraryChangedError from None
         return rerank_passage(ch.text, ch.heading_path, name, context)
 
     def _key(self, index: SearchIndex, row: int) -> tuple[int, int, int | None]:
@@ -386,7 +365,7 @@ class Retriever:
             return
         got = self.library.get_chunks(keys)
         if len(got) < len(set(keys)):
-            raise _StaleSnapshot({(s, g) for s, _, g in set(keys) - set(got)})
+            raise LibraryChangedError(generations={(s, g) for s, _, g in set(keys) - set(got)})
         for key, chunk in got.items():
             self._hit_chunks[key] = chunk
 
@@ -401,7 +380,7 @@ class Retriever:
     def _chunks(self, serial: int, generation: int | None) -> list:
         chunks = None if generation is None else self.library.chunks_at(serial, generation)
         if chunks is None:
-            raise _StaleSnapshot({(serial, generation)})
+            raise LibraryChangedError(generations={(serial, generation)})
         return chunks
 
 
@@ -413,12 +392,6 @@ def hop_runs(settings) -> bool:
     return settings.HOP_K > 0 and settings.RERANKER.startswith(PACKAGED)
 
 
-class _StaleSnapshot(Exception):
-    """The generation a search index ranked is no longer in the store."""
-
-    def __init__(self, generations: set[tuple[int, int]] = frozenset()):
-        super().__init__()
-        self.generations = set(generations)  # (serial, generation)s whose chunks were not found
 
 
 def _blend(scores, prior, w: float) -> np.ndarray:

@@ -11,8 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ChunkIdError, UnknownDocumentError
-from ..ids import ChunkId
+from ..errors import ChunkIdError, CorruptFileError, LibraryChangedError, ThreadRagError, UnknownDocumentError
+from ..ids import ChunkId, format_doc_id
 from ..lru import LRU
 from ..records import Chunk, DocumentRecord, Thread
 from .catalog import Catalog
@@ -106,8 +106,30 @@ class Library:
         return thread.chunks[cid.position]
 
     def vectors(self, serial: int, generation: int) -> tuple[list[Chunk], np.ndarray | None]:
-        """A generation's chunks with their stored embeddings (what the search index and the trees are built from)."""
-        return self._store().load(serial, generation, with_embeddings=True)
+        """A generation's chunks with their stored embeddings (what the search index and the trees are built from);
+        :meth:`missing`'s error when the store does not hold all of them."""
+        chunks, vecs = self._store().load(serial, generation, with_embeddings=True)
+        try:
+            rec = self.catalog.get(serial)
+        except UnknownDocumentError:
+            rec = None
+        if not chunks or (rec is not None and rec.generation == generation and len(chunks) != rec.chunk_count):
+            raise self.missing({(serial, generation)})
+        return chunks, vecs
+
+    def missing(self, generations: set[tuple[int, int]]) -> ThreadRagError:
+        """Why the store lacks rows of these generations: still the committed ones means the store lost them (a
+        deleted chroma folder: named, with the way out); otherwise another process replaced them meanwhile."""
+        self.refresh()
+        lost = sorted(set(generations) & set(self.committed()))
+        if not lost:
+            return LibraryChangedError(generations=generations)
+        names = ", ".join(format_doc_id(s) for s, _ in lost)
+        where = ("the library's collection on the Chroma server" if self.catalog.origin
+                 else "the data dir's chroma folder")
+        return CorruptFileError(f"{names}: chunks missing from the store (was {where} deleted or restored?); run "
+                                f"`thread-rag doctor --repair`, or `thread-rag delete {format_doc_id(lost[0][0])}` "
+                                f"if its file is gone")
 
     def get_chunks(self, keys: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], Chunk]:
         """Chunks by (serial, position, generation); a key whose generation is gone is missing from the result."""
