@@ -30,6 +30,9 @@ def test_reindex_unchanged_is_noop(make_engine, tmp_path):
     r2 = e.index_file(f)
     assert r1.status == "indexed" and r2.status == "unchanged" and r2.doc_id == r1.doc_id
     assert e.catalog.version == v
+    reads = []  # the store is checked once per catalog version (a count), not read per unchanged file
+    e.store.get_chunks = lambda keys: reads.append(keys) or {}
+    assert [e.index_file(f).status for _ in range(3)] == ["unchanged"] * 3 and reads == []
 
 
 def test_edited_file_keeps_serial_and_replaces_all_chunks(make_engine, tmp_path):

@@ -112,6 +112,7 @@ class Engine:
         self.home = self.settings.home
         self.home.mkdir(parents=True, exist_ok=True)
         self._store: ChunkStore | None = None
+        self._store_counted: tuple = (None, False)  # (catalog version, whether the store held every chunk then)
         self.shared = bool(self.settings.CHROMA_HOST.strip())  # the catalog lives on the Chroma server
         self.catalog = self._server_catalog() if self.shared else Catalog(self.home / "catalog.json")
         if self.shared:
@@ -500,8 +501,17 @@ class Engine:
         since = f" ({', '.join(changed)} changed since it was indexed)" if changed else ""
         return f"{lost}; indexed again from {rec.path}{since}"
 
-    def _stored(self, rec: DocumentRecord) -> bool:
-        """Whether the store holds the record's first and last chunk (one read by id; a lost chroma folder)."""
+    def _stored(self, rec: DocumentRecord, strict: bool = True) -> bool:
+        """Whether the store holds the record's first and last chunk (one read by id; a lost chroma folder).
+        Not ``strict`` (a re-index's "unchanged" check): a store that holds at least as many rows as the catalog's
+        documents have chunks is taken as whole, counted once per catalog version (one call for a folder)."""
+        if not strict:
+            version = self.catalog.version
+            if self._store_counted[0] != version:
+                need = sum(d.chunk_count for d in self.catalog.documents())
+                self._store_counted = (version, self.store.count() >= need)
+            if self._store_counted[1]:
+                return True
         ends = {(rec.serial, 0, rec.generation), (rec.serial, max(0, rec.chunk_count - 1), rec.generation)}
         return len(self.store.get_chunks(sorted(ends))) == len(ends)
 
@@ -952,7 +962,7 @@ class Engine:
             if rec.content_hash != content_hash or not same_recipe(rec):
                 return None
             intact = self.token_cache.exists(rec.serial, rec.generation, rec.content_key)  # a lost one is rebuilt by re-indexing
-            return rec if intact and self._stored(rec) else None  # so are lost chunks (a deleted chroma folder)
+            return rec if intact and self._stored(rec, strict=False) else None  # so are lost chunks (a deleted chroma folder)
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed (by this data dir) from another path
         return dup if dup is not None and same_recipe(dup) else None  # (lost chunks of it: doctor --repair)
 
