@@ -96,3 +96,28 @@ def test_a_torn_line_longer_than_the_tail_read_is_cut_whole(tmp_path):
     add(writer, 1)
     assert all(json.loads(line) for line in writer.log_path.read_bytes().splitlines())
     assert [d.serial for d in Catalog(tmp_path / "catalog.json").documents()] == [1, 2, 3]
+
+
+def test_repair_drops_a_corrupt_log_line_keeps_a_copy_and_never_hands_out_a_serial_again(tmp_path):
+    """A garbage line inside catalog.log (a disk error) locked the library for good: every command refused it and
+    the only advice was a backup. ``mend_log`` (run by ``doctor --repair``) folds every line that still reads into
+    a new snapshot, keeps the damaged log beside it, and says what the dropped line cost; a lost serial line
+    cannot make a later document reuse a serial the log's other lines committed."""
+    from thread_rag.store.catalog import mend_log
+
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 3)
+    lines = cat.log_path.read_bytes().splitlines()
+    serial_of_3 = next(i for i, line in enumerate(lines) if json.loads(line) == {"op": "serial", "next": 4,
+                                                                                  "v": json.loads(line)["v"]})
+    lines[serial_of_3] = b'{"op": "serial", "ne\x00garbage'                # DOC3's serial line destroyed
+    cat.log_path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(CorruptFileError, match="doctor --repair"):
+        Catalog(tmp_path / "catalog.json")
+    notes = mend_log(tmp_path / "catalog.json")
+    assert any("line" in n and "dropped" in n for n in notes), notes
+    assert list(tmp_path.glob("catalog.log.corrupt-*"))                    # the damaged log is kept
+    mended = Catalog(tmp_path / "catalog.json")
+    assert [d.serial for d in mended.documents()] == [1, 2, 3]
+    assert mended.allocate_serial() == 4                                   # not 3 again
+    assert mend_log(tmp_path / "catalog.json") == []                       # nothing left to mend

@@ -253,4 +253,9 @@ def test_doctor_names_the_catalog_log_line_that_is_corrupt_not_the_snapshot(tmp_
     cat.log_path.write_bytes(b"\n".join([lines[0], b"garbage", *lines[1:]]) + b"\n")
     row = next(r for r in store_checks(Settings(HOME=str(home))) if r["check"] == "catalog")
     assert not row["ok"] and "catalog.log: line 2" in row["detail"] and "catalog.json is unreadable" not in row["detail"]
-    assert "backup" in row["fix"]
+    assert "doctor --repair" in row["fix"] and "backup" in row["fix"]
+    from thread_rag.doctor import repair
+
+    fixed = repair(Settings(HOME=str(home)))                 # what the fix says works: the line goes, a copy stays
+    assert fixed["ok"] and "line 2 did not read" in fixed["detail"], fixed
+    assert not [r for r in store_checks(Settings(HOME=str(home))) if r["check"] == "catalog"]  # reads again

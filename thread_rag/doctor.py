@@ -240,8 +240,15 @@ def repair(settings, timeout: float = 60) -> dict:
     if not settings.home.is_dir():
         return {"check": "repair", "ok": True, "detail": f"no library at {settings.home}", "fix": ""}
     try:
+        notes = []
+        if not settings.CHROMA_HOST.strip():  # a log line that does not read would stop the Engine from opening
+            from .atomic import file_lock
+            from .store.catalog import mend_log
+
+            with file_lock(settings.home / "write.lock", timeout=timeout):
+                notes = mend_log(settings.home / "catalog.json")
         with Engine(settings) as e:
-            notes = e.repair(timeout=timeout)
+            notes += e.repair(timeout=timeout)
     except TimeoutError:
         return {"check": "repair", "ok": False, "detail": f"another thread-rag process is writing to {settings.home}",
                 "fix": "run `thread-rag doctor --repair` again when it has finished"}

@@ -90,8 +90,45 @@ def read_log(path: Path, data: dict, offset: int = 0) -> tuple[int, int]:
                 _apply(data, op)
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptFileError(f"{path}: line {i + 1} after byte {offset} is corrupt ({exc.__class__.__name__}); "
-                                   f"restore the data dir from a backup or index again into a new one") from None
+                                   f"run `thread-rag doctor --repair` (it drops the line and keeps a copy of the log), "
+                                   f"or restore the data dir from a backup") from None
     return offset + done, len(lines)
+
+
+def mend_log(path: Path) -> list[str]:
+    """``doctor --repair`` for a log with lines that do not read (a disk error; a torn last line is not one): every
+    line that still reads is folded into a new snapshot, the damaged log is kept beside it as
+    ``catalog.log.corrupt-<time>`` and the log starts again. The next serial is raised past every serial the
+    catalog names or ever named, so a lost "serial" line cannot hand one out twice. The caller holds the write
+    lock. Returns one note per dropped line ([] when the log reads)."""
+    path = Path(path)
+    log = path.with_name("catalog.log")
+    try:
+        raw = log.read_bytes()
+    except FileNotFoundError:
+        return []
+    data = read_json(path, default=None) or _fresh()
+    done = raw.rfind(b"\n") + 1  # a torn last line stays for the next writer to cut
+    notes = []
+    for i, line in enumerate(raw[:done].splitlines()):
+        try:
+            op = json.loads(line)
+            if int(op["v"]) > int(data.get("version", 0)):
+                trial = json.loads(json.dumps(data))  # a line that fails half-way changes nothing
+                _apply(trial, op)
+                data = trial
+        except (ValueError, KeyError, TypeError) as exc:
+            notes.append(f"{log.name}: line {i + 1} did not read ({exc.__class__.__name__}) and was dropped: its "
+                         f"change is lost (a document it committed is no longer listed: index its file again)")
+    if not notes:
+        return []
+    named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
+    data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
+    aside = log.with_name(f"{log.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    atomic_write_bytes(aside, raw)
+    atomic_write_json(path, data)          # every line that read is in the snapshot now ...
+    atomic_write_bytes(log, b"")           # ... so the log starts again
+    return notes + [f"{log.name}: the damaged log is kept as {aside.name}"]
 
 
 class Catalog:
