@@ -121,3 +121,14 @@ def test_repair_drops_a_corrupt_log_line_keeps_a_copy_and_never_hands_out_a_seri
     assert [d.serial for d in mended.documents()] == [1, 2, 3]
     assert mended.allocate_serial() == 4                                   # not 3 again
     assert mend_log(tmp_path / "catalog.json") == []                       # nothing left to mend
+
+
+def test_mending_never_builds_a_catalog_from_the_log_alone(tmp_path):
+    """A log without its snapshot is never read (Catalog.reload): mending one would hand every serial out again."""
+    from thread_rag.store.catalog import mend_log
+
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 3)
+    cat.log_path.write_bytes(cat.log_path.read_bytes() + b"garbage\n")
+    (tmp_path / "catalog.json").unlink()
+    assert mend_log(tmp_path / "catalog.json") == [] and not (tmp_path / "catalog.json").exists()

@@ -497,3 +497,54 @@ def test_missing_rows_are_damage_only_while_their_generation_is_committed(make_e
     e = make_engine()
     with pytest.raises(CorruptFileError, match=f"{first.doc_id}: chunks missing from the store"):
         e.retriever.search("step 7 of the procedure", k=3)
+
+
+def test_repair_after_a_lost_reindex_line_opens_the_library_again(make_engine, settings_for, tmp_path):
+    """The worst line for the log to lose is a re-index's commit: the new generation's files are on disk, the old
+    generation's rows are gone. Mending the log alone left a catalog "older than the store", which every command
+    refused (the library stayed locked). The repair now raises the document's highest generation past its files,
+    removes them as orphans, names the document (not re-indexed: after a mend it might be one that was deleted),
+    and indexing its file brings it back."""
+    import json as _json
+
+    from thread_rag.doctor import repair
+    from thread_rag.errors import CorruptFileError
+
+    e = make_engine()
+    f = write(tmp_path / "a.md", guide(1, 60))
+    first = e.index_file(f)
+    write(f, guide(2, 60))
+    assert e.index_file(f).status == "replaced"
+    e.close()
+    log = e.home / "catalog.log"
+    lines = log.read_bytes().splitlines()
+    at = next(i for i, line in enumerate(lines) if _json.loads(line).get("op") == "commit"
+              and _json.loads(line)["record"]["generation"] == 2)
+    lines[at] = b'{"op": "commit", "rec\xff\xfe garbage'
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(CorruptFileError, match="doctor --repair"):
+        make_engine()
+    row = repair(settings_for())
+    assert row["ok"] and "did not read" in row["detail"], row
+    assert f"{first.doc_id}: its chunks are missing from the store; index {f.resolve()} again" in row["detail"], row
+    e = make_engine()
+    assert e.index_file(f).status == "replaced"
+    assert "2-7" in e.retriever.search("Sentence 2-7 explains step 7", k=3).hits[0].text
+    assert e.check_consistency() == []
+
+
+def test_orphan_rows_do_not_hide_a_document_the_store_lost(make_engine, tmp_path):
+    """The re-index's cheap check counts the store once: surplus rows (an older chroma folder restored: orphans)
+    must not make up for a document's lost rows."""
+    from thread_rag.store.chunk_store import record_id
+
+    e = make_engine()
+    fa, fb = write(tmp_path / "a.md", guide(1, 60)), write(tmp_path / "b.md", guide(2, 60))
+    ra, rb = e.index_file(fa), e.index_file(fb)
+    a, b = int(ra.doc_id[3:]), int(rb.doc_id[3:])
+    chunks, vecs = e.store.load(a, 1, with_embeddings=True)
+    e.store.add(chunks, vecs, 7)                                  # orphan rows: more than b's
+    e.store.add(chunks[:1], vecs[:1], 8)
+    e.store._col.delete(ids=[record_id(b, i, 1) for i in range(rb.chunks)])
+    assert e.store.count() > ra.chunks + rb.chunks               # the surplus more than covers the loss
+    assert e.index_file(fb).status == "replaced"

@@ -240,15 +240,14 @@ def repair(settings, timeout: float = 60) -> dict:
     if not settings.home.is_dir():
         return {"check": "repair", "ok": True, "detail": f"no library at {settings.home}", "fix": ""}
     try:
-        notes = []
-        if not settings.CHROMA_HOST.strip():  # a log line that does not read would stop the Engine from opening
-            from .atomic import file_lock
-            from .store.catalog import mend_log
+        from .atomic import file_lock
+        from .engine import generations_on_disk
+        from .store.catalog import mend_log
 
-            with file_lock(settings.home / "write.lock", timeout=timeout):
-                notes = mend_log(settings.home / "catalog.json")
+        with file_lock(settings.home / "write.lock", timeout=timeout):  # a log line that does not read would
+            notes = mend_log(settings.home / "catalog.json", generations_on_disk(settings.home))  # stop the Engine
         with Engine(settings) as e:
-            notes += e.repair(timeout=timeout)
+            notes += e.repair(timeout=timeout, reindex=not notes)  # after a mend, lost documents are only named
     except TimeoutError:
         return {"check": "repair", "ok": False, "detail": f"another thread-rag process is writing to {settings.home}",
                 "fix": "run `thread-rag doctor --repair` again when it has finished"}

@@ -104,6 +104,15 @@ def _unchanged_result(shown: str, same: DocumentRecord, seconds: float) -> Index
                        seconds=seconds)
 
 
+def generations_on_disk(home: Path) -> set[tuple[int, int]]:
+    """(serial, generation)s the data dir holds derived files or pending markers of (a listing, no Chroma)."""
+    found = set()
+    for folder, suffixes in (("tokcache", ("",)), ("index_parts", ("",)), ("trees", (".json", ".npy")),
+                             ("pending", (".json",))):
+        found |= {k for k in (parse_generation_name(f.name, suffixes) for f in (home / folder).glob("DOC*.g*")) if k}
+    return found
+
+
 class Engine:
     LOOKING = False  # True for doctor's engine: it opens the library without writing anything
 
@@ -213,12 +222,14 @@ class Engine:
         writing = self._pending_generations()
         self.catalog.reload()
         committed, nxt = dict(self.catalog.committed()), self.catalog.next_serial
-        return sorted(k for k in on_disk - writing if k[0] >= nxt or k[1] > committed.get(k[0], k[1]))
+        return sorted(k for k in on_disk - writing  # past the highest generation a document ever had or claimed
+                      if k[0] >= nxt or (k[0] in committed and k[1] > self.catalog.highest_generation(k[0])))
 
     def close(self) -> None:
         """Release the store's client (its files and threads), open token files and the caches. The engine can
         be used again afterwards (the parts reopen on need); long-lived doors and the tests call this."""
         store, self._store = getattr(self, "_store", None), None  # also after a failed __init__
+        self._store_counted = (None, False)
         if store is not None:
             store.close()
         if hasattr(self, "token_cache"):
@@ -339,6 +350,7 @@ class Engine:
         so a writer that already holds it must call this, not :meth:`recover`). ``sweep``: also remove dead
         writers' temporaries (at start; a commit skips it: listing every document's files per commit would
         make indexing a folder quadratic)."""
+        self._store_counted = (None, False)  # rows may be removed below
         notes = [f"removed leftover temporary {p}" for p in self._remove_temporaries()] if sweep else []
         if sweep and self.shared:
             notes += self._drop_local_files_of_replaced_documents()
@@ -446,13 +458,14 @@ class Engine:
             problems.append(f"orphan index part {format_doc_id(serial)}@g{gen}")
         return problems
 
-    def repair(self, timeout: float = 60) -> list[str]:
+    def repair(self, timeout: float = 60, reindex: bool = True) -> list[str]:
         """Bring the store and what is derived from it back in line with the catalog (``thread-rag doctor
         --repair``): finish or undo interrupted writes and remove orphans (full recovery), rebuild each committed
         document's lost or mismatched token cache (its stored chunk texts embedded again by the indexing model),
         nested tree and index part from the stored chunks (no source file needed); a document whose chunks the
         store lost (a deleted chroma folder) is indexed again from its file, after the lock (indexing takes it).
-        What cannot be repaired is named with the way out. One note per change."""
+        What cannot be repaired is named with the way out. One note per change. ``reindex=False`` names the lost
+        documents instead (after a mended catalog log one of them may be a document that had been deleted)."""
         lost: list[DocumentRecord] = []
         with self.write_lock(timeout=timeout):
             notes = self._recover_locked(full=True)
@@ -465,6 +478,10 @@ class Engine:
         self.library.clear()
         self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
         for rec in lost:
+            if not reindex:
+                notes.append(f"{rec.doc_id}: its chunks are missing from the store; index {rec.path} again, or "
+                             f"`thread-rag delete {rec.doc_id}` if it had been deleted")
+                continue
             try:
                 notes.append(self._index_lost(rec))
             except (ThreadRagError, OSError, ValueError, TimeoutError) as exc:
@@ -492,6 +509,8 @@ class Engine:
         res = self.index_file(src)
         if res.status == "failed":
             return f"{lost}; indexing {rec.path} again failed: {res.error}"
+        if res.status == "unchanged":  # the store looked whole to the cheap check: not mended
+            return f"{lost}; indexing {rec.path} again found it unchanged: `thread-rag delete {rec.doc_id}` and index it"
         new = self.document(rec.doc_id) if res.doc_id == rec.doc_id else None
         if new is None:
             return f"{lost}; {rec.path} was indexed as {res.doc_id}"
@@ -507,9 +526,9 @@ class Engine:
         documents have chunks is taken as whole, counted once per catalog version (one call for a folder)."""
         if not strict:
             version = self.catalog.version
-            if self._store_counted[0] != version:
+            if self._store_counted[0] != version:  # equal, not at least: surplus rows (orphans) must not hide a loss
                 need = sum(d.chunk_count for d in self.catalog.documents())
-                self._store_counted = (version, self.store.count() >= need)
+                self._store_counted = (version, self.store.count() == need)
             if self._store_counted[1]:
                 return True
         ends = {(rec.serial, 0, rec.generation), (rec.serial, max(0, rec.chunk_count - 1), rec.generation)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -95,36 +96,48 @@ def read_log(path: Path, data: dict, offset: int = 0) -> tuple[int, int]:
     return offset + done, len(lines)
 
 
-def mend_log(path: Path) -> list[str]:
+def mend_log(path: Path, on_disk: set[tuple[int, int]] = frozenset()) -> list[str]:
     """``doctor --repair`` for a log with lines that do not read (a disk error; a torn last line is not one): every
     line that still reads is folded into a new snapshot, the damaged log is kept beside it as
-    ``catalog.log.corrupt-<time>`` and the log starts again. The next serial is raised past every serial the
-    catalog names or ever named, so a lost "serial" line cannot hand one out twice. The caller holds the write
-    lock. Returns one note per dropped line ([] when the log reads)."""
+    ``catalog.log.corrupt-<time>-<pid>`` and the log starts again. What a dropped line held is unknown, so nothing
+    it might have claimed is handed out again: the next serial goes past every serial the catalog names, named,
+    or has files of on disk (``on_disk``: (serial, generation)s of the data dir's derived files), each document's
+    highest generation past its files, and the version past every version the log ever wrote. Without a snapshot
+    nothing is done (a log is never read without one). The caller holds the write lock. One note per dropped
+    line ([] when the log reads)."""
     path = Path(path)
     log = path.with_name("catalog.log")
     try:
         raw = log.read_bytes()
     except FileNotFoundError:
         return []
-    data = read_json(path, default=None) or _fresh()
+    data = read_json(path, default=None)
+    if data is None:
+        return []
     done = raw.rfind(b"\n") + 1  # a torn last line stays for the next writer to cut
     notes = []
     for i, line in enumerate(raw[:done].splitlines()):
         try:
             op = json.loads(line)
             if int(op["v"]) > int(data.get("version", 0)):
-                trial = json.loads(json.dumps(data))  # a line that fails half-way changes nothing
-                _apply(trial, op)
-                data = trial
+                if op["op"] == "commit":  # a record every reader can read, under its own serial
+                    DocumentRecord.from_dict(op["record"])
+                    int(op["record"]["serial"]), int(op["record"]["generation"])
+                _apply(data, op)
         except (ValueError, KeyError, TypeError) as exc:
-            notes.append(f"{log.name}: line {i + 1} did not read ({exc.__class__.__name__}) and was dropped: its "
-                         f"change is lost (a document it committed is no longer listed: index its file again)")
+            notes.append(f"{log.name}: line {i + 1} did not read ({exc.__class__.__name__}) and was dropped; what it "
+                         f"changed is lost: a document it committed or re-indexed may be missing or older, and one it "
+                         f"deleted may be listed again")
     if not notes:
         return []
-    named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
+    high = data.setdefault("high", {})
+    for serial, generation in on_disk:
+        high[str(serial)] = max(int(generation), int(high.get(str(serial), 0)))
+    named = [int(k) for k in data["documents"]] + [int(k) for k in high]
     data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
-    aside = log.with_name(f"{log.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    seen = [int(v) for v in re.findall(rb'"v": ?(\d+)', raw)]  # damaged lines' versions too: none is used again
+    data["version"] = max([int(data.get("version", 0)), *seen])
+    aside = log.with_name(f"{log.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     atomic_write_bytes(aside, raw)
     atomic_write_json(path, data)          # every line that read is in the snapshot now ...
     atomic_write_bytes(log, b"")           # ... so the log starts again
@@ -269,6 +282,10 @@ class Catalog:
         library it is also reserved there first, so no other machine writes the same one)."""
         self.get(serial)  # an unknown document is one clear error
         return self._generation_after(serial)
+
+    def highest_generation(self, serial: int) -> int:
+        """The highest generation ``serial`` ever had or claimed (0 for none)."""
+        return self._generation_after(serial) - 1
 
     def _generation_after(self, serial: int) -> int:
         """One past the highest generation ``serial`` ever had or claimed (its removal does not lower it)."""
