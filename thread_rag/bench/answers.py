@@ -37,6 +37,7 @@ from ..errors import ThreadRagError
 from ..settings import READERS as _READERS
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 from .retrieval import HOP_SETTINGS, STEPS_SETTINGS
+from . import command_line
 
 READERS = _READERS + ("decide", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
@@ -211,5 +212,5 @@ def run_answers_bench(settings, args) -> dict:
 
     out = run_answers(settings, ds, engine, keymap, strategies, k=args.k or K, progress=progress)
     out["machine"] = machine()
-    out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+    out["command"] = command_line()
     return out

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 from ..errors import ThreadRagError
 from ..settings import load_settings
+from . import command_line
 
 
 def run_bench(args) -> int:
@@ -52,7 +52,7 @@ def run_bench(args) -> int:
                "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
                           "reranker": settings.RERANKER},
                "settings": search_settings(settings, *STEPS_SETTINGS),
-               "command": "thread-rag " + " ".join(sys.argv[1:])}
+               "command": command_line()}
         if args.markdown:
             from .report import retrieval_table
 
@@ -64,7 +64,7 @@ def run_bench(args) -> int:
         from .ingest import run_embedders_bench
 
         out = run_embedders_bench(settings, args.file)
-        out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+        out["command"] = command_line()
         print(json.dumps(out, indent=1))
         return 0
     if args.kind == "ingest":
@@ -201,7 +201,7 @@ def _scale(settings, args, err) -> int:
         shutil.rmtree(home, ignore_errors=True)  # ingest is measured from an empty library
         with progress_bar(err, disable=False) as bar:
             out = run_scale_bench(settings, home, args.chunks, marks, args.download, args.queries, progress=bar)
-    out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+    out["command"] = command_line()
     out["commit"] = _commit()
     path = Path(args.out or "bench_results") / f"scale-{args.chunks}{'-again' if args.reuse else ''}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import ThreadRagError
+from . import command_line
 
 QUERY = "how do I pre-heat summaries?"
 GOAL_S = 3.0  # issue 15: a cold search in at most 3 s
@@ -169,5 +170,5 @@ def run_coldstart_bench(settings, args) -> dict:
     out["settings"] = search_settings(settings, "EMBEDDER_MODEL", "RERANKER", "STAGE2", "TORCH_THREADS")
     out["load_avg_before_after"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
     out["machine"] = machine()
-    out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+    out["command"] = command_line()
     return out

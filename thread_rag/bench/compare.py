@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ThreadRagError
+from . import command_line
 
 EDITIONS = {"amd64": "installation-guide-amd64-en", "arm64": "installation-guide-arm64-en"}
 PAIRS = [("pdf-amd64", "pdf-arm64", "test"), ("txt-amd64", "txt-arm64", "dev"),
@@ -282,7 +283,7 @@ def run_compare_bench(settings, args, progress=None) -> dict:
                  "tuned_on": "dev pairs only (txt-amd64/txt-arm64 for F1, txt-arm64/pdf-arm64 for false changes); "
                              "the test pairs were measured after the settings and rules were fixed",
                  "settings": {"align": asdict(AlignParams()), "labels": asdict(LabelParams())},
-                 "command": "thread-rag " + " ".join(sys.argv[1:]), "pairs": {}}
+                 "command": command_line(), "pairs": {}}
     truths: dict = {}
     for ka, kb, role in PAIRS:
         out["pairs"][f"{ka}/{kb}"] = _measure_pair(engine, home, files, (ka, kb), (ids[ka], ids[kb]), role, truths)

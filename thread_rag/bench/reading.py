@@ -11,12 +11,12 @@ the answer path's relevance floor would refuse before reading.
 """
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 from .answers import StrategyError, bench_settings, parse_strategy, shared_settings
 from .metrics import bootstrap_ci, paired_rows, span_found, token_coverage
+from . import command_line
 
 K = 3
 
@@ -70,7 +70,7 @@ def run_reading_bench(settings, args) -> dict:
     strategies = args.configs.split(",") if args.configs else ["topk", "walk", "sentence_window", "parent_doc"]
     out = run_reading(settings, ds, engine, keymap, strategies, k=args.k or K)
     out["machine"] = machine()
-    out["command"] = "thread-rag " + " ".join(sys.argv[1:])
+    out["command"] = command_line()
     return out
 
 

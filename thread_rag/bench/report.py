@@ -259,7 +259,9 @@ def report(directory: str | None = None) -> str:
         if x:
             out += [f"### {name}", "", contextual_table(x), ""]
     for name, what in (("tuning-dev-aws-docs-qa", "window rendering"), ("tuning-decide-musique", "post-reading decision"),
-                      ("tuning-reading-aws-docs-qa", "the default reading")):
+                      ("tuning-reading-aws-docs-qa", "the default reading"),
+                      ("tuning-answers-musique-steps0", "question steps off"),
+                      ("tuning-answers-musique-steps4", "question steps on, QUESTION_STEPS=4")):
         x = _load(d, name)
         if x:
             out += [f"### {name} ({what}, dev split)", "", f"`{x.get('command', '')}`", "", answers_table(x), ""]

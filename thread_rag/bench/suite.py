@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
 from ..atomic import atomic_write_json
 from ..errors import ThreadRagError
 from .retrieval import RECORDED_LATER as RETRIEVAL_RECORDED_LATER
+from . import command_line
 
 SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
 SUITE_STRATEGIES = ["topk", "walk"]
@@ -150,7 +150,7 @@ def run_suite(settings, args, progress=None) -> list[Path]:
                   "chunks": sum(d.chunk_count for d in docs), "index_seconds": round(index_s, 1),
                   "seconds": round(time.perf_counter() - t0, 1),
                   "suite_seconds_so_far": round(time.perf_counter() - t_suite, 1),
-                  "command": "thread-rag " + " ".join(sys.argv[1:]), "machine": machine(),
+                  "command": command_line(), "machine": machine(),
                   "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
                              "llm": answers["backend"]},
                   "context": context, "answers": answers}
