@@ -132,3 +132,24 @@ def test_mending_never_builds_a_catalog_from_the_log_alone(tmp_path):
     cat.log_path.write_bytes(cat.log_path.read_bytes() + b"garbage\n")
     (tmp_path / "catalog.json").unlink()
     assert mend_log(tmp_path / "catalog.json") == [] and not (tmp_path / "catalog.json").exists()
+
+
+def test_a_change_that_cannot_be_written_does_not_stay_in_memory(tmp_path, monkeypatch):
+    """A commit applied itself in memory before its line was written; when the write failed (a full disk), this
+    process went on as if it were committed (its recovery then removed the generation that really was)."""
+    import errno
+
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 2)
+
+    def full(fh):  # the append fails before its line lands (a full disk)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(catalog_module.Catalog, "_cut_torn_tail", staticmethod(full))
+    with pytest.raises(OSError):
+        cat.commit(rec(1, gen=2))
+    monkeypatch.undo()
+    assert cat.get(1).generation == 1 and cat.committed() == [(1, 1), (2, 1)]
+    assert Catalog(tmp_path / "catalog.json").committed() == [(1, 1), (2, 1)]  # and on disk
+    cat.commit(rec(1, gen=2))                                                   # the disk has room again
+    assert Catalog(tmp_path / "catalog.json").get(1).generation == 2

@@ -241,11 +241,10 @@ def repair(settings, timeout: float = 60) -> dict:
         return {"check": "repair", "ok": True, "detail": f"no library at {settings.home}", "fix": ""}
     try:
         from .atomic import file_lock
-        from .engine import generations_on_disk
         from .store.catalog import mend_log
 
         with file_lock(settings.home / "write.lock", timeout=timeout):  # a log line that does not read would
-            notes = mend_log(settings.home / "catalog.json", generations_on_disk(settings.home))  # stop the Engine
+            notes = mend_log(settings.home / "catalog.json")            # stop the Engine from opening
         with Engine(settings) as e:
             notes += e.repair(timeout=timeout, reindex=not notes)  # after a mend, lost documents are only named
     except TimeoutError:

@@ -104,15 +104,6 @@ def _unchanged_result(shown: str, same: DocumentRecord, seconds: float) -> Index
                        seconds=seconds)
 
 
-def generations_on_disk(home: Path) -> set[tuple[int, int]]:
-    """(serial, generation)s the data dir holds derived files or pending markers of (a listing, no Chroma)."""
-    found = set()
-    for folder, suffixes in (("tokcache", ("",)), ("index_parts", ("",)), ("trees", (".json", ".npy")),
-                             ("pending", (".json",))):
-        found |= {k for k in (parse_generation_name(f.name, suffixes) for f in (home / folder).glob("DOC*.g*")) if k}
-    return found
-
-
 class Engine:
     LOOKING = False  # True for doctor's engine: it opens the library without writing anything
 
@@ -222,8 +213,7 @@ class Engine:
         writing = self._pending_generations()
         self.catalog.reload()
         committed, nxt = dict(self.catalog.committed()), self.catalog.next_serial
-        return sorted(k for k in on_disk - writing  # past the highest generation a document ever had or claimed
-                      if k[0] >= nxt or (k[0] in committed and k[1] > self.catalog.highest_generation(k[0])))
+        return sorted(k for k in on_disk - writing if k[0] >= nxt or k[1] > committed.get(k[0], k[1]))
 
     def close(self) -> None:
         """Release the store's client (its files and threads), open token files and the caches. The engine can

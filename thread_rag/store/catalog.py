@@ -12,6 +12,7 @@ recovery. Serial numbers come from a counter that only grows, so a deleted docum
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -96,15 +97,15 @@ def read_log(path: Path, data: dict, offset: int = 0) -> tuple[int, int]:
     return offset + done, len(lines)
 
 
-def mend_log(path: Path, on_disk: set[tuple[int, int]] = frozenset()) -> list[str]:
+def mend_log(path: Path) -> list[str]:
     """``doctor --repair`` for a log with lines that do not read (a disk error; a torn last line is not one): every
     line that still reads is folded into a new snapshot, the damaged log is kept beside it as
-    ``catalog.log.corrupt-<time>-<pid>`` and the log starts again. What a dropped line held is unknown, so nothing
-    it might have claimed is handed out again: the next serial goes past every serial the catalog names, named,
-    or has files of on disk (``on_disk``: (serial, generation)s of the data dir's derived files), each document's
-    highest generation past its files, and the version past every version the log ever wrote. Without a snapshot
-    nothing is done (a log is never read without one). The caller holds the write lock. One note per dropped
-    line ([] when the log reads)."""
+    ``catalog.log.corrupt-<time>-<pid>`` and the log starts again. The next serial goes past every serial the
+    catalog names or named and the version past every version the log wrote, so neither is handed out twice.
+    Nothing on disk is taken for committed: if a dropped line committed a generation whose files are there, the
+    library is still refused as older than its store afterwards (nothing is deleted). Without a snapshot nothing is
+    done (a log is never read without one). The caller holds the write lock. One note per dropped line ([] when
+    the log reads)."""
     path = Path(path)
     log = path.with_name("catalog.log")
     try:
@@ -120,20 +121,15 @@ def mend_log(path: Path, on_disk: set[tuple[int, int]] = frozenset()) -> list[st
         try:
             op = json.loads(line)
             if int(op["v"]) > int(data.get("version", 0)):
-                if op["op"] == "commit":  # a record every reader can read, under its own serial
-                    DocumentRecord.from_dict(op["record"])
-                    int(op["record"]["serial"]), int(op["record"]["generation"])
-                _apply(data, op)
+                _apply_checked(data, op)
         except (ValueError, KeyError, TypeError) as exc:
             notes.append(f"{log.name}: line {i + 1} did not read ({exc.__class__.__name__}) and was dropped; what it "
-                         f"changed is lost: a document it committed or re-indexed may be missing or older, and one it "
-                         f"deleted may be listed again")
+                         f"changed is lost: a document it committed or re-indexed may be missing or older (if the "
+                         f"library is then refused as older than its store, move the data dir away and index again), "
+                         f"and one it deleted may be listed again")
     if not notes:
         return []
-    high = data.setdefault("high", {})
-    for serial, generation in on_disk:
-        high[str(serial)] = max(int(generation), int(high.get(str(serial), 0)))
-    named = [int(k) for k in data["documents"]] + [int(k) for k in high]
+    named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
     data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
     seen = [int(v) for v in re.findall(rb'"v": ?(\d+)', raw)]  # damaged lines' versions too: none is used again
     data["version"] = max([int(data.get("version", 0)), *seen])
@@ -142,6 +138,22 @@ def mend_log(path: Path, on_disk: set[tuple[int, int]] = frozenset()) -> list[st
     atomic_write_json(path, data)          # every line that read is in the snapshot now ...
     atomic_write_bytes(log, b"")           # ... so the log starts again
     return notes + [f"{log.name}: the damaged log is kept as {aside.name}"]
+
+
+def _apply_checked(data: dict, op: dict) -> None:
+    """``_apply`` for a line that may be damaged yet parse: checked whole first, so it applies whole or not at all."""
+    kind = op.get("op")
+    if kind == "commit":
+        DocumentRecord.from_dict(op["record"])  # a record every reader can read
+        int(op["record"]["serial"]), int(op["record"]["generation"])
+    elif kind == "remove":
+        int(op["serial"])
+    elif kind == "serial":
+        int(op["next"])
+    elif kind in ("reserve", "import"):  # rare and many-fielded: tried on a copy
+        trial = json.loads(json.dumps(data))
+        _apply(trial, op)
+    _apply(data, op)
 
 
 class Catalog:
@@ -190,7 +202,18 @@ class Catalog:
         raise CorruptFileError(f"{self.path}: changed on every read; is another process rewriting it in a loop?")
 
     def _change(self, op: dict) -> None:
-        """Record one change (the caller holds the store's write lock and has applied it to ``_data``)."""
+        """Record one change (the caller holds the store's write lock and has applied it to ``_data``); when it
+        cannot be written (a full disk), what is in memory is read again from disk before the error goes on: a
+        change that is not on disk must not look committed to this process (its recovery would act on it)."""
+        try:
+            self._write(op)
+        except BaseException:
+            self._stamp = None  # the next reload reads everything from disk (also if this one fails)
+            with contextlib.suppress(Exception):
+                self.reload()
+            raise
+
+    def _write(self, op: dict) -> None:
         op["v"] = int(self._data.get("version", 0)) + 1
         self._data["version"] = op["v"]
         if not self.path.exists() or self._lines >= COMPACT_LINES:
@@ -282,10 +305,6 @@ class Catalog:
         library it is also reserved there first, so no other machine writes the same one)."""
         self.get(serial)  # an unknown document is one clear error
         return self._generation_after(serial)
-
-    def highest_generation(self, serial: int) -> int:
-        """The highest generation ``serial`` ever had or claimed (0 for none)."""
-        return self._generation_after(serial) - 1
 
     def _generation_after(self, serial: int) -> int:
         """One past the highest generation ``serial`` ever had or claimed (its removal does not lower it)."""
