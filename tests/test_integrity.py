@@ -546,3 +546,36 @@ def test_orphan_rows_do_not_hide_a_document_the_store_lost(make_engine, tmp_path
     e.store._col.delete(ids=[record_id(b, i, 1) for i in range(rb.chunks)])
     assert e.store.count() > ra.chunks + rb.chunks               # the surplus more than covers the loss
     assert e.index_file(fb).status == "replaced"
+
+
+def test_repair_keeps_what_a_dropped_catalog_line_committed(make_engine, settings_for, tmp_path):
+    """A new document's commit line lost to a disk error: the mend drops the line, and the same repair's full
+    recovery then deleted the document's intact rows as orphans (a new user found it). While the damaged log is
+    kept beside the catalog, what no record names is kept and named; once the user has indexed again and deleted
+    the damaged log, the next repair removes the leftovers."""
+    import json as _json
+
+    from thread_rag.doctor import repair
+
+    e = make_engine()
+    fa, fb = write(tmp_path / "a.md", guide(1, 60)), write(tmp_path / "b.md", guide(2, 60))
+    e.index_file(fa)
+    rb = e.index_file(fb)
+    b = int(rb.doc_id[3:])
+    e.close()
+    log = e.home / "catalog.log"
+    lines = log.read_bytes().splitlines()
+    at = next(i for i, line in enumerate(lines) if _json.loads(line).get("op") == "commit"
+              and _json.loads(line)["record"]["serial"] == b)
+    lines[at] = lines[at][:40] + b"\x00\x00\x00"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    row = repair(settings_for())
+    assert f"kept {rb.doc_id} generation 1" in row["detail"] and "removed orphan" not in row["detail"], row
+    e = make_engine()
+    assert len(e.store.load(b, 1)[0]) == rb.chunks                # the rows are still there
+    again = e.index_file(fb)
+    assert again.status == "indexed" and again.doc_id != rb.doc_id
+    e.close()
+    for kept in e.home.glob("catalog.log.corrupt-*"):
+        kept.unlink()
+    assert f"removed orphan chunks {rb.doc_id} generation 1" in repair(settings_for())["detail"]

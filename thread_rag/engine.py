@@ -380,6 +380,15 @@ class Engine:
             stored = self.store.generations()  # listed before the catalog is read again: a generation another
             self.catalog.reload()               # machine writes meanwhile is then claimed (in flight) or committed
             committed = set(self.catalog.committed())
+            kept = sorted(self.home.glob("catalog.log.corrupt-*"))
+            if kept:  # a mended log's dropped line may have committed what no record names now: keep it all
+                left = sorted(stored - committed - self.catalog.in_flight())
+                if left:
+                    notes.append(f"kept {', '.join(f'{format_doc_id(s)} generation {g}' for s, g in left)}: no "
+                                 f"catalog record names them, but a dropped line of {kept[-1].name} may have "
+                                 f"committed them; index their files again, then delete {kept[-1].name} and run "
+                                 f"`thread-rag doctor --repair` to remove what is left")
+                return notes
             for serial, gen in stored - committed - self.catalog.in_flight():
                 self.store.delete_generation(serial, gen)
                 notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
