@@ -102,6 +102,18 @@ def test_data_dir_that_is_a_file_is_named(tmp_path):
     assert r.stderr.strip() == f"error: file system error: {afile} is a file, where a folder is needed"
 
 
+def test_an_empty_data_dir_is_refused_and_a_closed_pipe_is_quiet(tmp_path):
+    """`--data-dir ""` (a script's unset variable) quietly used the default library; `thread-rag --json docs | head`
+    said "error: file system error: Broken pipe" and exited 1 (a new user's trial)."""
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", " ", "stats"], capture_output=True,
+                       text=True, timeout=180, env=env)
+    assert r.returncode == 2 and "--data-dir" in r.stderr and "empty" in r.stderr and not r.stdout, r
+    line = f"{sys.executable} -m thread_rag.cli --data-dir {tmp_path / 'd'} --json stats | true"
+    r = subprocess.run(["bash", "-o", "pipefail", "-c", line], capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0 and r.stderr == "", r
+
+
 def test_empty_store_hint_names_a_path_that_exists_anywhere(tmp_path):
     r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d"), "docs"],
                        capture_output=True, text=True, timeout=180, env={**_env(tmp_path), "PYTHONPATH": str(REPO)},

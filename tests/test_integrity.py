@@ -450,6 +450,9 @@ def test_a_lost_chroma_store_is_named_and_index_or_repair_brings_the_documents_b
         e.retriever.search("step 7 of the procedure", k=3)
     msg = str(err.value)
     assert "changed during the search" not in msg and "missing from the store" in msg and "doctor" in msg, msg
+    with pytest.raises(CorruptFileError, match=f"{rb.doc_id}: chunks missing"):  # it said "out of range (.._-01)"
+        e.chunk(f"{rb.doc_id}_000")
+    assert f"{rc.doc_id}: its chunks are missing from the store (thread-rag doctor --repair" in e.check_consistency()[2]
     e.close()
     for derived in ("index", "index_parts"):      # nothing to rank with but the (empty) store: it said ValueError
         shutil.rmtree(e.home / derived, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -123,6 +124,8 @@ def _print_json(obj: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
+    if getattr(args, "data_dir", None) is not None and not args.data_dir.strip():  # a script's unset variable
+        ap.error("--data-dir is empty: give a folder, or leave the option out for the default data dir")
     if args.cmd is None:
         args.cmd = "chat"
     try:
@@ -130,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): nothing to say, and nothing more to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # noqa: BLE001 - every error a user can cause is one line, never a traceback
         from .errors import one_line
 

@@ -436,6 +436,10 @@ class Engine:
             problems.append(f"orphan chunks {format_doc_id(serial)}@g{gen}")
         for rec in self.catalog.documents():
             chunks, _ = self.store.load(rec.serial, rec.generation)
+            if not chunks and rec.chunk_count:  # one line with the way out, not one per derived file
+                problems.append(f"{rec.doc_id}: its chunks are missing from the store (thread-rag doctor --repair "
+                                f"indexes {rec.path} again; if that file is gone: thread-rag delete {rec.doc_id})")
+                continue
             if len(chunks) != rec.chunk_count:
                 problems.append(f"{rec.doc_id}: catalog says {rec.chunk_count} chunks, store has {len(chunks)}")
             if [c.position for c in chunks] != list(range(len(chunks))):

@@ -71,6 +71,8 @@ class Library:
         cached = self._threads.get(rec.serial)
         if cached is None or cached.record.generation != rec.generation:
             chunks, _ = self._store().load(rec.serial, rec.generation)
+            if len(chunks) != rec.chunk_count:  # the store lost rows, or another process replaced it meanwhile
+                raise self.missing({(rec.serial, rec.generation)})
             cached = Thread(rec, chunks)
             self._threads[rec.serial] = cached
         return cached
