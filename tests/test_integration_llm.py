@@ -75,3 +75,36 @@ def test_question_steps_with_the_real_model(debian):
     assert "Marta Quill" in trace.answers[0] and "Marta Quill" in trace.searched[1], trace
     assert trace.query.startswith(q) and "Marta Quill" in trace.query
     assert "DOC1_002" in [h.chunk_id for h in merged[:2]], (trace, [h.chunk_id for h in merged])  # the river
+
+
+LOAD_WHILE_PRINTING = """
+import sys, threading, time
+sys.path[:0] = [sys.argv[1]]
+from thread_rag.settings import load_settings
+from thread_rag.llm.model_files import load_llama
+s = load_settings({"MODEL_DIR": sys.argv[1] + "/local_rag_db/models"}, env={}, config_file=False)
+t = threading.Thread(target=lambda: load_llama(s, s.MAIN_MODEL))
+t.start()
+for i in range(40):
+    print(f"line {i}", flush=True)
+    time.sleep(0.05)
+t.join()
+print("done", flush=True)
+"""
+
+
+def test_output_printed_while_the_model_loads_is_not_lost(tmp_path):
+    """The REPL loads the model in a background thread while it prints the user's commands' output; llama.cpp's
+    quiet load pointed the process's stdout and stderr at /dev/null meanwhile, so `printf '/fetch DOC1_000\\n/stats\\n'
+    | thread-rag chat` printed nothing but the banner (a new user's trial)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    script = tmp_path / "load_while_printing.py"
+    script.write_text(LOAD_WHILE_PRINTING)
+    r = subprocess.run([sys.executable, str(script), str(REPO)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines() == [f"line {i}" for i in range(40)] + ["done"], r.stdout
+    assert r.stderr == "", r.stderr[-2000:]  # and llama.cpp's own load messages stay quiet

@@ -191,12 +191,40 @@ _llamas: dict = {}
 _llamas_lock = threading.Lock()
 
 
+def _quiet_llama_cpp() -> None:
+    """llama.cpp quiet without touching the process's stdout/stderr. llama-cpp-python's ``verbose=False`` points
+    descriptors 1 and 2 at /dev/null while a model loads (``_utils.suppress_stdout_stderr``), for every thread: the
+    REPL loads in the background while it prints, and what it printed meanwhile was lost. Its log messages go
+    through ``llama_log_set`` instead, to a callback that drops them (a failed load still raises in Python)."""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is not None:
+        return
+    import ctypes
+
+    import llama_cpp
+    from llama_cpp import _utils
+
+    _utils.suppress_stdout_stderr.__enter__ = lambda self: self
+    _utils.suppress_stdout_stderr.__exit__ = lambda self, *exc: None
+
+    @llama_cpp.llama_log_callback
+    def drop(level, text, user_data):
+        pass
+
+    _LOG_CALLBACK = drop  # held: llama.cpp keeps calling it
+    llama_cpp.llama_log_set(drop, ctypes.c_void_p(0))
+
+
+_LOG_CALLBACK = None
+
+
 def load_llama(settings, name: str, n_ctx: int | None = None):
     """A cached ``llama_cpp.Llama`` for a packaged model name or local GGUF path."""
     try:
         from llama_cpp import Llama
     except ImportError:
         raise ModelUnavailableError("llama-cpp-python is not installed (pip install -r requirements.txt)") from None
+    _quiet_llama_cpp()
     n_ctx = n_ctx or settings.LLM_CTX
     with _llamas_lock:  # the REPL loads the chat model in the background: one join and load at a time
         path = model_path(settings, name)
