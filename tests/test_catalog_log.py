@@ -153,3 +153,18 @@ def test_a_change_that_cannot_be_written_does_not_stay_in_memory(tmp_path, monke
     assert Catalog(tmp_path / "catalog.json").committed() == [(1, 1), (2, 1)]  # and on disk
     cat.commit(rec(1, gen=2))                                                   # the disk has room again
     assert Catalog(tmp_path / "catalog.json").get(1).generation == 2
+
+
+def test_a_log_without_the_whole_history_rebuilds_nothing(tmp_path, monkeypatch):
+    """After a compaction the log holds only the changes since the snapshot: rebuilding from it would lose the
+    snapshot's documents and hand their serials out again, so the library stays refused."""
+    from thread_rag.store.catalog import rebuild_from_log
+
+    monkeypatch.setattr(catalog_module, "COMPACT_LINES", 3)
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 4)
+    assert cat.log_path.read_bytes()                      # changes after the compaction
+    (tmp_path / "catalog.json").write_bytes(b"{")
+    assert rebuild_from_log(tmp_path / "catalog.json") == []
+    assert not (tmp_path / "catalog.json").exists()        # set aside as damaged, not replaced
+    assert list(tmp_path.glob("catalog.json.corrupt-*"))

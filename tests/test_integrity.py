@@ -582,3 +582,24 @@ def test_repair_keeps_what_a_dropped_catalog_line_committed(make_engine, setting
     for kept in e.home.glob("catalog.log.corrupt-*"):
         kept.unlink()
     assert f"removed orphan chunks {rb.doc_id} generation 1" in repair(settings_for())["detail"]
+
+
+def test_repair_rebuilds_a_lost_catalog_snapshot_from_a_log_that_holds_its_history(make_engine, settings_for, tmp_path):
+    """catalog.json truncated (a disk error) while catalog.log held every record: every command refused the library
+    and the advice meant indexing everything again (a new user's trial); the repair now folds the log into a new
+    snapshot when the log holds the catalog's whole history."""
+    from thread_rag.doctor import repair, store_checks
+    from thread_rag.errors import CorruptFileError
+
+    e = make_engine()
+    ra, rb = (e.index_file(write(tmp_path / f"{n}.md", guide(i, 40))) for i, n in enumerate("ab", 1))
+    e.close()
+    (e.home / "catalog.json").write_bytes(b"")
+    assert "doctor --repair" in next(r for r in store_checks(settings_for()) if r["check"] == "catalog")["fix"]
+    with pytest.raises(CorruptFileError):
+        make_engine()
+    row = repair(settings_for())
+    assert row["ok"] and "rebuilt from catalog.log" in row["detail"], row
+    e = make_engine()
+    assert [d.doc_id for d in e.documents()] == [ra.doc_id, rb.doc_id] and e.check_consistency() == []
+    assert e.catalog.next_serial == 3

@@ -159,7 +159,8 @@ def store_checks(settings) -> list[dict]:
             return out
         except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError) as exc:
             add("catalog", False, f"{cat} is unreadable ({exc.__class__.__name__})",
-                "restore a good catalog.json, or move the data dir away and index again")
+                "run `thread-rag doctor --repair` (it rebuilds the catalog from catalog.log when the log holds its "
+                "whole history), restore a good catalog.json, or move the data dir away and index again")
             return out
     if host is None and not (home / "chroma" / "chroma.sqlite3").exists():  # opening Chroma would create it
         add("chroma", not named, f"{home / 'chroma'}: no store yet" + (f", but the catalog names {named} "
@@ -241,12 +242,13 @@ def repair(settings, timeout: float = 60) -> dict:
         return {"check": "repair", "ok": True, "detail": f"no library at {settings.home}", "fix": ""}
     try:
         from .atomic import file_lock
-        from .store.catalog import mend_log
+        from .store.catalog import mend_log, rebuild_from_log
 
-        with file_lock(settings.home / "write.lock", timeout=timeout):  # a log line that does not read would
-            notes = mend_log(settings.home / "catalog.json")            # stop the Engine from opening
+        with file_lock(settings.home / "write.lock", timeout=timeout):  # a lost snapshot or a log line that does
+            rebuilt = rebuild_from_log(settings.home / "catalog.json")  # not read would stop the Engine opening
+            notes = rebuilt + mend_log(settings.home / "catalog.json")
         with Engine(settings) as e:
-            notes += e.repair(timeout=timeout, reindex=not notes)  # after a mend, lost documents are only named
+            notes += e.repair(timeout=timeout, reindex=not notes[len(rebuilt):])  # after a mend: only named
     except TimeoutError:
         return {"check": "repair", "ok": False, "detail": f"another thread-rag process is writing to {settings.home}",
                 "fix": "run `thread-rag doctor --repair` again when it has finished"}

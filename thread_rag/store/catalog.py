@@ -140,6 +140,40 @@ def mend_log(path: Path) -> list[str]:
     return notes + [f"{log.name}: the damaged log is kept as {aside.name}"]
 
 
+def rebuild_from_log(path: Path) -> list[str]:
+    """``doctor --repair`` for a missing or unreadable snapshot (``catalog.json``) whose log still holds the
+    catalog's whole history: its lines start at version 2 (the first change writes the snapshot, and a compaction
+    would have emptied the log since) and follow each other without a gap, every one readable. Then the snapshot is
+    folded from them, the next serial raised past every serial they name. Otherwise nothing is done (the library
+    stays refused: restore a backup). The caller holds the write lock. One note, or []."""
+    path = Path(path)
+    if path.exists():
+        try:
+            read_json(path)  # a damaged one is set aside here (and named by the refusal that follows otherwise)
+            return []
+        except CorruptFileError:
+            pass
+    try:
+        raw = Path(path).with_name("catalog.log").read_bytes()
+    except FileNotFoundError:
+        return []
+    data = _fresh()
+    data["version"], data["next_serial"] = 1, 2  # the first change: DOC1's serial, written to the first snapshot
+    try:
+        ops = [json.loads(line) for line in raw[: raw.rfind(b"\n") + 1].splitlines()]
+        if not ops or [int(op["v"]) for op in ops] != list(range(2, len(ops) + 2)):
+            return []
+        for op in ops:
+            _apply_checked(data, op)
+    except (ValueError, KeyError, TypeError):
+        return []
+    named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
+    data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
+    atomic_write_json(path, data)
+    return [f"{path.name} was missing or unreadable: rebuilt from catalog.log, which holds its whole history "
+            f"({len(data['documents'])} documents)"]
+
+
 def _apply_checked(data: dict, op: dict) -> None:
     """``_apply`` for a line that may be damaged yet parse: checked whole first, so it applies whole or not at all."""
     kind = op.get("op")
