@@ -168,3 +168,25 @@ def test_a_log_without_the_whole_history_rebuilds_nothing(tmp_path, monkeypatch)
     assert rebuild_from_log(tmp_path / "catalog.json") == []
     assert not (tmp_path / "catalog.json").exists()        # set aside as damaged, not replaced
     assert list(tmp_path.glob("catalog.json.corrupt-*"))
+
+
+@pytest.mark.parametrize("snapshot", ['{"format": 1, "next_serial": 3, "version": 2, "documents": []}',
+                                      '{"format": 1, "next_serial": "x", "version": 2, "documents": {}}', "[]"])
+def test_a_snapshot_of_the_wrong_shape_is_named(tmp_path, snapshot):
+    """Valid JSON of the wrong shape gave "unexpected AttributeError", blamed catalog.log's line 1, or (`[]`) read as
+    an empty catalog that would hand every serial out again (a new user's trial)."""
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 2)
+    (tmp_path / "catalog.json").write_text(snapshot)
+    with pytest.raises(CorruptFileError, match=r"catalog\.json: not a catalog"):
+        Catalog(tmp_path / "catalog.json")
+    from thread_rag.doctor import store_checks
+    from thread_rag.settings import Settings
+
+    (tmp_path / "chroma").mkdir()
+    row = next(r for r in store_checks(Settings(HOME=str(tmp_path))) if r["check"] == "catalog")
+    assert "catalog.json: not a catalog" in row["detail"] and "doctor --repair" in row["fix"], row
+    from thread_rag.store.catalog import rebuild_from_log
+
+    assert "rebuilt from catalog.log" in rebuild_from_log(tmp_path / "catalog.json")[0]  # the log holds it all
+    assert [d.serial for d in Catalog(tmp_path / "catalog.json").documents()] == [1, 2]

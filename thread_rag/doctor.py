@@ -148,9 +148,9 @@ def store_checks(settings) -> list[dict]:
     cat, named = home / "catalog.json", 0
     if cat.exists():  # read as plain JSON: opening the Catalog would set a corrupt file aside
         try:
-            from .store.catalog import read_log
+            from .store.catalog import checked_snapshot, read_log
 
-            data = json.loads(cat.read_text(encoding="utf-8"))
+            data = checked_snapshot(json.loads(cat.read_text(encoding="utf-8")), cat)
             read_log(home / "catalog.log", data)  # the changes since the snapshot (read only)
             named = len(data.get("documents") or {})
         except CorruptFileError as exc:  # a line of the log (its message names the file and the line)

@@ -19,7 +19,7 @@ import re
 import time
 from pathlib import Path
 
-from ..atomic import atomic_write_bytes, atomic_write_json, read_json
+from ..atomic import atomic_write_bytes, atomic_write_json, read_json, set_aside
 from ..errors import CorruptFileError, UnknownDocumentError
 from ..ids import format_doc_id, parse_doc_id
 from ..records import DocumentRecord
@@ -140,6 +140,22 @@ def mend_log(path: Path) -> list[str]:
     return notes + [f"{log.name}: the damaged log is kept as {aside.name}"]
 
 
+def checked_snapshot(data, path: Path) -> dict:
+    """``data`` read from a snapshot, or CorruptFileError when it is JSON of another shape (the fields every reader
+    and writer relies on: documents an object of records, the counters integers)."""
+    try:
+        if not isinstance(data, dict) or not isinstance(data["documents"], dict):
+            raise TypeError("documents")
+        int(data["next_serial"]), int(data.get("version", 0))
+        for rec in data["documents"].values():
+            int(rec["serial"]), int(rec["generation"]), int(rec["chunk_count"])
+        return data
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise CorruptFileError(f"{path}: not a catalog ({exc.__class__.__name__}: {str(exc)[:60]}); run `thread-rag "
+                               f"doctor --repair` (it rebuilds the catalog from catalog.log when the log holds its "
+                               f"whole history), or restore a good catalog.json") from None
+
+
 def rebuild_from_log(path: Path) -> list[str]:
     """``doctor --repair`` for a missing or unreadable snapshot (``catalog.json``) whose log still holds the
     catalog's whole history: its lines start at version 2 (the first change writes the snapshot, and a compaction
@@ -149,10 +165,11 @@ def rebuild_from_log(path: Path) -> list[str]:
     path = Path(path)
     if path.exists():
         try:
-            read_json(path)  # a damaged one is set aside here (and named by the refusal that follows otherwise)
+            checked_snapshot(read_json(path), path)  # undecodable: set aside here; the wrong shape: set aside below
             return []
         except CorruptFileError:
-            pass
+            if path.exists():
+                set_aside(path)
     try:
         raw = Path(path).with_name("catalog.log").read_bytes()
     except FileNotFoundError:
@@ -227,7 +244,8 @@ class Catalog:
                 self._offset, n = read_log(self.log_path, self._data, self._offset)
                 self._lines += n
             else:
-                data = read_json(self.path, default=None) or _fresh()
+                data = read_json(self.path, default=None)
+                data = _fresh() if data is None else checked_snapshot(data, self.path)
                 self._offset, self._lines = read_log(self.log_path, data)
                 self._data = data
             if (self.stamp() or ())[:4] == stamp[:4]:  # no compaction replaced the files while they were read
