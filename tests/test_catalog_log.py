@@ -165,9 +165,23 @@ def test_a_log_without_the_whole_history_rebuilds_nothing(tmp_path, monkeypatch)
     add(cat, 4)
     assert cat.log_path.read_bytes()                      # changes after the compaction
     (tmp_path / "catalog.json").write_bytes(b"{")
-    assert rebuild_from_log(tmp_path / "catalog.json") == []
-    assert not (tmp_path / "catalog.json").exists()        # set aside as damaged, not replaced
-    assert list(tmp_path.glob("catalog.json.corrupt-*"))
+    notes = rebuild_from_log(tmp_path / "catalog.json")
+    assert len(notes) == 1 and "does not hold the catalog's whole history" in notes[0], notes
+    assert (tmp_path / "catalog.json").read_bytes() == b"{"  # left as it was: nothing replaces it
+
+
+def test_a_writer_whose_snapshot_went_away_does_not_empty_the_log(tmp_path):
+    """A long-running writer found the snapshot gone (damaged and set aside by another process) and wrote one from
+    its memory, emptying a log that held other processes' commits and the repair's material."""
+    a = Catalog(tmp_path / "catalog.json")
+    add(a, 1)
+    b = Catalog(tmp_path / "catalog.json")
+    add(b, 2)                                             # commits a does not know yet
+    log = a.log_path.read_bytes()
+    (tmp_path / "catalog.json").unlink()
+    with pytest.raises(CorruptFileError, match="doctor --repair"):
+        a.commit(rec(1, gen=2))
+    assert a.log_path.read_bytes() == log
 
 
 @pytest.mark.parametrize("snapshot", ['{"format": 1, "next_serial": 3, "version": 2, "documents": []}',

@@ -108,3 +108,16 @@ def test_output_printed_while_the_model_loads_is_not_lost(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.splitlines() == [f"line {i}" for i in range(40)] + ["done"], r.stdout
     assert r.stderr == "", r.stderr[-2000:]  # and llama.cpp's own load messages stay quiet
+
+
+def test_a_model_file_that_does_not_load_says_why(tmp_path):
+    """With llama.cpp's logs kept off the terminal, a failed load must still carry llama.cpp's reason (its own
+    exception says only "Failed to load model")."""
+    from thread_rag.errors import ModelUnavailableError
+    from thread_rag.llm.model_files import load_llama
+    from thread_rag.settings import load_settings
+
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf file" * 100)
+    with pytest.raises(ModelUnavailableError, match="expected 'GGUF'"):
+        load_llama(load_settings({}, env={}, config_file=False), str(bad))

@@ -159,7 +159,7 @@ def store_checks(settings) -> list[dict]:
             return out
         except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError) as exc:
             add("catalog", False, f"{cat} is unreadable ({exc.__class__.__name__})",
-                "run `thread-rag doctor --repair` (it rebuilds the catalog from catalog.log when the log holds its "
+                "run `thread-rag doctor --repair` (it rebuilds the catalog from catalog.log if the log holds its "
                 "whole history), restore a good catalog.json, or move the data dir away and index again")
             return out
     if host is None and not (home / "chroma" / "chroma.sqlite3").exists():  # opening Chroma would create it
@@ -240,6 +240,7 @@ def repair(settings, timeout: float = 60) -> dict:
 
     if not settings.home.is_dir():
         return {"check": "repair", "ok": True, "detail": f"no library at {settings.home}", "fix": ""}
+    notes: list[str] = []
     try:
         from .atomic import file_lock
         from .store.catalog import mend_log, rebuild_from_log
@@ -253,8 +254,8 @@ def repair(settings, timeout: float = 60) -> dict:
         return {"check": "repair", "ok": False, "detail": f"another thread-rag process is writing to {settings.home}",
                 "fix": "run `thread-rag doctor --repair` again when it has finished"}
     except Exception as exc:  # noqa: BLE001 - one line, the checks below say more
-        line = (str(exc) or type(exc).__name__).splitlines()[0]
-        return {"check": "repair", "ok": False, "detail": line, "fix": "see the checks below"}
+        line = (str(exc) or type(exc).__name__).splitlines()[0]  # after what was done or found before it
+        return {"check": "repair", "ok": False, "detail": "; ".join(notes + [line]), "fix": "see the checks below"}
     return {"check": "repair", "ok": True, "detail": "; ".join(notes) or "nothing to repair", "fix": ""}
 
 

@@ -180,7 +180,7 @@ class Engine:
         where = f" ({aside[-1].name} holds the damaged copy)" if aside else ""
         raise CorruptFileError(f"{self.catalog.path} is missing{where} but {self.home} still holds indexed chunks; "
                                f"an empty catalog would reuse their document ids. Run `thread-rag doctor --repair` "
-                               f"(it rebuilds the catalog from catalog.log when the log holds its whole history), "
+                               f"(it rebuilds the catalog from catalog.log if the log holds its whole history), "
                                f"restore a good catalog.json, or move {self.home} away and index again")
 
     def _refuse_a_catalog_behind_its_store(self) -> None:

@@ -110,8 +110,9 @@ def _token_counter(settings):
     try:
         from llama_cpp import Llama
 
-        from ..llm.model_files import model_path
+        from ..llm.model_files import model_path, quiet_llama_cpp
 
+        quiet_llama_cpp()  # as every load: no descriptor redirected
         vocab = Llama(model_path=str(model_path(settings, settings.MAIN_MODEL)), vocab_only=True, verbose=False)
 
         def count(text: str) -> int:

@@ -41,7 +41,10 @@ def _quantize(src: Path, dst: Path, kind: str) -> float:
 def _measure(path: Path, text: str, params: dict) -> dict:
     from llama_cpp import Llama
 
+    from ..llm.model_files import quiet_llama_cpp
+
     kw = {"n_threads": 2, "n_threads_batch": 2, "n_batch": 512, "n_ubatch": 512, **params}
+    quiet_llama_cpp()  # as every load: no descriptor redirected
     llm = Llama(model_path=str(path), n_ctx=4096, verbose=False, seed=0, **kw)
     toks = llm.tokenize(text.encode("utf-8"))[:800]
     best = float("inf")

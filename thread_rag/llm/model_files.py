@@ -8,6 +8,7 @@ cached under ``MODEL_DIR`` (default: one per-user cache shared by every data dir
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import importlib.metadata as md
 import os
@@ -191,31 +192,36 @@ _llamas: dict = {}
 _llamas_lock = threading.Lock()
 
 
-def _quiet_llama_cpp() -> None:
+def quiet_llama_cpp() -> None:
     """llama.cpp quiet without touching the process's stdout/stderr. llama-cpp-python's ``verbose=False`` points
     descriptors 1 and 2 at /dev/null while a model loads (``_utils.suppress_stdout_stderr``), for every thread: the
     REPL loads in the background while it prints, and what it printed meanwhile was lost. Its log messages go
-    through ``llama_log_set`` instead, to a callback that drops them (a failed load still raises in Python)."""
+    through ``llama_log_set`` instead, to a callback that keeps the last error lines (a failed load names them) and
+    drops the rest. Once per process, under a lock (the callback must outlive every call llama.cpp makes to it)."""
     global _LOG_CALLBACK
-    if _LOG_CALLBACK is not None:
-        return
-    import ctypes
+    with _quiet_lock:
+        if _LOG_CALLBACK is not None:
+            return
+        import ctypes
 
-    import llama_cpp
-    from llama_cpp import _utils
+        import llama_cpp
+        from llama_cpp import _utils
 
-    _utils.suppress_stdout_stderr.__enter__ = lambda self: self
-    _utils.suppress_stdout_stderr.__exit__ = lambda self, *exc: None
+        _utils.suppress_stdout_stderr.__enter__ = lambda self: self
+        _utils.suppress_stdout_stderr.__exit__ = lambda self, *exc: None
 
-    @llama_cpp.llama_log_callback
-    def drop(level, text, user_data):
-        pass
+        @llama_cpp.llama_log_callback
+        def keep_errors(level, text, user_data):
+            if level == 4:  # GGML_LOG_LEVEL_ERROR in this ggml (NONE, DEBUG, INFO, WARN, ERROR, CONT)
+                LLAMA_ERRORS.append(text.decode("utf-8", "replace").strip())
 
-    _LOG_CALLBACK = drop  # held: llama.cpp keeps calling it
-    llama_cpp.llama_log_set(drop, ctypes.c_void_p(0))
+        _LOG_CALLBACK = keep_errors  # held for the life of the process
+        llama_cpp.llama_log_set(keep_errors, ctypes.c_void_p(0))
 
 
 _LOG_CALLBACK = None
+_quiet_lock = threading.Lock()
+LLAMA_ERRORS: collections.deque = collections.deque(maxlen=4)  # llama.cpp's last error lines
 
 
 def load_llama(settings, name: str, n_ctx: int | None = None):
@@ -224,15 +230,20 @@ def load_llama(settings, name: str, n_ctx: int | None = None):
         from llama_cpp import Llama
     except ImportError:
         raise ModelUnavailableError("llama-cpp-python is not installed (pip install -r requirements.txt)") from None
-    _quiet_llama_cpp()
+    quiet_llama_cpp()
     n_ctx = n_ctx or settings.LLM_CTX
     with _llamas_lock:  # the REPL loads the chat model in the background: one join and load at a time
         path = model_path(settings, name)
         key = (str(path), n_ctx)
         if key not in _llamas:
             threads = settings.LLM_THREADS or (os.cpu_count() or 1)
-            _llamas[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                                 n_batch=settings.LLM_BATCH, n_ubatch=settings.LLM_BATCH, verbose=False, seed=0)
+            LLAMA_ERRORS.clear()
+            try:
+                _llamas[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                                     n_batch=settings.LLM_BATCH, n_ubatch=settings.LLM_BATCH, verbose=False, seed=0)
+            except ValueError as exc:  # llama-cpp-python's bare "Failed to load model": llama.cpp's reason with it
+                why = "; ".join(line for line in LLAMA_ERRORS if line)
+                raise ModelUnavailableError(f"{path}: {exc}" + (f" ({why})" if why else "")) from None
         return _llamas[key]
 
 

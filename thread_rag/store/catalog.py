@@ -140,54 +140,70 @@ def mend_log(path: Path) -> list[str]:
     return notes + [f"{log.name}: the damaged log is kept as {aside.name}"]
 
 
+FORMAT = 1  # the snapshot format this version writes; a higher one is a newer thread-rag's, never set aside
+
+
 def checked_snapshot(data, path: Path) -> dict:
     """``data`` read from a snapshot, or CorruptFileError when it is JSON of another shape (the fields every reader
-    and writer relies on: documents an object of records, the counters integers)."""
+    and writer relies on: documents an object of records, the counters integers) or a newer thread-rag's format."""
     try:
         if not isinstance(data, dict) or not isinstance(data["documents"], dict):
             raise TypeError("documents")
+        if int(data.get("format", 1)) > FORMAT:
+            raise CorruptFileError(f"{path}: written by a newer thread-rag (format {data['format']}); use that "
+                                   f"version with this data dir")
         int(data["next_serial"]), int(data.get("version", 0))
         for rec in data["documents"].values():
             int(rec["serial"]), int(rec["generation"]), int(rec["chunk_count"])
         return data
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise CorruptFileError(f"{path}: not a catalog ({exc.__class__.__name__}: {str(exc)[:60]}); run `thread-rag "
-                               f"doctor --repair` (it rebuilds the catalog from catalog.log when the log holds its "
+                               f"doctor --repair` (it rebuilds the catalog from catalog.log if the log holds its "
                                f"whole history), or restore a good catalog.json") from None
 
 
 def rebuild_from_log(path: Path) -> list[str]:
     """``doctor --repair`` for a missing or unreadable snapshot (``catalog.json``) whose log still holds the
     catalog's whole history: its lines start at version 2 (the first change writes the snapshot, and a compaction
-    would have emptied the log since) and follow each other without a gap, every one readable. Then the snapshot is
-    folded from them, the next serial raised past every serial they name. Otherwise nothing is done (the library
-    stays refused: restore a backup). The caller holds the write lock. One note, or []."""
+    would have emptied the log since) and follow each other without a gap, every one readable. Then the damaged
+    snapshot is set aside and a new one folded from them, the next serial raised past every serial they name.
+    Otherwise nothing is changed and the note says why (restore a backup). The caller holds the write lock. One
+    note, or [] when the snapshot reads (or there is no catalog at all)."""
     path = Path(path)
+    log = path.with_name("catalog.log")
     if path.exists():
         try:
-            checked_snapshot(read_json(path), path)  # undecodable: set aside here; the wrong shape: set aside below
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        try:
+            checked_snapshot(data, path)
             return []
-        except CorruptFileError:
-            if path.exists():
-                set_aside(path)
-    try:
-        raw = Path(path).with_name("catalog.log").read_bytes()
-    except FileNotFoundError:
+        except CorruptFileError as exc:
+            if "newer thread-rag" in str(exc):
+                return [str(exc)]
+    elif not log.exists():
         return []
-    data = _fresh()
-    data["version"], data["next_serial"] = 1, 2  # the first change: DOC1's serial, written to the first snapshot
     try:
+        raw = log.read_bytes()
         ops = [json.loads(line) for line in raw[: raw.rfind(b"\n") + 1].splitlines()]
         if not ops or [int(op["v"]) for op in ops] != list(range(2, len(ops) + 2)):
-            return []
+            return [f"{path.name} is missing or unreadable, and {log.name} does not hold the catalog's whole history "
+                    f"(its versions {'start at ' + str(ops[0].get('v')) if ops else 'are none'}, not 2, 3, ...): "
+                    f"restore a good {path.name}, or move the data dir away and index again"]
+        data = _fresh()
+        data["version"], data["next_serial"] = 1, 2  # the first change: DOC1's serial, written to the first snapshot
         for op in ops:
             _apply_checked(data, op)
-    except (ValueError, KeyError, TypeError):
-        return []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return [f"{path.name} is missing or unreadable, and {log.name} cannot rebuild it ({exc.__class__.__name__}): "
+                f"restore a good {path.name}, or move the data dir away and index again"]
     named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
     data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
+    if path.exists():
+        set_aside(path)
     atomic_write_json(path, data)
-    return [f"{path.name} was missing or unreadable: rebuilt from catalog.log, which holds its whole history "
+    return [f"{path.name} was missing or unreadable: rebuilt from {log.name}, which holds its whole history "
             f"({len(data['documents'])} documents)"]
 
 
@@ -266,6 +282,11 @@ class Catalog:
             raise
 
     def _write(self, op: dict) -> None:
+        if not self.path.exists() and self.log_path.exists() and self.log_path.stat().st_size:
+            # the snapshot went away under this process (damaged and set aside): writing one from memory would
+            # empty a log that holds other processes' changes, and the repair's material with it
+            raise CorruptFileError(f"{self.path} is missing but {self.log_path.name} holds changes; run "
+                                   f"`thread-rag doctor --repair`")
         op["v"] = int(self._data.get("version", 0)) + 1
         self._data["version"] = op["v"]
         if not self.path.exists() or self._lines >= COMPACT_LINES:
