@@ -204,3 +204,17 @@ def test_a_snapshot_of_the_wrong_shape_is_named(tmp_path, snapshot):
 
     assert "rebuilt from catalog.log" in rebuild_from_log(tmp_path / "catalog.json")[0]  # the log holds it all
     assert [d.serial for d in Catalog(tmp_path / "catalog.json").documents()] == [1, 2]
+
+
+def test_a_newer_format_is_named_and_never_set_aside(tmp_path):
+    """An older thread-rag's repair must not take a newer version's catalog for damage and move it away."""
+    from thread_rag.store.catalog import rebuild_from_log
+
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 2)
+    snap = json.loads((tmp_path / "catalog.json").read_text())
+    (tmp_path / "catalog.json").write_text(json.dumps({**snap, "format": 99}))
+    with pytest.raises(CorruptFileError, match="newer thread-rag"):
+        Catalog(tmp_path / "catalog.json")
+    assert "newer thread-rag" in rebuild_from_log(tmp_path / "catalog.json")[0]
+    assert json.loads((tmp_path / "catalog.json").read_text())["format"] == 99
