@@ -32,6 +32,7 @@ from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_em
 from .records import Chunk, DocumentRecord, IndexResult, Thread, content_key
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, Library, TokenCache
+from .store.library import store_place
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -381,16 +382,16 @@ class Engine:
             stored = self.store.generations()  # listed before the catalog is read again: a generation another
             self.catalog.reload()               # machine writes meanwhile is then claimed (in flight) or committed
             committed = set(self.catalog.committed())
+            orphans = sorted(stored - committed - self.catalog.in_flight())
             kept = sorted(self.home.glob("catalog.log.corrupt-*"))
             if kept:  # a mended log's dropped line may have committed what no record names now: keep it all
-                left = sorted(stored - committed - self.catalog.in_flight())
-                if left:
-                    notes.append(f"kept {', '.join(f'{format_doc_id(s)} generation {g}' for s, g in left)}: no "
+                if orphans:
+                    notes.append(f"kept {', '.join(f'{format_doc_id(s)} generation {g}' for s, g in orphans)}: no "
                                  f"catalog record names them, but a dropped line of {kept[-1].name} may have "
                                  f"committed them; index their files again, then delete {kept[-1].name} and run "
                                  f"`thread-rag doctor --repair` to remove what is left")
                 return notes
-            for serial, gen in stored - committed - self.catalog.in_flight():
+            for serial, gen in orphans:
                 self.store.delete_generation(serial, gen)
                 notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
             for serial, gen in self.token_cache.present() - committed:
@@ -498,18 +499,17 @@ class Engine:
         another process may have deleted or re-indexed it since the lock was let go)."""
         lost = f"{rec.doc_id}: its chunks were missing from the store"
         self.refresh()
-        now = next((d for d in self.catalog.documents() if d.serial == rec.serial), None)
-        if now is None:
+        try:
+            if self.catalog.get(rec.serial).generation != rec.generation:
+                return f"{lost}; it has been indexed again since"
+        except UnknownDocumentError:
             return f"{lost}; it has been deleted since"
-        if now.generation != rec.generation:
-            return f"{lost}; it has been indexed again since"
-        where = "the library's collection on the Chroma server" if self.shared else "the data dir's chroma folder"
         if not self.catalog.own(rec):
             return f"{lost}; another data dir indexed it ({rec.path}): index it again there"
         src = Path(rec.path)
         if not src.is_absolute() or not src.is_file():
-            return (f"{lost} and its file is gone ({rec.path}); restore {where}, or `thread-rag delete {rec.doc_id}` "
-                    f"and index a copy of the file")
+            return (f"{lost} and its file is gone ({rec.path}); restore {store_place(self.shared)}, or `thread-rag "
+                    f"delete {rec.doc_id}` and index a copy of the file")
         res = self.index_file(src)
         if res.status == "failed":
             return f"{lost}; indexing {rec.path} again failed: {res.error}"

@@ -392,8 +392,6 @@ def hop_runs(settings) -> bool:
     return settings.HOP_K > 0 and settings.RERANKER.startswith(PACKAGED)
 
 
-
-
 def _blend(scores, prior, w: float) -> np.ndarray:
     """A stage's scores blended with the scores it reorders: ``w`` * minmax(scores) + (1 - ``w``) * minmax(prior)."""
     return w * _minmax(scores) + (1 - w) * _minmax(np.asarray(prior))

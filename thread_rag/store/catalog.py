@@ -97,6 +97,17 @@ def read_log(path: Path, data: dict, offset: int = 0) -> tuple[int, int]:
     return offset + done, len(lines)
 
 
+def _complete_lines(raw: bytes) -> list[bytes]:
+    """The log's lines up to its last newline (a torn last line stays for the next writer to cut)."""
+    return raw[: raw.rfind(b"\n") + 1].splitlines()
+
+
+def _past_every_serial(data: dict) -> None:
+    """The next serial past every serial the catalog names or ever named (none is handed out twice)."""
+    named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
+    data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
+
+
 def mend_log(path: Path) -> list[str]:
     """``doctor --repair`` for a log with lines that do not read (a disk error; a torn last line is not one): every
     line that still reads is folded into a new snapshot, the damaged log is kept beside it as
@@ -115,9 +126,8 @@ def mend_log(path: Path) -> list[str]:
     data = read_json(path, default=None)
     if data is None:
         return []
-    done = raw.rfind(b"\n") + 1  # a torn last line stays for the next writer to cut
     notes = []
-    for i, line in enumerate(raw[:done].splitlines()):
+    for i, line in enumerate(_complete_lines(raw)):
         try:
             op = json.loads(line)
             if int(op["v"]) > int(data.get("version", 0)):
@@ -129,8 +139,7 @@ def mend_log(path: Path) -> list[str]:
                          f"and one it deleted may be listed again")
     if not notes:
         return []
-    named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
-    data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
+    _past_every_serial(data)
     seen = [int(v) for v in re.findall(rb'"v": ?(\d+)', raw)]  # damaged lines' versions too: none is used again
     data["version"] = max([int(data.get("version", 0)), *seen])
     aside = log.with_name(f"{log.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
@@ -186,7 +195,7 @@ def rebuild_from_log(path: Path) -> list[str]:
         return []
     try:
         raw = log.read_bytes()
-        ops = [json.loads(line) for line in raw[: raw.rfind(b"\n") + 1].splitlines()]
+        ops = [json.loads(line) for line in _complete_lines(raw)]
         if not ops or [int(op["v"]) for op in ops] != list(range(2, len(ops) + 2)):
             return [f"{path.name} is missing or unreadable, and {log.name} does not hold the catalog's whole history "
                     f"(its versions {'start at ' + str(ops[0].get('v')) if ops else 'are none'}, not 2, 3, ...): "
@@ -198,8 +207,7 @@ def rebuild_from_log(path: Path) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return [f"{path.name} is missing or unreadable, and {log.name} cannot rebuild it ({exc.__class__.__name__}): "
                 f"restore a good {path.name}, or move the data dir away and index again"]
-    named = [int(k) for k in data["documents"]] + [int(k) for k in data.get("high", {})]
-    data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
+    _past_every_serial(data)
     if path.exists():
         set_aside(path)
     atomic_write_json(path, data)

@@ -19,6 +19,11 @@ from .catalog import Catalog
 from .chunk_store import ChunkStore
 
 
+def store_place(shared: bool) -> str:
+    """Where a library's chunks are kept, as the messages about lost chunks name it."""
+    return "the library's collection on the Chroma server" if shared else "the data dir's chroma folder"
+
+
 class Library:
     def __init__(self, catalog: Catalog, store: Callable[[], ChunkStore], cache_documents: int):
         """``store``: returns the chunk store (opened on first need: a cold command that lists documents
@@ -127,9 +132,8 @@ class Library:
         if not lost:
             return LibraryChangedError(generations=generations)
         names = ", ".join(format_doc_id(s) for s, _ in lost)
-        where = ("the library's collection on the Chroma server" if self.catalog.origin
-                 else "the data dir's chroma folder")
-        return CorruptFileError(f"{names}: chunks missing from the store (was {where} deleted or restored?); run "
+        return CorruptFileError(f"{names}: chunks missing from the store (was {store_place(bool(self.catalog.origin))} "
+                                f"deleted or restored?); run "
                                 f"`thread-rag doctor --repair`, or `thread-rag delete {format_doc_id(lost[0][0])}` "
                                 f"if its file is gone")
 
