@@ -271,3 +271,17 @@ def test_doctor_names_the_catalog_log_line_that_is_corrupt_not_the_snapshot(tmp_
     fixed = repair(Settings(HOME=str(home)))                 # what the fix says works: the line goes, a copy stays
     assert fixed["ok"] and "line 2 did not read" in fixed["detail"], fixed
     assert not [r for r in store_checks(Settings(HOME=str(home))) if r["check"] == "catalog"]  # reads again
+
+
+def test_search_and_nested_on_an_empty_library_say_the_same_thing(tmp_path):
+    """`nested` on an empty library said "error: no documents indexed" (exit 1) where `search` said "no results"
+    (exit 0) and neither said what to do (a new user's trial)."""
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
+    cli = [sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d")]
+    hint = "No documents indexed. Index a file or folder: thread-rag index PATH"
+    for cmd in ("search", "nested"):
+        r = subprocess.run([*cli, cmd, "how to install"], capture_output=True, text=True, timeout=180, env=env)
+        assert r.returncode == 0 and r.stdout.splitlines()[0] == hint and r.stderr == "", (cmd, r)
+        r = subprocess.run([*cli, cmd, "how to install", "--json"], capture_output=True, text=True, timeout=180,
+                           env=env)
+        assert r.returncode == 0 and json.loads(r.stdout)["hits"] == [], (cmd, r)

@@ -115,6 +115,9 @@ def _engine(args):
     return Engine(load_settings({"HOME": args.data_dir} if args.data_dir else None))
 
 
+NO_DOCUMENTS = "No documents indexed. Index a file or folder: thread-rag index PATH"
+
+
 def _print_json(obj: Any) -> None:
     from .records import to_dict
 
@@ -179,7 +182,7 @@ def _dispatch(args) -> int:
             from rich.table import Table
 
             if not res["documents"]:
-                out.print("No documents indexed. Index a file or folder: thread-rag index PATH")
+                out.print(NO_DOCUMENTS)
                 return 0
             t = Table("id", "name", "chunks", "pages", "indexed")
             for d in res["documents"]:
@@ -209,6 +212,8 @@ def _dispatch(args) -> int:
         else:
             from .render import render_search
 
+            if not res["hits"] and not engine.documents():
+                out.print(NO_DOCUMENTS)
             render_search(out, res)
         return 0
     if args.cmd == "fetch":
@@ -229,6 +234,8 @@ def _dispatch(args) -> int:
         else:
             from .render import render_nested
 
+            if not res["hits"] and not engine.documents():
+                out.print(NO_DOCUMENTS)
             render_nested(out, res)
         return 0
     if args.cmd == "compare":

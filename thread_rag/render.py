@@ -63,6 +63,8 @@ def render_windows(out: Console, res: dict, err: Console | None = None) -> None:
 
 
 def render_nested(out: Console, res: dict) -> None:
+    if not res.get("hits"):
+        out.print("no results")
     for h in res.get("hits", []):
         out.print(f"[bold]{h['node_id']}[/bold] level {h['level']} {h['score']:.3f} covers "
                   f"{h['chunk_ids'][0]}..{h['chunk_ids'][-1]}  {h.get('pages_label', '')}")

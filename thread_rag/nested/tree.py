@@ -223,8 +223,8 @@ class NestedIndex:
         t0 = time.perf_counter()
         query = " ".join(query.split())[:2000]
         docs = [self.library.document(doc_id)] if doc_id else self.library.documents()
-        if not docs:
-            raise ThreadRagError("no documents indexed")
+        if not docs:  # an empty library: no hits, as a search of it
+            return NestedResult(query=query, limit=limit, offset=offset, hits=[], nodes_scored=0, pool_refills=0)
         from ..embedder import check_recipe
 
         check_recipe(docs, self.settings.EMBEDDER_MODEL)
