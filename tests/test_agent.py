@@ -127,10 +127,21 @@ def test_lenient_json():
 def test_call_tool_validation(manual_engine, tmp_path):
     tools = make_tools(manual_engine)
     assert call_tool(tools, "rag_search", {"query": "x", "extra": 1}).error.startswith("rag_search: bad arguments")
+    # an argument the tool does not take is named with the ones it does (a trial's script sent rag_search "k")
+    assert call_tool(tools, "rag_search", {"query": "x", "k": 3}).error == (
+        "rag_search: bad arguments (k: not an argument of rag_search; it takes query, doc_id)")
+    assert call_tool(tools, "list_available_documents", {"k": 3}).error == (
+        "list_available_documents: bad arguments (k: not an argument of list_available_documents; it takes none)")
     assert not call_tool(tools, "rag_search", {"query": 5}).ok
     assert not call_tool(tools, "rag_search", None).ok
     assert not call_tool(tools, "rag_search", "query").ok
     assert not call_tool(tools, "nested_retrieve", {"query": "x", "limit": "many"}).ok
+    # every door takes the same limits as the CLI (the tool schema stopped at 20, the CLI at 50)
+    from thread_rag.agent.tools import NestedArgs
+    from thread_rag.nested.tree import MAX_LIMIT
+
+    assert NestedArgs.model_validate({"query": "x", "limit": MAX_LIMIT}).limit == MAX_LIMIT
+    assert "less than or equal to 50" in call_tool(tools, "nested_retrieve", {"query": "x", "limit": 51}).error
     assert call_tool(tools, "list_available_documents", {}).ok
     r = call_tool(tools, "fetch_chunks_by_id", {"chunk_ids": ["DOC1_000", "nonsense"]})
     assert r.ok and r.result["errors"][0]["chunk_id"] == "nonsense"

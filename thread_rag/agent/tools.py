@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import tools as T
 from ..errors import ThreadRagError
+from ..nested.tree import MAX_LIMIT
 
 
 class _Args(BaseModel):
@@ -55,7 +56,7 @@ class CompareArgs(_Args):
 
 class NestedArgs(_Args):
     query: str = Field(min_length=1, max_length=10000, description="what to look for")
-    limit: int = Field(default=3, ge=1, le=20, description="how many non-overlapping passages")
+    limit: int = Field(default=3, ge=1, le=MAX_LIMIT, description="how many non-overlapping passages")
     doc_id: Optional[str] = Field(default=None, description="limit to one document, e.g. DOC2")
 
 
@@ -101,6 +102,14 @@ class ToolOutcome:
     ms: float
 
 
+def _problem(name: str, error: dict) -> str:
+    """One validation error in words; an argument the tool does not take is named with those it does."""
+    if error["type"] != "extra_forbidden":
+        return error["msg"]
+    takes = ", ".join(SCHEMAS[name].model_fields) or "none"
+    return f"not an argument of {name}; it takes {takes}"
+
+
 def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
     t0 = time.perf_counter()
     if not isinstance(name, str) or name not in tools:
@@ -113,7 +122,7 @@ def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
     try:
         SCHEMAS[name].model_validate(args)
     except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'args'}: {e['msg']}" for e in exc.errors()[:3])
+        msgs = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'args'}: {_problem(name, e)}" for e in exc.errors()[:3])
         return ToolOutcome(name, args, False, None, f"{name}: bad arguments ({msgs})", 0.0)
     try:
         result = tools[name].invoke(args)
