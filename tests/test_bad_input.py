@@ -104,6 +104,20 @@ def test_bad_files_via_the_agent_door(manual_engine, tmp_path, monkeypatch, name
     assert snapshot(manual_engine) == before
 
 
+def test_a_failed_file_is_named_as_it_was_given(make_engine, tmp_path, monkeypatch):
+    """Errors found while loading named the resolved absolute path, those found before it the path as typed
+    (`thread-rag index ./empty.txt nope.txt` said "/tmp/.../empty.txt: empty file" and "nope.txt: no such file")."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "empty.txt", b"")
+    write(tmp_path / "sub" / "bad.pdf", b"not a pdf")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "empty.txt")
+    e = make_engine()
+    errors = [r.error for r in e.index_paths(["./empty.txt", "nope.txt", "sub/bad.pdf", "link.txt"])]
+    assert errors == ["empty.txt: empty file (0 bytes)", "nope.txt: no such file",
+                      "sub/bad.pdf: not a PDF (no %PDF header; corrupt or misnamed file)",
+                      "link.txt: empty file (0 bytes)"]
+
+
 def test_unicode_path_with_spaces_indexes(make_engine, tmp_path):
     e = make_engine()
     f = write(tmp_path / "dossier avec espaces" / "guide-ü.md", "# Titre\n\nUne phrase complète sur l'installation.")

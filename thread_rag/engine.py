@@ -721,7 +721,7 @@ class Engine:
         if progress:
             progress("load", 0, 1)
         t_load = time.perf_counter()
-        doc = load_document(resolved)
+        doc = load_document(resolved, shown=p)
         load_s = round(time.perf_counter() - t_load, 3)
         ready = self._prepare(doc, str(resolved), resolved.name, content_hash, progress, str(p), t0)
         ready.timings["load_s"] = load_s

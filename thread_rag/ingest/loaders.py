@@ -24,8 +24,19 @@ SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
-def load_document(path: str | Path, password: str | None = None) -> LoadedDocument:
-    p = Path(path)
+def load_document(path: str | Path, password: str | None = None, shown: str | Path | None = None) -> LoadedDocument:
+    """The file's text blocks, or IngestError naming the file as ``shown`` (the path as the user gave it, where
+    ``path`` is the resolved one)."""
+    try:
+        return _load_document(Path(path), password)
+    except IngestError as exc:
+        said, prefix = str(exc), f"{path}: "
+        if shown is None or not said.startswith(prefix):
+            raise
+        raise IngestError(f"{shown}: {said[len(prefix):]}") from None
+
+
+def _load_document(p: Path, password: str | None) -> LoadedDocument:
     if not p.exists():
         raise IngestError(f"{p}: no such file")
     if p.is_dir():
