@@ -236,6 +236,18 @@ def test_full_recovery_removes_orphan_trees(make_engine, tmp_path):
     assert {f.name for f in trees.iterdir()} == {f"DOC1.g{rec.generation}.json", f"DOC1.g{rec.generation}.npy"}
 
 
+def test_the_doctor_names_a_deleted_tree_and_the_repair_rebuilds_it(make_engine, tmp_path):
+    """A document's nested tree deleted from disk went unreported by the plain doctor (a new user's trial)."""
+    e = make_engine(NESTED_MIN_CHUNKS=1)
+    rec = e.document(e.index_file(write(tmp_path / "g.md", guide(1, 40))).doc_id)
+    e.nested.path(rec.serial, rec.generation).unlink()
+    assert e.check_consistency() == ["DOC1: nested tree missing (nested searches build it in memory; "
+                                     "thread-rag doctor --repair rebuilds it)"]
+    assert e.repair() == ["DOC1: nested tree rebuilt"] and e.check_consistency() == []
+    e.nested.path(rec.serial, rec.generation).unlink()
+    assert make_engine(NESTED_MIN_CHUNKS=10**6).check_consistency() == []  # a document too short for a tree: none due
+
+
 def test_a_lost_catalog_never_restarts_the_ids_over_an_existing_store(make_engine, tmp_path):
     """Issue 13 item 3: a corrupt catalog is set aside; the next start must not begin an empty catalog over
     the chunks, vectors and index parts still keyed by the old (serial, generation)s."""

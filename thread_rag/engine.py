@@ -454,6 +454,9 @@ class Engine:
                                 f"thread-rag doctor --repair rebuilds it)")
             elif n_tokens != rec.chunk_count:
                 problems.append(f"{rec.doc_id}: token cache has a different chunk count")
+            if self._has_tree(rec) and not self.nested.path(rec.serial, rec.generation).is_file():
+                problems.append(f"{rec.doc_id}: nested tree missing (nested searches build it in memory; "
+                                f"thread-rag doctor --repair rebuilds it)")
             problems.extend(f"{rec.doc_id}: {what}" for what in self._derived_from_other_content(rec))
         for serial, gen in sorted(self.token_cache.present() - committed):
             problems.append(f"orphan token cache {format_doc_id(serial)}@g{gen}")
@@ -555,6 +558,10 @@ class Engine:
             found.append("search-index part made from other content (thread-rag doctor --repair rebuilds it)")
         return found
 
+    def _has_tree(self, rec: DocumentRecord) -> bool:
+        """Whether the document is due a nested tree under these settings."""
+        return self.settings.NESTED and rec.chunk_count >= self.settings.NESTED_MIN_CHUNKS
+
     def _repair_document(self, rec: DocumentRecord, lost: list[DocumentRecord]) -> list[str]:
         """Notes of what was mended; a document the store lost is added to ``lost`` (indexed again after the lock)."""
         if not self._stored(rec):
@@ -567,7 +574,7 @@ class Engine:
         parts = self.home / "index_parts"
         tokens_ok = (self.token_cache.readable_chunks(rec.serial, rec.generation) == rec.chunk_count
                      and self.token_cache.key_of(rec.serial, rec.generation) == rec.content_key)
-        tree = self.settings.NESTED and rec.chunk_count >= self.settings.NESTED_MIN_CHUNKS
+        tree = self._has_tree(rec)
         tree_ok = not tree or self.nested.persisted(rec) is not None
         part_ok = part_key(parts, rec.serial, rec.generation) in (None, rec.content_key)  # None: merged, or rebuilt on need
         if tokens_ok and tree_ok and part_ok and rec.content_key:
