@@ -123,8 +123,13 @@ def test_a_multi_line_answer_keeps_its_first_line_and_long_questions_keep_the_an
 
 
 def test_fill_and_interleave():
-    assert fill("Where was #1 born, near #2?", ["Anna Reyes"]) == "Where was Anna Reyes born, near ?"
-    assert fill("#1", []) == "#1"  # nothing left: the lookup as written
+    assert fill("Where was #1 born, near #2?", ["Anna Reyes"], ["Who wrote X?"]) == "Where was Anna Reyes born, near #2?"
+    assert fill("#1", [], []) == "#1"
+    # a "#1" no earlier lookup answers is text ("the #1 pick"), not a hole; nor "#12" an answer and a "2"
+    assert fill("Who was the #1 pick in 2003?", [], []) == "Who was the #1 pick in 2003?"
+    assert fill("Seat #12 of #1", ["Bob"], ["Who?"]) == "Seat #12 of Bob"
+    # an earlier lookup the model could not answer: its own words stand in for the answer (they left a hole)
+    assert fill("Where was #1 born?", [""], ["Who directed Titanic?"]) == "Where was Who directed Titanic? born?"
     a, b = [Hit("A"), Hit("B"), Hit("C")], [Hit("B"), Hit("D")]
     assert [h.chunk_id for h in interleave(a, b)] == ["A", "B", "D", "C"]
     assert interleave(a, b)[1] is b[0]  # a chunk in both is the hit that came first

@@ -73,7 +73,7 @@ def main(name, split_="dev", mode="gold", n=None):
                  CACHED[q.text] if q.text in CACHED else split(llm, q.text))
         answers, lists, searched = [], [], []
         for i, st in enumerate(steps):
-            text = fill(st, answers)
+            text = fill(st, answers, searched)
             hits = engine.retriever.search(text, k=10).hits
             lists.append(doc_ranking(hits, keymap))
             searched.append(text)

@@ -88,7 +88,7 @@ class QuestionSteps:
             if len(trace.lookups) < 2:
                 return trace
             for lookup in trace.lookups:
-                text = fill(lookup, trace.answers)
+                text = fill(lookup, trace.answers, trace.searched)
                 trace.searched.append(text)
                 trace.answers.append(self.answer(text, self._search(text, PASSAGES), trace))
         except Exception as exc:  # noqa: BLE001 - steps are an addition: what was found so far is used
@@ -124,11 +124,14 @@ class QuestionSteps:
         return " ".join(first.split()).strip('."').strip()[:200]
 
 
-def fill(lookup: str, answers: list[str]) -> str:
-    """``#n`` replaced by the n-th answer so far (an unknown one by nothing)."""
-    text = re.sub(r"#(\d)", lambda m: answers[int(m.group(1)) - 1] if 1 <= int(m.group(1)) <= len(answers) else "",
-                  lookup)
-    return " ".join(text.split()) or lookup
+def fill(lookup: str, answers: list[str], searched: list[str]) -> str:
+    """``#n`` replaced by the n-th earlier lookup's answer, or by that lookup (as ``searched``) when the model
+    could not answer it; a ``#n`` no earlier lookup stands behind is text ("the #1 pick") and stays."""
+    def earlier(m: re.Match) -> str:
+        n = int(m.group(1))
+        return (answers[n - 1] or searched[n - 1]) if 1 <= n <= len(answers) else m.group(0)
+
+    return " ".join(re.sub(r"#(\d+)", earlier, lookup).split()) or lookup
 
 
 def interleave(first: list, second: list) -> list:
