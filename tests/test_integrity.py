@@ -596,6 +596,42 @@ def test_repair_keeps_what_a_dropped_catalog_line_committed(make_engine, setting
     assert f"removed orphan chunks {rb.doc_id} generation 1" in repair(settings_for())["detail"]
 
 
+def test_a_document_a_dropped_remove_line_brings_back_is_not_indexed_again_while_the_damaged_log_is_kept(
+        make_engine, settings_for, tmp_path):
+    """A deleted document's "remove" line lost to a disk error: the mend brings its record back without its rows.
+    The repair that mended names it instead of indexing its file again, but a second `doctor --repair` indexed
+    it again (the deleted document came back). While the damaged log is kept, every repair only names it."""
+    import json as _json
+
+    from thread_rag.doctor import repair
+
+    e = make_engine()
+    fa, fb = write(tmp_path / "a.md", guide(1, 60)), write(tmp_path / "b.md", guide(2, 60))
+    e.index_file(fa)
+    b = e.index_file(fb).doc_id
+    e.delete(b)
+    e.close()
+    log = e.home / "catalog.log"
+    lines = log.read_bytes().splitlines()
+    at = next(i for i, line in enumerate(lines) if _json.loads(line).get("op") == "remove")
+    lines[at] = lines[at][:20] + b"\xff\xfe"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    for attempt in range(2):
+        row = repair(settings_for())
+        assert ("the damaged log is kept as" in row["detail"]) == (attempt == 0), row  # the first repair mended it
+        kept = next(e.home.glob("catalog.log.corrupt-*")).name
+        assert (f"{b}: its chunks are missing from the store (a line of {kept} that did not read may have deleted "
+                f"it); index {fb} again, or `thread-rag delete {b}` if it had been deleted") in row["detail"], row
+        assert "indexed again" not in row["detail"], row
+        assert b in [d.doc_id for d in make_engine().documents()]  # named, its rows not written back
+        assert make_engine().store.load(int(b[3:]), 1)[0] == []
+    for kept in e.home.glob("catalog.log.corrupt-*"):
+        kept.unlink()  # the user read the note and keeps the document: the next repair indexes it again
+    assert f"{b}: its chunks were missing from the store; indexed again" in repair(settings_for())["detail"]
+    rec = make_engine().document(b)
+    assert len(make_engine().store.load(rec.serial, rec.generation)[0]) == rec.chunk_count > 0
+
+
 def test_repair_rebuilds_a_lost_catalog_snapshot_from_a_log_that_holds_its_history(make_engine, settings_for, tmp_path):
     """catalog.json truncated (a disk error) while catalog.log held every record: every command refused the library
     and the advice meant indexing everything again (a new user's trial); the repair now folds the log into a new
