@@ -285,3 +285,37 @@ def test_search_and_nested_on_an_empty_library_say_the_same_thing(tmp_path):
         r = subprocess.run([*cli, cmd, "how to install", "--json"], capture_output=True, text=True, timeout=180,
                            env=env)
         assert r.returncode == 0 and json.loads(r.stdout)["hits"] == [], (cmd, r)
+
+
+BRACKETS = "# Setup [/etc] paths\n\nCopy the files into the [/etc] folder and set the port in the [server] section.\n"
+
+
+def test_brackets_in_documents_names_questions_and_answers_are_printed_as_written(make_engine, tmp_path):
+    """rich read "[/etc]" in a heading or a question as a closing style tag: the chat quit ("unexpected MarkupError",
+    its own error line failing the same way) and `search` failed; "[server]" and a file name's "[red]" vanished."""
+    from rich.console import Console
+
+    from fakes import ScriptedChatModel
+    from thread_rag.agent.loop import Agent
+    from thread_rag.repl import Repl
+
+    f = write(tmp_path / "ini [red] notes.md", BRACKETS)
+    engine = make_engine()
+    buf = io.StringIO()
+    model = ScriptedChatModel(routes=[{"tool": "answer"}], answer=lambda msgs: "Set it in the [server] section [/x].")
+    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+    repl = Repl(engine, console=Console(file=buf, width=200), input_fn=lambda p: None, preload=False,
+                agent=Agent(engine, chat_model=model))
+    for line in (f"/index {f}", "/search copy files etc", "/docs", "which [/x] section sets the port?", "/bogus [/y]",
+                 "/stats"):
+        assert repl.handle(line) is True, line
+    out = buf.getvalue()
+    assert "ini [red] notes.md" in out and "Setup [/etc] paths" in out and "the [server] section [/x]." in out, out
+    assert "error: unknown command /bogus" in out and "documents, 1 chunks" in out and "MarkupError" not in out, out
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
+    cli = [sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "cli")]
+    r = subprocess.run([*cli, "index", str(f)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and str(f) in r.stdout, r
+    for cmd in (["search", "copy files etc"], ["docs"], ["nested", "copy files"], ["delete", "DOC1"]):
+        r = subprocess.run([*cli, *cmd], capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "200"})
+        assert r.returncode == 0 and ("[/etc]" in r.stdout or "ini [red] notes.md" in r.stdout), (cmd, r)

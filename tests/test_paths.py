@@ -162,6 +162,19 @@ def test_config_discovery(tmp_path, monkeypatch):
         load_settings(env={"THREAD_RAG_CONFIG": str(tmp_path / "missing.py")})
 
 
+def test_the_doctor_names_which_setting_chose_each_path(tmp_path):
+    """It said "set by --data-dir, THREAD_RAG_HOME or HOME in config.py", where it can tell which."""
+    cfg = write(tmp_path / "mine.py", f"HOME = {str(tmp_path / 'h')!r}\nMODEL_DIR = {str(tmp_path / 'm')!r}\n")
+    env = {"THREAD_RAG_CONFIG": str(cfg), "THREAD_RAG_CACHE_PATH": str(tmp_path / "c")}
+    where = describe_paths(load_settings(env=env), env)
+    assert [where[k]["source"] for k in ("data_dir", "summary_cache", "model_cache")] == [
+        "set by HOME in mine.py", "set by THREAD_RAG_CACHE_PATH", "set by MODEL_DIR in mine.py"]
+    env["THREAD_RAG_HOME"] = str(tmp_path / "e")
+    assert describe_paths(load_settings(env=env), env)["data_dir"]["source"] == "set by THREAD_RAG_HOME"
+    s = load_settings({"HOME": str(tmp_path / "d")}, env=env)
+    assert describe_paths(s, env)["data_dir"]["source"] == "set by --data-dir"
+
+
 # -- doctor looks, never touches -------------------------------------------------------------------
 def test_doctor_creates_nothing_and_joins_nothing(tmp_path, monkeypatch, settings_for):
     from thread_rag.doctor import checks

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     from . import tools
-    from .render import make_console
+    from .render import make_console, styled
 
     out = make_console()
     if args.cmd == "chat":
@@ -180,13 +180,15 @@ def _dispatch(args) -> int:
             _print_json(res)
         else:
             from rich.table import Table
+            from rich.text import Text
 
             if not res["documents"]:
-                out.print(NO_DOCUMENTS)
+                out.print(styled(NO_DOCUMENTS))
                 return 0
             t = Table("id", "name", "chunks", "pages", "indexed")
             for d in res["documents"]:
-                t.add_row(d["doc_id"], d["name"], str(d["chunks"]), str(d["pages"] or "-"), d["indexed_at"])
+                t.add_row(*(Text(str(x)) for x in (d["doc_id"], d["name"], d["chunks"], d["pages"] or "-",
+                                                   d["indexed_at"])))
             out.print(t)
         return 0
     if args.cmd == "delete":
@@ -194,7 +196,7 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json({"deleted": rec.doc_id, "name": rec.name})
         else:
-            out.print(f"deleted {rec.doc_id} ({rec.name})")
+            out.print(styled(f"deleted {rec.doc_id} ({rec.name})"))
         return 0
     if args.cmd == "search":
         filters = {}
@@ -213,7 +215,7 @@ def _dispatch(args) -> int:
             from .render import render_search
 
             if not res["hits"] and not engine.documents():
-                out.print(NO_DOCUMENTS)
+                out.print(styled(NO_DOCUMENTS))
             render_search(out, res)
         return 0
     if args.cmd == "fetch":
@@ -221,11 +223,9 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json(res)
         else:
-            from rich.console import Console
-
             from .render import render_windows
 
-            render_windows(out, res, err=Console(stderr=True, soft_wrap=True))
+            render_windows(out, res, err=make_console(stderr=True))
         return 1 if res.get("errors") else 0  # the good windows are printed all the same
     if args.cmd == "nested":
         res = tools.nested_retrieve(engine, args.query, limit=args.limit, doc_id=args.doc_id, offset=args.offset)
@@ -235,7 +235,7 @@ def _dispatch(args) -> int:
             from .render import render_nested
 
             if not res["hits"] and not engine.documents():
-                out.print(NO_DOCUMENTS)
+                out.print(styled(NO_DOCUMENTS))
             render_nested(out, res)
         return 0
     if args.cmd == "compare":
@@ -248,8 +248,8 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json(res)
         else:
-            out.print(f"summaries made {res['made']}, already cached {res['cached']}, failed {res['failed']}, "
-                      f"{res['seconds']:.1f} s ({res['summarizer']})")
+            out.print(styled(f"summaries made {res['made']}, already cached {res['cached']}, failed {res['failed']}, "
+                             f"{res['seconds']:.1f} s ({res['summarizer']})"))
         return 1 if res["failed"] else 0
     if args.cmd == "ask":
         from .agent.loop import Agent
@@ -260,9 +260,9 @@ def _dispatch(args) -> int:
         else:
             from .render import sources_line
 
-            out.print(ans.answer, highlight=False)
+            out.print(styled(ans.answer))
             if ans.citations and not ans.refused:
-                out.print(f"sources: {sources_line(ans)}", highlight=False)
+                out.print(styled(f"sources: {sources_line(ans)}"))
         return 0
     if args.cmd == "script":
         from .agent.script import run_script
@@ -274,8 +274,7 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json(stats)
         else:
-            out.print(f"{stats['documents']} documents, {stats['chunks']} chunks, data dir {stats['home']}",
-                      markup=False, highlight=False)
+            out.print(styled(f"{stats['documents']} documents, {stats['chunks']} chunks, data dir {stats['home']}"))
         return 0
     raise ThreadRagError(f"unknown command {args.cmd}")
 
@@ -304,7 +303,7 @@ def _cmd_compare(engine, args, out) -> int:
 
 
 def _cmd_index(engine, args, out) -> int:
-    from .render import progress_bar
+    from .render import progress_bar, styled
 
     t0 = time.perf_counter()
     if not engine.expand_paths(args.paths):
@@ -318,7 +317,7 @@ def _cmd_index(engine, args, out) -> int:
         for r in results:
             if r.status == "failed":
                 continue
-            out.print(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {r.path}")
+            out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {r.path}"))
             for w in r.warnings:
                 print(f"warning: {r.path}: {w}", file=sys.stderr)
         for r in failed:

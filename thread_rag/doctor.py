@@ -260,8 +260,7 @@ def repair(settings, timeout: float = 60) -> dict:
 
 
 def run_doctor(args) -> int:
-    from rich.console import Console
-
+    from .render import make_console, styled
     from .settings import load_settings
 
     settings = load_settings({"HOME": args.data_dir} if args.data_dir else None)
@@ -270,10 +269,9 @@ def run_doctor(args) -> int:
     if args.json:
         print(json.dumps(res, indent=1))
     else:
-        c = Console()
+        c = make_console()
         for r in res:
-            c.print("[green]ok[/green]   " if r["ok"] else "[red]FAIL[/red] ", end="", highlight=False)
-            c.print(f"{r['check']}: {r['detail']}", highlight=False, markup=False)
+            c.print(styled(("ok   ", "green") if r["ok"] else ("FAIL ", "red"), f"{r['check']}: {r['detail']}"))
             if r["fix"]:
-                c.print(f"      fix: {r['fix']}", highlight=False, markup=False)
+                c.print(styled(f"      fix: {r['fix']}"))
     return 0 if all(r["ok"] for r in res) else 1

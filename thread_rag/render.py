@@ -4,15 +4,22 @@ from __future__ import annotations
 import contextlib
 
 from rich.console import Console
+from rich.text import Text
 
 
-def make_console() -> Console:
+def make_console(stderr: bool = False) -> Console:
     """The console of the CLI and the chat: on a terminal rich wraps long lines; into a pipe or file a printed line
     stays one line (an index result and its path are not wrapped at 80 columns). Asked of the file itself: rich's
-    ``is_terminal`` says yes in a pipe when FORCE_COLOR is set."""
-    console = Console()
+    ``is_terminal`` says yes in a pipe when FORCE_COLOR is set. A printed string is never read as style markup or
+    emoji codes (documents, names and questions hold "[/etc]", "[server]", ":warning:"): styles are given as Text."""
+    console = Console(stderr=stderr, markup=False, emoji=False)
     console.soft_wrap = not _isatty(console)
     return console
+
+
+def styled(*parts) -> Text:
+    """One line from plain strings and ``(text, style)`` pairs, shown as written on any console."""
+    return Text.assemble(*parts)
 
 
 def _isatty(console: Console) -> bool:
@@ -42,33 +49,34 @@ def progress_bar(console: Console, disable: bool = False):
 
 def render_search(out: Console, res: dict) -> None:
     if not res["hits"]:
-        out.print("no results")
+        out.print(styled("no results"))
     for h in res["hits"]:
         pages = f" p.{h['page_start']}" if h.get("page_start") else ""
-        out.print(f"[bold]{h['chunk_id']}[/bold]{pages}  {h['score']:.3f}  [dim]{' > '.join(h.get('heading_path') or [])}[/dim]")
-        out.print("   " + h["text"][:240].replace("\n", " "), markup=False, highlight=False)
+        out.print(styled((h["chunk_id"], "bold"), f"{pages}  {h['score']:.3f}  ",
+                         (" > ".join(h.get("heading_path") or []), "dim")))
+        out.print(styled("   " + h["text"][:240].replace("\n", " ")))
     t = res.get("timings_ms", {})
-    out.print(f"[dim]stages {', '.join(res.get('stages_run', []))}; early exit {res.get('early_exit')}; "
-              f"{sum(t.values()):.0f} ms[/dim]")
+    out.print(styled((f"stages {', '.join(res.get('stages_run', []))}; early exit {res.get('early_exit')}; "
+                      f"{sum(t.values()):.0f} ms", "dim")))
 
 
 def render_windows(out: Console, res: dict, err: Console | None = None) -> None:
     """The windows on ``out``; each chunk id that failed as one ``error:`` line on ``err`` (default ``out``); the
     error names its id already."""
     for w in res.get("windows", []):
-        out.print(w["rendered"], markup=False, highlight=False)
+        out.print(styled(w["rendered"]))
         out.print()
     for e in res.get("errors", []):
-        (err or out).print(f"error: {e['error']}", style="red", markup=False, highlight=False)
+        (err or out).print(styled((f"error: {e['error']}", "red")))
 
 
 def render_nested(out: Console, res: dict) -> None:
     if not res.get("hits"):
-        out.print("no results")
+        out.print(styled("no results"))
     for h in res.get("hits", []):
-        out.print(f"[bold]{h['node_id']}[/bold] level {h['level']} {h['score']:.3f} covers "
-                  f"{h['chunk_ids'][0]}..{h['chunk_ids'][-1]}  {h.get('pages_label', '')}")
-        out.print("   " + h["text"][:240].replace("\n", " "), markup=False, highlight=False)
+        out.print(styled((h["node_id"], "bold"), f" level {h['level']} {h['score']:.3f} covers "
+                         f"{h['chunk_ids'][0]}..{h['chunk_ids'][-1]}  {h.get('pages_label', '')}"))
+        out.print(styled("   " + h["text"][:240].replace("\n", " ")))
 
 
 def sources_line(ans) -> str:

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from . import tools
 from .errors import ThreadRagError, one_line
-from .render import make_console, progress_bar, render_nested, render_search, render_windows, sources_line
+from .render import make_console, progress_bar, render_nested, render_search, render_windows, sources_line, styled
 
 COMMANDS = {
     "/docs": "list indexed documents",
@@ -86,18 +86,18 @@ class Repl:
         c = self.console
         if kind == "tool" and data.get("tool") == "question_steps":  # each lookup with the answer it found
             steps = [f"{q} -> {a or '?'}" for q, a in zip(data.get("searched") or [], data.get("answers") or [])]
-            c.print("  question_steps " + ("; ".join(steps) or data.get("error") or "one lookup: nothing added"),
-                    style="dim", highlight=False, markup=False)
+            c.print(styled(("  question_steps " + ("; ".join(steps) or data.get("error") or "one lookup: nothing added"),
+                            "dim")))
         elif kind == "tool":
             args = data.get("args") or {}
             arg = args.get("query") or ", ".join(args.get("chunk_ids", [])) or args.get("file_path") or ""
             res = data.get("result")
             res_s = ", ".join(res[:3]) if isinstance(res, list) else ""
-            mark = "[green]→[/green]" if data.get("ok") else "[red]✗[/red]"
-            c.print(f"  [dim]{data.get('tool')} {arg!r:.60} {mark} {res_s or data.get('error') or ''}[/dim]",
-                    highlight=False)
+            mark = ("→", "green") if data.get("ok") else ("✗", "red")
+            c.print(styled((f"  {data.get('tool')} {arg!r:.60} ", "dim"), mark,
+                           (f" {res_s or data.get('error') or ''}", "dim")))
         elif kind == "routing_error":
-            c.print(f"  [dim yellow]model reply not usable as a tool call ({data['error'][:60]})[/dim yellow]")
+            c.print(styled((f"  model reply not usable as a tool call ({data['error'][:60]})", "dim yellow")))
 
     # ------------------------------------------------------------------------------------
     def make_session(self):
@@ -127,38 +127,38 @@ class Repl:
 
     def banner(self) -> None:
         c = self.console
-        c.print("[bold]THREAD-RAG[/bold]: ask about your documents. /help for commands, /exit to leave.")
+        c.print(styled(("THREAD-RAG", "bold"), ": ask about your documents. /help for commands, /exit to leave."))
         try:
             from .llm.backends import describe
 
-            c.print(f"[dim]LLM: {describe(self.engine.chat_model)}[/dim]")
+            c.print(styled((f"LLM: {describe(self.engine.chat_model)}", "dim")))
         except ThreadRagError as exc:
-            c.print(f"[yellow]LLM unavailable: {exc}[/yellow]")
-        c.print(f"[dim]Embedder: {self.engine.settings.EMBEDDER_MODEL} · data: {self.engine.home}[/dim]")
+            c.print(styled((f"LLM unavailable: {exc}", "yellow")))
+        c.print(styled((f"Embedder: {self.engine.settings.EMBEDDER_MODEL} · data: {self.engine.home}", "dim")))
 
     def first_run(self, ask, offer: bool = True) -> None:
         """On an empty store: say how to index, offer the user manual as a demo corpus (``offer``)."""
         if self.engine.documents():
             return
         c = self.console
-        c.print("No documents indexed yet. Index yours with [bold]/index PATH[/bold] (a PDF, DOCX, TXT or Markdown "
-                "file, or a folder), or run [bold]thread-rag index PATH[/bold] in a shell.")
+        c.print(styled("No documents indexed yet. Index yours with ", ("/index PATH", "bold"), " (a PDF, DOCX, TXT or "
+                       "Markdown file, or a folder), or run ", ("thread-rag index PATH", "bold"), " in a shell."))
         if offer and DEMO_DIR.is_dir():
             reply = ask(f"Index the THREAD-RAG user manual ({DEMO_DIR}) as a demo corpus? [Y/n] ")
             if reply is None or reply.strip().lower() in ("", "y", "yes"):
                 self.do_index(str(DEMO_DIR))
-                c.print('Try: [italic]how do I pre-heat summaries?[/italic]')
+                c.print(styled("Try: ", ("how do I pre-heat summaries?", "italic")))
 
     def do_index(self, path: str) -> None:
         with progress_bar(self.console) as bar:
             res = tools.index_new_document(self.engine, path, progress=bar)
         for r in res["results"]:
             if r["status"] == "failed":
-                self.console.print(f"[red]{r['error']}[/red]", highlight=False)
+                self.console.print(styled((f"error: {r['error']}", "red")))
             else:
-                self.console.print(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {r['path']}", highlight=False)
+                self.console.print(styled(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {r['path']}"))
                 for w in r.get("warnings") or []:
-                    self.console.print(f"[yellow]  warning: {w}[/yellow]", highlight=False)
+                    self.console.print(styled((f"  warning: {w}", "yellow")))
 
     def handle(self, line: str) -> bool:
         """Run one input line; False means leave."""
@@ -173,7 +173,7 @@ class Repl:
                 return self.command(line)
             self.answer(line)
         except Exception as exc:  # noqa: BLE001 - one line, and the session goes on
-            c.print(f"\n[red]error: {one_line(exc)}[/red]", highlight=False)
+            c.print(styled((f"\nerror: {one_line(exc)}", "red")))
         return True
 
     def command(self, line: str) -> bool:
@@ -186,14 +186,13 @@ class Repl:
         rest = line[len(parts[0]):].strip()
         if cmd == "/help":
             for k, v in COMMANDS.items():
-                c.print(f"  [bold]{k:9}[/bold] {v}")
+                c.print(styled((f"  {k:9}", "bold"), f" {v}"))
         elif cmd == "/docs":
             docs = tools.list_available_documents(self.engine)["documents"]
             if not docs:
-                c.print("no documents indexed")
+                c.print(styled("no documents indexed"))
             for d in docs:
-                c.print(f"  {d['doc_id']:6} {d['name']}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}",
-                        highlight=False)
+                c.print(styled(f"  {d['doc_id']:6} {d['name']}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}"))
         elif cmd == "/index":
             if not args:
                 raise ThreadRagError("usage: /index PATH")
@@ -216,19 +215,19 @@ class Repl:
         elif cmd == "/preheat":
             with progress_bar(c) as bar:
                 r = tools.pre_heat_summaries(self.engine, args[0] if args else None, progress=bar)
-            c.print(f"summaries made {r['made']}, cached {r['cached']}, failed {r['failed']}, {r['seconds']:.1f} s")
+            c.print(styled(f"summaries made {r['made']}, cached {r['cached']}, failed {r['failed']}, {r['seconds']:.1f} s"))
         elif cmd == "/delete":
             if not args:
                 raise ThreadRagError("usage: /delete DOC1")
             rec = self.engine.delete(args[0])
-            c.print(f"deleted {rec.doc_id} ({rec.name})")
+            c.print(styled(f"deleted {rec.doc_id} ({rec.name})"))
         elif cmd == "/stats":
             docs = self.engine.documents()
-            c.print(f"{len(docs)} documents, {sum(d.chunk_count for d in docs)} chunks, data dir {self.engine.home}")
+            c.print(styled(f"{len(docs)} documents, {sum(d.chunk_count for d in docs)} chunks, data dir {self.engine.home}"))
         elif cmd == "/clear":
             if self._agent is not None:
                 self._agent.clear()
-            c.print("conversation cleared")
+            c.print(styled("conversation cleared"))
         elif cmd in ("/exit", "/quit"):
             return False
         else:
@@ -259,10 +258,10 @@ class Repl:
         ans = self.agent.ask(question, on_token=lambda t: c.out(t, end="", highlight=False))
         c.out("")
         if ans.interrupted:
-            c.print("[yellow](stopped)[/yellow]")
+            c.print(styled(("(stopped)", "yellow")))
         if ans.citations and not ans.refused:
-            c.print(f"[dim]sources: {sources_line(ans)}[/dim]", highlight=False)
-        c.print(f"[dim]{ans.timings['total_s']:.1f} s[/dim]")
+            c.print(styled((f"sources: {sources_line(ans)}", "dim")))
+        c.print(styled((f"{ans.timings['total_s']:.1f} s", "dim")))
 
     def run(self) -> int:
         session, offer = None, True
@@ -286,7 +285,7 @@ class Repl:
         except (EOFError, KeyboardInterrupt):
             return 0
         except ThreadRagError as exc:
-            self.console.print(f"[red]error: {exc}[/red]")
+            self.console.print(styled((f"error: {exc}", "red")))
         while True:
             try:
                 line = ask("› ")
@@ -300,7 +299,7 @@ class Repl:
                 if not self.handle(line):
                     break
             except KeyboardInterrupt:
-                self.console.print("[yellow](stopped)[/yellow]")
+                self.console.print(styled(("(stopped)", "yellow")))
         self.console.print("bye")
         return 0
 

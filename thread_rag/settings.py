@@ -333,24 +333,24 @@ def _given(value: str) -> Path | None:
     return Path(value).expanduser().resolve() if value.strip() else None
 
 
+def _set_by(name: str, value: str, env: Mapping[str, str], cfg: Path | None, otherwise: str = "set by the caller") -> str:
+    """Which setting gave ``name`` its value: the environment, then the config file (``load_settings``' order
+    reversed, the later winning), else the command line."""
+    if env.get(ENV_PREFIX + name, "").strip() == value.strip():
+        return f"set by {ENV_PREFIX}{name}"
+    try:
+        in_file = read_config_file(cfg).get(name) if cfg is not None else None
+    except SettingsError:
+        in_file = None
+    return f"set by {name} in {cfg.name}" if in_file == value else otherwise
+
+
 def describe_paths(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
     """Every path in use and the rule that chose it: ``{name: {"path": str | None, "source": str}}`` for
     ``data_dir``, ``summary_cache``, ``model_cache`` and ``config_file`` (which also has ``"error"``: True
     when ``THREAD_RAG_CONFIG`` names no file). Touches nothing on disk but ``is_file`` checks."""
     env = os.environ if env is None else env
     root = checkout_dir()
-    if settings.HOME.strip():
-        home_src = "set by --data-dir, THREAD_RAG_HOME or HOME in config.py"
-    else:
-        home_src = "default: this checkout" if root is not None else "default: per-user data dir"
-    if settings.CACHE_PATH.strip():
-        cache_src = "set by THREAD_RAG_CACHE_PATH or CACHE_PATH in config.py"
-    elif root is not None and settings.home == root / CHECKOUT_HOME:
-        cache_src = "default: this checkout's summary cache"
-    else:
-        cache_src = "default: inside the data dir"
-    model_src = ("set by THREAD_RAG_MODEL_DIR or MODEL_DIR in config.py" if settings.MODEL_DIR.strip()
-                 else "default: per-user cache, shared by every data dir")
     try:
         cfg = find_config_file(env)
         cfg_src = ("THREAD_RAG_CONFIG" if env.get(ENV_PREFIX + "CONFIG") else "this checkout's config.py") if cfg \
@@ -358,6 +358,18 @@ def describe_paths(settings: Settings, env: Mapping[str, str] | None = None) -> 
         cfg_err = False
     except SettingsError as exc:
         cfg, cfg_src, cfg_err = None, str(exc), True
+    if settings.HOME.strip():
+        home_src = _set_by("HOME", settings.HOME, env, cfg, "set by --data-dir")
+    else:
+        home_src = "default: this checkout" if root is not None else "default: per-user data dir"
+    if settings.CACHE_PATH.strip():
+        cache_src = _set_by("CACHE_PATH", settings.CACHE_PATH, env, cfg)
+    elif root is not None and settings.home == root / CHECKOUT_HOME:
+        cache_src = "default: this checkout's summary cache"
+    else:
+        cache_src = "default: inside the data dir"
+    model_src = (_set_by("MODEL_DIR", settings.MODEL_DIR, env, cfg) if settings.MODEL_DIR.strip()
+                 else "default: per-user cache, shared by every data dir")
     return {"data_dir": {"path": str(settings.home), "source": home_src},
             "summary_cache": {"path": str(settings.cache_path), "source": cache_src},
             "model_cache": {"path": str(settings.model_dir), "source": model_src},

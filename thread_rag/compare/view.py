@@ -95,8 +95,8 @@ def comparison_table(res: dict, limit: int | None = None, show_same: bool = Fals
     the limit is reached)."""
     a, b = res["doc_a"], res["doc_b"]
     t = Table(box=box.SIMPLE_HEAD, expand=True, show_lines=True, pad_edge=False)
-    t.add_column(f"A  {a['doc_id']}  {a['name']}", ratio=1, overflow="fold")
-    t.add_column(f"B  {b['doc_id']}  {b['name']}", ratio=1, overflow="fold")
+    t.add_column(Text(f"A  {a['doc_id']}  {a['name']}", style="bold"), ratio=1, overflow="fold")
+    t.add_column(Text(f"B  {b['doc_id']}  {b['name']}", style="bold"), ratio=1, overflow="fold")
     rows = res["rows"]
     shown = left_out = 0
     k = 0
