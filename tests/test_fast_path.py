@@ -36,6 +36,37 @@ def test_plain_question_costs_one_llm_call_and_cites_what_it_read(manual_engine)
     assert ans.timings["first_token_s"] is not None and ans.tokens["in"] > ans.tokens["sources"] > 0
 
 
+WIDGET = """# Widget server guide
+
+## Requirements
+
+The widget server needs a Linux host with two cores, four gigabytes of memory and Python installed on it.
+
+## Configuration
+
+Open widget.conf and set the listen port to 9090 in the server section, then save the file.
+
+## Starting
+
+Start the widget server with the command widgetd start and check its log for the ready line.
+"""
+
+
+def test_a_citation_names_the_chunk_of_its_source_the_answer_is_closest_to(make_engine, tmp_path):
+    """A source the walk reads spans several chunks; the citation named its first chunk, where the fact was in
+    another (a new user fetched the cited id and did not find it)."""
+    from conftest import write
+
+    engine = make_engine(CHUNK_TOKENS=40, CHUNK_OVERLAP=0, CHUNK_MIN_TOKENS=0)
+    engine.index_file(write(tmp_path / "widget.md", WIDGET))
+    agent, _ = agent_with(engine, answer=lambda m: "Set the listen port to 9090 in the server section of widget.conf [1].")
+    ans = agent.ask("Which port should the widget server listen on?")
+    src = ans.sources[0]
+    assert len(src["chunk_ids"]) > 1 and "9090" not in engine.chunk(src["chunk_ids"][0]).text, src["chunk_ids"]
+    cited = ans.citations[0]
+    assert cited.source == 1 and cited.chunk_id in src["chunk_ids"] and "9090" in engine.chunk(cited.chunk_id).text
+
+
 def test_off_topic_question_refused_before_any_llm_call(manual_engine):
     agent, model = agent_with(manual_engine, answer=cite_one)
     ans = agent.ask("What is the boiling point of tungsten?")

@@ -35,7 +35,7 @@ from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, decide_messages, parse_json_lenient,
                      stream_answer, written_citations)
 from .intent import recognise
-from .reading import (best_similarity, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
+from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
 from .tools import call_tool, compact, describe_outcome, make_tools, tool_args_schema, tool_choice_schema
 
@@ -423,12 +423,24 @@ class Agent:
             except Exception:  # noqa: BLE001 - an unusable reply leaves the similarity match
                 nums = []
         by_n = {x.n: x for x in sources}
-        cites = [Citation(by_n[n].chunk_ids[0], by_n[n].doc_id, by_n[n].doc_name, by_n[n].pages, how=how, source=n)
-                 for n in nums]
+        cites = [self._cite(by_n[n], text, how) for n in nums]
         if not cites:
             windows = [{"chunk_ids": x.chunk_ids, "doc_id": x.doc_id, "doc_name": x.doc_name} for x in sources]
             cites = self._attribute(text, windows, set())
         return cites, invalid, calls
+
+    def _cite(self, source, answer: str, how: str) -> Citation:
+        """The citation of a source the model named: the chunk of it the answer is closest to (a source the walk
+        read spans several chunks; the fact is often not in its first), with that chunk's pages."""
+        if len(source.chunk_ids) == 1:
+            return Citation(source.chunk_ids[0], source.doc_id, source.doc_name, source.pages, how=how, source=source.n)
+        vec = self.engine.query_embedder.embed_queries([answer])[0]
+        cid = closest(self.engine.retriever.index, vec, source.chunk_ids)[0] or source.chunk_ids[0]
+        try:
+            pages = self.engine.chunk(cid).pages_label or source.pages
+        except ThreadRagError:  # the document changed since it was read
+            pages = source.pages
+        return Citation(cid, source.doc_id, source.doc_name, pages, how=how, source=source.n)
 
     def _refusal(self, base: dict, on_token, t0: float, calls: int) -> Answer:
         if on_token:

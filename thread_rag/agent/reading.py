@@ -29,9 +29,17 @@ from .answer import Source, number
 
 def best_similarity(index, qvec: np.ndarray, chunk_ids: list[str]) -> float:
     """Best cosine between the question and any of the chunks (-1 if none is indexed)."""
-    rows = [index.row_of.get((c.serial, c.position)) for c in map(ChunkId.parse, chunk_ids)]
-    rows = [r for r in rows if r is not None]
-    return float(np.max(np.asarray(index.vectors[rows]) @ qvec)) if rows else -1.0
+    return closest(index, qvec, chunk_ids)[1]
+
+
+def closest(index, vec: np.ndarray, chunk_ids: list[str]) -> tuple[str | None, float]:
+    """The indexed chunk of ``chunk_ids`` nearest ``vec``, and its cosine ((None, -1) if none is indexed)."""
+    rows = {c: index.row_of.get((i.serial, i.position)) for c, i in zip(chunk_ids, map(ChunkId.parse, chunk_ids))}
+    rows = {c: r for c, r in rows.items() if r is not None}
+    if not rows:
+        return None, -1.0
+    sims = np.asarray(index.vectors[list(rows.values())]) @ vec
+    return list(rows)[int(np.argmax(sims))], float(np.max(sims))
 
 
 def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int], frame: Callable | None = None) -> Source:
