@@ -136,6 +136,8 @@ def test_call_tool_validation(manual_engine, tmp_path):
     assert not call_tool(tools, "rag_search", None).ok
     assert not call_tool(tools, "rag_search", "query").ok
     assert not call_tool(tools, "nested_retrieve", {"query": "x", "limit": "many"}).ok
+    # the tool's name once (the error said "nested_retrieve: nested_retrieve: query is empty")
+    assert call_tool(tools, "nested_retrieve", {"query": "  "}).error == "nested_retrieve: query is empty"
     # every door takes the same limits as the CLI (the tool schema stopped at 20, the CLI at 50)
     from thread_rag.agent.tools import NestedArgs
     from thread_rag.nested.tree import MAX_LIMIT

@@ -216,10 +216,10 @@ class NestedIndex:
     def retrieve(self, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0,
                  pool_factor: int = 8) -> NestedResult:
         if not isinstance(query, str) or not query.strip():
-            raise ThreadRagError("nested_retrieve: query is empty")
+            raise ThreadRagError("query is empty")
         for name, v, lo, hi in (("limit", limit, 1, MAX_LIMIT), ("offset", offset, 0, 1000)):
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-                raise ThreadRagError(f"nested_retrieve: {name}={v!r} must be an integer from {lo} to {hi}")
+                raise ThreadRagError(f"{name}={v!r} must be an integer from {lo} to {hi}")
         t0 = time.perf_counter()
         query = " ".join(query.split())[:2000]
         docs = [self.library.document(doc_id)] if doc_id else self.library.documents()
