@@ -97,12 +97,16 @@ def test_script_runs_every_line_and_fails_at_end(manual_engine, tmp_path):
         json.dumps({"tool": "nope", "args": {}}),
         "{broken",
         json.dumps({"ask": "how do I pre-heat?"}),
+        json.dumps({"tool": "list_available_documents", "ask": "what is indexed?"}),  # which one? neither ran
+        json.dumps({"tool": "rag_search", "arg": {"query": "pre-heat"}}),               # a misspelt key
     ]))
     out = io.StringIO()
     rc = run_script(manual_engine, str(f), out=out, chat_model=fake_agent(manual_engine).model)
     rows = [json.loads(x) for x in out.getvalue().splitlines()]
-    assert rc == 1 and len(rows) == 6
-    assert [r["ok"] for r in rows] == [True, True, True, False, False, True]
+    assert rc == 1 and len(rows) == 8
+    assert [r["ok"] for r in rows] == [True, True, True, False, False, True, False, False]
+    assert rows[6]["error"] == 'a line has "tool" (with "args") or "ask", not both'
+    assert rows[7]["error"] == 'unknown key "arg": a line has "tool" (with "args") or "ask"'
     assert rows[1]["result"]["hits"][0]["doc_id"] == "DOC4"
     assert len(rows[2]["result"]["windows"]) == 2  # two documents compared side by side
     assert rows[5]["result"]["answer"] == "Run thread-rag preheat to summarise every chunk."

@@ -28,6 +28,19 @@ def _finite(text: str) -> float:
     return value
 
 
+LINE_SHAPE = 'a line has "tool" (with "args") or "ask"'
+
+
+def _shape_problem(item: dict) -> str | None:
+    """Why a line is neither a tool call nor a question, or None."""
+    if "tool" in item and "ask" in item:
+        return f"{LINE_SHAPE}, not both"
+    if "tool" not in item and "ask" not in item:
+        return f"{LINE_SHAPE}; this one has neither"
+    unknown = [k for k in item if k not in (("tool", "args") if "tool" in item else ("ask",))]
+    return f'unknown key "{unknown[0]}": {LINE_SHAPE}' if unknown else None
+
+
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
     out = out or sys.stdout
     p = Path(path)
@@ -58,6 +71,11 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
             failed += 1
             out.write(json.dumps({"line": n, "ok": False, "error": f"not valid JSON: {exc}"}) + "\n")
             continue
+        problem = _shape_problem(item)
+        if problem:
+            failed += 1
+            out.write(json.dumps({"line": n, "ok": False, "error": problem}) + "\n")
+            continue
         if "ask" in item:
             try:
                 if agent is None:
@@ -70,10 +88,6 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
             except Exception as exc:  # noqa: BLE001 - one line per failed question; the script goes on
                 failed += 1
                 out.write(json.dumps({"line": n, "ok": False, "ask": item["ask"], "error": one_line(exc)}) + "\n")
-            continue
-        if "tool" not in item:
-            failed += 1
-            out.write(json.dumps({"line": n, "ok": False, "error": "a line needs \"tool\" (with \"args\") or \"ask\""}) + "\n")
             continue
         outcome = call_tool(tools, item["tool"], item.get("args", {}))
         result = to_dict(outcome.result) if outcome.ok else None
