@@ -127,9 +127,23 @@ def test_lenient_json():
 def test_call_tool_validation(manual_engine, tmp_path):
     tools = make_tools(manual_engine)
     assert call_tool(tools, "rag_search", {"query": "x", "extra": 1}).error.startswith("rag_search: bad arguments")
-    # an argument the tool does not take is named with the ones it does (a trial's script sent rag_search "k")
-    assert call_tool(tools, "rag_search", {"query": "x", "k": 3}).error == (
-        "rag_search: bad arguments (k: not an argument of rag_search; it takes query, doc_id)")
+    # an argument the tool does not take is named with the ones it does
+    assert call_tool(tools, "rag_search", {"query": "x", "top": 3}).error == (
+        "rag_search: bad arguments (top: not an argument of rag_search; it takes query, doc_id, k)")
+    # scripts and MCP clients set what the CLI's flags set (a trial's script sent rag_search "k"); the routed
+    # model's grammar keeps to the card's arguments
+    assert len(call_tool(tools, "rag_search", {"query": "pre-heat summaries", "k": 2}).result["hits"]) == 2
+    assert call_tool(tools, "rag_search", {"query": "x", "k": 0}).error == (
+        "rag_search: bad arguments (k: Input should be greater than or equal to 1)")
+    small = call_tool(tools, "fetch_chunks_by_id", {"chunk_ids": ["DOC1_000"], "token_budget": 40}).result
+    assert small["windows"] and small["windows"][0]["tokens"] <= 40 + 10, small["windows"][0]
+    two = call_tool(tools, "nested_retrieve", {"query": "pre-heat summaries", "limit": 2}).result["hits"]
+    assert call_tool(tools, "nested_retrieve", {"query": "pre-heat summaries", "limit": 1, "offset": 1}).result[
+        "hits"][0]["node_id"] == two[1]["node_id"]
+    from thread_rag.agent.tools import tool_args_schema
+
+    assert [set(tool_args_schema(t)["properties"]) for t in ("rag_search", "fetch_chunks_by_id", "nested_retrieve")] == [
+        {"query", "doc_id"}, {"chunk_ids"}, {"query", "limit", "doc_id"}]
     assert call_tool(tools, "list_available_documents", {"k": 3}).error == (
         "list_available_documents: bad arguments (k: not an argument of list_available_documents; it takes none)")
     assert not call_tool(tools, "rag_search", {"query": 5}).ok
@@ -189,7 +203,8 @@ def test_routing_grammar_derives_from_the_argument_models():
 
     for name, model in SCHEMAS.items():
         g = tool_args_schema(name)
-        assert list(g["properties"]) == list(model.model_fields)
+        assert list(g["properties"]) == [f for f, info in model.model_fields.items()
+                                         if not (info.json_schema_extra or {}).get("door_only")]
         assert g["required"] == [f for f, info in model.model_fields.items() if info.is_required()]
     assert tool_args_schema("fetch_chunks_by_id")["properties"]["chunk_ids"]["maxItems"] == ROUTING_MAX_IDS
     assert tool_args_schema("rag_search")["properties"]["doc_id"] == {"type": "string"}  # Optional -> plain type

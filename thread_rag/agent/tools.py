@@ -31,13 +31,21 @@ class IndexArgs(_Args):
     file_path: str = Field(description="path of a PDF, DOCX, TXT or Markdown file (or folder) to index")
 
 
+# arguments the CLI's flags set, for scripts and MCP clients; the routed model's grammar leaves them out
+DOOR_ONLY = {"door_only": True}
+
+
 class SearchArgs(_Args):
     query: str = Field(min_length=1, max_length=10000, description="what to look for, in plain words")
     doc_id: Optional[str] = Field(default=None, description="limit the search to one document, e.g. DOC1")
+    k: Optional[int] = Field(default=None, ge=1, le=100, json_schema_extra=DOOR_ONLY,
+                             description="how many entry chunks (default: the TOP_K setting)")
 
 
 class FetchArgs(_Args):
     chunk_ids: list[str] = Field(min_length=1, max_length=50, description="chunk ids such as [\"DOC1_006\", \"DOC1_007\"]")
+    token_budget: Optional[int] = Field(default=None, ge=1, json_schema_extra=DOOR_ONLY,
+                                        description="token budget for all windows (default: WINDOW_TOKEN_BUDGET)")
 
 
 class PreheatArgs(_Args):
@@ -58,6 +66,7 @@ class NestedArgs(_Args):
     query: str = Field(min_length=1, max_length=10000, description="what to look for")
     limit: int = Field(default=3, ge=1, le=MAX_LIMIT, description="how many non-overlapping passages")
     doc_id: Optional[str] = Field(default=None, description="limit to one document, e.g. DOC2")
+    offset: int = Field(default=0, ge=0, le=1000, json_schema_extra=DOOR_ONLY, description="skip this many passages")
 
 
 DESCRIPTIONS = {
@@ -81,11 +90,12 @@ def make_tools(engine) -> dict[str, StructuredTool]:
     fns = {
         "list_available_documents": lambda: T.list_available_documents(engine),
         "index_new_document": lambda file_path: T.index_new_document(engine, file_path, restrict=True),
-        "rag_search": lambda query, doc_id=None: T.rag_search(engine, query, doc_id=doc_id),
-        "fetch_chunks_by_id": lambda chunk_ids: T.fetch_chunks_by_id(engine, chunk_ids),
+        "rag_search": lambda query, doc_id=None, k=None: T.rag_search(engine, query, doc_id=doc_id, k=k),
+        "fetch_chunks_by_id": lambda chunk_ids, token_budget=None: T.fetch_chunks_by_id(engine, chunk_ids,
+                                                                                        token_budget=token_budget),
         "pre_heat_summaries": lambda serial_id=None: T.pre_heat_summaries(engine, serial_id),
-        "nested_retrieve": lambda query, limit=3, doc_id=None: T.nested_retrieve(engine, query, limit=limit,
-                                                                                 doc_id=doc_id),
+        "nested_retrieve": lambda query, limit=3, doc_id=None, offset=0: T.nested_retrieve(
+            engine, query, limit=limit, doc_id=doc_id, offset=offset),
         "compare_documents": lambda doc_a, doc_b, topic=None: T.compare_documents(engine, doc_a, doc_b, topic=topic),
     }
     return {name: StructuredTool.from_function(func=fn, name=name, description=DESCRIPTIONS[name],
@@ -143,6 +153,8 @@ def _grammar_props(model: type[BaseModel]) -> dict:
     sizes (optional values become plain types; the pydantic model still validates every call afterwards)."""
     props = {}
     for name, spec in model.model_json_schema().get("properties", {}).items():
+        if spec.get("door_only"):
+            continue
         types = [t for t in spec.get("anyOf", [spec]) if t.get("type") != "null"]
         p = {"type": types[0]["type"]}
         if p["type"] == "array":
