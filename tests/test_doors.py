@@ -319,3 +319,31 @@ def test_brackets_in_documents_names_questions_and_answers_are_printed_as_writte
     for cmd in (["search", "copy files etc"], ["docs"], ["nested", "copy files"], ["delete", "DOC1"]):
         r = subprocess.run([*cli, *cmd], capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "200"})
         assert r.returncode == 0 and ("[/etc]" in r.stdout or "ini [red] notes.md" in r.stdout), (cmd, r)
+
+
+def test_chat_search_and_nested_take_the_cli_options(manual_engine):
+    """`/search port --doc DOC9` searched every document and `--k 1` was searched as words (the top score fell
+    from 0.98 to 0.07); `/nested port --limit 1` gave 3 passages. A `--word` the command does not take stays text."""
+    from rich.console import Console
+
+    from thread_rag.repl import Repl
+
+    buf = io.StringIO()
+    repl = Repl(manual_engine, console=Console(file=buf, width=200), input_fn=lambda p: None, preload=False)
+    repl.handle("/search pre-heat summaries --k 1")
+    hits = [x for x in buf.getvalue().splitlines() if x.startswith("DOC")]
+    want = search_ids(manual_engine, "pre-heat summaries")[0]
+    assert len(hits) == 1 and hits[0].startswith(want["chunk_id"]), buf.getvalue()
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/search pre-heat summaries --doc DOC99")
+    assert "error: unknown document DOC99" in buf.getvalue(), buf.getvalue()
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/nested pre-heat summaries --limit 1")
+    assert len([x for x in buf.getvalue().splitlines() if x.startswith("DOC")]) == 1, buf.getvalue()
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/search pre-heat --k many")
+    assert "error: --k takes a number" in buf.getvalue(), buf.getvalue()
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/search what does --force do")  # not an option of /search: part of the query
+    lines = buf.getvalue().splitlines()
+    assert not any(x.startswith("error:") for x in lines) and any(x.startswith("DOC") for x in lines), lines

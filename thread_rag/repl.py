@@ -20,9 +20,9 @@ from .render import make_console, progress_bar, render_nested, render_search, re
 COMMANDS = {
     "/docs": "list indexed documents",
     "/index": "/index PATH  index a file or folder",
-    "/search": "/search QUERY  three-stage search",
+    "/search": "/search QUERY [--doc DOC1] [--k 5]  three-stage search",
     "/fetch": "/fetch DOC1_004 [DOC1_005 ...]  read chunks in their windows",
-    "/nested": "/nested QUERY  non-overlapping passages from the document tree",
+    "/nested": "/nested QUERY [--doc DOC1] [--limit 5]  non-overlapping passages from the document tree",
     "/compare": "/compare DOC1 DOC2 [TOPIC] [--explain]  two versions side by side",
     "/preheat": "/preheat [DOC1]  summarise chunks ahead of time",
     "/delete": "/delete DOC1  remove a document",
@@ -33,6 +33,26 @@ COMMANDS = {
 }
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _options(text: str, known: dict) -> tuple[str, dict]:
+    """A slash command's query and the CLI options it takes (``{"--k": int}``); any other ``--word`` is part of
+    the query ("what does --force do")."""
+    words, opts = text.split(), {}
+    query = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in known and i + 1 < len(words):
+            try:
+                opts[w] = known[w](words[i + 1])
+            except ValueError:
+                raise ThreadRagError(f"{w} takes a number, not {words[i + 1]!r}") from None
+            i += 2
+            continue
+        query.append(w)
+        i += 1
+    return " ".join(query), opts
 
 
 class Repl:
@@ -199,17 +219,20 @@ class Repl:
             quoted = len(args) == 1 and rest[:1] in "\"'" and rest[-1:] == rest[:1]
             self.do_index(args[0] if quoted else rest)  # unquoted, a path with spaces is the rest of the line
         elif cmd == "/search":
-            if not rest:
-                raise ThreadRagError("usage: /search QUERY")
-            render_search(c, tools.rag_search(self.engine, rest))
+            query, opts = _options(rest, {"--doc": str, "--k": int})
+            if not query:
+                raise ThreadRagError("usage: /search QUERY [--doc DOC1] [--k 5]")
+            render_search(c, tools.rag_search(self.engine, query, doc_id=opts.get("--doc"), k=opts.get("--k")))
         elif cmd == "/fetch":
             if not args:
                 raise ThreadRagError("usage: /fetch DOC1_004 [DOC1_005 ...]")
             render_windows(c, tools.fetch_chunks_by_id(self.engine, args))
         elif cmd == "/nested":
-            if not rest:
-                raise ThreadRagError("usage: /nested QUERY")
-            render_nested(c, tools.nested_retrieve(self.engine, rest, limit=5))
+            query, opts = _options(rest, {"--doc": str, "--limit": int})
+            if not query:
+                raise ThreadRagError("usage: /nested QUERY [--doc DOC1] [--limit 5]")
+            render_nested(c, tools.nested_retrieve(self.engine, query, limit=opts.get("--limit", 5),
+                                                   doc_id=opts.get("--doc")))
         elif cmd == "/compare":
             self.do_compare(args)
         elif cmd == "/preheat":
