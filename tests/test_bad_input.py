@@ -255,3 +255,22 @@ def test_no_pickle_or_eval_of_stored_data():
     for p in (REPO / "thread_rag").rglob("*.py"):
         src = p.read_text()
         assert not re.search(r"^\s*import pickle|^\s*from pickle|allow_pickle\s*=\s*True|(?<![.\w])eval\(|(?<![.\w])exec\(", src, re.M), p
+
+
+def test_a_file_that_no_longer_indexes_says_its_earlier_version_stays(make_engine, tmp_path):
+    """A watched file truncated to nothing failed ("empty file") while its document went on serving the old text,
+    and nothing said so."""
+    from thread_rag.errors import IngestError
+
+    e = make_engine()
+    f = write(tmp_path / "b.md", "# B\n\nThe beta valve opens clockwise.\n")
+    rec = e.document(e.index_file(f).doc_id)
+    f.write_bytes(b"")
+    note = f"{f}: empty file (0 bytes); {rec.doc_id} keeps the version indexed {rec.indexed_at}"
+    assert [r.error for r in e.index_paths([f])] == [note]
+    with pytest.raises(IngestError) as exc:
+        e.index_file(f)
+    assert str(exc.value) == note
+    f.unlink()
+    assert e.index_paths([f])[0].error == f"{f}: no such file; {rec.doc_id} keeps the version indexed {rec.indexed_at}"
+    assert e.index_paths([tmp_path / "never.md"])[0].error == f"{tmp_path / 'never.md'}: no such file"

@@ -441,3 +441,32 @@ def test_a_file_turned_folder_takes_only_its_own_document(tmp_path):
     assert live == [Action("forget", str(d / "fast.md")), Action("scan", str(d / "fast.md"))]
     w.remove(str(d / "fast.md"), exact=True)                                # nothing stored at exactly that path
     assert "DOC2" in {x.doc_id for x in engine.documents()}
+
+
+def test_a_file_name_with_a_line_break_stays_on_one_line(tmp_path):
+    """`new\\nline.txt` split its "indexed" line in two (the JSON lines escaped it already)."""
+    from thread_rag.watch import Watcher
+
+    out = io.StringIO()
+    w = Watcher(FakeEngine(), [str(tmp_path)], out=out)
+    w.emit("indexed", f"{tmp_path}/new\nline.txt", "DOC4", 1)
+    w.emit("failed", f"{tmp_path}/tab\there.md", reason="empty file (0 bytes)")
+    w.emit("removed", f"{tmp_path}/plain ü.md", "DOC2")
+    assert out.getvalue().splitlines() == [f'indexed DOC4 (1 chunks) "{tmp_path}/new\\nline.txt"',
+                                           f'failed "{tmp_path}/tab\\there.md": empty file (0 bytes)',
+                                           f"removed DOC2 {tmp_path}/plain ü.md"]
+
+
+def test_catch_up_counts_each_file_once(tmp_path):
+    """Overlapping folders (`watch src src/sub`) and a link beside its file made one document count twice
+    ("1 up to date, 1 indexed" for one new file)."""
+    from thread_rag.watch import Watcher
+
+    d = tmp_path / "src"
+    write(d / "sub" / "a.md", "# A\nx\n")
+    (d / "sub" / "link.md").symlink_to(d / "sub" / "a.md")
+    engine = FakeEngine()
+    counts = Watcher(engine, [str(d), str(d / "sub")], out=io.StringIO()).catch_up()
+    assert (counts["indexed"], counts["unchanged"]) == (1, 0) and len(engine.calls) == 1, counts
+    again = Watcher(engine, [str(d), str(d / "sub")], out=io.StringIO()).catch_up()
+    assert (again["indexed"], again["unchanged"]) == (0, 1), again

@@ -686,12 +686,24 @@ class Engine:
                 before += kib[i]
                 yield self._pending_file(f, labelled, check)
 
-        return list(self._in_groups(items()))
+        return [dataclasses.replace(r, error=r.error + self._kept_version(r.path)) if r.status == "failed" else r
+                for r in self._in_groups(items())]
 
     def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
-        p, resolved, content_hash, t0 = self._identify(path)
-        ready = self._prepare_file(p, resolved, content_hash, t0, progress)
+        try:
+            p, resolved, content_hash, t0 = self._identify(path)
+            ready = self._prepare_file(p, resolved, content_hash, t0, progress)
+        except IngestError as exc:
+            raise IngestError(str(exc) + self._kept_version(path)) from None
         return ready if isinstance(ready, IndexResult) else self._store_one(ready)
+
+    def _kept_version(self, path: str | Path) -> str:
+        """For a file that failed to index: what the library still serves for it, if it was indexed before."""
+        try:
+            rec = self.catalog.find_by_path(str(Path(path).expanduser().resolve()))
+        except (OSError, RuntimeError):  # a path that cannot be resolved names no document
+            return ""
+        return f"; {rec.doc_id} keeps the version indexed {rec.indexed_at}" if rec else ""
 
     def _pending_file(self, f: Path, progress: Progress | None, check=None) -> "_Pending | IndexResult":
         """The file identified (checked, its bytes hashed) with its preparation to come, or its failed result."""

@@ -158,8 +158,12 @@ class Watcher:
              reason: str | None = None) -> None:
         if self.as_json:
             rec = {"event": event, "path": path, "doc_id": doc_id, "chunks": chunks, "error": reason}
-            line = json.dumps({k: v for k, v in rec.items() if v is not None}, ensure_ascii=False)
-        elif event == "failed":
+            print(json.dumps({k: v for k, v in rec.items() if v is not None}, ensure_ascii=False), file=self.out,
+                  flush=True)
+            return
+        if not path.isprintable():  # a line break or tab in a file name: quoted and escaped, one line per change
+            path = json.dumps(path, ensure_ascii=False)
+        if event == "failed":
             line = f"failed {path}: {reason}"
         elif event == "removed":
             line = f"removed {doc_id} {path}"
@@ -255,9 +259,12 @@ class Watcher:
             gone = os.path.islink(rec.path) or not os.path.isfile(rec.path)  # or a folder or a link now
             if any(_under(rec.path, r) for r in self.roots) and gone:
                 counts["removed"] += self.remove(rec.path, exact=True)
+        files = {}  # each file once: folders may overlap, and a link may sit beside its file
         for root in self.roots:
             for f in self.files(root):
-                counts[self.index(f)] += 1
+                files.setdefault(os.path.realpath(f), f)
+        for f in files.values():
+            counts[self.index(f)] += 1
         return counts
 
 
