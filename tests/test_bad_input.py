@@ -274,3 +274,11 @@ def test_a_file_that_no_longer_indexes_says_its_earlier_version_stays(make_engin
     f.unlink()
     assert e.index_paths([f])[0].error == f"{f}: no such file; {rec.doc_id} keeps the version indexed {rec.indexed_at}"
     assert e.index_paths([tmp_path / "never.md"])[0].error == f"{tmp_path / 'never.md'}: no such file"
+
+
+def test_a_broken_link_is_named_a_broken_link(make_engine, tmp_path):
+    """`index DIR` with a dangling link said "no such file" for a name `ls` shows."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "dangling.md").symlink_to(tmp_path / "gone.md")
+    errors = [r.error for r in make_engine().index_paths([tmp_path / "src"])]
+    assert errors == [f"{tmp_path / 'src' / 'dangling.md'}: a link to {tmp_path / 'gone.md'}, which does not exist"]

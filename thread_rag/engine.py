@@ -723,6 +723,8 @@ class Engine:
         t0 = time.perf_counter()
         p = Path(path).expanduser()
         if not p.exists():
+            if p.is_symlink():
+                raise IngestError(f"{p}: a link to {os.readlink(p)}, which does not exist")
             raise IngestError(f"{p}: no such file")
         resolved = p.resolve()
         if resolved.is_dir():
