@@ -444,17 +444,23 @@ def test_a_file_turned_folder_takes_only_its_own_document(tmp_path):
 
 
 def test_a_file_name_with_a_line_break_stays_on_one_line(tmp_path):
-    """`new\\nline.txt` split its "indexed" line in two (the JSON lines escaped it already)."""
+    """`new\nline.md` split its "indexed" line in two (the JSON lines escaped it already); a failed file's reason
+    repeated its path with the line break squeezed to a space."""
     from thread_rag.watch import Watcher
 
     out = io.StringIO()
     w = Watcher(FakeEngine(), [str(tmp_path)], out=out)
-    w.emit("indexed", f"{tmp_path}/new\nline.txt", "DOC4", 1)
-    w.emit("failed", f"{tmp_path}/tab\there.md", reason="empty file (0 bytes)")
-    w.emit("removed", f"{tmp_path}/plain ü.md", "DOC2")
-    assert out.getvalue().splitlines() == [f'indexed DOC4 (1 chunks) "{tmp_path}/new\\nline.txt"',
-                                           f'failed "{tmp_path}/tab\\there.md": empty file (0 bytes)',
-                                           f"removed DOC2 {tmp_path}/plain ü.md"]
+    write(tmp_path / "new\nline.md", "# A\nx\n")
+    write(tmp_path / "tab\there.md", "")
+    write(tmp_path / "two  spaces.md", "")
+    write(tmp_path / "plain ü.md", "# A\nx\n")  # the same bytes as new\nline.md
+    for name in ("new\nline.md", "tab\there.md", "two  spaces.md", "plain ü.md"):
+        w.index(str(tmp_path / name))
+    assert out.getvalue().splitlines() == [
+        f'indexed DOC1 (2 chunks) "{tmp_path}/new\\nline.md"',
+        f'failed "{tmp_path}/tab\\there.md": empty file (0 bytes)',
+        f"failed {tmp_path}/two  spaces.md: empty file (0 bytes)",
+        f'duplicate DOC1 {tmp_path}/plain ü.md (same content as "{tmp_path}/new\\nline.md")']
 
 
 def test_catch_up_counts_each_file_once(tmp_path):

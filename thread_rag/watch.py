@@ -142,6 +142,12 @@ class Debouncer:
         return out
 
 
+def shown(path: str) -> str:
+    """A path for a plain output line: quoted and escaped when it holds a line break or tab, so one change stays
+    one line."""
+    return path if path.isprintable() else json.dumps(path, ensure_ascii=False)
+
+
 class Watcher:
     """Applies actions through the Engine and prints one line per change (``--json``: one JSON object)."""
 
@@ -161,8 +167,7 @@ class Watcher:
             print(json.dumps({k: v for k, v in rec.items() if v is not None}, ensure_ascii=False), file=self.out,
                   flush=True)
             return
-        if not path.isprintable():  # a line break or tab in a file name: quoted and escaped, one line per change
-            path = json.dumps(path, ensure_ascii=False)
+        path = shown(path)
         if event == "failed":
             line = f"failed {path}: {reason}"
         elif event == "removed":
@@ -196,13 +201,14 @@ class Watcher:
             res = self.engine.index_file(path)
         except Exception as exc:  # noqa: BLE001 - a bad file is one line and the watcher goes on
             reason = one_line(exc)
-            for prefix in {path, os.path.realpath(path)}:
-                if reason.startswith(prefix + ": "):
-                    reason = reason[len(prefix) + 2:]
+            for prefix in {path, os.path.realpath(path)}:  # as the error says it (its whitespace squeezed)
+                for said in {prefix, " ".join(prefix.split())}:
+                    if reason.startswith(said + ": "):
+                        reason = reason[len(said) + 2:]
             self.emit("failed", path, reason=reason)
             return "failed"
         for w in res.warnings:
-            self.note(f"warning: {path}: {w}")
+            self.note(f"warning: {shown(path)}: {w}")
         if res.status == "unchanged":
             rec = self._record(res.doc_id)
             real = os.path.realpath(path)
@@ -210,7 +216,7 @@ class Watcher:
                 known = self.aliases.setdefault(rec.doc_id, set())
                 if real not in known:
                     known.add(real)
-                    self.emit("duplicate", path, doc_id=rec.doc_id, reason=f"same content as {rec.path}")
+                    self.emit("duplicate", path, doc_id=rec.doc_id, reason=f"same content as {shown(rec.path)}")
             return "unchanged"
         self.emit("indexed" if res.status == "indexed" else "updated", path, doc_id=res.doc_id, chunks=res.chunks)
         self._index_copies(res.doc_id)  # they had the bytes this document no longer has
