@@ -454,7 +454,7 @@ class Engine:
                                 f"thread-rag doctor --repair rebuilds it)")
             elif n_tokens != rec.chunk_count:
                 problems.append(f"{rec.doc_id}: token cache has a different chunk count")
-            if self._has_tree(rec) and not self.nested.path(rec.serial, rec.generation).is_file():
+            if self._has_tree(rec) and self.nested.state(rec) == "missing":
                 problems.append(f"{rec.doc_id}: nested tree missing (nested searches build it in memory; "
                                 f"thread-rag doctor --repair rebuilds it)")
             problems.extend(f"{rec.doc_id}: {what}" for what in self._derived_from_other_content(rec))
@@ -555,7 +555,7 @@ class Engine:
         found = []
         if self.token_cache.key_of(rec.serial, rec.generation) not in (None, rec.content_key):
             found.append("token cache made from other content (thread-rag doctor --repair rebuilds it)")
-        if self.nested.path(rec.serial, rec.generation).is_file() and self.nested.persisted(rec) is None:
+        if self.nested.state(rec) == "other":
             found.append("nested tree made from other content (thread-rag doctor --repair rebuilds it)")
         if part_key(self.home / "index_parts", rec.serial, rec.generation) not in (None, rec.content_key):
             found.append("search-index part made from other content (thread-rag doctor --repair rebuilds it)")

@@ -168,6 +168,13 @@ class NestedIndex:
             return None
         return data if isinstance(data, dict) and data.get("key", "") == rec.content_key else None
 
+    def state(self, rec) -> str:
+        """``ok``, ``missing`` (either of its two files gone) or ``other`` (made from other content, or damaged)."""
+        p = self.path(rec.serial, rec.generation)
+        if not (p.is_file() and p.with_suffix(".npy").is_file()):
+            return "missing"
+        return "ok" if self.persisted(rec) is not None else "other"
+
     def load(self, rec) -> tuple[list[dict], np.ndarray]:
         """The tree of a document's committed generation (``rec``: its catalog record)."""
         key = (rec.serial, rec.generation, rec.content_key)
