@@ -625,6 +625,10 @@ def test_a_document_a_dropped_remove_line_brings_back_is_not_indexed_again_while
         assert "indexed again" not in row["detail"], row
         assert b in [d.doc_id for d in make_engine().documents()]  # named, its rows not written back
         assert make_engine().store.load(int(b[3:]), 1)[0] == []
+    from thread_rag.doctor import checks
+
+    row = next(r for r in checks(settings_for()) if r["check"] == "catalog")  # the doctor names the kept log
+    assert not row["ok"] and kept in row["detail"] and f"delete {kept}" in row["fix"], row
     for kept in e.home.glob("catalog.log.corrupt-*"):
         kept.unlink()  # the user read the note and keeps the document: the next repair indexes it again
     assert f"{b}: its chunks were missing from the store; indexed again" in repair(settings_for())["detail"]

@@ -162,6 +162,13 @@ def store_checks(settings) -> list[dict]:
                 "run `thread-rag doctor --repair` (it rebuilds the catalog from catalog.log if the log holds its "
                 "whole history), restore a good catalog.json, or move the data dir away and index again")
             return out
+    from .store.catalog import kept_logs
+
+    for kept in kept_logs(home)[-1:]:
+        add("catalog", False, f"{kept} is kept from a mended catalog log: while it is, `doctor --repair` keeps what "
+            f"no document names and does not index lost documents again (a line it dropped may have added or "
+            f"deleted them)", f"check `thread-rag docs`, index again what is missing and delete what should be "
+            f"gone, then delete {kept.name} and run `thread-rag doctor --repair`")
     if host is None and not (home / "chroma" / "chroma.sqlite3").exists():  # opening Chroma would create it
         add("chroma", not named, f"{home / 'chroma'}: no store yet" + (f", but the catalog names {named} "
                                                                       f"documents" if named else ""),

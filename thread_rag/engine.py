@@ -33,6 +33,7 @@ from .records import Chunk, DocumentRecord, IndexResult, Thread, content_key
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, Library, TokenCache
 from .store.library import store_place
+from .store.catalog import kept_logs
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -383,7 +384,7 @@ class Engine:
             self.catalog.reload()               # machine writes meanwhile is then claimed (in flight) or committed
             committed = set(self.catalog.committed())
             orphans = sorted(stored - committed - self.catalog.in_flight())
-            kept = self._kept_logs()
+            kept = kept_logs(self.home)
             if kept:  # a mended log's dropped line may have committed what no record names now: keep it all
                 if orphans:
                     notes.append(f"kept {', '.join(f'{format_doc_id(s)} generation {g}' for s, g in orphans)}: no "
@@ -475,7 +476,7 @@ class Engine:
         What cannot be repaired is named with the way out. One note per change. ``reindex=False`` names the lost
         documents instead (after a mended catalog log one of them may be a document that had been deleted)."""
         lost: list[DocumentRecord] = []
-        reindex = reindex and not self._kept_logs()  # while a mended log is kept, a lost one may have been deleted
+        reindex = reindex and not kept_logs(self.home)  # while a mended log is kept, a lost one may have been deleted
         with self.write_lock(timeout=timeout):
             notes = self._recover_locked(full=True)
             self.catalog.reload()
@@ -486,7 +487,7 @@ class Engine:
                     notes.append(f"{rec.doc_id}: not repaired ({str(exc) or type(exc).__name__}); index {rec.path} again")
         self.library.clear()
         self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
-        kept = self._kept_logs()
+        kept = kept_logs(self.home)
         for rec in lost:
             if not reindex:
                 why = f" (a line of {kept[-1].name} that did not read may have deleted it)" if kept else ""
@@ -560,11 +561,6 @@ class Engine:
         if part_key(self.home / "index_parts", rec.serial, rec.generation) not in (None, rec.content_key):
             found.append("search-index part made from other content (thread-rag doctor --repair rebuilds it)")
         return found
-
-    def _kept_logs(self) -> list[Path]:
-        """The damaged catalog logs a mend set aside (``mend_log``), oldest first; while one is kept, a line it
-        dropped may have committed or removed what the catalog no longer says."""
-        return sorted(self.home.glob("catalog.log.corrupt-*"))
 
     def _has_tree(self, rec: DocumentRecord) -> bool:
         """Whether the document is due a nested tree under these settings."""

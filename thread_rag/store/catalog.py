@@ -108,6 +108,13 @@ def _past_every_serial(data: dict) -> None:
     data["next_serial"] = max([int(data["next_serial"]), *(n + 1 for n in named)])
 
 
+def kept_logs(home: Path) -> list[Path]:
+    """The damaged catalog logs ``mend_log`` set aside in ``home``, oldest first. While one is kept, a line it
+    dropped may have committed or removed what the catalog no longer says: repairs keep what no record names and
+    do not index lost documents again."""
+    return sorted(home.glob("catalog.log.corrupt-*"))
+
+
 def mend_log(path: Path) -> list[str]:
     """``doctor --repair`` for a log with lines that do not read (a disk error; a torn last line is not one): every
     line that still reads is folded into a new snapshot, the damaged log is kept beside it as
