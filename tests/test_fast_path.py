@@ -65,6 +65,24 @@ def test_a_citation_names_the_chunk_of_its_source_the_answer_is_closest_to(make_
     assert len(src["chunk_ids"]) > 1 and "9090" not in engine.chunk(src["chunk_ids"][0]).text, src["chunk_ids"]
     cited = ans.citations[0]
     assert cited.source == 1 and cited.chunk_id in src["chunk_ids"] and "9090" in engine.chunk(cited.chunk_id).text
+    calls = []
+    embed = engine.query_embedder.embed_queries
+    engine.query_embedder.embed_queries = lambda texts: calls.append(list(texts)) or embed(texts)
+    agent, _ = agent_with(engine, answer=lambda m: "It needs two cores [1]. Start it with widgetd start [1].")
+    agent.ask("Which port should the widget server listen on?")
+    assert calls[-1] == ["It needs two cores [1]. Start it with widgetd start [1]."]  # one call for the citations
+    engine.query_embedder.embed_queries = lambda texts: 1 / 0 if "[1]" in texts[0] else embed(texts)  # it fails:
+    ans = agent.ask("Which port should the widget server listen on?")
+    assert ans.citations[0].chunk_id == ans.sources[0]["chunk_ids"][0]  # the answer stands, its first chunk cited
+
+
+def test_each_citation_is_placed_by_the_sentences_that_cite_it():
+    from thread_rag.agent.answer import cited_text
+
+    text = "Install it first [1]. Then set the port to 9090 [2]. Both steps need root [1, 2]. Done."
+    assert cited_text(text, 1) == "Install it first [1]. Both steps need root [1, 2]."
+    assert cited_text(text, 2) == "Then set the port to 9090 [2]. Both steps need root [1, 2]."
+    assert cited_text(text, 3) == text  # a source named only in the follow-up call: the whole answer
 
 
 def test_off_topic_question_refused_before_any_llm_call(manual_engine):

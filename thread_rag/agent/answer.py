@@ -141,6 +141,16 @@ def stream_answer(model, messages: list, max_tokens: int,
     return text, t_first, False
 
 
+def cited_text(text: str, n: int) -> str:
+    """The sentences of an answer whose markers name source ``n`` (``[1]``, ``[1, 2]``); the whole answer when none
+    does (a source named in the follow-up call)."""
+    def names(sentence: str) -> bool:
+        return any(int(p) == n for m in NUM_RE.finditer(sentence) for p in re.split(r"\s*[,;]\s*", m.group(1)))
+
+    picked = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if names(x)]
+    return " ".join(picked) if picked else text
+
+
 def written_citations(text: str, sources: list[Source]) -> tuple[list[int], list[str]]:
     """Source numbers the model wrote (in order of first mention) and the markers that name no source.
     ``[DOC1_052]`` style ids count when they name a chunk of a source; malformed ids are invalid, never

@@ -32,8 +32,8 @@ from ..records import Thread, to_dict
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
-from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, decide_messages, parse_json_lenient,
-                     stream_answer, written_citations)
+from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, cited_text, decide_messages,
+                     parse_json_lenient, stream_answer, written_citations)
 from .intent import recognise
 from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
@@ -422,25 +422,26 @@ class Agent:
                 nums, how = ask_sources(self.model, msgs, text, len(sources)), "sources_call"
             except Exception:  # noqa: BLE001 - an unusable reply leaves the similarity match
                 nums = []
-        by_n = {x.n: x for x in sources}
-        cites = [self._cite(by_n[n], text, how) for n in nums]
+        cites = self._cite([x for n in nums for x in sources if x.n == n], text, how)
         if not cites:
             windows = [{"chunk_ids": x.chunk_ids, "doc_id": x.doc_id, "doc_name": x.doc_name} for x in sources]
             cites = self._attribute(text, windows, set())
         return cites, invalid, calls
 
-    def _cite(self, source, answer: str, how: str) -> Citation:
-        """The citation of a source the model named: the chunk of it the answer is closest to (a source the walk
-        read spans several chunks; the fact is often not in its first), with that chunk's pages."""
-        if len(source.chunk_ids) == 1:
-            return Citation(source.chunk_ids[0], source.doc_id, source.doc_name, source.pages, how=how, source=source.n)
-        vec = self.engine.query_embedder.embed_queries([answer])[0]
-        cid = closest(self.engine.retriever.index, vec, source.chunk_ids)[0] or source.chunk_ids[0]
+    def _cite(self, cited: list, answer: str, how: str) -> list[Citation]:
+        """Citations of the sources the model named: of a source spanning several chunks (the walk's), the chunk
+        nearest the sentences that cite it (the fact is often not in its first; one embedding call for all), with
+        that chunk's pages as stored now; its first chunk when that cannot be worked out."""
+        wide = [x for x in cited if len(x.chunk_ids) > 1]
+        near: dict = {}
         try:
-            pages = self.engine.chunk(cid).pages_label or source.pages
-        except ThreadRagError:  # the document changed since it was read
-            pages = source.pages
-        return Citation(cid, source.doc_id, source.doc_name, pages, how=how, source=source.n)
+            vecs = self.engine.query_embedder.embed_queries([cited_text(answer, x.n) for x in wide]) if wide else []
+            near = {x.n: closest(self.engine.retriever.index, v, x.chunk_ids)[0] for x, v in zip(wide, vecs)}
+            pages = {x.n: self.engine.chunk(near[x.n]).pages_label for x in wide if near[x.n]}
+        except Exception:  # noqa: BLE001 - the answer has streamed already: its sources' first chunks stand
+            near, pages = {}, {}
+        return [Citation(near.get(x.n) or x.chunk_ids[0], x.doc_id, x.doc_name, pages.get(x.n) or x.pages, how=how,
+                         source=x.n) for x in cited]
 
     def _refusal(self, base: dict, on_token, t0: float, calls: int) -> Answer:
         if on_token:

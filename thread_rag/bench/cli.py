@@ -11,13 +11,11 @@ from . import command_line
 
 
 def run_bench(args) -> int:
-    from rich.console import Console
-
-    from ..render import progress_bar
+    from ..render import make_console, progress_bar
     from .datasets import load_dataset
 
     settings = load_settings({"HOME": args.data_dir} if args.data_dir else None)
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     if args.kind == "retrieval":
         from ..retrieve.pipeline import PIPELINES
         from .corpus import open_corpus_engine
