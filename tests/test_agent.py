@@ -199,12 +199,11 @@ def test_question_scoped_to_one_document(manual_engine):
 
 
 def test_routing_grammar_derives_from_the_argument_models():
-    from thread_rag.agent.tools import ROUTING_MAX_IDS, SCHEMAS, tool_args_schema
+    from thread_rag.agent.tools import DOOR_ONLY, ROUTING_MAX_IDS, SCHEMAS, tool_args_schema
 
     for name, model in SCHEMAS.items():
         g = tool_args_schema(name)
-        assert list(g["properties"]) == [f for f, info in model.model_fields.items()
-                                         if not (info.json_schema_extra or {}).get("door_only")]
+        assert list(g["properties"]) == [f for f in model.model_fields if f not in DOOR_ONLY]
         assert g["required"] == [f for f, info in model.model_fields.items() if info.is_required()]
     assert tool_args_schema("fetch_chunks_by_id")["properties"]["chunk_ids"]["maxItems"] == ROUTING_MAX_IDS
     assert tool_args_schema("rag_search")["properties"]["doc_id"] == {"type": "string"}  # Optional -> plain type

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import tools as T
 from ..errors import ThreadRagError
-from ..nested.tree import MAX_LIMIT
+from ..nested.tree import MAX_LIMIT, MAX_OFFSET
+from ..retrieve.pipeline import MAX_K
 
 
 class _Args(BaseModel):
@@ -32,19 +33,18 @@ class IndexArgs(_Args):
 
 
 # arguments the CLI's flags set, for scripts and MCP clients; the routed model's grammar leaves them out
-DOOR_ONLY = {"door_only": True}
+DOOR_ONLY = {"k", "token_budget", "offset"}
 
 
 class SearchArgs(_Args):
     query: str = Field(min_length=1, max_length=10000, description="what to look for, in plain words")
     doc_id: Optional[str] = Field(default=None, description="limit the search to one document, e.g. DOC1")
-    k: Optional[int] = Field(default=None, ge=1, le=100, json_schema_extra=DOOR_ONLY,
-                             description="how many entry chunks (default: the TOP_K setting)")
+    k: Optional[int] = Field(default=None, ge=1, le=MAX_K, description="how many entry chunks (default: SEARCH_K)")
 
 
 class FetchArgs(_Args):
     chunk_ids: list[str] = Field(min_length=1, max_length=50, description="chunk ids such as [\"DOC1_006\", \"DOC1_007\"]")
-    token_budget: Optional[int] = Field(default=None, ge=1, json_schema_extra=DOOR_ONLY,
+    token_budget: Optional[int] = Field(default=None, ge=1,
                                         description="token budget for all windows (default: WINDOW_TOKEN_BUDGET)")
 
 
@@ -66,7 +66,7 @@ class NestedArgs(_Args):
     query: str = Field(min_length=1, max_length=10000, description="what to look for")
     limit: int = Field(default=3, ge=1, le=MAX_LIMIT, description="how many non-overlapping passages")
     doc_id: Optional[str] = Field(default=None, description="limit to one document, e.g. DOC2")
-    offset: int = Field(default=0, ge=0, le=1000, json_schema_extra=DOOR_ONLY, description="skip this many passages")
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="skip this many passages")
 
 
 DESCRIPTIONS = {
@@ -153,7 +153,7 @@ def _grammar_props(model: type[BaseModel]) -> dict:
     sizes (optional values become plain types; the pydantic model still validates every call afterwards)."""
     props = {}
     for name, spec in model.model_json_schema().get("properties", {}).items():
-        if spec.get("door_only"):
+        if name in DOOR_ONLY:
             continue
         types = [t for t in spec.get("anyOf", [spec]) if t.get("type") != "null"]
         p = {"type": types[0]["type"]}

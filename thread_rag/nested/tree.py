@@ -30,6 +30,7 @@ from ..ids import ChunkId, format_doc_id, generation_name
 from ..lru import LRU
 
 MAX_LIMIT = 50
+MAX_OFFSET = 1000
 
 
 @dataclass
@@ -224,7 +225,7 @@ class NestedIndex:
                  pool_factor: int = 8) -> NestedResult:
         if not isinstance(query, str) or not query.strip():
             raise ThreadRagError("query is empty")
-        for name, v, lo, hi in (("limit", limit, 1, MAX_LIMIT), ("offset", offset, 0, 1000)):
+        for name, v, lo, hi in (("limit", limit, 1, MAX_LIMIT), ("offset", offset, 0, MAX_OFFSET)):
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
                 raise ThreadRagError(f"{name}={v!r} must be an integer from {lo} to {hi}")
         t0 = time.perf_counter()

@@ -36,6 +36,7 @@ from .rerank import rerank_passage
 from .search_index import SearchIndex, bm25_tokenize
 
 MAX_QUERY_CHARS = 2000
+MAX_K = 100  # the most hits one search returns
 NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
@@ -171,8 +172,8 @@ class Retriever:
             raise ThreadRagError("search query is empty")
         query = " ".join(query.split())[:MAX_QUERY_CHARS]
         k = s.SEARCH_K if k is None else k
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
-            raise ThreadRagError(f"k={k!r}: must be an integer between 1 and 100")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise ThreadRagError(f"k={k!r}: must be an integer between 1 and {MAX_K}")
         if pages is not None:
             try:
                 lo, hi = int(pages[0]), int(pages[1])
