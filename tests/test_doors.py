@@ -341,8 +341,19 @@ def test_chat_search_and_nested_take_the_cli_options(manual_engine):
     repl.handle("/nested pre-heat summaries --limit 1")
     assert len([x for x in buf.getvalue().splitlines() if x.startswith("DOC")]) == 1, buf.getvalue()
     buf.truncate(0), buf.seek(0)
-    repl.handle("/search pre-heat --k many")
-    assert "error: --k takes a number" in buf.getvalue(), buf.getvalue()
+    repl.handle("/fetch DOC1_000")
+    whole = len(buf.getvalue())
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/fetch DOC1_000 --budget 40")
+    assert "[...]" in buf.getvalue() and 0 < len(buf.getvalue()) < whole / 2, buf.getvalue()
+    from thread_rag.repl import _options
+
+    assert _options("pre-heat --k=3 --doc doc2", {"--k": r"[0-9]+", "--doc": r"(?i)doc[0-9]+"}) == (
+        "pre-heat", {"--k": "3", "--doc": "doc2"})
+    # a value that does not fit, or any word after "--", is part of the query
+    assert _options("set --k flag -- --doc DOC1", {"--k": r"[0-9]+", "--doc": r"(?i)doc[0-9]+"}) == (
+        "set --k flag --doc DOC1", {})
+    assert _options("what does --doc mean", {"--doc": r"(?i)doc[0-9]+"}) == ("what does --doc mean", {})
     buf.truncate(0), buf.seek(0)
     repl.handle("/search what does --force do")  # not an option of /search: part of the query
     lines = buf.getvalue().splitlines()

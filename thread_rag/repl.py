@@ -6,6 +6,7 @@ tool calls shown as compact lines, Ctrl-C stops the current answer (not the sess
 """
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import threading
@@ -20,9 +21,9 @@ from .render import make_console, progress_bar, render_nested, render_search, re
 COMMANDS = {
     "/docs": "list indexed documents",
     "/index": "/index PATH  index a file or folder",
-    "/search": "/search QUERY [--doc DOC1] [--k 5]  three-stage search",
-    "/fetch": "/fetch DOC1_004 [DOC1_005 ...]  read chunks in their windows",
-    "/nested": "/nested QUERY [--doc DOC1] [--limit 5]  non-overlapping passages from the document tree",
+    "/search": "/search QUERY [--doc DOC1] [--k 5] [--pages 10-20]  three-stage search",
+    "/fetch": "/fetch DOC1_004 [DOC1_005 ...] [--budget 3000]  read chunks in their windows",
+    "/nested": "/nested QUERY [--doc DOC1] [--limit 5] [--offset 0]  non-overlapping passages from the document tree",
     "/compare": "/compare DOC1 DOC2 [TOPIC] [--explain]  two versions side by side",
     "/preheat": "/preheat [DOC1]  summarise chunks ahead of time",
     "/delete": "/delete DOC1  remove a document",
@@ -35,24 +36,33 @@ COMMANDS = {
 DEMO_DIR = Path(__file__).resolve().parents[1] / "docs"
 
 
-def _options(text: str, known: dict) -> tuple[str, dict]:
-    """A slash command's query and the CLI options it takes (``{"--k": int}``); any other ``--word`` is part of
-    the query ("what does --force do")."""
-    words, opts = text.split(), {}
-    query = []
+_NUMBER, _DOC, _PAGES = r"[0-9]+", r"(?i)doc[0-9]+", r"[0-9]+(-[0-9]+)?"
+
+
+def _options(text: str, known: dict[str, str]) -> tuple[str, dict]:
+    """A slash command's query and the CLI options it takes (``{"--k": _NUMBER}``: each with the pattern its value
+    must match). An option is taken only with a value that fits (``--k 3``, ``--k=3``); anything else, and every
+    word after ``--``, is part of the query ("what does --force do", "set --k flag")."""
+    words, query, opts = text.split(), [], {}
     i = 0
     while i < len(words):
-        w = words[i]
-        if w in known and i + 1 < len(words):
-            try:
-                opts[w] = known[w](words[i + 1])
-            except ValueError:
-                raise ThreadRagError(f"{w} takes a number, not {words[i + 1]!r}") from None
-            i += 2
+        name, eq, value = words[i].partition("=")
+        if words[i] == "--":
+            query += words[i + 1:]
+            break
+        if not eq and i + 1 < len(words):
+            value = words[i + 1]
+        if name in known and (eq or i + 1 < len(words)) and re.fullmatch(known[name], value):
+            opts[name] = value
+            i += 1 if eq else 2
             continue
-        query.append(w)
+        query.append(words[i])
         i += 1
     return " ".join(query), opts
+
+
+def _int(opts: dict, name: str) -> int | None:
+    return int(opts[name]) if name in opts else None
 
 
 class Repl:
@@ -219,20 +229,23 @@ class Repl:
             quoted = len(args) == 1 and rest[:1] in "\"'" and rest[-1:] == rest[:1]
             self.do_index(args[0] if quoted else rest)  # unquoted, a path with spaces is the rest of the line
         elif cmd == "/search":
-            query, opts = _options(rest, {"--doc": str, "--k": int})
+            query, opts = _options(rest, {"--doc": _DOC, "--k": _NUMBER, "--pages": _PAGES})
             if not query:
-                raise ThreadRagError("usage: /search QUERY [--doc DOC1] [--k 5]")
-            render_search(c, tools.rag_search(self.engine, query, doc_id=opts.get("--doc"), k=opts.get("--k")))
+                raise ThreadRagError("usage: /search QUERY [--doc DOC1] [--k 5] [--pages 10-20]")
+            lo, _, hi = opts.get("--pages", "").partition("-")
+            pages = {"pages": (int(lo), int(hi or lo))} if lo else {}
+            render_search(c, tools.rag_search(self.engine, query, doc_id=opts.get("--doc"), k=_int(opts, "--k"), **pages))
         elif cmd == "/fetch":
-            if not args:
-                raise ThreadRagError("usage: /fetch DOC1_004 [DOC1_005 ...]")
-            render_windows(c, tools.fetch_chunks_by_id(self.engine, args))
+            ids, opts = _options(rest, {"--budget": _NUMBER})
+            if not ids:
+                raise ThreadRagError("usage: /fetch DOC1_004 [DOC1_005 ...] [--budget 3000]")
+            render_windows(c, tools.fetch_chunks_by_id(self.engine, ids.split(), token_budget=_int(opts, "--budget")))
         elif cmd == "/nested":
-            query, opts = _options(rest, {"--doc": str, "--limit": int})
+            query, opts = _options(rest, {"--doc": _DOC, "--limit": _NUMBER, "--offset": _NUMBER})
             if not query:
-                raise ThreadRagError("usage: /nested QUERY [--doc DOC1] [--limit 5]")
-            render_nested(c, tools.nested_retrieve(self.engine, query, limit=opts.get("--limit", 5),
-                                                   doc_id=opts.get("--doc")))
+                raise ThreadRagError("usage: /nested QUERY [--doc DOC1] [--limit 5] [--offset 0]")
+            render_nested(c, tools.nested_retrieve(self.engine, query, limit=_int(opts, "--limit") or 5,
+                                                   doc_id=opts.get("--doc"), offset=_int(opts, "--offset") or 0))
         elif cmd == "/compare":
             self.do_compare(args)
         elif cmd == "/preheat":
