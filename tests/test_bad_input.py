@@ -282,3 +282,10 @@ def test_a_broken_link_is_named_a_broken_link(make_engine, tmp_path):
     (tmp_path / "src" / "dangling.md").symlink_to(tmp_path / "gone.md")
     errors = [r.error for r in make_engine().index_paths([tmp_path / "src"])]
     assert errors == [f"{tmp_path / 'src' / 'dangling.md'}: a link to {tmp_path / 'gone.md'}, which does not exist"]
+    (tmp_path / "a.md").symlink_to("b.md")
+    (tmp_path / "b.md").symlink_to("a.md")
+    assert make_engine().index_paths([tmp_path / "a.md"])[0].error == (
+        f"{tmp_path / 'a.md'}: a loop of links that never reaches a file")
+    (tmp_path / "c.md").symlink_to("src/dangling.md")  # a chain that ends at a missing file is no loop
+    assert make_engine().index_paths([tmp_path / "c.md"])[0].error == (
+        f"{tmp_path / 'c.md'}: a link to src/dangling.md, which does not exist")

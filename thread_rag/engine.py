@@ -689,9 +689,10 @@ class Engine:
         try:
             p, resolved, content_hash, t0 = self._identify(path)
             ready = self._prepare_file(p, resolved, content_hash, t0, progress)
-        except IngestError as exc:
-            raise IngestError(str(exc) + self._kept_version(path)) from None
-        return ready if isinstance(ready, IndexResult) else self._store_one(ready)
+            return ready if isinstance(ready, IndexResult) else self._store_one(ready)
+        except ThreadRagError as exc:  # as index_paths says it of a failed file
+            exc.args = (str(exc) + self._kept_version(path),)
+            raise
 
     def _kept_version(self, path: str | Path) -> str:
         """For a file that failed to index: what the library still serves for it, if it was indexed before."""
@@ -720,6 +721,12 @@ class Engine:
         p = Path(path).expanduser()
         if not p.exists():
             if p.is_symlink():
+                try:
+                    p.resolve(strict=True)
+                except RuntimeError:  # Python's word for links that go round
+                    raise IngestError(f"{p}: a loop of links that never reaches a file") from None
+                except OSError:
+                    pass
                 raise IngestError(f"{p}: a link to {os.readlink(p)}, which does not exist")
             raise IngestError(f"{p}: no such file")
         resolved = p.resolve()
