@@ -287,7 +287,8 @@ def test_search_and_nested_on_an_empty_library_say_the_same_thing(tmp_path):
         assert r.returncode == 0 and json.loads(r.stdout)["hits"] == [], (cmd, r)
 
 
-BRACKETS = "# Setup [/etc] paths\n\nCopy the files into the [/etc] folder and set the port in the [server] section.\n"
+BRACKETS = ("# Setup [/etc] paths\n\nCopy the files into the [/etc] folder and set the port in the [server] section "
+            ":warning: first.\n")
 
 
 def test_brackets_in_documents_names_questions_and_answers_are_printed_as_written(make_engine, tmp_path):
@@ -316,9 +317,11 @@ def test_brackets_in_documents_names_questions_and_answers_are_printed_as_writte
     cli = [sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "cli")]
     r = subprocess.run([*cli, "index", str(f)], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and str(f) in r.stdout, r
-    for cmd in (["search", "copy files etc"], ["docs"], ["nested", "copy files"], ["delete", "DOC1"]):
+    for cmd, shown in ((["search", "copy files etc"], "[/etc] folder and set the port in the [server] section :warning:"),
+                       (["docs"], "ini [red] notes.md"), (["nested", "copy files"], "[server] section :warning:"),
+                       (["delete", "DOC1"], "ini [red] notes.md")):
         r = subprocess.run([*cli, *cmd], capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "200"})
-        assert r.returncode == 0 and ("[/etc]" in r.stdout or "ini [red] notes.md" in r.stdout), (cmd, r)
+        assert r.returncode == 0 and shown in r.stdout, (cmd, r)
 
 
 def test_chat_search_and_nested_take_the_cli_options(manual_engine):
