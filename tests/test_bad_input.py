@@ -289,3 +289,20 @@ def test_a_broken_link_is_named_a_broken_link(make_engine, tmp_path):
     (tmp_path / "c.md").symlink_to("src/dangling.md")  # a chain that ends at a missing file is no loop
     assert make_engine().index_paths([tmp_path / "c.md"])[0].error == (
         f"{tmp_path / 'c.md'}: a link to src/dangling.md, which does not exist")
+
+
+def test_a_file_name_that_is_not_utf8_fails_alone(make_engine, tmp_path):
+    """A name such as caf\\xe9.md (Latin-1 bytes) stopped `index DIR` for every file of the folder ("unexpected
+    UnicodeEncodeError", nothing indexed)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    bad = os.path.join(os.fsencode(src), b"caf\xe9.md")
+    with open(bad, "wb") as f:
+        f.write(b"The purple knob calibrates the sensor.\n")
+    write(src / "normal.md", "The yellow knob is for the heater.\n")
+    e = make_engine()
+    res = e.index_paths([src])
+    assert [r.status for r in res] == ["failed", "indexed"], res
+    assert res[0].error == f"{src}/caf\\xe9.md: the file name is not valid UTF-8 (rename the file)"
+    assert res[0].path == f"{src}/caf\\xe9.md"  # printable, as the error names it
+    assert [d.name for d in e.documents()] == ["normal.md"] and e.check_consistency() == []

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .atomic import atomic_write_bytes, atomic_write_json, file_lock, remove_stale_temporaries
-from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError
+from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError, printable
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
@@ -709,7 +709,7 @@ class Engine:
                 check(f)
             p, resolved, content_hash, t0 = self._identify(f)
         except ThreadRagError as exc:
-            return IndexResult(path=str(f), status="failed", error=str(exc))
+            return IndexResult(path=printable(f), status="failed", error=str(exc))
         identify_s = time.perf_counter() - t0  # its clock restarts when it is prepared (a group may be stored first)
         return _Pending(str(resolved), content_hash, str(p),
                         lambda: self._prepare_file(p, resolved, content_hash, time.perf_counter() - identify_s,
@@ -719,6 +719,8 @@ class Engine:
         """(path as given, resolved path, SHA-256 of the bytes, start time), or IngestError."""
         t0 = time.perf_counter()
         p = Path(path).expanduser()
+        if printable(p) != str(p):  # the catalog, the logs and the terminal take text
+            raise IngestError(f"{printable(p)}: the file name is not valid UTF-8 (rename the file)")
         if not p.exists():
             if p.is_symlink():
                 try:

@@ -16,6 +16,14 @@ class ThreadRagError(Exception):
         super().__init__(" ".join(str(message).split()))
 
 
+def printable(path) -> str:
+    """A path as text that can be printed and stored: a name that is not valid UTF-8 (bytes the file system took
+    as they came) shows its odd bytes as ``\\xe9``."""
+    import os
+
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
 class SettingsError(ThreadRagError):
     """An invalid setting (names the setting)."""
 
