@@ -297,10 +297,17 @@ def test_real_watcher_indexes_updates_removes_and_survives_bad_files(tmp_path):
         assert w.wait_for("empty.md") == f"failed {docs}/empty.md: empty file (0 bytes)"
         write(docs / "later.md", "# Later\n\nA file written after the failures is still indexed.\n")
         assert w.wait_for("later.md").startswith("indexed DOC3 (")
+        # a name that is not UTF-8 ended watchfiles' stream ("Unable to decode path"): the watcher arms again
+        with open(os.path.join(os.fsencode(docs), b"caf\xe9.md"), "wb") as f:
+            f.write(b"The purple knob.\n")
+        time.sleep(1.0)
+        write(docs / "after.md", "# After\n\nA file written after the odd name is still indexed.\n")
+        assert w.wait_for("after.md").startswith("indexed DOC4 (")
+        assert f"failed {docs}/caf\\xe9.md: the file name is not valid UTF-8 (rename the file)" in w.out, w.out
 
         (docs / "fan.md").unlink()
         assert w.wait_for("removed") == f"removed DOC2 {docs}/fan.md"
-        assert {d.doc_id for d in reader.documents()} == {"DOC1", "DOC3"}
+        assert {d.doc_id for d in reader.documents()} == {"DOC1", "DOC3", "DOC4"}
 
         assert w.stop(signal.SIGTERM) == 0
     finally:
@@ -311,7 +318,7 @@ def test_real_watcher_indexes_updates_removes_and_survives_bad_files(tmp_path):
     assert w.err[-1] == "stopped watching" and not any("Traceback" in e for e in w.err), w.err
     assert len([line for line in w.out if line.startswith("updated")]) == 1, w.out  # the burst was one re-index
     assert not any("fan.md~" in line or ".#fan.md" in line for line in w.out), w.out
-    assert len(w.out) == 7, w.out  # one line per change, nothing else on stdout
+    assert len(w.out) == 9, w.out  # one line per change, nothing else on stdout
 
 
 def test_real_watcher_catches_up_and_ctrl_c_exits_0(tmp_path):

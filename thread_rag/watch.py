@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import ThreadRagError, UnknownDocumentError, one_line
+from .errors import ThreadRagError, UnknownDocumentError, one_line, printable
 from .ingest import SUPPORTED_SUFFIXES
 
 ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); plain ints keep plan() import-free
@@ -142,10 +142,19 @@ class Debouncer:
         return out
 
 
+def _stamp(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def shown(path: str) -> str:
     """A path for a plain output line: quoted and escaped when it holds a line break or tab, so one change stays
     one line."""
-    return path if path.isprintable() else json.dumps(path, ensure_ascii=False)
+    text = printable(path)  # a name that is not valid UTF-8 shows its odd bytes as \xe9
+    return text if text.isprintable() else json.dumps(text, ensure_ascii=False)
 
 
 class Watcher:
@@ -158,6 +167,7 @@ class Watcher:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.aliases: dict[str, set[str]] = {}  # doc id -> other files with the same bytes (indexed as that doc)
+        self.failures: dict[str, tuple] = {}  # path -> (size and mtime, reason) last reported: said once, not again
 
     # -- output ---------------------------------------------------------------------------------
     def emit(self, event: str, path: str, doc_id: str | None = None, chunks: int | None = None,
@@ -202,11 +212,14 @@ class Watcher:
         except Exception as exc:  # noqa: BLE001 - a bad file is one line and the watcher goes on
             reason = one_line(exc)
             for prefix in {path, os.path.realpath(path)}:  # as the error says it (its whitespace squeezed)
-                for said in {prefix, " ".join(prefix.split())}:
+                for said in {prefix, " ".join(prefix.split()), printable(prefix)}:
                     if reason.startswith(said + ": "):
                         reason = reason[len(said) + 2:]
-            self.emit("failed", path, reason=reason)
+            if self.failures.get(path) != (_stamp(path), reason):  # a catch-up after re-arming says it once
+                self.failures[path] = (_stamp(path), reason)
+                self.emit("failed", path, reason=reason)
             return "failed"
+        self.failures.pop(path, None)
         for w in res.warnings:
             self.note(f"warning: {shown(path)}: {w}")
         if res.status == "unchanged":
@@ -274,12 +287,37 @@ class Watcher:
         return counts
 
 
+REARMS = 5  # the watcher is armed again after it stops on an event it cannot decode, at most this many times
+
+
+def _watch(w: Watcher, watchfiles, roots: list[str], pending: Debouncer, stop_event: threading.Event,
+           quiet: float) -> None:
+    """Catch up, then apply settled changes until ``stop_event``. The watcher is armed before the catch-up pass (its
+    first, empty, yield comes after ``rust_timeout``), so nothing written during the pass is missed; periodic empty
+    yields let settled changes out."""
+    started = False
+    for changes in watchfiles.watch(*roots, watch_filter=None, stop_event=stop_event, raise_interrupt=False,
+                                    rust_timeout=max(50, int(min(quiet / 2, 0.5) * 1000)), yield_on_timeout=True):
+        now = time.monotonic()
+        pending.add(changes, now)
+        if not started:
+            started = True
+            c = w.catch_up()
+            w.note(f"watching {', '.join(roots)}: {c['unchanged']} up to date, {c['indexed']} indexed, "
+                   f"{c['replaced']} updated, {c['removed']} removed, {c['failed']} failed (Ctrl-C to stop)")
+            continue
+        settled = pending.ready(now)
+        if settled:
+            w.apply(plan(settled, roots, w.library()))
+
+
 def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | None = None, as_json: bool = False,
               quiet: float = 1.0, out=None, err=None) -> int:
     """Catch up, then watch until ``stop_event`` is set, Ctrl-C or SIGTERM; returns 0."""
     import logging
 
     import watchfiles
+    from watchfiles._rust_notify import WatchfilesRustInternalError
 
     logging.getLogger("watchfiles").setLevel(logging.ERROR)  # its "KeyboardInterrupt caught" warning on Ctrl-C
     if not math.isfinite(quiet) or quiet < 0:
@@ -303,23 +341,16 @@ def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | Non
     if threading.current_thread() is threading.main_thread():
         old = signal.signal(signal.SIGTERM, on_term)
     try:
-        started = False
-        # The watcher is armed before the catch-up pass (its first, empty, yield comes after ``rust_timeout``),
-        # so nothing written during the pass is missed; periodic empty yields let settled changes out.
-        for changes in watchfiles.watch(*roots, watch_filter=None, stop_event=stop_event, raise_interrupt=False,
-                                        rust_timeout=max(50, int(min(quiet / 2, 0.5) * 1000)),
-                                        yield_on_timeout=True):
-            now = time.monotonic()
-            pending.add(changes, now)
-            if not started:
-                started = True
-                c = w.catch_up()
-                w.note(f"watching {', '.join(roots)}: {c['unchanged']} up to date, {c['indexed']} indexed, "
-                       f"{c['replaced']} updated, {c['removed']} removed, {c['failed']} failed (Ctrl-C to stop)")
-                continue
-            settled = pending.ready(now)
-            if settled:
-                w.apply(plan(settled, roots, w.library()))
+        for attempt in range(REARMS + 1):
+            try:
+                _watch(w, watchfiles, roots, pending, stop_event, quiet)
+                break
+            except WatchfilesRustInternalError as exc:  # an event it could not decode ended its stream
+                if attempt == REARMS:
+                    raise ThreadRagError(f"the file watcher stopped {REARMS + 1} times: {exc}") from None
+                w.note(f"the file watcher stopped ({exc}; a file name that is not valid UTF-8 does this: rename "
+                       f"the file); watching again")
+                time.sleep(min(0.5 * 2 ** attempt, 5.0))
     except KeyboardInterrupt:
         pass
     finally:
