@@ -31,7 +31,7 @@ def snapshot(engine) -> str:
 BAD_TOOL_CALLS = [
     ("rag_search", {}), ("rag_search", {"query": ""}), ("rag_search", {"query": 12}),
     ("rag_search", {"query": "x", "doc_id": "DOC99"}), ("rag_search", {"query": "x", "doc_id": "../etc"}),
-    ("rag_search", {"query": "x", "k": 3}), ("fetch_chunks_by_id", {}), ("fetch_chunks_by_id", {"chunk_ids": []}),
+    ("rag_search", {"query": "x", "k": 0}), ("rag_search", {"query": "x", "top": 3}), ("fetch_chunks_by_id", {}), ("fetch_chunks_by_id", {"chunk_ids": []}),
     ("fetch_chunks_by_id", {"chunk_ids": "DOC1_000"}), ("fetch_chunks_by_id", {"chunk_ids": [1, 2]}),
     ("fetch_chunks_by_id", {"chunk_ids": ["x"] * 51}), ("nested_retrieve", {"query": "x", "limit": 0}),
     ("nested_retrieve", {"query": "x", "limit": "five"}), ("nested_retrieve", {"query": "x", "doc_id": "DOC7"}),

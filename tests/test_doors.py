@@ -270,7 +270,8 @@ def test_doctor_names_the_catalog_log_line_that_is_corrupt_not_the_snapshot(tmp_
 
     fixed = repair(Settings(HOME=str(home)))                 # what the fix says works: the line goes, a copy stays
     assert fixed["ok"] and "line 2 did not read" in fixed["detail"], fixed
-    assert not [r for r in store_checks(Settings(HOME=str(home))) if r["check"] == "catalog"]  # reads again
+    rows = [r for r in store_checks(Settings(HOME=str(home))) if r["check"] == "catalog"]  # reads again: only the
+    assert len(rows) == 1 and "is kept from a mended catalog log" in rows[0]["detail"], rows  # kept copy is named
 
 
 def test_search_and_nested_on_an_empty_library_say_the_same_thing(tmp_path):
@@ -361,3 +362,29 @@ def test_chat_search_and_nested_take_the_cli_options(manual_engine):
     repl.handle("/search what does --force do")  # not an option of /search: part of the query
     lines = buf.getvalue().splitlines()
     assert not any(x.startswith("error:") for x in lines) and any(x.startswith("DOC") for x in lines), lines
+
+
+def test_ctrl_c_during_index_keeps_the_lines_of_what_was_committed_and_leaves_no_orphans(tmp_path):
+    """`thread-rag index DIR` printed every line at the end: a Ctrl-C part-way printed nothing although files
+    had been committed, and the interrupted group's rows stayed until the next start (doctor: orphan chunks)."""
+    import signal
+    import time
+
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    for i in range(60):
+        write(tmp_path / "many" / f"f{i:02d}.md", f"# Note {i}\n\nThe valve number {i} turns clockwise. " * 8)
+    env = {**_env(tmp_path), "PYTHONPATH": str(REPO), "THREAD_RAG_STORE_GROUP_CHUNKS": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d"), "index",
+                          str(tmp_path / "many")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = p.stdout.readline()  # the first file's line comes as it is committed, not at the end
+    assert first.startswith("indexed   DOC1"), (first, p.stderr.read() if p.poll() is not None else "")
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=120)
+    said = [first] + rest.splitlines()
+    assert p.returncode == 130 and err.strip().endswith("interrupted"), (p.returncode, err)
+    engine = Engine(load_settings({"HOME": str(tmp_path / "d")}, env={}, config_file=False))
+    assert engine.check_consistency() == []  # nothing left for the next start to clean
+    assert len(engine.documents()) == len(said) < 60, (len(engine.documents()), said)

@@ -308,21 +308,27 @@ def _cmd_index(engine, args, out) -> int:
     t0 = time.perf_counter()
     if not engine.expand_paths(args.paths):
         raise ThreadRagError(f"no supported files in {', '.join(args.paths)}")
-    with progress_bar(out, disable=args.json) as bar:
-        results = engine.index_paths(args.paths, progress=bar)
-    failed = [r for r in results if r.status == "failed"]
+    results: list = []
+    try:
+        with progress_bar(out, disable=args.json) as bar:
+            for r in engine.index_each(args.paths, progress=bar):  # each line as its file is committed
+                results.append(r)
+                if args.json:
+                    continue
+                if r.status == "failed":
+                    print(f"error: {r.error}", file=sys.stderr)
+                    continue
+                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {r.path}"))
+                for w in r.warnings:
+                    print(f"warning: {r.path}: {w}", file=sys.stderr)
+    except KeyboardInterrupt:
+        engine.recover()  # what the interrupted group had written and not committed goes now, not at the next start
+        if args.json:
+            _print_json({"results": results, "interrupted": True, "seconds": round(time.perf_counter() - t0, 3)})
+        raise
     if args.json:
         _print_json({"results": results, "seconds": round(time.perf_counter() - t0, 3)})
-    else:
-        for r in results:
-            if r.status == "failed":
-                continue
-            out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {r.path}"))
-            for w in r.warnings:
-                print(f"warning: {r.path}: {w}", file=sys.stderr)
-        for r in failed:
-            print(f"error: {r.error}", file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if any(r.status == "failed" for r in results) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

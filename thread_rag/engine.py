@@ -665,6 +665,11 @@ class Engine:
 
     def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None,
                     check: Callable[[Path], object] | None = None) -> list[IndexResult]:
+        """Every file's result (``index_each``, all of them)."""
+        return list(self.index_each(paths, progress, check))
+
+    def index_each(self, paths: Iterable[str | Path], progress: Progress | None = None,
+                   check: Callable[[Path], object] | None = None) -> Iterator[IndexResult]:
         """Index every file; a bad file becomes a ``failed`` result and the rest go on.
         ``check(file)`` may refuse a file by raising ThreadRagError (the agent's allowed-roots rule).
         Files are stored in groups (``_in_groups``): one Chroma write for several small files, each file still
@@ -682,8 +687,8 @@ class Engine:
                 before += kib[i]
                 yield self._pending_file(f, labelled, check)
 
-        return [dataclasses.replace(r, error=r.error + self._kept_version(r.path)) if r.status == "failed" else r
-                for r in self._in_groups(items())]
+        for r in self._in_groups(items()):  # each as its group commits: a Ctrl-C leaves what was said true
+            yield dataclasses.replace(r, error=r.error + self._kept_version(r.path)) if r.status == "failed" else r
 
     def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
         try:
