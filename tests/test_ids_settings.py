@@ -46,9 +46,16 @@ def test_env_overrides_and_validation(tmp_path):
         load_settings({"SUMMARY_BACKEND": "gpt"}, env={}, config_file=False)
 
 
+def test_an_infinite_number_is_refused_like_nan():
+    """BM25_WEIGHT=inf was taken (every hit after the first scored 0.000, with a numpy warning); nan was refused."""
+    for raw in ("inf", "-inf", "nan", "1e999"):
+        with pytest.raises(SettingsError, match="BM25_WEIGHT"):
+            load_settings(env={"THREAD_RAG_BM25_WEIGHT": raw}, config_file=False)
+
+
 def test_config_file_is_read_not_executed(tmp_path):
     cfg = tmp_path / "config.py"
-    cfg.write_text("CHUNK_TOKENS = 150\nRERANKER = 'none'\nimport os\n")
+    cfg.write_text('"""My settings."""\nCHUNK_TOKENS = 150\nRERANKER = \'none\'\n')
     assert read_config_file(cfg) == {"CHUNK_TOKENS": 150, "RERANKER": "none"}
     s = load_settings(env={"THREAD_RAG_CONFIG": str(cfg), "THREAD_RAG_CHUNK_OVERLAP": "20"})
     assert s.CHUNK_TOKENS == 150 and s.CHUNK_OVERLAP == 20
@@ -57,6 +64,17 @@ def test_config_file_is_read_not_executed(tmp_path):
         read_config_file(cfg)
     cfg.write_text("NOT_A_SETTING = 1\n")
     with pytest.raises(SettingsError, match="unknown setting"):
+        read_config_file(cfg)
+    # a line the reader would have skipped is refused, naming it (a typed, chained, tuple or augmented assignment,
+    # a lower-case name, an if, an import: CHUNK_TOKENS = 5000 inside them went unapplied and unrefused)
+    for text in ("CHUNK_TOKENS: int = 5000", "if True:\n    CHUNK_TOKENS = 5000", "CHUNK_TOKENS = CHUNK_OVERLAP = 5",
+                 "CHUNK_TOKENS, STAGE1_K = 5000, 3", "CHUNK_TOKENS += 5000", "chunk_tokens = 5000", "import os"):
+        cfg.write_text("RERANKER = 'none'\n" + text + "\n")
+        with pytest.raises(SettingsError) as exc:
+            read_config_file(cfg)
+        assert str(exc.value).startswith(f"config file {cfg} line 2: only NAME = value lines are read"), str(exc.value)
+    cfg.write_text("CHUNK_TOKENS = {[1]: 2}\n")  # literal_eval's TypeError named the file and setting neither
+    with pytest.raises(SettingsError, match="CHUNK_TOKENS must be a literal value"):
         read_config_file(cfg)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -171,8 +172,8 @@ class Settings:
             v = getattr(self, f.name)
             if f.type in ("int",) and (not isinstance(v, int) or isinstance(v, bool)):
                 raise SettingsError(f"invalid setting {f.name}={v!r}: must be an integer")
-            if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-                raise SettingsError(f"invalid setting {f.name}={v!r}: must be a number")
+            if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)):
+                raise SettingsError(f"invalid setting {f.name}={v!r}: must be a finite number")
             if f.type == "bool" and not isinstance(v, bool):
                 raise SettingsError(f"invalid setting {f.name}={v!r}: must be true or false")
             if f.type == "str" and not isinstance(v, str):
@@ -403,21 +404,26 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
 def read_config_file(path: Path) -> dict:
     """Read ``NAME = literal`` assignments from a config.py without executing it."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text, filename=str(path))
     except (OSError, SyntaxError, UnicodeDecodeError) as exc:
         raise SettingsError(f"config file {path} cannot be read: {exc}") from None
     values: dict = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            if not name.isupper():
-                continue
-            if name not in _FIELD_TYPES:
-                raise SettingsError(f"config file {path}: unknown setting {name}{_removed(name)}")
-            try:
-                values[name] = ast.literal_eval(node.value)
-            except ValueError:
-                raise SettingsError(f"config file {path}: {name} must be a literal value") from None
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # a docstring or a note
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.isupper()):  # skipping it would leave a setting silently unapplied
+            line = (ast.get_source_segment(text, node) or "").splitlines()[0][:60]
+            raise SettingsError(f"config file {path} line {node.lineno}: only NAME = value lines are read, with a "
+                                f"setting's upper-case name ({line!r})")
+        name = node.targets[0].id
+        if name not in _FIELD_TYPES:
+            raise SettingsError(f"config file {path}: unknown setting {name}{_removed(name)}")
+        try:
+            values[name] = ast.literal_eval(node.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise SettingsError(f"config file {path}: {name} must be a literal value") from None
     return values
 
 
