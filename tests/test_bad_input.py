@@ -306,3 +306,13 @@ def test_a_file_name_that_is_not_utf8_fails_alone(make_engine, tmp_path):
     assert res[0].error == f"{src}/caf\\xe9.md: the file name is not valid UTF-8 (rename the file)"
     assert res[0].path == f"{src}/caf\\xe9.md"  # printable, as the error names it
     assert [d.name for d in e.documents()] == ["normal.md"] and e.check_consistency() == []
+
+
+def test_a_query_that_is_not_valid_utf8_is_searched_not_a_crash(manual_engine, tmp_path):
+    """`thread-rag search $'valve \\xff'` (and a JSON line's lone surrogate) gave "unexpected TypeError:
+    TextEncodeInput must be ..." from the tokenizer."""
+    from thread_rag import tools
+
+    for text in ("pre-heat summaries \udcff", "pre-heat \ud800 summaries"):
+        assert tools.rag_search(manual_engine, text)["hits"]
+        assert tools.nested_retrieve(manual_engine, text, limit=1)["hits"]

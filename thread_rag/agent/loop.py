@@ -29,6 +29,7 @@ from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
 from ..records import Thread, to_dict
+from ..retrieve.pipeline import plain_query
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
@@ -248,7 +249,7 @@ class Agent:
         are recognised first (``intent.recognise``: a pattern, then one constrained call)."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
-        question = " ".join(question.split())[:4000]
+        question = plain_query(question, 4000)
         t0 = time.perf_counter()
         self._tok_in = self._tok_out = self._calls = 0
         if not self.engine.documents():

@@ -28,6 +28,7 @@ from ..atomic import atomic_write_bytes, atomic_write_json
 from ..errors import ThreadRagError
 from ..ids import ChunkId, format_doc_id, generation_name
 from ..lru import LRU
+from ..retrieve.pipeline import plain_query
 
 MAX_LIMIT = 50
 MAX_OFFSET = 1000
@@ -229,7 +230,7 @@ class NestedIndex:
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
                 raise ThreadRagError(f"{name}={v!r} must be an integer from {lo} to {hi}")
         t0 = time.perf_counter()
-        query = " ".join(query.split())[:2000]
+        query = plain_query(query)
         docs = [self.library.document(doc_id)] if doc_id else self.library.documents()
         if not docs:  # an empty library: no hits, as a search of it
             return NestedResult(query=query, limit=limit, offset=offset, hits=[], nodes_scored=0, pool_refills=0)

@@ -37,6 +37,12 @@ from .search_index import SearchIndex, bm25_tokenize
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100  # the most hits one search returns
+
+
+def plain_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
+    """A query or question as the models take it: one line of valid text (a lone surrogate, from a command line's
+    undecodable bytes or a JSON escape, becomes "?"), at most ``limit`` characters."""
+    return " ".join(text.encode("utf-8", "replace").decode("utf-8").split())[:limit]
 NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
@@ -170,7 +176,7 @@ class Retriever:
         s = self.settings
         if not isinstance(query, str) or not query.strip():
             raise ThreadRagError("search query is empty")
-        query = " ".join(query.split())[:MAX_QUERY_CHARS]
+        query = plain_query(query)
         k = s.SEARCH_K if k is None else k
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ThreadRagError(f"k={k!r}: must be an integer between 1 and {MAX_K}")
