@@ -286,6 +286,8 @@ def test_search_and_nested_on_an_empty_library_say_the_same_thing(tmp_path):
         r = subprocess.run([*cli, cmd, "how to install", "--json"], capture_output=True, text=True, timeout=180,
                            env=env)
         assert r.returncode == 0 and json.loads(r.stdout)["hits"] == [], (cmd, r)
+    r = subprocess.run([*cli, "preheat"], capture_output=True, text=True, timeout=180, env=env)  # it said "made 0"
+    assert r.returncode == 0 and r.stdout.strip() == hint, r
 
 
 BRACKETS = ("# Setup [/etc] paths\n\nCopy the files into the [/etc] folder and set the port in the [server] section "

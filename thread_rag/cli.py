@@ -243,6 +243,10 @@ def _dispatch(args) -> int:
     if args.cmd == "preheat":
         from .render import progress_bar
 
+        if not args.doc_id and not args.json and not engine.documents():
+            out.print(styled(NO_DOCUMENTS))
+            return 0
+
         with progress_bar(out, disable=args.json) as bar:
             res = tools.pre_heat_summaries(engine, args.doc_id, progress=bar)
         if args.json:
