@@ -252,6 +252,10 @@ def test_ollama_missing_model_and_server_down(settings_for, standin):
         make_chat_model(settings_for(CHAT_BACKEND="ollama", OLLAMA_HOST="http://127.0.0.1:9"))
     auto = make_chat_model(settings_for(CHAT_BACKEND="auto", OLLAMA_HOST="http://127.0.0.1:9"))
     assert "embedded" in describe(auto)  # detected, not assumed
+    # and the banner says why the Ollama it was pointed at was passed over (it fell back silently)
+    assert describe(auto).startswith("embedded llama.cpp (Ollama at http://127.0.0.1:9 not reachable)"), describe(auto)
+    auto = make_chat_model(settings_for(CHAT_BACKEND="auto", OLLAMA_HOST=standin, MAIN_MODEL="llama9"))
+    assert describe(auto).startswith(f"embedded llama.cpp (Ollama at {standin} has no model 'llama9')"), describe(auto)
 
 
 def test_ollama_summarizer_against_standin(settings_for, standin):

@@ -123,6 +123,7 @@ def ollama_model_name(settings) -> str:
 def make_chat_model(settings) -> BaseChatModel:
     backend = settings.CHAT_BACKEND
     host = settings.ollama_host
+    passed_over = ""  # why auto did not take the Ollama it was pointed at
     if backend in ("auto", "ollama") and host:
         ok, names, err = ollama_reachable(host)
         model = ollama_model_name(settings)
@@ -131,6 +132,7 @@ def make_chat_model(settings) -> BaseChatModel:
                 if backend == "ollama":
                     raise ModelUnavailableError(f"Ollama at {host} has no model '{model}': run `ollama pull {model}` "
                                                 f"(it has: {', '.join(names[:8]) or 'none'})")
+                passed_over = f"Ollama at {host} has no model '{model}'"
             else:
                 from langchain_ollama import ChatOllama
 
@@ -141,11 +143,13 @@ def make_chat_model(settings) -> BaseChatModel:
         elif backend == "ollama":
             raise ModelUnavailableError(f"Ollama is not reachable at {host} ({err}); start `ollama serve` "
                                         f"or set CHAT_BACKEND=embedded")
+        else:
+            passed_over = f"Ollama at {host} not reachable"
     elif backend == "ollama":
         raise ModelUnavailableError("CHAT_BACKEND=ollama needs OLLAMA_HOST (e.g. http://127.0.0.1:11434)")
     m = EmbeddedChatModel(model_name=settings.MAIN_MODEL, settings=settings, temperature=settings.TEMPERATURE,
                           max_tokens=settings.MAX_ANSWER_TOKENS, n_ctx=settings.LLM_CTX)
-    m.metadata = {"backend": "embedded llama.cpp (no server)", "model": model_label(settings.MAIN_MODEL),
+    m.metadata = {"backend": f"embedded llama.cpp ({passed_over or 'no server'})", "model": model_label(settings.MAIN_MODEL),
                   "ctx": settings.LLM_CTX}
     return m
 
