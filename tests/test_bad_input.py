@@ -306,6 +306,15 @@ def test_a_file_name_that_is_not_utf8_fails_alone(make_engine, tmp_path):
     assert res[0].error == f"{src}/caf\\xe9.md: the file name is not valid UTF-8 (rename the file)"
     assert res[0].path == f"{src}/caf\\xe9.md"  # printable, as the error names it
     assert [d.name for d in e.documents()] == ["normal.md"] and e.check_consistency() == []
+    # reached through a link (or the current folder), the real path is what the catalog would store
+    os.mkdir(os.path.join(os.fsencode(tmp_path), b"d\xe9p\xf4t"))
+    with open(os.path.join(os.fsencode(tmp_path), b"d\xe9p\xf4t", b"inside.md"), "wb") as f:
+        f.write(b"The green knob is for the fan.\n")
+    (tmp_path / "depot").symlink_to(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"d\xe9p\xf4t")))
+    res = e.index_paths([tmp_path / "depot" / "inside.md", tmp_path / "lone\ud800.md"])
+    assert res[0].error == (f"{tmp_path}/depot/inside.md: its real path {tmp_path}/d\\xe9p\\xf4t/inside.md is not "
+                            f"valid UTF-8 (rename the folder or file)"), res[0].error
+    assert res[1].status == "failed" and "not valid UTF-8" in res[1].error  # a JSON escape's lone surrogate too
 
 
 def test_a_query_that_is_not_valid_utf8_is_searched_not_a_crash(manual_engine, tmp_path):
@@ -316,3 +325,4 @@ def test_a_query_that_is_not_valid_utf8_is_searched_not_a_crash(manual_engine, t
     for text in ("pre-heat summaries \udcff", "pre-heat \ud800 summaries"):
         assert tools.rag_search(manual_engine, text)["hits"]
         assert tools.nested_retrieve(manual_engine, text, limit=1)["hits"]
+        assert tools.compare_documents(manual_engine, "DOC1", "DOC4", topic=text)["rows"]  # compare's topic too

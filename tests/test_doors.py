@@ -389,4 +389,5 @@ def test_ctrl_c_during_index_keeps_the_lines_of_what_was_committed_and_leaves_no
     assert p.returncode == 130 and err.strip().endswith("interrupted"), (p.returncode, err)
     engine = Engine(load_settings({"HOME": str(tmp_path / "d")}, env={}, config_file=False))
     assert engine.check_consistency() == []  # nothing left for the next start to clean
-    assert len(engine.documents()) == len(said) < 60, (len(engine.documents()), said)
+    # a file committed as the interrupt came may not have had its line printed yet: at most one
+    assert len(said) <= len(engine.documents()) <= len(said) + 1 and len(said) < 60, (len(engine.documents()), said)

@@ -470,6 +470,54 @@ def test_a_file_name_with_a_line_break_stays_on_one_line(tmp_path):
         f'duplicate DOC1 {tmp_path}/plain ü.md (same content as "{tmp_path}/new\\nline.md")']
 
 
+def test_watch_json_names_and_outside_links_said_once(tmp_path):
+    """--json printed a name that is not UTF-8 raw (a strict stdout raised on it and the watcher ended); the line
+    for a link leading out of the watched folders came again with every catch-up."""
+    import json as _json
+
+    from thread_rag.watch import Watcher
+
+    out = io.StringIO()
+    w = Watcher(FakeEngine(), [str(tmp_path / "in")], as_json=True, out=out)
+    w.emit("failed", os.fsdecode(os.path.join(os.fsencode(tmp_path), b"caf\xe9.md")), reason="x")
+    assert _json.loads(out.getvalue())["path"] == f"{tmp_path}/caf\\xe9.md"
+    out = io.StringIO()
+    write(tmp_path / "outside.md", "# O\nx\n")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "link.md").symlink_to(tmp_path / "outside.md")
+    w = Watcher(FakeEngine(), [str(tmp_path / "in")], out=out)
+    w.catch_up()
+    w.catch_up()
+    assert out.getvalue().splitlines() == [f"failed {tmp_path}/in/link.md: links to a file outside the watched "
+                                           f"folders (not followed)"]
+
+
+def test_the_watcher_is_armed_again_after_a_stop_and_gives_up_after_five_in_a_row(tmp_path, monkeypatch):
+    import threading
+
+    import watchfiles
+    from watchfiles._rust_notify import WatchfilesRustInternalError
+
+    from thread_rag.errors import ThreadRagError
+
+    class NoWait(threading.Event):
+        def wait(self, timeout=None):
+            return self.is_set()
+
+    calls = []
+
+    def stopping(*roots, **kw):
+        calls.append(1)
+        raise WatchfilesRustInternalError('Unable to decode path "x" to string')
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(watchfiles, "watch", stopping)
+    err = io.StringIO()
+    with pytest.raises(ThreadRagError, match="stopped 6 times in a row"):
+        run_watch(FakeEngine(), [tmp_path], stop_event=NoWait(), out=io.StringIO(), err=err)
+    assert len(calls) == 6 and err.getvalue().count("watching again") == 5
+
+
 def test_catch_up_counts_each_file_once(tmp_path):
     """Overlapping folders (`watch src src/sub`) and a link beside its file made one document count twice
     ("1 up to date, 1 indexed" for one new file)."""

@@ -326,9 +326,12 @@ def _cmd_index(engine, args, out) -> int:
                 for w in r.warnings:
                     print(f"warning: {r.path}: {w}", file=sys.stderr)
     except KeyboardInterrupt:
-        engine.recover()  # what the interrupted group had written and not committed goes now, not at the next start
         if args.json:
             _print_json({"results": results, "interrupted": True, "seconds": round(time.perf_counter() - t0, 3)})
+        try:  # what the interrupted group wrote and did not commit goes now, not at the next start
+            engine.recover(sweep=False)
+        except Exception:  # noqa: BLE001 - the next start recovers; the interrupt is what to report
+            pass
         raise
     if args.json:
         _print_json({"results": results, "seconds": round(time.perf_counter() - t0, 3)})

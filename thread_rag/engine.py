@@ -41,7 +41,7 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a name no file system can hold (a lone surrogate)
         return 0
 
 
@@ -329,14 +329,15 @@ class Engine:
         markers = self._pending_dir().glob("DOC*.json")
         return {key for key in (parse_generation_name(m.name, (".json",)) for m in markers) if key}
 
-    def recover(self, full: bool = False) -> list[str]:
-        """Remove what a killed writer left behind. Runs only if no writer holds the lock."""
+    def recover(self, full: bool = False, sweep: bool = True) -> list[str]:
+        """Remove what a killed writer left behind. Runs only if no writer holds the lock. ``sweep``: also dead
+        writers' temporaries (see ``_recover_locked``)."""
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(self.write_lock(timeout=0))
             except TimeoutError:
                 return []  # a live writer holds the lock; it cleans up after itself
-            return self._recover_locked(full)
+            return self._recover_locked(full, sweep)
 
     def _recover_locked(self, full: bool = False, sweep: bool = True) -> list[str]:
         """Recovery proper; the caller holds the write lock (flock locks belong to one open file,
@@ -734,9 +735,11 @@ class Engine:
                     raise IngestError(f"{p}: a loop of links that never reaches a file") from None
                 except OSError:
                     pass
-                raise IngestError(f"{p}: a link to {os.readlink(p)}, which does not exist")
+                raise IngestError(f"{p}: a link to {printable(os.readlink(p))}, which does not exist")
             raise IngestError(f"{p}: no such file")
         resolved = p.resolve()
+        if printable(resolved) != str(resolved):  # reached through a link or the current folder
+            raise IngestError(f"{p}: its real path {printable(resolved)} is not valid UTF-8 (rename the folder or file)")
         if resolved.is_dir():
             raise IngestError(f"{p}: is a directory (use index_paths)")
         if not resolved.is_file():  # reading a pipe would wait for a writer forever

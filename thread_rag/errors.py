@@ -21,7 +21,10 @@ def printable(path) -> str:
     as they came) shows its odd bytes as ``\\xe9``."""
     import os
 
-    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+    try:
+        return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file system byte makes (a JSON escape such as \ud800)
+        return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class SettingsError(ThreadRagError):

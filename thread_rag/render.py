@@ -38,7 +38,8 @@ def progress_bar(console: Console, disable: bool = False):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True) as prog:
+                  TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
+                  redirect_stderr=_isatty(Console(stderr=True))) as prog:  # stderr into a file stays there
         task = prog.add_task("", total=1)
 
         def update(label: str, done: int, total: int) -> None:

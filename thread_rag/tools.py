@@ -86,6 +86,10 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
                              f"(e.g. DOC1 DOC2)")
     if topic is not None and (not isinstance(topic, str) or not topic.strip()):
         raise ThreadRagError("the topic is empty: leave it out to compare whole documents")
+    if topic is not None:
+        from .retrieve.pipeline import plain_query
+
+        topic = plain_query(topic)
     t0 = time.perf_counter()
     recs = [engine.document(serial) for serial in (serial_a, serial_b)]  # unknown ids: one clear line
     _same_embedder(*recs, engine.settings.EMBEDDER_MODEL)

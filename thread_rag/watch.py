@@ -173,7 +173,7 @@ class Watcher:
     def emit(self, event: str, path: str, doc_id: str | None = None, chunks: int | None = None,
              reason: str | None = None) -> None:
         if self.as_json:
-            rec = {"event": event, "path": path, "doc_id": doc_id, "chunks": chunks, "error": reason}
+            rec = {"event": event, "path": printable(path), "doc_id": doc_id, "chunks": chunks, "error": reason}
             print(json.dumps({k: v for k, v in rec.items() if v is not None}, ensure_ascii=False), file=self.out,
                   flush=True)
             return
@@ -205,8 +205,7 @@ class Watcher:
         """Index one file; returns its status (indexed | replaced | unchanged | failed). A link to a file
         outside the watched folders is not followed (the library would keep it under a path no event names)."""
         if not any(_under(os.path.realpath(path), r) for r in self.roots):
-            self.emit("failed", path, reason="links to a file outside the watched folders (not followed)")
-            return "failed"
+            return self.fail(path, "links to a file outside the watched folders (not followed)")
         try:
             res = self.engine.index_file(path)
         except Exception as exc:  # noqa: BLE001 - a bad file is one line and the watcher goes on
@@ -215,10 +214,7 @@ class Watcher:
                 for said in {prefix, " ".join(prefix.split()), printable(prefix)}:
                     if reason.startswith(said + ": "):
                         reason = reason[len(said) + 2:]
-            if self.failures.get(path) != (_stamp(path), reason):  # a catch-up after re-arming says it once
-                self.failures[path] = (_stamp(path), reason)
-                self.emit("failed", path, reason=reason)
-            return "failed"
+            return self.fail(path, reason)
         self.failures.pop(path, None)
         for w in res.warnings:
             self.note(f"warning: {shown(path)}: {w}")
@@ -235,6 +231,13 @@ class Watcher:
         self._index_copies(res.doc_id)  # they had the bytes this document no longer has
         return res.status
 
+    def fail(self, path: str, reason: str) -> str:
+        """One ``failed`` line, said once per state of the file (a catch-up after re-arming does not repeat it)."""
+        if self.failures.get(path) != (_stamp(path), reason):
+            self.failures[path] = (_stamp(path), reason)
+            self.emit("failed", path, reason=reason)
+        return "failed"
+
     def _index_copies(self, doc_id: str | None) -> None:
         """The files kept as duplicates of ``doc_id``, indexed as themselves (the document changed or went)."""
         for other in sorted(self.aliases.pop(doc_id, ())):
@@ -245,6 +248,8 @@ class Watcher:
         """Remove every document stored under ``path`` (a file, or a folder that was deleted or moved away); with
         ``exact``, only the document stored at ``path`` (a folder or a link is there now: what is inside stays)."""
         removed = 0
+        for known in [f for f in self.failures if f == path or (not exact and _under(f, path))]:
+            del self.failures[known]  # gone: a file there again is news
         for rec in self.engine.own_documents():
             if rec.path == path or (not exact and _under(rec.path, path)):
                 try:
@@ -252,7 +257,7 @@ class Watcher:
                 except UnknownDocumentError:
                     continue  # another process removed it first
                 except Exception as exc:  # noqa: BLE001 - one line; the next start's catch-up removes it
-                    self.emit("failed", rec.path, reason=f"not removed: {one_line(exc)}")
+                    self.fail(rec.path, f"not removed: {one_line(exc)}")
                     continue
                 removed += 1
                 self.emit("removed", rec.path, doc_id=rec.doc_id)
@@ -287,7 +292,7 @@ class Watcher:
         return counts
 
 
-REARMS = 5  # the watcher is armed again after it stops on an event it cannot decode, at most this many times
+REARMS = 5  # the watcher is armed again after it stops (an event it cannot decode), at most this many times in a row
 
 
 def _watch(w: Watcher, watchfiles, roots: list[str], pending: Debouncer, stop_event: threading.Event,
@@ -341,16 +346,19 @@ def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | Non
     if threading.current_thread() is threading.main_thread():
         old = signal.signal(signal.SIGTERM, on_term)
     try:
-        for attempt in range(REARMS + 1):
+        stops = 0  # in a row: a run that lasted a minute starts the count again
+        while not stop_event.is_set():
+            armed = time.monotonic()
             try:
                 _watch(w, watchfiles, roots, pending, stop_event, quiet)
                 break
-            except WatchfilesRustInternalError as exc:  # an event it could not decode ended its stream
-                if attempt == REARMS:
-                    raise ThreadRagError(f"the file watcher stopped {REARMS + 1} times: {exc}") from None
-                w.note(f"the file watcher stopped ({exc}; a file name that is not valid UTF-8 does this: rename "
+            except WatchfilesRustInternalError as exc:  # e.g. an event it could not decode ended its stream
+                stops = 1 if time.monotonic() - armed > 60 else stops + 1
+                if stops > REARMS:
+                    raise ThreadRagError(f"the file watcher stopped {stops} times in a row: {exc}") from None
+                w.note(f"the file watcher stopped ({exc}; a file name that is not valid UTF-8 can do this: rename "
                        f"the file); watching again")
-                time.sleep(min(0.5 * 2 ** attempt, 5.0))
+                stop_event.wait(min(0.5 * 2 ** (stops - 1), 5.0))
     except KeyboardInterrupt:
         pass
     finally:

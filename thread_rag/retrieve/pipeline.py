@@ -37,13 +37,13 @@ from .search_index import SearchIndex, bm25_tokenize
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100  # the most hits one search returns
+NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
 def plain_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
     """A query or question as the models take it: one line of valid text (a lone surrogate, from a command line's
     undecodable bytes or a JSON escape, becomes "?"), at most ``limit`` characters."""
     return " ".join(text.encode("utf-8", "replace").decode("utf-8").split())[:limit]
-NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
 @dataclass
