@@ -242,7 +242,7 @@ def test_question_steps_over_ollama_end_each_answer_at_a_newline(manual_engine, 
     assert step["answers"] == ["Pre-heat with thread-rag preheat", "Pre-heat with thread-rag preheat"]
 
 
-def test_ollama_missing_model_and_server_down(settings_for, standin):
+def test_ollama_missing_model_and_server_down(settings_for, standin, monkeypatch):
     from thread_rag.errors import ModelUnavailableError
     from thread_rag.llm.backends import describe, make_chat_model
 
@@ -256,6 +256,12 @@ def test_ollama_missing_model_and_server_down(settings_for, standin):
     assert describe(auto).startswith("embedded llama.cpp (Ollama at http://127.0.0.1:9 not reachable)"), describe(auto)
     auto = make_chat_model(settings_for(CHAT_BACKEND="auto", OLLAMA_HOST=standin, MAIN_MODEL="llama9"))
     assert describe(auto).startswith(f"embedded llama.cpp (Ollama at {standin} has no model 'llama9')"), describe(auto)
+    # a fresh `ollama serve` with nothing pulled was taken as having the model (the first question then failed)
+    monkeypatch.setattr(OllamaStandIn, "models", [])
+    auto = make_chat_model(settings_for(CHAT_BACKEND="auto", OLLAMA_HOST=standin))
+    assert describe(auto).startswith(f"embedded llama.cpp (Ollama at {standin} has no model"), describe(auto)
+    with pytest.raises(ModelUnavailableError, match="ollama pull qwen2.5-coder:1.5b"):
+        make_chat_model(settings_for(CHAT_BACKEND="ollama", OLLAMA_HOST=standin))
 
 
 def test_ollama_summarizer_against_standin(settings_for, standin):

@@ -128,7 +128,7 @@ def make_chat_model(settings) -> BaseChatModel:
         ok, names, err = ollama_reachable(host)
         model = ollama_model_name(settings)
         if ok:
-            if names and model not in names and f"{model}:latest" not in names:
+            if model not in names and f"{model}:latest" not in names:  # none pulled yet: not ours either
                 if backend == "ollama":
                     raise ModelUnavailableError(f"Ollama at {host} has no model '{model}': run `ollama pull {model}` "
                                                 f"(it has: {', '.join(names[:8]) or 'none'})")
