@@ -477,7 +477,8 @@ class Engine:
         What cannot be repaired is named with the way out. One note per change. ``reindex=False`` names the lost
         documents instead (after a mended catalog log one of them may be a document that had been deleted)."""
         lost: list[DocumentRecord] = []
-        reindex = reindex and not kept_logs(self.home)  # while a mended log is kept, a lost one may have been deleted
+        kept = kept_logs(self.home)
+        reindex = reindex and not kept  # while a mended log is kept, a lost one may have been deleted
         with self.write_lock(timeout=timeout):
             notes = self._recover_locked(full=True)
             self.catalog.reload()
@@ -488,7 +489,6 @@ class Engine:
                     notes.append(f"{rec.doc_id}: not repaired ({str(exc) or type(exc).__name__}); index {rec.path} again")
         self.library.clear()
         self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
-        kept = kept_logs(self.home)
         for rec in lost:
             if not reindex:
                 why = f" (a line of {kept[-1].name} that did not read may have deleted it)" if kept else ""
@@ -580,7 +580,7 @@ class Engine:
         tokens_ok = (self.token_cache.readable_chunks(rec.serial, rec.generation) == rec.chunk_count
                      and self.token_cache.key_of(rec.serial, rec.generation) == rec.content_key)
         tree = self._has_tree(rec)
-        tree_ok = not tree or self.nested.persisted(rec) is not None
+        tree_ok = not tree or self.nested.state(rec) == "ok"
         part_ok = part_key(parts, rec.serial, rec.generation) in (None, rec.content_key)  # None: merged, or rebuilt on need
         if tokens_ok and tree_ok and part_ok and rec.content_key:
             stored, _ = self.store.load(rec.serial, rec.generation)  # the derived data is fine; is the store?

@@ -6,6 +6,7 @@ Front doors print that line and exit non-zero; they never show a traceback for i
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -19,8 +20,6 @@ class ThreadRagError(Exception):
 def printable(path) -> str:
     """A path as text that can be printed and stored: a name that is not valid UTF-8 (bytes the file system took
     as they came) shows its odd bytes as ``\\xe9``."""
-    import os
-
     try:
         return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate no file system byte makes (a JSON escape such as \ud800)

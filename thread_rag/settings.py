@@ -334,16 +334,13 @@ def _given(value: str) -> Path | None:
     return Path(value).expanduser().resolve() if value.strip() else None
 
 
-def _set_by(name: str, value: str, env: Mapping[str, str], cfg: Path | None, otherwise: str = "set by the caller") -> str:
-    """Which setting gave ``name`` its value: the environment, then the config file (``load_settings``' order
-    reversed, the later winning), else the command line."""
+def _set_by(name: str, value: str, env: Mapping[str, str], cfg: Path | None, in_file: dict,
+            otherwise: str = "set by the caller") -> str:
+    """Which setting gave ``name`` its value: the environment, then the config file ``cfg`` (its values
+    ``in_file``; ``load_settings``' order reversed, the later winning), else the command line."""
     if env.get(ENV_PREFIX + name, "").strip() == value.strip():
         return f"set by {ENV_PREFIX}{name}"
-    try:
-        in_file = read_config_file(cfg).get(name) if cfg is not None else None
-    except SettingsError:
-        in_file = None
-    return f"set by {name} in {cfg.name}" if in_file == value else otherwise
+    return f"set by {name} in {cfg.name}" if cfg is not None and in_file.get(name) == value else otherwise
 
 
 def describe_paths(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
@@ -359,17 +356,21 @@ def describe_paths(settings: Settings, env: Mapping[str, str] | None = None) -> 
         cfg_err = False
     except SettingsError as exc:
         cfg, cfg_src, cfg_err = None, str(exc), True
+    try:
+        in_file = read_config_file(cfg) if cfg is not None else {}
+    except SettingsError:
+        in_file = {}
     if settings.HOME.strip():
-        home_src = _set_by("HOME", settings.HOME, env, cfg, "set by --data-dir")
+        home_src = _set_by("HOME", settings.HOME, env, cfg, in_file, "set by --data-dir")
     else:
         home_src = "default: this checkout" if root is not None else "default: per-user data dir"
     if settings.CACHE_PATH.strip():
-        cache_src = _set_by("CACHE_PATH", settings.CACHE_PATH, env, cfg)
+        cache_src = _set_by("CACHE_PATH", settings.CACHE_PATH, env, cfg, in_file)
     elif root is not None and settings.home == root / CHECKOUT_HOME:
         cache_src = "default: this checkout's summary cache"
     else:
         cache_src = "default: inside the data dir"
-    model_src = (_set_by("MODEL_DIR", settings.MODEL_DIR, env, cfg) if settings.MODEL_DIR.strip()
+    model_src = (_set_by("MODEL_DIR", settings.MODEL_DIR, env, cfg, in_file) if settings.MODEL_DIR.strip()
                  else "default: per-user cache, shared by every data dir")
     return {"data_dir": {"path": str(settings.home), "source": home_src},
             "summary_cache": {"path": str(settings.cache_path), "source": cache_src},

@@ -233,8 +233,9 @@ class Watcher:
 
     def fail(self, path: str, reason: str) -> str:
         """One ``failed`` line, said once per state of the file (a catch-up after re-arming does not repeat it)."""
-        if self.failures.get(path) != (_stamp(path), reason):
-            self.failures[path] = (_stamp(path), reason)
+        seen = (_stamp(path), reason)
+        if self.failures.get(path) != seen:
+            self.failures[path] = seen
             self.emit("failed", path, reason=reason)
         return "failed"
 

@@ -141,13 +141,20 @@ def stream_answer(model, messages: list, max_tokens: int,
     return text, t_first, False
 
 
+def sentences(text: str) -> list[str]:
+    """An answer cut into sentences (at ., ! or ? before a space, and at line breaks)."""
+    return re.split(r"(?<=[.!?])\s+|\n+", text)
+
+
+def _marker_numbers(marker: re.Match) -> list[int]:
+    """The source numbers of one ``[1]`` / ``[1, 2]`` marker."""
+    return [int(part) for part in re.split(r"\s*[,;]\s*", marker.group(1))]
+
+
 def cited_text(text: str, n: int) -> str:
     """The sentences of an answer whose markers name source ``n`` (``[1]``, ``[1, 2]``); the whole answer when none
     does (a source named in the follow-up call)."""
-    def names(sentence: str) -> bool:
-        return any(int(p) == n for m in NUM_RE.finditer(sentence) for p in re.split(r"\s*[,;]\s*", m.group(1)))
-
-    picked = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if names(x)]
+    picked = [x for x in sentences(text.strip()) if any(n in _marker_numbers(m) for m in NUM_RE.finditer(x))]
     return " ".join(picked) if picked else text
 
 
@@ -159,8 +166,7 @@ def written_citations(text: str, sources: list[Source]) -> tuple[list[int], list
     cited: list[int] = []
     invalid: list[str] = []
     for m in NUM_RE.finditer(text):
-        for part in re.split(r"\s*[,;]\s*", m.group(1)):
-            n = int(part)
+        for n in _marker_numbers(m):
             if 1 <= n <= len(sources):
                 cited.append(n) if n not in cited else None
             elif f"[{n}]" not in invalid:

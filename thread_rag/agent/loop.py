@@ -34,7 +34,7 @@ from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, cited_text, decide_messages,
-                     parse_json_lenient, stream_answer, written_citations)
+                     parse_json_lenient, sentences, stream_answer, written_citations)
 from .intent import recognise
 from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
@@ -632,13 +632,13 @@ class Agent:
     def _attribute(self, text: str, windows: list[dict], already: set) -> list:
         """Citations the model did not write: each answer sentence is matched to the most similar
         chunk it was given (MiniLM cosine >= 0.5); marked ``inferred``."""
-        sentences = [x.strip() for x in re.split(r"(?<=[.!?])\s+|\n+", text) if len(x.split()) >= 4]
+        said = [x.strip() for x in sentences(text) if len(x.split()) >= 4]
         chunk_ids = [c for w in windows for c in w["chunk_ids"]]
-        if not sentences or not chunk_ids:
+        if not said or not chunk_ids:
             return []
         chunks = [self.engine.chunk(c) for c in chunk_ids]
         emb = self.engine.embedder
-        sv = emb.embed(sentences)
+        sv = emb.embed(said)
         cv = emb.embed([c.text for c in chunks])
         sims = sv @ cv.T
         out, seen = [], set(already)
