@@ -118,7 +118,9 @@ def test_empty_store_hint_names_a_path_that_exists_anywhere(tmp_path):
     r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d"), "docs"],
                        capture_output=True, text=True, timeout=180, env={**_env(tmp_path), "PYTHONPATH": str(REPO)},
                        cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.strip() == "No documents indexed. Index a file or folder: thread-rag index PATH"
+    d = tmp_path / "d"
+    assert r.returncode == 0 and r.stdout.strip() == (f"No documents indexed in {d}. Index a file or folder: "
+                                                      f"thread-rag --data-dir {d} index PATH")
 
 
 def test_doctor_on_a_data_dir_that_is_a_file_says_so(tmp_path):
@@ -279,7 +281,8 @@ def test_search_and_nested_on_an_empty_library_say_the_same_thing(tmp_path):
     (exit 0) and neither said what to do (a new user's trial)."""
     env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
     cli = [sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d")]
-    hint = "No documents indexed. Index a file or folder: thread-rag index PATH"
+    d = tmp_path / "d"
+    hint = f"No documents indexed in {d}. Index a file or folder: thread-rag --data-dir {d} index PATH"
     for cmd in ("search", "nested"):
         r = subprocess.run([*cli, cmd, "how to install"], capture_output=True, text=True, timeout=180, env=env)
         assert r.returncode == 0 and r.stdout.splitlines()[0] == hint and r.stderr == "", (cmd, r)
@@ -391,3 +394,33 @@ def test_ctrl_c_during_index_keeps_the_lines_of_what_was_committed_and_leaves_no
     assert engine.check_consistency() == []  # nothing left for the next start to clean
     # a file committed as the interrupt came may not have had its line printed yet: at most one
     assert len(said) <= len(engine.documents()) <= len(said) + 1 and len(said) < 60, (len(engine.documents()), said)
+
+
+def test_reading_commands_on_a_data_dir_with_no_library_make_nothing_there(tmp_path, monkeypatch, capsys):
+    """A mistyped `--data-dir` on `docs`, `search`, `stats`... made an empty library there (a write.lock; `search`
+    an empty index) and the hint did not name the folder, nor the --data-dir its `thread-rag index` would need."""
+    from thread_rag import cli
+
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("THREAD_RAG_CACHE_PATH", str(tmp_path / "cache"))
+    typo = tmp_path / "libary"
+    hint = f"No documents indexed in {typo}. Index a file or folder: thread-rag --data-dir {typo} index PATH"
+    for argv, rc in ((["docs"], 0), (["stats"], 0), (["search", "x"], 0), (["nested", "x"], 0), (["preheat"], 0),
+                     (["fetch", "DOC1_000"], 1), (["delete", "DOC1"], 1), (["compare", "DOC1", "DOC2"], 1),
+                     (["ask", "how do I install it?"], 1)):
+        assert cli.main(["--data-dir", str(typo), *argv]) == rc, argv
+        out, err = capsys.readouterr()
+        assert not typo.exists(), argv
+        if argv[0] in ("docs", "search", "nested", "preheat"):
+            assert out.splitlines()[0] == hint, (argv, out)
+        if argv[0] == "stats":
+            assert out.strip() == f"0 documents, 0 chunks, data dir {typo} (nothing indexed there)"
+        if argv[0] == "ask":  # said so before any model was loaded, and named the shell's command, not the chat's
+            assert err.strip() == f"error: {hint}" and not out, err
+        assert cli.main(["--data-dir", str(typo), *argv, "--json"]) == rc, argv
+        capsys.readouterr()
+        assert not typo.exists(), argv
+    typo.mkdir()  # a folder that is not a library (someone's documents): nothing written into it either
+    assert cli.main(["--data-dir", str(typo), "search", "x"]) == 0
+    assert list(typo.iterdir()) == []

@@ -115,7 +115,12 @@ def _engine(args):
     return Engine(load_settings({"HOME": args.data_dir} if args.data_dir else None))
 
 
-NO_DOCUMENTS = "No documents indexed. Index a file or folder: thread-rag index PATH"
+def no_documents(engine, args) -> str:
+    """The empty library's hint: where it looked (a mistyped --data-dir shows) and the index command for it."""
+    import shlex
+
+    option = f"--data-dir {shlex.quote(str(engine.home))} " if getattr(args, "data_dir", None) else ""
+    return f"No documents indexed in {engine.home}. Index a file or folder: thread-rag {option}index PATH"
 
 
 def _print_json(obj: Any) -> None:
@@ -183,7 +188,7 @@ def _dispatch(args) -> int:
             from rich.text import Text
 
             if not res["documents"]:
-                out.print(styled(NO_DOCUMENTS))
+                out.print(styled(no_documents(engine, args)))
                 return 0
             t = Table("id", "name", "chunks", "pages", "indexed")
             for d in res["documents"]:
@@ -215,7 +220,7 @@ def _dispatch(args) -> int:
             from .render import render_search
 
             if not res["hits"] and not engine.documents():
-                out.print(styled(NO_DOCUMENTS))
+                out.print(styled(no_documents(engine, args)))
             render_search(out, res)
         return 0
     if args.cmd == "fetch":
@@ -235,7 +240,7 @@ def _dispatch(args) -> int:
             from .render import render_nested
 
             if not res["hits"] and not engine.documents():
-                out.print(styled(NO_DOCUMENTS))
+                out.print(styled(no_documents(engine, args)))
             render_nested(out, res)
         return 0
     if args.cmd == "compare":
@@ -244,7 +249,7 @@ def _dispatch(args) -> int:
         from .render import progress_bar
 
         if not args.doc_id and not args.json and not engine.documents():
-            out.print(styled(NO_DOCUMENTS))
+            out.print(styled(no_documents(engine, args)))
             return 0
 
         with progress_bar(out, disable=args.json) as bar:
@@ -258,6 +263,8 @@ def _dispatch(args) -> int:
     if args.cmd == "ask":
         from .agent.loop import Agent
 
+        if not engine.documents():  # said before a model loads, with this door's command
+            raise ThreadRagError(no_documents(engine, args))
         ans = Agent(engine).ask(args.question)
         if args.json:
             _print_json(ans)
@@ -278,7 +285,8 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json(stats)
         else:
-            out.print(styled(f"{stats['documents']} documents, {stats['chunks']} chunks, data dir {stats['home']}"))
+            where = " (nothing indexed there)" if engine.fresh else ""
+            out.print(styled(f"{stats['documents']} documents, {stats['chunks']} chunks, data dir {stats['home']}{where}"))
         return 0
     raise ThreadRagError(f"unknown command {args.cmd}")
 

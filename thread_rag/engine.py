@@ -106,16 +106,28 @@ def _unchanged_result(shown: str, same: DocumentRecord, seconds: float) -> Index
                        seconds=seconds)
 
 
+LIBRARY_FILES = ("catalog.json", "catalog.log", "chroma", "pending", "data_dir_id")
+
+
+def holds_library(home: Path) -> bool:
+    """Whether ``home`` holds a library (anything indexed there, even one damaged): a mistyped data dir, or a
+    folder of someone's files, does not, and a command that only reads writes nothing into it."""
+    return home.is_dir() and (any((home / name).exists() for name in LIBRARY_FILES)
+                              or any(home.glob("catalog.json.corrupt-*")))
+
+
 class Engine:
     LOOKING = False  # True for doctor's engine: it opens the library without writing anything
 
     def __init__(self, settings: Settings | None = None, *, embedder=None, summarizer=None, chat_model=None):
         self.settings = settings or load_settings()
         self.home = self.settings.home
-        self.home.mkdir(parents=True, exist_ok=True)
+        self.shared = bool(self.settings.CHROMA_HOST.strip())  # the catalog lives on the Chroma server
+        fresh = self.fresh
+        if self.home.exists() or not fresh:
+            self.home.mkdir(parents=True, exist_ok=True)  # a file there is named here, before anything is read
         self._store: ChunkStore | None = None
         self._store_counted: tuple = (None, False)  # (catalog version, whether the store held every chunk then)
-        self.shared = bool(self.settings.CHROMA_HOST.strip())  # the catalog lives on the Chroma server
         self.catalog = self._server_catalog() if self.shared else Catalog(self.home / "catalog.json")
         if self.shared:
             self._hand_over_local_catalog()
@@ -130,7 +142,13 @@ class Engine:
         self._retriever = None
         self._windows = None
         self._nested = None
-        self.recover()
+        if not fresh:
+            self.recover()
+
+    @property
+    def fresh(self) -> bool:
+        """Nothing indexed in this data dir yet: a command that only reads writes nothing into it."""
+        return not self.shared and not holds_library(self.home)
 
     def _server_catalog(self):
         """A library on a Chroma server keeps its catalog log there (store/server_catalog.py); the documents this
@@ -1097,6 +1115,8 @@ class Engine:
 
     def delete(self, doc_id: str) -> DocumentRecord:
         serial = parse_doc_id(doc_id)
+        if self.fresh:  # an unknown id's error, and no library made for it
+            self.catalog.get(serial)
         with self.write_lock():
             self._recover_locked(sweep=False)
             self.catalog.reload()

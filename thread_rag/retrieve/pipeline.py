@@ -199,6 +199,9 @@ class Retriever:
         if doc_id:
             serial = self.library.document(doc_id).serial  # raises a clear error for unknown ids
             doc_id = format_doc_id(serial)
+        elif not self.library.documents():  # an empty library: no hits, and no index built for nothing
+            return SearchResult(query=query, doc_id=None, k=k, hits=[], stages_run=[], early_exit=False, candidates=0,
+                                timings_ms={})
         try:
             return self._search(query, serial, doc_id, k, pages, heading, pipeline)
         except LibraryChangedError:  # another process replaced a document mid-search: once more, on the new index
