@@ -46,6 +46,20 @@ def test_env_overrides_and_validation(tmp_path):
         load_settings({"SUMMARY_BACKEND": "gpt"}, env={}, config_file=False)
 
 
+def test_a_misspelt_environment_setting_is_refused_like_one_in_the_config_file():
+    """THREAD_RAG_CHUNK_TOKEN=500 (no S) was ignored without a word; the config file refuses an unknown name."""
+    with pytest.raises(SettingsError, match=r"^unknown setting THREAD_RAG_CHUNK_TOKEN in the environment "
+                                            r"\(did you mean THREAD_RAG_CHUNK_TOKENS\?\); unset it$"):
+        load_settings(env={"THREAD_RAG_CHUNK_TOKEN": "500"}, config_file=False)
+    with pytest.raises(SettingsError, match=r"^unknown setting THREAD_RAG_COLBERT_MODEL in the environment \(removed"):
+        load_settings(env={"THREAD_RAG_COLBERT_MODEL": "x"}, config_file=False)
+    with pytest.raises(SettingsError, match=r"THREAD_RAG_ZZZ in the environment; unset it$"):
+        load_settings(env={"THREAD_RAG_ZZZ": "1"}, config_file=False)
+    # the names that are not settings: the config file's path, the crash-point switch and the suite's own
+    load_settings(env={"THREAD_RAG_CONFIG": "", "THREAD_RAG_CRASH_AT": "x", "THREAD_RAG_KILL_TRIALS": "3",
+                       "THREAD_RAG_TEST_SHARED": "/x", "OTHER_THREAD_RAG_X": "1"}, config_file=False)
+
+
 def test_an_infinite_number_is_refused_like_nan():
     """BM25_WEIGHT=inf was taken (every hit after the first scored 0.000, with a numpy warning); nan was refused."""
     for raw in ("inf", "-inf", "nan", "1e999"):

@@ -436,6 +436,23 @@ def _removed(name: str) -> str:
     return f" ({REMOVED[name]})" if name in REMOVED else ""
 
 
+NOT_SETTINGS = ("CONFIG", "CRASH_AT", "KILL_TRIALS", "TEST_SHARED")  # THREAD_RAG_ names read elsewhere
+
+
+def _refuse_unknown_env(env: Mapping[str, str]) -> None:
+    """A misspelt ``THREAD_RAG_*`` variable is refused as the config file refuses a misspelt name (it was ignored
+    without a word: ``THREAD_RAG_CHUNK_TOKEN=500`` left chunks at the default)."""
+    import difflib
+
+    for key in sorted(env):
+        name = key[len(ENV_PREFIX):]
+        if not key.startswith(ENV_PREFIX) or name in _FIELD_TYPES or name in NOT_SETTINGS:
+            continue
+        close = difflib.get_close_matches(name, list(_FIELD_TYPES), n=1)
+        why = _removed(name) or (f" (did you mean {ENV_PREFIX}{close[0]}?)" if close else "")
+        raise SettingsError(f"unknown setting {key} in the environment{why}; unset it")
+
+
 def find_config_file(env: Mapping[str, str]) -> Path | None:
     """``$THREAD_RAG_CONFIG``, else the checkout's own ``config.py`` (beside runner.py), else None.
 
@@ -466,6 +483,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, env: Mapping[str, 
         path = config_file if isinstance(config_file, Path) else find_config_file(env)
         if path is not None:
             values.update(read_config_file(path))
+    _refuse_unknown_env(env)
     for name in _FIELD_TYPES:
         key = ENV_PREFIX + name
         if key in env and key != ENV_PREFIX + "CONFIG":
