@@ -52,7 +52,7 @@ Start the widget server with the command widgetd start and check its log for the
 """
 
 
-def test_a_citation_names_the_chunk_of_its_source_the_answer_is_closest_to(make_engine, tmp_path):
+def test_a_citation_names_the_chunk_of_its_source_the_answer_is_closest_to(make_engine, tmp_path, monkeypatch):
     """A source the walk reads spans several chunks; the citation named its first chunk, where the fact was in
     another (a new user fetched the cited id and did not find it)."""
     from conftest import write
@@ -67,13 +67,37 @@ def test_a_citation_names_the_chunk_of_its_source_the_answer_is_closest_to(make_
     assert cited.source == 1 and cited.chunk_id in src["chunk_ids"] and "9090" in engine.chunk(cited.chunk_id).text
     calls = []
     embed = engine.query_embedder.embed_queries
-    engine.query_embedder.embed_queries = lambda texts: calls.append(list(texts)) or embed(texts)
+    # the session's one embedder: patched for this test only
+    monkeypatch.setattr(engine.query_embedder, "embed_queries", lambda texts: calls.append(list(texts)) or embed(texts))
     agent, _ = agent_with(engine, answer=lambda m: "It needs two cores [1]. Start it with widgetd start [1].")
     agent.ask("Which port should the widget server listen on?")
     assert calls[-1] == ["It needs two cores [1]. Start it with widgetd start [1]."]  # one call for the citations
-    engine.query_embedder.embed_queries = lambda texts: 1 / 0 if "[1]" in texts[0] else embed(texts)  # it fails:
+    monkeypatch.setattr(engine.query_embedder, "embed_queries",
+                        lambda texts: 1 / 0 if "[1]" in texts[0] else embed(texts))  # it fails:
     ans = agent.ask("Which port should the widget server listen on?")
     assert ans.citations[0].chunk_id == ans.sources[0]["chunk_ids"][0]  # the answer stands, its first chunk cited
+
+
+def test_a_citation_gives_the_pages_of_what_was_read_not_of_a_version_indexed_since(make_engine, tmp_path):
+    """The cited chunk's pages were read from the store when citing: a re-index between reading and citing (another
+    process, a watcher) gave the new version's pages to the old version's text."""
+    from dataclasses import replace
+
+    from conftest import write
+
+    engine = make_engine(CHUNK_TOKENS=40, CHUNK_OVERLAP=0, CHUNK_MIN_TOKENS=0)
+    engine.index_file(write(tmp_path / "widget.md", WIDGET))
+    real = engine.chunk
+
+    def answer(messages):  # while the model writes, the store comes to hold another version's pages
+        engine.chunk = lambda chunk_id: replace(real(chunk_id), page_start=99, page_end=99)
+        return "Set the listen port to 9090 in the server section of widget.conf [1]."
+
+    agent, _ = agent_with(engine, answer=answer)
+    ans = agent.ask("Which port should the widget server listen on?")
+    cited = ans.citations[0]
+    assert len(ans.sources[0]["chunk_ids"]) > 1 and cited.chunk_id != ans.sources[0]["chunk_ids"][0]
+    assert cited.pages == "" and "99" not in json.dumps(ans.sources)
 
 
 def test_each_citation_is_placed_by_the_sentences_that_cite_it():

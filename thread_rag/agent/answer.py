@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -79,6 +79,7 @@ class Source:
     n: int = 0                      # its number in the prompt (1-based), set by ``number``
     tokens: int = 0                 # LLM tokens of its rendered block, where counted
     role: str = "entry"             # entry | walk (reached by walking from an entry chunk)
+    chunk_pages: list = field(default_factory=list)  # each chunk's pages as read (a citation names one chunk's)
 
     def header(self) -> str:
         loc = ", ".join(x for x in (self.doc_name, self.pages) if x)

@@ -432,17 +432,20 @@ class Agent:
     def _cite(self, cited: list, answer: str, how: str) -> list[Citation]:
         """Citations of the sources the model named: of a source spanning several chunks (the walk's), the chunk
         nearest the sentences that cite it (the fact is often not in its first; one embedding call for all), with
-        that chunk's pages as stored now; its first chunk when that cannot be worked out."""
-        wide = [x for x in cited if len(x.chunk_ids) > 1]
+        that chunk's pages as it was read; its first chunk when that cannot be worked out."""
+        wide = [x for x in cited if len(x.chunk_ids) > 1 and len(x.chunk_pages) == len(x.chunk_ids)]
         near: dict = {}
         try:
             vecs = self.engine.query_embedder.embed_queries([cited_text(answer, x.n) for x in wide]) if wide else []
             near = {x.n: closest(self.engine.retriever.index, v, x.chunk_ids)[0] for x, v in zip(wide, vecs)}
-            pages = {x.n: self.engine.chunk(near[x.n]).pages_label for x in wide if near[x.n]}
         except Exception:  # noqa: BLE001 - the answer has streamed already: its sources' first chunks stand
-            near, pages = {}, {}
-        return [Citation(near.get(x.n) or x.chunk_ids[0], x.doc_id, x.doc_name, pages.get(x.n) or x.pages, how=how,
-                         source=x.n) for x in cited]
+            near = {}
+        out = []
+        for x in cited:
+            chunk = near.get(x.n) or x.chunk_ids[0]
+            pages = x.chunk_pages[x.chunk_ids.index(chunk)] if chunk in x.chunk_ids and x.chunk_pages else ""
+            out.append(Citation(chunk, x.doc_id, x.doc_name, pages or x.pages, how=how, source=x.n))
+        return out
 
     def _refusal(self, base: dict, on_token, t0: float, calls: int) -> Answer:
         if on_token:
