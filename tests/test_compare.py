@@ -544,6 +544,21 @@ def test_repl_compare_side_by_side(pair_engine):
     assert "usage: /compare DOC1 DOC2" in out
 
 
+def test_repl_compare_takes_the_cli_options(pair_engine):
+    """The chat's /compare read `--limit 1` and `--all` as its topic (the view's own hint names --limit)."""
+    from thread_rag.repl import Repl
+
+    buf = io.StringIO()
+    repl = Repl(pair_engine, console=Console(file=buf, width=140, force_terminal=False))
+    assert repl.handle("/compare DOC1 DOC2 --limit 1 --all")
+    out = buf.getvalue()
+    assert "topic" not in out and "error" not in out, out
+    assert "1 more changed/only rows not shown" in out
+    folded = io.StringIO()
+    Repl(pair_engine, console=Console(file=folded, width=140, force_terminal=False)).handle("/compare DOC1 DOC2")
+    assert len(out.splitlines()) > len(folded.getvalue().splitlines())  # --all: the same rows one by one
+
+
 def test_agent_tool_argument_validation_and_intent(pair_engine):
     from fakes import ScriptedChatModel
     from thread_rag.agent.intent import arguments, candidate

@@ -24,7 +24,7 @@ COMMANDS = {
     "/search": "/search QUERY [--doc DOC1] [--k 5] [--pages 10-20]  three-stage search",
     "/fetch": "/fetch DOC1_004 [DOC1_005 ...] [--budget 3000]  read chunks in their windows",
     "/nested": "/nested QUERY [--doc DOC1] [--limit 5] [--offset 0]  non-overlapping passages from the document tree",
-    "/compare": "/compare DOC1 DOC2 [TOPIC] [--explain]  two versions side by side",
+    "/compare": "/compare DOC1 DOC2 [TOPIC] [--limit 20] [--all] [--explain]  two versions side by side",
     "/preheat": "/preheat [DOC1]  summarise chunks ahead of time",
     "/delete": "/delete DOC1  remove a document",
     "/stats": "store statistics",
@@ -273,20 +273,22 @@ class Repl:
     COMPARE_ROWS = 20  # changed/only rows shown in the chat (the CLI pages the whole comparison)
 
     def do_compare(self, args: list[str]) -> None:
-        explain = "--explain" in args
-        if explain:
-            self.wait_for_model()
-        words = [a for a in args if a != "--explain"]
+        flags = {a for a in args if a in ("--explain", "--all")}
+        text, opts = _options(" ".join(a for a in args if a not in flags), {"--limit": _NUMBER})
+        words = text.split()
         if len(words) < 2:
-            raise ThreadRagError("usage: /compare DOC1 DOC2 [TOPIC] [--explain]")
+            raise ThreadRagError(f"usage: {COMMANDS['/compare'].split('  ')[0]}")
+        limit = _int(opts, "--limit") or self.COMPARE_ROWS
+        if "--explain" in flags:
+            self.wait_for_model()
         topic = " ".join(words[2:]) or None
         if topic and topic.lower().startswith("about "):
             topic = topic[6:].strip() or None
-        res = tools.compare_documents(self.engine, words[0], words[1], topic=topic, explain=explain,
-                                      explain_within=self.COMPARE_ROWS)
+        res = tools.compare_documents(self.engine, words[0], words[1], topic=topic, explain="--explain" in flags,
+                                      explain_within=limit)
         from .compare.view import render_comparison
 
-        render_comparison(self.console, res, limit=self.COMPARE_ROWS)
+        render_comparison(self.console, res, limit=limit, show_same="--all" in flags)
 
     def answer(self, question: str) -> None:
         c = self.console
