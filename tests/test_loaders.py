@@ -148,3 +148,21 @@ def test_short_single_byte_texts_decode_as_written(tmp_path):
     for name, (text, enc) in cases.items():
         got = load_document(write(tmp_path / name, text.encode(enc))).full_text
         assert text.split()[0].rstrip(",") in got and text.split()[-1].rstrip(".") in got, (name, got[:80])
+
+
+def test_a_load_error_carries_the_file_as_given_and_its_reason(tmp_path):
+    """The doors named the file as given by rewriting the message's path prefix, and the watcher stripped it again
+    (three spellings of the path tried); the error now carries both parts."""
+    import pickle
+
+
+    empty = tmp_path / "real.md"
+    empty.write_text("")
+    with pytest.raises(IngestError) as e:
+        load_document(empty, shown="docs/notes.md")
+    assert (e.value.path, e.value.reason) == ("docs/notes.md", "empty file (0 bytes)")
+    assert str(e.value) == "docs/notes.md: empty file (0 bytes)"
+    again = pickle.loads(pickle.dumps(e.value))
+    assert (again.path, again.reason, str(again)) == (e.value.path, e.value.reason, str(e.value))
+    e.value.noting("; DOC3 keeps the version indexed then")
+    assert str(e.value) == "docs/notes.md: empty file (0 bytes); DOC3 keeps the version indexed then"

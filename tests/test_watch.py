@@ -125,7 +125,7 @@ class FakeEngine:
         self.calls.append(real)
         raw = Path(real).read_bytes()
         if not raw:
-            raise IngestError(f"{real}: empty file (0 bytes)")
+            raise IngestError(real, "empty file (0 bytes)")
         h = hashlib.sha256(raw).hexdigest()
         old = next((d for d in self.docs.values() if d.path == real), None)
         dup = next((d for d in self.docs.values() if d.content_hash == h), None)

@@ -714,7 +714,10 @@ class Engine:
             p, resolved, content_hash, t0 = self._identify(path)
             ready = self._prepare_file(p, resolved, content_hash, t0, progress)
             return ready if isinstance(ready, IndexResult) else self._store_one(ready)
-        except ThreadRagError as exc:  # as index_paths says it of a failed file
+        except IngestError as exc:  # as index_paths says it of a failed file
+            exc.noting(self._kept_version(path))
+            raise
+        except ThreadRagError as exc:
             exc.args = (str(exc) + self._kept_version(path),)
             raise
 
@@ -744,31 +747,31 @@ class Engine:
         t0 = time.perf_counter()
         p = Path(path).expanduser()
         if printable(p) != str(p):  # the catalog, the logs and the terminal take text
-            raise IngestError(f"{printable(p)}: the file name is not valid UTF-8 (rename the file)")
+            raise IngestError(p, "the file name is not valid UTF-8 (rename the file)")
         if not p.exists():
             if p.is_symlink():
                 try:
                     p.resolve(strict=True)
                 except RuntimeError:  # Python's word for links that go round
-                    raise IngestError(f"{p}: a loop of links that never reaches a file") from None
+                    raise IngestError(p, "a loop of links that never reaches a file") from None
                 except OSError:
                     pass
-                raise IngestError(f"{p}: a link to {printable(os.readlink(p))}, which does not exist")
-            raise IngestError(f"{p}: no such file")
+                raise IngestError(p, f"a link to {printable(os.readlink(p))}, which does not exist")
+            raise IngestError(p, "no such file")
         resolved = p.resolve()
         if printable(resolved) != str(resolved):  # reached through a link or the current folder
-            raise IngestError(f"{p}: its real path {printable(resolved)} is not valid UTF-8 (rename the folder or file)")
+            raise IngestError(p, f"its real path {printable(resolved)} is not valid UTF-8 (rename the folder or file)")
         if resolved.is_dir():
-            raise IngestError(f"{p}: is a directory (use index_paths)")
+            raise IngestError(p, "is a directory (use index_paths)")
         if not resolved.is_file():  # reading a pipe would wait for a writer forever
-            raise IngestError(f"{p}: not a regular file (a pipe, socket or device)")
+            raise IngestError(p, "not a regular file (a pipe, socket or device)")
         if not self.supported(resolved):
-            raise IngestError(f"{p}: unsupported file type '{resolved.suffix or '(none)'}' "
+            raise IngestError(p, f"unsupported file type '{resolved.suffix or '(none)'}' "
                               f"(supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")
         try:
             raw = resolved.read_bytes()
         except OSError as exc:
-            raise IngestError(f"{p}: cannot read ({exc.strerror})") from None
+            raise IngestError(p, f"cannot read ({exc.strerror})") from None
         return p, resolved, hashlib.sha256(raw).hexdigest(), t0
 
     def _prepare_file(self, p: Path, resolved: Path, content_hash: str, t0: float,
@@ -1017,7 +1020,7 @@ class Engine:
             self.token_cache.remove(pl.serial, pl.gen)
             self._remove_derived(pl.serial, gen=pl.gen)
             pl.marker.unlink(missing_ok=True)
-            raise IngestError(f"{r.shown}: another machine committed a newer version of {pl.doc_id} (generation "
+            raise IngestError(r.shown, f"another machine committed a newer version of {pl.doc_id} (generation "
                               f"{newer}) meanwhile; that one stays")
         if pl.old:
             self._drop_older_rows(pl.serial, pl.gen)

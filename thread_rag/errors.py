@@ -31,7 +31,24 @@ class SettingsError(ThreadRagError):
 
 
 class IngestError(ThreadRagError):
-    """A document could not be loaded or chunked (names the file and the reason)."""
+    """A document could not be loaded or chunked: ``path`` (the file as the user named it, printable) and
+    ``reason``; its line is ``path: reason``."""
+
+    def __init__(self, path, reason: str):
+        self.path, self.reason = printable(path), " ".join(str(reason).split())
+        super().__init__(f"{self.path}: {self.reason}")
+
+    def __reduce__(self):
+        return IngestError, (self.path, self.reason)
+
+    def named(self, path) -> "IngestError":
+        """The same failure, naming the file as ``path``."""
+        return IngestError(path, self.reason)
+
+    def noting(self, note: str) -> None:
+        """Add ``note`` to the reason (what the library still serves for the file)."""
+        self.reason += note
+        self.args = (f"{self.path}: {self.reason}",)
 
 
 class ChunkIdError(ThreadRagError):

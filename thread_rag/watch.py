@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import ThreadRagError, UnknownDocumentError, one_line, printable
+from .errors import IngestError, ThreadRagError, UnknownDocumentError, one_line, printable
 from .ingest import SUPPORTED_SUFFIXES
 
 ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); plain ints keep plan() import-free
@@ -208,13 +208,10 @@ class Watcher:
             return self.fail(path, "links to a file outside the watched folders (not followed)")
         try:
             res = self.engine.index_file(path)
+        except IngestError as exc:  # the line names the file already
+            return self.fail(path, exc.reason)
         except Exception as exc:  # noqa: BLE001 - a bad file is one line and the watcher goes on
-            reason = one_line(exc)
-            for prefix in {path, os.path.realpath(path)}:  # as the error says it (its whitespace squeezed)
-                for said in {prefix, " ".join(prefix.split()), printable(prefix)}:
-                    if reason.startswith(said + ": "):
-                        reason = reason[len(said) + 2:]
-            return self.fail(path, reason)
+            return self.fail(path, one_line(exc))
         self.failures.pop(path, None)
         for w in res.warnings:
             self.note(f"warning: {shown(path)}: {w}")

@@ -186,7 +186,7 @@ class SentenceChunker:
     def chunk(self, doc: LoadedDocument) -> list[ChunkDraft]:
         units = self.units(doc)
         if not units:
-            raise IngestError(f"{doc.path}: no text to chunk")
+            raise IngestError(doc.path, "no text to chunk")
         return self.pack(units)
 
 
@@ -201,7 +201,7 @@ class SemanticChunker(SentenceChunker):
     def chunk(self, doc: LoadedDocument) -> list[ChunkDraft]:
         units = self.units(doc)
         if not units:
-            raise IngestError(f"{doc.path}: no text to chunk")
+            raise IngestError(doc.path, "no text to chunk")
         return self.pack(units, semantic_breaks([u.text for u in units], self.embed, self.percentile))
 
 

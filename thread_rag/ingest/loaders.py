@@ -30,27 +30,26 @@ def load_document(path: str | Path, password: str | None = None, shown: str | Pa
     try:
         return _load_document(Path(path), password)
     except IngestError as exc:
-        said, prefix = str(exc), f"{path}: "
-        if shown is None or not said.startswith(prefix):
+        if shown is None:
             raise
-        raise IngestError(f"{shown}: {said[len(prefix):]}") from None
+        raise exc.named(shown) from None
 
 
 def _load_document(p: Path, password: str | None) -> LoadedDocument:
     if not p.exists():
-        raise IngestError(f"{p}: no such file")
+        raise IngestError(p, "no such file")
     if p.is_dir():
-        raise IngestError(f"{p}: is a directory (index a directory with `thread-rag index DIR`)")
+        raise IngestError(p, "is a directory (index a directory with `thread-rag index DIR`)")
     kind = SUPPORTED_SUFFIXES.get(p.suffix.lower())
     if kind is None:
-        raise IngestError(f"{p}: unsupported file type '{p.suffix or '(none)'}' "
+        raise IngestError(p, f"unsupported file type '{p.suffix or '(none)'}' "
                           f"(supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")
     try:
         size = p.stat().st_size
     except OSError as exc:
-        raise IngestError(f"{p}: cannot read ({exc.strerror})") from None
+        raise IngestError(p, f"cannot read ({exc.strerror})") from None
     if size == 0:
-        raise IngestError(f"{p}: empty file (0 bytes)")
+        raise IngestError(p, "empty file (0 bytes)")
     try:
         if kind == "pdf":
             doc = _load_pdf(p, password)
@@ -61,14 +60,14 @@ def _load_document(p: Path, password: str | None) -> LoadedDocument:
     except IngestError:
         raise
     except PermissionError:
-        raise IngestError(f"{p}: permission denied") from None
+        raise IngestError(p, "permission denied") from None
     except Exception as exc:  # noqa: BLE001 - any parser failure becomes one clear line
-        raise IngestError(f"{p}: cannot be parsed as {kind.upper()} ({exc.__class__.__name__}: "
+        raise IngestError(p, f"cannot be parsed as {kind.upper()} ({exc.__class__.__name__}: "
                           f"{str(exc).splitlines()[0][:160] if str(exc) else 'no detail'})") from None
     if not any(b.text.strip() for b in doc.blocks):
         if kind == "pdf":
-            raise IngestError(f"{p}: no extractable text (scanned or image-only PDF? OCR it first)")
-        raise IngestError(f"{p}: no text content (empty or whitespace only)")
+            raise IngestError(p, "no extractable text (scanned or image-only PDF? OCR it first)")
+        raise IngestError(p, "no text content (empty or whitespace only)")
     _assign_offsets(doc.blocks)
     return doc
 
@@ -102,7 +101,7 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
                 continue
             if _looks_like_text(text[:20000]):
                 return text, enc
-        raise IngestError(f"{p}: binary data, not text (NUL bytes found)")
+        raise IngestError(p, "binary data, not text (NUL bytes found)")
     try:
         text = raw.decode("utf-8")
         enc = "utf-8"
@@ -112,7 +111,7 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
         matches = from_bytes(raw[:1_000_000])
         best = matches.best()
         if best is None:
-            raise IngestError(f"{p}: binary data or unknown text encoding") from None
+            raise IngestError(p, "binary data or unknown text encoding") from None
         enc = best.encoding
         # a short text fits many code pages equally cleanly (a French note "is" cp775): when the best guess is no
         # Windows code page and Windows-1252 (which extends Latin-1) is as clean, it is the likelier one; a Windows
@@ -123,7 +122,7 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
             enc = "cp1252"
         text = raw.decode(enc, errors="replace")
     if not _looks_like_text(text[:20000]):
-        raise IngestError(f"{p}: binary data, not text (too many control characters)")
+        raise IngestError(p, "binary data, not text (too many control characters)")
     return text, enc
 
 
@@ -247,11 +246,11 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
     with p.open("rb") as fh:
         head = fh.read(1024)
     if b"%PDF" not in head:
-        raise IngestError(f"{p}: not a PDF (no %PDF header; corrupt or misnamed file)")
+        raise IngestError(p, "not a PDF (no %PDF header; corrupt or misnamed file)")
     try:
         reader = PdfReader(str(p), strict=False)
     except PdfReadError as exc:
-        raise IngestError(f"{p}: corrupt PDF ({str(exc)[:120]})") from None
+        raise IngestError(p, f"corrupt PDF ({str(exc)[:120]})") from None
     if reader.is_encrypted:
         ok = 0
         for pw in ([password] if password else []) + [""]:
@@ -262,11 +261,11 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
             if ok:
                 break
         if not ok:
-            raise IngestError(f"{p}: encrypted PDF (password required)")
+            raise IngestError(p, "encrypted PDF (password required)")
     try:
         n_pages = len(reader.pages)
     except (PdfReadError, FileNotDecryptedError) as exc:
-        raise IngestError(f"{p}: corrupt PDF ({str(exc)[:120]})") from None
+        raise IngestError(p, f"corrupt PDF ({str(exc)[:120]})") from None
     page_lines: list[list[str]] = []
     failed: list[int] = []
     for number, page in enumerate(reader.pages, start=1):
@@ -379,27 +378,27 @@ def _reflow(lines: list[str]) -> str:
 # ----------------------------------------------------------------------------------------- docx
 def _load_docx(p: Path) -> LoadedDocument:
     if not zipfile.is_zipfile(p):
-        raise IngestError(f"{p}: not a DOCX (not a zip container; corrupt or misnamed file)")
+        raise IngestError(p, "not a DOCX (not a zip container; corrupt or misnamed file)")
     try:
         import docx
         from docx.oxml.ns import qn
     except ImportError as exc:  # pragma: no cover
-        raise IngestError(f"python-docx is not installed ({exc})") from None
+        raise IngestError(p, f"python-docx is not installed ({exc})") from None
     try:
         document = docx.Document(str(p))
     except KeyError as exc:
         if "officeDocument" in str(exc) or "strict" in str(exc).lower():
-            raise IngestError(f"{p}: DOCX cannot be opened (Strict OOXML is not supported by python-docx; "
+            raise IngestError(p, f"DOCX cannot be opened (Strict OOXML is not supported by python-docx; "
                               f"re-save it as a standard .docx)") from None
-        raise IngestError(f"{p}: DOCX cannot be opened ({str(exc)[:120]})") from None
+        raise IngestError(p, f"DOCX cannot be opened ({str(exc)[:120]})") from None
     except ValueError as exc:
         msg = str(exc)
         if "officeDocument" in msg:
-            raise IngestError(f"{p}: DOCX cannot be opened (Strict OOXML or not a Word document; "
+            raise IngestError(p, f"DOCX cannot be opened (Strict OOXML or not a Word document; "
                               f"re-save it as a standard .docx)") from None
-        raise IngestError(f"{p}: DOCX cannot be opened ({msg[:120]})") from None
+        raise IngestError(p, f"DOCX cannot be opened ({msg[:120]})") from None
     except zipfile.BadZipFile as exc:
-        raise IngestError(f"{p}: corrupt DOCX ({exc})") from None
+        raise IngestError(p, f"corrupt DOCX ({exc})") from None
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
