@@ -155,7 +155,6 @@ def test_a_load_error_carries_the_file_as_given_and_its_reason(tmp_path):
     (three spellings of the path tried); the error now carries both parts."""
     import pickle
 
-
     empty = tmp_path / "real.md"
     empty.write_text("")
     with pytest.raises(IngestError) as e:
