@@ -553,7 +553,7 @@ def test_repl_compare_takes_the_cli_options(pair_engine):
     assert repl.handle("/compare DOC1 DOC2 --limit 1 --all")
     out = buf.getvalue()
     assert "topic" not in out and "error" not in out, out
-    assert "1 more changed/only rows not shown" in out
+    assert "1 more changed/only rows not shown (--limit N)" in out  # the chat has no --json
     folded = io.StringIO()
     Repl(pair_engine, console=Console(file=folded, width=140, force_terminal=False)).handle("/compare DOC1 DOC2")
     assert len(out.splitlines()) > len(folded.getvalue().splitlines())  # --all: the same rows one by one

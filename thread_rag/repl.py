@@ -288,7 +288,7 @@ class Repl:
                                       explain_within=limit)
         from .compare.view import render_comparison
 
-        render_comparison(self.console, res, limit=limit, show_same="--all" in flags)
+        render_comparison(self.console, res, limit=limit, show_same="--all" in flags, more="--limit N")
 
     def answer(self, question: str) -> None:
         c = self.console

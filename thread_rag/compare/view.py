@@ -137,7 +137,9 @@ def comparison_table(res: dict, limit: int | None = None, show_same: bool = Fals
     return t, left_out
 
 
-def render_comparison(console: Console, res: dict, limit: int | None = None, show_same: bool = False) -> None:
+def render_comparison(console: Console, res: dict, limit: int | None = None, show_same: bool = False,
+                      more: str = "--limit N, or --json for all") -> None:
+    """The comparison as a table; ``more``: how this door shows the rows a ``limit`` left out."""
     a, b = res["doc_a"], res["doc_b"]
     c = res["counts"]
     head = Text()
@@ -161,7 +163,7 @@ def render_comparison(console: Console, res: dict, limit: int | None = None, sho
     table, left_out = comparison_table(res, limit=limit, show_same=show_same)
     console.print(table)
     if left_out:
-        console.print(Text(f"… {left_out} more changed/only rows not shown (--limit N, or --json for all)",
+        console.print(Text(f"… {left_out} more changed/only rows not shown ({more})",
                            style="dim"))
     tm = res.get("timings_ms") or {}
     console.print(Text(f"aligned in {tm.get('align_ms', 0):.0f} ms, labelled in {tm.get('label_ms', 0):.0f} ms; "
