@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from rich.console import Console
 
-from conftest import REPO
+from conftest import REPO, write
 from fakes import ScriptedChatModel
 from thread_rag.agent.loop import Agent
 from thread_rag.agent.script import run_script
@@ -375,3 +375,16 @@ def test_repl_loads_the_llm_in_the_background(manual_engine, monkeypatch, capsys
             assert "01-getting-started.md" in out  # the next command still ran
     captured = capsys.readouterr()
     assert "Exception in thread" not in captured.err and "Traceback" not in captured.err
+
+
+def test_chat_history_is_kept_in_memory_until_the_data_dir_holds_a_library(make_engine, tmp_path):
+    """On a data dir that did not exist yet (a first run's default), every line typed in the chat printed
+    prompt-toolkit's FileNotFoundError for chat_history.txt: the chat no longer makes the folder until it indexes."""
+    e = make_engine()
+    assert not e.home.exists()
+    history = Repl(e, console=Console(file=io.StringIO()), preload=False).make_session().history
+    history.append_string("/help")
+    assert not e.home.exists() and list(history.get_strings()) == ["/help"]  # recalled within the session
+    e.index_file(write(tmp_path / "a.md", "# A\n\nSome words to index here.\n"))
+    history.append_string("/docs")
+    assert "/docs" in (e.home / "chat_history.txt").read_text()

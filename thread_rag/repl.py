@@ -150,10 +150,17 @@ class Repl:
                         if d.doc_id.startswith(word.upper()):
                             yield Completion(d.doc_id, start_position=-len(word))
 
-        hist = self.engine.home / "chat_history.txt"
+        class LibraryHistory(FileHistory):
+            """Lines go to the data dir's chat_history.txt once it holds a library; until then (a chat that
+            indexes nothing writes nothing there) they are recalled in this session only."""
+
+            def store_string(self, string: str) -> None:
+                if not engine.fresh:
+                    super().store_string(string)
+
         inp, outp = self._pt
-        return PromptSession(history=FileHistory(str(hist)), completer=SlashCompleter(), complete_while_typing=False,
-                             input=inp, output=outp)
+        return PromptSession(history=LibraryHistory(str(engine.home / "chat_history.txt")), completer=SlashCompleter(),
+                             complete_while_typing=False, input=inp, output=outp)
 
     def banner(self) -> None:
         c = self.console
