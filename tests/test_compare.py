@@ -557,6 +557,18 @@ def test_repl_compare_takes_the_cli_options(pair_engine):
     folded = io.StringIO()
     Repl(pair_engine, console=Console(file=folded, width=140, force_terminal=False)).handle("/compare DOC1 DOC2")
     assert len(out.splitlines()) > len(folded.getvalue().splitlines())  # --all: the same rows one by one
+    bad = io.StringIO()
+    repl = Repl(pair_engine, console=Console(file=bad, width=140, force_terminal=False))
+    assert repl.handle("/compare DOC1 DOC2 --limit 0")
+    assert "--limit 0: must be 1 or more" in bad.getvalue()  # as the CLI says; it became 20
+    seen = []
+    repl.wait_for_model = lambda: None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("thread_rag.repl.tools.compare_documents", lambda *a, **kw: seen.append((a, kw)) or 1 / 0)
+        repl.handle("/compare DOC1 DOC2 --limit 30 --explain")
+        repl.handle("/compare DOC1 DOC2 -- --all")
+    assert seen[0][1] == {"topic": None, "explain": True, "explain_limit": 30, "explain_within": 30}  # it explained 10
+    assert seen[1][1]["topic"] == "--all"  # after --, words are the topic (docs/05)
 
 
 def test_agent_tool_argument_validation_and_intent(pair_engine):

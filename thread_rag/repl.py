@@ -280,19 +280,23 @@ class Repl:
     COMPARE_ROWS = 20  # changed/only rows shown in the chat (the CLI pages the whole comparison)
 
     def do_compare(self, args: list[str]) -> None:
-        flags = {a for a in args if a in ("--explain", "--all")}
-        text, opts = _options(" ".join(a for a in args if a not in flags), {"--limit": _NUMBER})
+        cut = args.index("--") if "--" in args else len(args)  # after it, every word is the topic's
+        flags = {a for a in args[:cut] if a in ("--explain", "--all")}
+        text, opts = _options(" ".join([a for a in args[:cut] if a not in flags] + args[cut:]), {"--limit": _NUMBER})
         words = text.split()
         if len(words) < 2:
             raise ThreadRagError(f"usage: {COMMANDS['/compare'].split('  ')[0]}")
-        limit = _int(opts, "--limit") or self.COMPARE_ROWS
+        limit = _int(opts, "--limit")
+        if limit is not None and limit < 1:
+            raise ThreadRagError(f"--limit {limit}: must be 1 or more")
+        explain_limit, limit = limit or 10, limit or self.COMPARE_ROWS  # the CLI's: 10 explained unless --limit
         if "--explain" in flags:
             self.wait_for_model()
         topic = " ".join(words[2:]) or None
         if topic and topic.lower().startswith("about "):
             topic = topic[6:].strip() or None
         res = tools.compare_documents(self.engine, words[0], words[1], topic=topic, explain="--explain" in flags,
-                                      explain_within=limit)
+                                      explain_limit=explain_limit, explain_within=limit)
         from .compare.view import render_comparison
 
         render_comparison(self.console, res, limit=limit, show_same="--all" in flags, more="--limit N")
