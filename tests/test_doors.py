@@ -414,6 +414,8 @@ def test_reading_commands_on_a_data_dir_with_no_library_make_nothing_there(tmp_p
         assert not typo.exists(), argv
         if argv[0] in ("docs", "search", "nested", "preheat"):
             assert out.splitlines()[0] == hint, (argv, out)
+        if argv[0] == "search":  # no "stages ; early exit False; 0 ms" for a search that searched nothing
+            assert out.splitlines()[1:] == ["no results"], out
         if argv[0] == "stats":
             assert out.strip() == f"0 documents, 0 chunks, data dir {typo} (nothing indexed there)"
         if argv[0] == "ask":  # said so before any model was loaded, and named the shell's command, not the chat's
