@@ -403,8 +403,7 @@ def test_reading_commands_on_a_data_dir_with_no_library_make_nothing_there(tmp_p
 
     for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
         monkeypatch.delenv(k)
-    monkeypatch.setenv("THREAD_RAG_CACHE_PATH", str(tmp_path / "cache"))
-    typo = tmp_path / "libary"
+    typo = tmp_path / "libary"  # the summary cache's default is inside it too (<data dir>/doc_cache)
     hint = f"No documents indexed in {typo}. Index a file or folder: thread-rag --data-dir {typo} index PATH"
     for argv, rc in ((["docs"], 0), (["stats"], 0), (["search", "x"], 0), (["nested", "x"], 0), (["preheat"], 0),
                      (["fetch", "DOC1_000"], 1), (["delete", "DOC1"], 1), (["compare", "DOC1", "DOC2"], 1),
