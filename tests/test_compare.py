@@ -725,3 +725,18 @@ def test_a_short_topic_named_word_for_word_is_found(pair_engine):
     assert res["topic_missing"] == ["DOC1"] and res["focus"]["a"] is not None
     with pytest.raises(ThreadRagError, match="nothing about 'pgbouncer' in DOC1 or DOC2"):
         tools.compare_documents(pair_engine, "DOC1", "DOC2", topic="pgbouncer")  # named nowhere
+
+
+def test_compare_of_a_document_whose_chunks_the_store_lost_says_so(make_engine, tmp_path):
+    """With its chunks gone from the store (a deleted chroma folder), compare said "same 0 · changed 0" (0 chunks),
+    exit 0, where search, fetch and nested name the loss and the repair."""
+    from thread_rag import tools
+    from thread_rag.errors import ThreadRagError
+
+    engine = make_engine(CHUNK_TOKENS=80, CHUNK_OVERLAP=8, CHUNK_MIN_TOKENS=16)
+    engine.index_file(write(tmp_path / "v1" / "guide.md", V1))
+    engine.index_file(write(tmp_path / "v2" / "guide.md", V2))
+    rec = engine.document("DOC2")
+    engine.store.delete_generation(rec.serial, rec.generation)
+    with pytest.raises(ThreadRagError, match=r"^DOC2: chunks missing from the store .*doctor --repair"):
+        tools.compare_documents(engine, "DOC1", "DOC2")

@@ -95,7 +95,7 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
     _same_embedder(*recs, engine.settings.EMBEDDER_MODEL)
     sides = []
     for rec in recs:
-        chunks, vectors = engine.store.load(rec.serial, rec.generation, with_embeddings=True)
+        chunks, vectors = engine.library.vectors(rec.serial, rec.generation)  # a store that lost them: named
         sides.append(Side(rec.doc_id, rec.name, chunks, vectors, rec.content_hash))
     t_load = time.perf_counter() - t0
     focus, missing = None, []
