@@ -425,3 +425,15 @@ def test_reading_commands_on_a_data_dir_with_no_library_make_nothing_there(tmp_p
     typo.mkdir()  # a folder that is not a library (someone's documents): nothing written into it either
     assert cli.main(["--data-dir", str(typo), "search", "x"]) == 0
     assert list(typo.iterdir()) == []
+
+
+def test_a_search_hit_shows_every_page_it_spans():
+    """`search --pages 3` listed "DOC12_001 p.2" for a chunk of pages 2-7: it looked as if the filter were broken."""
+    from rich.console import Console
+
+    from thread_rag.render import render_search
+
+    buf = io.StringIO()
+    hit = {"chunk_id": "DOC12_001", "page_start": 2, "page_end": 7, "score": 0.5, "heading_path": [], "text": "x"}
+    render_search(Console(file=buf, width=100), {"hits": [hit], "stages_run": ["stage1"], "timings_ms": {}})
+    assert buf.getvalue().startswith("DOC12_001 pp.2-7  0.500"), buf.getvalue()

@@ -62,11 +62,14 @@ class Chunk:
 
     @property
     def pages_label(self) -> str:
-        if self.page_start is None:
-            return ""
-        if self.page_end in (None, self.page_start):
-            return f"p.{self.page_start}"
-        return f"pp.{self.page_start}-{self.page_end}"
+        return pages_label(self.page_start, self.page_end)
+
+
+def pages_label(first: int | None, last: int | None) -> str:
+    """``p.3``, ``pp.3-5``, or "" for a text without pages."""
+    if first is None:
+        return ""
+    return f"p.{first}" if last in (None, first) else f"pp.{first}-{last}"
 
 
 def content_key(chunks: list, embedder: str, chunk_strategy: str) -> str:

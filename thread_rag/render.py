@@ -6,6 +6,8 @@ import contextlib
 from rich.console import Console
 from rich.text import Text
 
+from .records import pages_label
+
 
 def make_console(stderr: bool = False) -> Console:
     """The console of the CLI and the chat: on a terminal rich wraps long lines; into a pipe or file a printed line
@@ -52,7 +54,7 @@ def render_search(out: Console, res: dict) -> None:
     if not res["hits"]:
         out.print(styled("no results"))
     for h in res["hits"]:
-        pages = f" p.{h['page_start']}" if h.get("page_start") else ""
+        pages = f" {pages_label(h.get('page_start'), h.get('page_end'))}" if h.get("page_start") else ""
         out.print(styled((h["chunk_id"], "bold"), f"{pages}  {h['score']:.3f}  ",
                          (" > ".join(h.get("heading_path") or []), "dim")))
         out.print(styled("   " + h["text"][:240].replace("\n", " ")))

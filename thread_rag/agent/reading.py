@@ -23,7 +23,8 @@ from typing import Callable
 import numpy as np
 
 from ..ids import ChunkId
-from ..threads.passages import join_thread, pages_label
+from ..records import pages_label
+from ..threads.passages import join_thread
 from .answer import Source, number
 
 

@@ -269,7 +269,8 @@ class NestedIndex:
             n, ser = all_nodes[i], owners[i]
             thread = self.library.thread(ser)
             chunks = thread.chunks[n["first"]:n["last"] + 1]
-            from ..threads.passages import join_thread, pages_label
+            from ..records import pages_label
+            from ..threads.passages import join_thread
 
             text = join_thread(chunks)
             pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]

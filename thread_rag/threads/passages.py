@@ -27,7 +27,3 @@ def join_thread(chunks) -> str:
     return text
 
 
-def pages_label(a, b) -> str:
-    if a is None:
-        return ""
-    return f"p.{a}" if b in (None, a) else f"pp.{a}-{b}"

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import ThreadRagError
 from ..ids import ChunkId
-from .passages import join_thread, pages_label
+from ..records import pages_label
+from .passages import join_thread
 from .summary_cache import SummaryCache
 
 MAX_IDS = 50
