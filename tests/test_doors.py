@@ -437,3 +437,25 @@ def test_a_search_hit_shows_every_page_it_spans():
     hit = {"chunk_id": "DOC12_001", "page_start": 2, "page_end": 7, "score": 0.5, "heading_path": [], "text": "x"}
     render_search(Console(file=buf, width=100), {"hits": [hit], "stages_run": ["stage1"], "timings_ms": {}})
     assert buf.getvalue().startswith("DOC12_001 pp.2-7  0.500"), buf.getvalue()
+
+
+def test_preheat_says_why_its_summaries_failed(tmp_path, monkeypatch, capsys):
+    """With the summary model's server down, `preheat` said "failed 4" and nothing more; --json cut each reason
+    mid-word ("is `ollama ser") and named CHAT_BACKEND, where SUMMARY_BACKEND chooses the summarizer."""
+    from thread_rag import cli
+
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    home = str(tmp_path / "home")
+    assert cli.main(["--data-dir", home, "index", str(write(tmp_path / "g.md", "# G\n\nOpen the valve first.\n"))]) == 0
+    monkeypatch.setenv("THREAD_RAG_SUMMARY_BACKEND", "ollama")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "preheat"]) == 1
+    out, err = capsys.readouterr()
+    assert "failed 1" in out
+    (line,) = err.splitlines()  # each distinct reason once
+    assert line.startswith("error: DOC1_000: Ollama request failed (") and "SUMMARY_BACKEND=extractive" in line, err
+    assert cli.main(["--data-dir", home, "preheat", "--json"]) == 1
+    (reason,) = json.loads(capsys.readouterr().out)["errors"]
+    assert reason == line[len("error: "):]  # whole, not cut at 160 characters

@@ -108,12 +108,13 @@ def ollama_reachable(host: str, timeout: float = 1.5) -> tuple[bool, list[str], 
         return False, [], str(getattr(exc, "reason", exc))
 
 
-def ollama_error(exc: Exception, model: str) -> ModelUnavailableError:
+def ollama_error(exc: Exception, model: str, instead: str) -> ModelUnavailableError:
+    """One line for a failed Ollama call; ``instead``: the setting that does without Ollama."""
     text = str(exc)
     if "not found" in text.lower() or "404" in text:
         return ModelUnavailableError(f"Ollama has no model '{model}': run `ollama pull {model}`")
     return ModelUnavailableError(f"Ollama request failed ({text.splitlines()[0][:160] if text else type(exc).__name__}); "
-                                 f"is `ollama serve` running? or set CHAT_BACKEND=embedded")
+                                 f"is `ollama serve` running? or set {instead}")
 
 
 def ollama_model_name(settings) -> str:

@@ -118,7 +118,7 @@ class OllamaSummarizer:
                 {"role": "user", "content": PROMPT.format(n=self.max_words, heading=heading or "-", text=text)}],
                 options={"temperature": 0, "num_ctx": self.num_ctx, "num_predict": self.max_words * 2})
         except Exception as exc:  # noqa: BLE001
-            raise ollama_error(exc, self.model) from None
+            raise ollama_error(exc, self.model, instead="SUMMARY_BACKEND=extractive") from None
         return _clean_llm(r["message"]["content"] or "", self.max_words)
 
 
