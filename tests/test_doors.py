@@ -367,6 +367,12 @@ def test_chat_search_and_nested_take_the_cli_options(manual_engine):
     repl.handle("/search what does --force do")  # not an option of /search: part of the query
     lines = buf.getvalue().splitlines()
     assert not any(x.startswith("error:") for x in lines) and any(x.startswith("DOC") for x in lines), lines
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/nested pre-heat --limit 0")  # it gave 5 passages, where the CLI refuses it
+    assert buf.getvalue().strip() == "error: limit=0 must be an integer from 1 to 50", buf.getvalue()
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/fetch DOC1_000 --budget x")  # it said "'--budget' is not a chunk id" and "'x' is not ..."
+    assert buf.getvalue().strip() == "error: --budget x: expected a number of tokens", buf.getvalue()
 
 
 def test_ctrl_c_during_index_keeps_the_lines_of_what_was_committed_and_leaves_no_orphans(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from typing import Any
@@ -260,14 +259,10 @@ def _dispatch(args) -> int:
         else:
             out.print(styled(f"summaries made {res['made']}, already cached {res['cached']}, failed {res['failed']}, "
                              f"{res['seconds']:.1f} s ({res['summarizer']})"))
-            said = set()
-            for e in res["errors"]:  # a chunk's failure, each reason once (with its first chunk); a cache's warning
-                chunk, _, reason = e.partition(": ")
-                if not re.fullmatch(r"DOC[0-9]+_[0-9]+", chunk):
-                    print(f"warning: {e}", file=sys.stderr)
-                elif reason not in said:
-                    said.add(reason)
-                    print(f"error: {e}", file=sys.stderr)
+            from .render import preheat_notes
+
+            for line in preheat_notes(res):
+                print(line, file=sys.stderr)
         return 1 if res["failed"] else 0
     if args.cmd == "ask":
         from .agent.loop import Agent

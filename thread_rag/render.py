@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 from rich.console import Console
 from rich.text import Text
@@ -63,6 +64,20 @@ def render_search(out: Console, res: dict) -> None:
         return
     out.print(styled((f"stages {', '.join(res.get('stages_run', []))}; early exit {res.get('early_exit')}; "
                       f"{sum(t.values()):.0f} ms", "dim")))
+
+
+def preheat_notes(res: dict) -> list[str]:
+    """A pre-heat's failures, each reason once with the first chunk it failed on (``error: DOC1_000: ...``), and
+    its summary cache's warnings (``warning: ...``)."""
+    said, lines = set(), []
+    for e in res.get("errors") or []:
+        chunk, _, reason = e.partition(": ")
+        if not re.fullmatch(r"DOC[0-9]+_[0-9]+", chunk):
+            lines.append(f"warning: {e}")
+        elif reason not in said:
+            said.add(reason)
+            lines.append(f"error: {e}")
+    return lines
 
 
 def render_windows(out: Console, res: dict, err: Console | None = None) -> None:

@@ -16,7 +16,8 @@ from rich.console import Console
 
 from . import tools
 from .errors import ThreadRagError, one_line
-from .render import make_console, progress_bar, render_nested, render_search, render_windows, sources_line, styled
+from .render import (make_console, preheat_notes, progress_bar, render_nested, render_search, render_windows,
+                     sources_line, styled)
 
 COMMANDS = {
     "/docs": "list indexed documents",
@@ -61,8 +62,8 @@ def _options(text: str, known: dict[str, str]) -> tuple[str, dict]:
     return " ".join(query), opts
 
 
-def _int(opts: dict, name: str) -> int | None:
-    return int(opts[name]) if name in opts else None
+def _int(opts: dict, name: str, default: int | None = None) -> int | None:
+    return int(opts[name]) if name in opts else default
 
 
 class Repl:
@@ -246,19 +247,24 @@ class Repl:
             ids, opts = _options(rest, {"--budget": _NUMBER})
             if not ids:
                 raise ThreadRagError("usage: /fetch DOC1_004 [DOC1_005 ...] [--budget 3000]")
+            if "--budget" in ids.split():  # chunk ids are never options: a value that did not fit
+                after = ids.split()[ids.split().index("--budget") + 1:][:1]
+                raise ThreadRagError(f"{' '.join(['--budget', *after])}: expected a number of tokens")
             render_windows(c, tools.fetch_chunks_by_id(self.engine, ids.split(), token_budget=_int(opts, "--budget")))
         elif cmd == "/nested":
             query, opts = _options(rest, {"--doc": _DOC, "--limit": _NUMBER, "--offset": _NUMBER})
             if not query:
                 raise ThreadRagError("usage: /nested QUERY [--doc DOC1] [--limit 5] [--offset 0]")
-            render_nested(c, tools.nested_retrieve(self.engine, query, limit=_int(opts, "--limit") or 5,
-                                                   doc_id=opts.get("--doc"), offset=_int(opts, "--offset") or 0))
+            render_nested(c, tools.nested_retrieve(self.engine, query, limit=_int(opts, "--limit", 5),
+                                                   doc_id=opts.get("--doc"), offset=_int(opts, "--offset", 0)))
         elif cmd == "/compare":
             self.do_compare(args)
         elif cmd == "/preheat":
             with progress_bar(c) as bar:
                 r = tools.pre_heat_summaries(self.engine, args[0] if args else None, progress=bar)
             c.print(styled(f"summaries made {r['made']}, cached {r['cached']}, failed {r['failed']}, {r['seconds']:.1f} s"))
+            for line in preheat_notes(r):
+                c.print(styled((line, "yellow")))
         elif cmd == "/delete":
             if not args:
                 raise ThreadRagError("usage: /delete DOC1")
