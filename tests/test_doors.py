@@ -465,3 +465,19 @@ def test_preheat_says_why_its_summaries_failed(tmp_path, monkeypatch, capsys):
     assert cli.main(["--data-dir", home, "preheat", "--json"]) == 1
     (reason,) = json.loads(capsys.readouterr().out)["errors"]
     assert reason == line[len("error: "):]  # whole, not cut at 160 characters
+
+
+def test_an_empty_question_is_named_before_a_model_is_reached(tmp_path, monkeypatch, capsys):
+    """`ask ""` with Ollama down said "Ollama is not reachable": the model was reached for before the question was
+    looked at."""
+    from thread_rag import cli
+
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    home = str(tmp_path / "home")
+    assert cli.main(["--data-dir", home, "index", str(write(tmp_path / "g.md", "# G\n\nOpen the valve first.\n"))]) == 0
+    monkeypatch.setenv("THREAD_RAG_CHAT_BACKEND", "ollama")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "ask", "  "]) == 1
+    assert capsys.readouterr().err.strip() == "error: empty question"

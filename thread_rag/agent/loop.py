@@ -192,10 +192,16 @@ class Agent:
     def __init__(self, engine, chat_model=None, on_event: Callable[[str, dict], None] | None = None):
         self.engine = engine
         self.settings = engine.settings
-        self.model = chat_model or engine.chat_model
+        self._model = chat_model  # the engine's is reached for at the first call (a bad question is named first)
         self.tools = make_tools(engine)
         self.history: list[tuple[str, str]] = []  # (question, answer)
         self.on_event = on_event or (lambda kind, data: None)
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = self.engine.chat_model
+        return self._model
 
     @property
     def backend(self) -> str:
