@@ -257,7 +257,7 @@ def test_a_lost_catalog_never_restarts_the_ids_over_an_existing_store(make_engin
     e.index_file(write(tmp_path / "a.md", guide(1, 12)))
     cat = e.home / "catalog.json"
     cat.write_text('{"format": 1, "documents": {"1": ')  # torn
-    with pytest.raises(CorruptFileError, match="corrupt"):
+    with pytest.raises(CorruptFileError, match=r"corrupt .*; run `thread-rag doctor --repair`"):  # the way out at once
         make_engine()
     aside = list(e.home.glob("catalog.json.corrupt-*"))
     assert len(aside) == 1 and not cat.exists()

@@ -27,6 +27,15 @@ from ..records import DocumentRecord
 COMPACT_LINES = 1000
 
 
+def _read_snapshot(path: Path) -> dict | None:
+    """The catalog snapshot, None when there is none; a torn one is set aside and named with the way out."""
+    try:
+        return read_json(path, default=None)
+    except CorruptFileError as exc:
+        raise CorruptFileError(f"{exc}; run `thread-rag doctor --repair` (it rebuilds the catalog from catalog.log "
+                               f"when the log holds its whole history)") from None
+
+
 def _fresh() -> dict:
     return {"format": 1, "next_serial": 1, "version": 0, "documents": {}}
 
@@ -130,7 +139,7 @@ def mend_log(path: Path) -> list[str]:
         raw = log.read_bytes()
     except FileNotFoundError:
         return []
-    data = read_json(path, default=None)
+    data = _read_snapshot(path)
     if data is None:
         return []
     notes = []
@@ -275,7 +284,7 @@ class Catalog:
                 self._offset, n = read_log(self.log_path, self._data, self._offset)
                 self._lines += n
             else:
-                data = read_json(self.path, default=None)
+                data = _read_snapshot(self.path)
                 data = _fresh() if data is None else checked_snapshot(data, self.path)
                 self._offset, self._lines = read_log(self.log_path, data)
                 self._data = data
