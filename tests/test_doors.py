@@ -481,3 +481,24 @@ def test_an_empty_question_is_named_before_a_model_is_reached(tmp_path, monkeypa
     capsys.readouterr()
     assert cli.main(["--data-dir", home, "ask", "  "]) == 1
     assert capsys.readouterr().err.strip() == "error: empty question"
+
+
+def test_a_script_can_come_from_stdin_or_a_pipe(tmp_path, monkeypatch, capsys):
+    """`script -`, `script /dev/stdin` and a named pipe said "no such script file"."""
+    import threading
+
+    from thread_rag import cli
+
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    line = b'{"tool": "list_available_documents", "args": {}}\n'
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(line)))
+    assert cli.main(["--data-dir", str(tmp_path / "h"), "script", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    fifo = tmp_path / "lines"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(line))
+    writer.start()
+    assert cli.main(["--data-dir", str(tmp_path / "h"), "script", str(fifo)]) == 0
+    writer.join(10)
+    assert json.loads(capsys.readouterr().out)["ok"] is True

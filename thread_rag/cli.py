@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("ask", "answer one question")
     p.add_argument("question")
     p = cmd("script", "run a JSONL file of tool calls and questions")
-    p.add_argument("file")
+    p.add_argument("file", help="the JSONL file, or - to read standard input")
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",

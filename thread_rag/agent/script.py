@@ -44,14 +44,14 @@ def _shape_problem(item: dict) -> str | None:
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
     out = out or sys.stdout
     p = Path(path)
-    if p.is_dir():
+    if path != "-" and p.is_dir():
         raise ThreadRagError(f"{path} is a folder, not a script file")
-    if not p.is_file():
+    if path != "-" and not p.exists():
         raise ThreadRagError(f"{path}: no such script file")
+    data = sys.stdin.buffer.read() if path == "-" else p.read_bytes()  # a pipe or /dev/stdin is read to its end
     tools = make_tools(engine)
     agent = None
     failed = 0
-    data = p.read_bytes()
     data = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data  # a BOM is no part of line 1
     for n, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip() or raw.lstrip().startswith(b"#"):  # before decoding: a comment may be in any encoding
