@@ -502,3 +502,25 @@ def test_a_script_can_come_from_stdin_or_a_pipe(tmp_path, monkeypatch, capsys):
     assert cli.main(["--data-dir", str(tmp_path / "h"), "script", str(fifo)]) == 0
     writer.join(10)
     assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+def test_a_name_with_a_line_break_stays_on_its_line(tmp_path, monkeypatch, capsys):
+    """`index`, `delete` and an answer's sources printed a file name holding a line break as it was: one result on
+    two lines (the watcher quotes such a name)."""
+    from thread_rag import cli
+    from thread_rag.render import sources_line
+
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    odd = write(tmp_path / "two\nlines.md", "# G\n\nOpen the valve first.\n")
+    home = str(tmp_path / "home")
+    assert cli.main(["--data-dir", home, "index", str(odd)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.rstrip().endswith(json.dumps(str(odd))), out
+    assert cli.main(["--data-dir", home, "delete", "DOC1"]) == 0
+    assert capsys.readouterr().out == 'deleted DOC1 ("two\\nlines.md")\n'
+
+    class Cite:
+        source, chunk_id, doc_name, pages, how = 1, "DOC1_000", "two\nlines.md", "", "written"
+
+    assert sources_line(type("A", (), {"citations": [Cite]})) == '[1] DOC1_000 "two\\nlines.md"'

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from .errors import ThreadRagError
+from .errors import ThreadRagError, shown
 
 
 def _common(p: argparse.ArgumentParser, top: bool) -> None:
@@ -201,7 +201,7 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json({"deleted": rec.doc_id, "name": rec.name})
         else:
-            out.print(styled(f"deleted {rec.doc_id} ({rec.name})"))
+            out.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
         return 0
     if args.cmd == "search":
         filters = {}
@@ -334,9 +334,9 @@ def _cmd_index(engine, args, out) -> int:
                 if r.status == "failed":
                     print(f"error: {r.error}", file=sys.stderr)
                     continue
-                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {r.path}"))
+                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {shown(r.path)}"))
                 for w in r.warnings:
-                    print(f"warning: {r.path}: {w}", file=sys.stderr)
+                    print(f"warning: {shown(r.path)}: {w}", file=sys.stderr)
     except KeyboardInterrupt:
         if args.json:
             _print_json({"results": results, "interrupted": True, "seconds": round(time.perf_counter() - t0, 3)})

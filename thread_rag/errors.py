@@ -6,6 +6,7 @@ Front doors print that line and exit non-zero; they never show a traceback for i
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -24,6 +25,13 @@ def printable(path) -> str:
         return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate no file system byte makes (a JSON escape such as \ud800)
         return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def shown(path) -> str:
+    """A path or name for a plain output line: quoted and escaped when it holds a line break or tab, so one result
+    stays one line; a name that is not valid UTF-8 shows its odd bytes as ``\\xe9``."""
+    text = printable(path)
+    return text if text.isprintable() else json.dumps(text, ensure_ascii=False)
 
 
 class SettingsError(ThreadRagError):

@@ -7,6 +7,7 @@ import re
 from rich.console import Console
 from rich.text import Text
 
+from .errors import shown
 from .records import pages_label
 
 
@@ -103,5 +104,5 @@ def sources_line(ans) -> str:
     """An answer's citations for a person: ``[1] DOC1_052 install.en.pdf p.19; ...``; ``(matched)`` marks a
     source matched by similarity after the answer, ``(named after)`` one the model named when asked."""
     mark = {"matched": " (matched)", "sources_call": " (named after)"}
-    return "; ".join((f"[{x.source}] " if x.source else "") + f"{x.chunk_id} {x.doc_name} {x.pages}".strip()
+    return "; ".join((f"[{x.source}] " if x.source else "") + f"{x.chunk_id} {shown(x.doc_name)} {x.pages}".strip()
                      + mark.get(x.how, "") for x in ans.citations)

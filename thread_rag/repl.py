@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import tools
-from .errors import ThreadRagError, one_line
+from .errors import ThreadRagError, one_line, shown
 from .render import (make_console, preheat_notes, progress_bar, render_nested, render_search, render_windows,
                      sources_line, styled)
 
@@ -194,7 +194,7 @@ class Repl:
             if r["status"] == "failed":
                 self.console.print(styled((f"error: {r['error']}", "red")))
             else:
-                self.console.print(styled(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {r['path']}"))
+                self.console.print(styled(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {shown(r['path'])}"))
                 for w in r.get("warnings") or []:
                     self.console.print(styled((f"  warning: {w}", "yellow")))
 
@@ -269,7 +269,7 @@ class Repl:
             if not args:
                 raise ThreadRagError("usage: /delete DOC1")
             rec = self.engine.delete(args[0])
-            c.print(styled(f"deleted {rec.doc_id} ({rec.name})"))
+            c.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
         elif cmd == "/stats":
             docs = self.engine.documents()
             c.print(styled(f"{len(docs)} documents, {sum(d.chunk_count for d in docs)} chunks, data dir {self.engine.home}"))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import IngestError, ThreadRagError, UnknownDocumentError, one_line, printable
+from .errors import IngestError, ThreadRagError, UnknownDocumentError, one_line, printable, shown
 from .ingest import SUPPORTED_SUFFIXES
 
 ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); plain ints keep plan() import-free
@@ -148,13 +148,6 @@ def _stamp(path: str) -> tuple | None:
     except OSError:
         return None
     return st.st_size, st.st_mtime_ns
-
-
-def shown(path: str) -> str:
-    """A path for a plain output line: quoted and escaped when it holds a line break or tab, so one change stays
-    one line."""
-    text = printable(path)  # a name that is not valid UTF-8 shows its odd bytes as \xe9
-    return text if text.isprintable() else json.dumps(text, ensure_ascii=False)
 
 
 class Watcher:
