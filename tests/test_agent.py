@@ -203,7 +203,8 @@ def test_routing_grammar_derives_from_the_argument_models():
 
     for name, model in SCHEMAS.items():
         g = tool_args_schema(name)
-        assert list(g["properties"]) == [f for f in model.model_fields if f not in DOOR_ONLY]
+        assert list(g["properties"]) == [f for f in model.model_fields if f not in DOOR_ONLY.get(name, ())]
         assert g["required"] == [f for f, info in model.model_fields.items() if info.is_required()]
+    assert "limit" in tool_args_schema("nested_retrieve")["properties"]  # door-only for compare, not for nested
     assert tool_args_schema("fetch_chunks_by_id")["properties"]["chunk_ids"]["maxItems"] == ROUTING_MAX_IDS
     assert tool_args_schema("rag_search")["properties"]["doc_id"] == {"type": "string"}  # Optional -> plain type

@@ -63,7 +63,7 @@ def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = Non
 
 
 def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, explain: bool = False,
-                      explain_limit: int = 10, explain_within: int | None = None) -> dict:
+                      explain_limit: int = 10, explain_within: int | None = None, limit: int | None = None) -> dict:
     """Align two documents' chunk threads step by step and label each pair same / changed / only-in-A /
     only-in-B (``thread_rag.compare``). ``topic`` keeps the aligned region around that topic's best search hit
     in each document (a document none of whose entry hits reaches ``RELEVANCE_MIN`` or names every word of the
@@ -71,7 +71,8 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
     ``topic_missing`` and ``note`` instead of lending an unrelated region; neither document: an error); ``explain`` adds one LLM
     sentence to each of the first ``explain_limit`` changed pairs (cached), only among the first
     ``explain_within`` changed-or-only rows when given (the rows a view limited to that many shows); without
-    it no model is called. Both documents must have been indexed with the same embedder."""
+    it no model is called. ``limit`` lists only the first that many changed / only-in rows (``rows_not_listed``
+    counts the rest, same rows included). Both documents must have been indexed with the same embedder."""
     import time
 
     from .compare.run import Side, compare_sides
@@ -124,6 +125,9 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
         out["topic_missing"] = missing
         if missing:
             out["note"] = f"nothing about {topic!r} in {' or '.join(missing)}"
+    if limit is not None:  # a tool door's reply of a manageable size
+        listed = [r for r in out["rows"] if r["label"] != "same"][:limit]
+        out["rows"], out["rows_not_listed"] = listed, len(out["rows"]) - len(listed)
     return out
 
 

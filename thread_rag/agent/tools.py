@@ -33,7 +33,8 @@ class IndexArgs(_Args):
 
 
 # arguments the CLI's flags set, for scripts and MCP clients; the routed model's grammar leaves them out
-DOOR_ONLY = {"k", "token_budget", "offset"}
+DOOR_ONLY = {"rag_search": {"k"}, "fetch_chunks_by_id": {"token_budget"}, "nested_retrieve": {"offset"},
+             "compare_documents": {"limit"}}
 
 
 class SearchArgs(_Args):
@@ -60,6 +61,8 @@ class CompareArgs(_Args):
     doc_b: str = Field(pattern=DOC_ID_PATTERN, description="the second (newer) version, another id such as DOC2")
     topic: Optional[str] = Field(default=None, min_length=1, max_length=1000,
                                  description="only the part about this topic, e.g. partitioning; omit for all")
+    limit: Optional[int] = Field(default=None, ge=1, le=1000, description="list at most this many changed / only-in "
+                                 "rows (same rows are counted, not listed); omit for every row")
 
 
 class NestedArgs(_Args):
@@ -96,7 +99,8 @@ def make_tools(engine) -> dict[str, StructuredTool]:
         "pre_heat_summaries": lambda serial_id=None: T.pre_heat_summaries(engine, serial_id),
         "nested_retrieve": lambda query, limit=3, doc_id=None, offset=0: T.nested_retrieve(
             engine, query, limit=limit, doc_id=doc_id, offset=offset),
-        "compare_documents": lambda doc_a, doc_b, topic=None: T.compare_documents(engine, doc_a, doc_b, topic=topic),
+        "compare_documents": lambda doc_a, doc_b, topic=None, limit=None: T.compare_documents(
+            engine, doc_a, doc_b, topic=topic, limit=limit),
     }
     return {name: StructuredTool.from_function(func=fn, name=name, description=DESCRIPTIONS[name],
                                                args_schema=SCHEMAS[name]) for name, fn in fns.items()}
@@ -148,12 +152,12 @@ def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
 ROUTING_MAX_IDS = 6  # the routing grammar lets the model ask for at most 6 chunk ids per fetch (callers: 50)
 
 
-def _grammar_props(model: type[BaseModel]) -> dict:
+def _grammar_props(tool: str, model: type[BaseModel]) -> dict:
     """The argument model's properties reduced to what the llama.cpp grammar needs: types, array items and
     sizes (optional values become plain types; the pydantic model still validates every call afterwards)."""
     props = {}
     for name, spec in model.model_json_schema().get("properties", {}).items():
-        if name in DOOR_ONLY:
+        if name in DOOR_ONLY.get(tool, ()):
             continue
         types = [t for t in spec.get("anyOf", [spec]) if t.get("type") != "null"]
         p = {"type": types[0]["type"]}
@@ -173,7 +177,7 @@ def tool_choice_schema(names: list[str]) -> dict:
 def tool_args_schema(name: str) -> dict:
     """JSON schema of the second routing step: the chosen tool's arguments."""
     schema = SCHEMAS[name].model_json_schema()
-    return {"type": "object", "properties": _grammar_props(SCHEMAS[name]), "required": schema.get("required", [])}
+    return {"type": "object", "properties": _grammar_props(name, SCHEMAS[name]), "required": schema.get("required", [])}
 
 
 def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
