@@ -524,3 +524,28 @@ def test_a_name_with_a_line_break_stays_on_its_line(tmp_path, monkeypatch, capsy
         source, chunk_id, doc_name, pages, how = 1, "DOC1_000", "two\nlines.md", "", "written"
 
     assert sources_line(type("A", (), {"citations": [Cite]})) == '[1] DOC1_000 "two\\nlines.md"'
+
+
+def test_a_copy_of_an_indexed_file_is_named_as_a_copy(tmp_path, monkeypatch, capsys):
+    """Indexing a copy (or a renamed file, its old path still indexed) said "unchanged DOC1 ... copy.md" and nothing
+    more, as if copy.md were DOC1's file; the watcher says "duplicate ... (same content as ...)"."""
+    import shutil
+
+    from thread_rag import cli
+
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    first = write(tmp_path / "first.md", "# G\n\nOpen the valve first.\n")
+    copy = tmp_path / "copy.md"
+    shutil.copy(first, copy)
+    home = str(tmp_path / "home")
+    assert cli.main(["--data-dir", home, "index", str(first)]) == 0
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "index", str(copy)]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("unchanged DOC1") and line.endswith(f"{copy} (same content as {first})"), line
+    assert cli.main(["--data-dir", home, "--json", "index", str(copy)]) == 0
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert r["same_as"] == str(first)
+    assert cli.main(["--data-dir", home, "--json", "index", str(first)]) == 0  # its own file: no same_as
+    assert json.loads(capsys.readouterr().out)["results"][0]["same_as"] is None

@@ -334,7 +334,8 @@ def _cmd_index(engine, args, out) -> int:
                 if r.status == "failed":
                     print(f"error: {r.error}", file=sys.stderr)
                     continue
-                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {shown(r.path)}"))
+                copy = f" (same content as {shown(r.same_as)})" if r.same_as else ""
+                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {shown(r.path)}{copy}"))
                 for w in r.warnings:
                     print(f"warning: {shown(r.path)}: {w}", file=sys.stderr)
     except KeyboardInterrupt:

@@ -101,9 +101,10 @@ def _make(item: _Pending) -> "IndexResult | _Ready":
         return IndexResult(path=item.shown, status="failed", error=str(exc))
 
 
-def _unchanged_result(shown: str, same: DocumentRecord, seconds: float) -> IndexResult:
+def _unchanged_result(shown: str, same: DocumentRecord, seconds: float, key: str) -> IndexResult:
+    """``key``'s file needs no indexing: it is ``same``'s, or a copy of it (``same_as`` names the file indexed)."""
     return IndexResult(path=shown, status="unchanged", doc_id=same.doc_id, chunks=same.chunk_count, pages=same.pages,
-                       seconds=seconds)
+                       seconds=seconds, same_as=same.path if same.path != key else None)
 
 
 LIBRARY_FILES = ("catalog.json", "catalog.log", "chroma", "pending", "data_dir_id")
@@ -780,7 +781,7 @@ class Engine:
         self.refresh()
         same = self._unchanged(str(resolved), content_hash, self._recipe())
         if same is not None:
-            return _unchanged_result(str(p), same, time.perf_counter() - t0)
+            return _unchanged_result(str(p), same, time.perf_counter() - t0, str(resolved))
         if progress:
             progress("load", 0, 1)
         t_load = time.perf_counter()
@@ -806,7 +807,7 @@ class Engine:
 
             def prepare():
                 same = self._unchanged(key, content_hash, self._recipe())  # stored already: not embedded again
-                return _unchanged_result(key, same, 0.0) if same else self._prepare(doc, key, name, content_hash)
+                return _unchanged_result(key, same, 0.0, key) if same else self._prepare(doc, key, name, content_hash)
 
             return _Pending(key, content_hash, key, prepare)
 
@@ -975,7 +976,7 @@ class Engine:
         (another process indexed the same bytes meanwhile); or the error that refused it."""
         same = self._unchanged(r.key, r.content_hash, r.recipe)
         if same is not None:
-            return _unchanged_result(r.shown, same, r.prepared_s)
+            return _unchanged_result(r.shown, same, r.prepared_s, r.key)
         try:
             old = self.catalog.find_by_path(r.key)
             serial = old.serial if old else self.catalog.allocate_serial()

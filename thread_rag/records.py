@@ -122,6 +122,7 @@ class IndexResult:
     error: str | None = None
     timings: dict = field(default_factory=dict)  # load_s, chunk_s, embed_s, store_s
     warnings: list = field(default_factory=list)  # the loader's warnings (indexed, but something is missing)
+    same_as: str | None = None       # unchanged as a copy: the indexed file with the same bytes
 
 
 @dataclass

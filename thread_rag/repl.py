@@ -194,7 +194,8 @@ class Repl:
             if r["status"] == "failed":
                 self.console.print(styled((f"error: {r['error']}", "red")))
             else:
-                self.console.print(styled(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {shown(r['path'])}"))
+                copy = f" (same content as {shown(r['same_as'])})" if r.get("same_as") else ""
+                self.console.print(styled(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {shown(r['path'])}{copy}"))
                 for w in r.get("warnings") or []:
                     self.console.print(styled((f"  warning: {w}", "yellow")))
 
