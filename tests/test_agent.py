@@ -147,6 +147,9 @@ def test_call_tool_validation(manual_engine, tmp_path):
     assert call_tool(tools, "list_available_documents", {"k": 3}).error == (
         "list_available_documents: bad arguments (k: not an argument of list_available_documents; it takes none)")
     assert not call_tool(tools, "rag_search", {"query": 5}).ok
+    for tool, args in (("rag_search", {"query": "x", "k": True}), ("nested_retrieve", {"query": "x", "limit": True}),
+                       ("fetch_chunks_by_id", {"chunk_ids": ["DOC1_000"], "token_budget": False})):
+        assert "bad arguments" in (call_tool(tools, tool, args).error or ""), (tool, args)  # true was taken as 1
     assert not call_tool(tools, "rag_search", None).ok
     assert not call_tool(tools, "rag_search", "query").ok
     assert not call_tool(tools, "nested_retrieve", {"query": "x", "limit": "many"}).ok

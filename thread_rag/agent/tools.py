@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .. import tools as T
 from ..errors import ThreadRagError
@@ -22,6 +22,14 @@ from ..retrieve.pipeline import MAX_K
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value, info):
+        """true is not a number (lax validation took it as 1)."""
+        if isinstance(value, bool) and cls.model_fields[info.field_name].annotation is not bool:
+            raise ValueError("expected a number or a string, not true/false")
+        return value
 
 
 class NoArgs(_Args):
