@@ -125,7 +125,7 @@ class Repl:
             res = data.get("result")
             res_s = ", ".join(res[:3]) if isinstance(res, list) else ""
             mark = ("→", "green") if data.get("ok") else ("✗", "red")
-            c.print(styled((f"  {data.get('tool')} {arg!r:.60} ", "dim"), mark,
+            c.print(styled((f"  {data.get('tool')} {arg!r:.60} " if arg else f"  {data.get('tool')} ", "dim"), mark,
                            (f" {res_s or data.get('error') or ''}", "dim")))
         elif kind == "routing_error":
             c.print(styled((f"  model reply not usable as a tool call ({data['error'][:60]})", "dim yellow")))
