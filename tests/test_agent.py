@@ -211,3 +211,13 @@ def test_routing_grammar_derives_from_the_argument_models():
     assert "limit" in tool_args_schema("nested_retrieve")["properties"]  # door-only for compare, not for nested
     assert tool_args_schema("fetch_chunks_by_id")["properties"]["chunk_ids"]["maxItems"] == ROUTING_MAX_IDS
     assert tool_args_schema("rag_search")["properties"]["doc_id"] == {"type": "string"}  # Optional -> plain type
+
+
+def test_the_routing_bench_can_give_a_bare_agent_its_model():
+    """`bench routing` builds a bare Agent and sets its model; the model became a read-only property (AttributeError
+    before the first prompt)."""
+    from thread_rag.agent.loop import Agent
+
+    agent = Agent.__new__(Agent)
+    agent.model = model = object()
+    assert agent.model is model

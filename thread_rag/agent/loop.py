@@ -203,6 +203,10 @@ class Agent:
             self._model = self.engine.chat_model
         return self._model
 
+    @model.setter
+    def model(self, model) -> None:
+        self._model = model
+
     @property
     def backend(self) -> str:
         from ..llm.backends import describe
