@@ -218,3 +218,17 @@ def test_a_newer_format_is_named_and_never_set_aside(tmp_path):
         Catalog(tmp_path / "catalog.json")
     assert "newer thread-rag" in rebuild_from_log(tmp_path / "catalog.json")[0]
     assert json.loads((tmp_path / "catalog.json").read_text())["format"] == 99
+
+
+def test_repair_meeting_a_torn_snapshot_does_not_send_the_user_to_repair(tmp_path):
+    """A reader meeting a torn catalog.json names `doctor --repair`; the repair itself meeting it said the same
+    (run the repair you are running)."""
+    from thread_rag.store.catalog import mend_log
+
+    cat = Catalog(tmp_path / "catalog.json")
+    add(cat, 2)
+    cat.log_path.write_bytes(b"garbage\n" + cat.log_path.read_bytes())
+    (tmp_path / "catalog.json").write_bytes((tmp_path / "catalog.json").read_bytes()[:20])
+    with pytest.raises(CorruptFileError) as e:
+        mend_log(tmp_path / "catalog.json")
+    assert "is corrupt" in str(e.value) and "doctor --repair" not in str(e.value)

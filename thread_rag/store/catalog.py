@@ -139,7 +139,7 @@ def mend_log(path: Path) -> list[str]:
         raw = log.read_bytes()
     except FileNotFoundError:
         return []
-    data = _read_snapshot(path)
+    data = read_json(path, default=None)  # the repair's own read: no advice to run the repair
     if data is None:
         return []
     notes = []
