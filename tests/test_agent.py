@@ -221,3 +221,14 @@ def test_the_routing_bench_can_give_a_bare_agent_its_model():
     agent = Agent.__new__(Agent)
     agent.model = model = object()
     assert agent.model is model
+
+
+def test_an_index_asked_for_in_a_message_is_described_as_the_cli_and_chat_do():
+    """The chat's "index ./copy.md" read as if the copy were DOC1's own file, and a name with a line break split its
+    line: /index and the CLI said `same content as` and quoted the name."""
+    from thread_rag.agent.tools import ToolOutcome, describe_outcome
+
+    r = {"results": [{"path": "copy\n.md", "status": "unchanged", "doc_id": "DOC1", "chunks": 3, "same_as": "/d/a.md",
+                      "warnings": [], "error": None}]}
+    text = describe_outcome(ToolOutcome("index_new_document", {}, True, r, None, 0.0))
+    assert text == 'unchanged DOC1 (3 chunks) "copy\\n.md" (same content as /d/a.md)', text

@@ -319,7 +319,7 @@ def _cmd_compare(engine, args, out) -> int:
 
 
 def _cmd_index(engine, args, out) -> int:
-    from .render import progress_bar, styled
+    from .render import file_named, progress_bar, styled
 
     t0 = time.perf_counter()
     if not engine.expand_paths(args.paths):
@@ -334,8 +334,8 @@ def _cmd_index(engine, args, out) -> int:
                 if r.status == "failed":
                     print(f"error: {r.error}", file=sys.stderr)
                     continue
-                copy = f" (same content as {shown(r.same_as)})" if r.same_as else ""
-                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  {shown(r.path)}{copy}"))
+                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  "
+                                 f"{file_named(r.path, r.same_as)}"))
                 for w in r.warnings:
                     print(f"warning: {shown(r.path)}: {w}", file=sys.stderr)
     except KeyboardInterrupt:

@@ -67,6 +67,18 @@ def render_search(out: Console, res: dict) -> None:
                       f"{sum(t.values()):.0f} ms", "dim")))
 
 
+def file_named(path: str, same_as: str | None = None) -> str:
+    """An indexed file on a result line: quoted if its name breaks the line; a copy names the file indexed."""
+    return shown(path) + (f" (same content as {shown(same_as)})" if same_as else "")
+
+
+def index_line(r: dict) -> str:
+    """One file's index result for a person: ``indexed DOC3 (42 chunks) path``, or ``error: ...``."""
+    if r["status"] == "failed":
+        return f"error: {r['error']}"
+    return f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {file_named(r['path'], r.get('same_as'))}"
+
+
 def preheat_notes(res: dict) -> list[str]:
     """A pre-heat's failures, each reason once with the first chunk it failed on (``error: DOC1_000: ...``), and
     its summary cache's warnings (``warning: ...``)."""

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from . import tools
 from .errors import ThreadRagError, one_line, shown
-from .render import (make_console, preheat_notes, progress_bar, render_nested, render_search, render_windows,
-                     sources_line, styled)
+from .render import (index_line, make_console, preheat_notes, progress_bar, render_nested, render_search,
+                     render_windows, sources_line, styled)
 
 COMMANDS = {
     "/docs": "list indexed documents",
@@ -191,13 +191,9 @@ class Repl:
         with progress_bar(self.console) as bar:
             res = tools.index_new_document(self.engine, path, progress=bar)
         for r in res["results"]:
-            if r["status"] == "failed":
-                self.console.print(styled((f"error: {r['error']}", "red")))
-            else:
-                copy = f" (same content as {shown(r['same_as'])})" if r.get("same_as") else ""
-                self.console.print(styled(f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {shown(r['path'])}{copy}"))
-                for w in r.get("warnings") or []:
-                    self.console.print(styled((f"  warning: {w}", "yellow")))
+            self.console.print(styled((index_line(r), "red" if r["status"] == "failed" else "")))
+            for w in r.get("warnings") or []:
+                self.console.print(styled((f"  warning: {w}", "yellow")))
 
     def handle(self, line: str) -> bool:
         """Run one input line; False means leave."""

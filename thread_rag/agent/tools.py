@@ -250,10 +250,10 @@ def describe_outcome(outcome: ToolOutcome) -> str:
         return "\n".join(f"{d['doc_id']}  {d['name']}  ({d['chunks']} chunks, {d['first_chunk']}..{d['last_chunk']})"
                          for d in docs)
     if outcome.tool == "index_new_document":
-        return "\n".join(f"{x['status']} {x.get('doc_id') or ''} {x['path']}"
-                         + (f" ({x['chunks']} chunks)" if x.get("chunks") else "")
-                         + (f": {x['error']}" if x.get("error") else "")
-                         + "".join(f"\n  warning: {w}" for w in x.get("warnings") or []) for x in r["results"])
+        from ..render import index_line
+
+        return "\n".join(index_line(x) + "".join(f"\n  warning: {w}" for w in x.get("warnings") or [])
+                         for x in r["results"])
     if outcome.tool == "pre_heat_summaries":
         return f"summaries made {r['made']}, already cached {r['cached']}, failed {r['failed']}"
     return compact(outcome)
