@@ -232,3 +232,11 @@ def test_an_index_asked_for_in_a_message_is_described_as_the_cli_and_chat_do():
                       "warnings": [], "error": None}]}
     text = describe_outcome(ToolOutcome("index_new_document", {}, True, r, None, 0.0))
     assert text == 'unchanged DOC1 (3 chunks) "copy\\n.md" (same content as /d/a.md)', text
+
+
+def test_the_model_reads_every_page_a_search_hit_spans():
+    from thread_rag.agent.tools import ToolOutcome, compact
+
+    hit = {"chunk_id": "DOC1_001", "score": 0.5, "page_start": 2, "page_end": 7, "text": "x"}
+    text = compact(ToolOutcome("rag_search", {}, True, {"hits": [hit]}, None, 0.0))
+    assert "DOC1_001 (score 0.50, pp.2-7)" in text, text

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .. import tools as T
 from ..errors import ThreadRagError
 from ..nested.tree import MAX_LIMIT, MAX_OFFSET
+from ..records import pages_label
 from ..retrieve.pipeline import MAX_K
 
 
@@ -194,7 +195,7 @@ def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
         return f"ERROR: {outcome.error}"
     r = outcome.result
     if outcome.tool == "rag_search":
-        lines = [f"{h['chunk_id']} (score {h['score']:.2f}, {('p.' + str(h['page_start'])) if h.get('page_start') else 'no page'}): "
+        lines = [f"{h['chunk_id']} (score {h['score']:.2f}, {pages_label(h.get('page_start'), h.get('page_end')) or 'no page'}): "
                  f"{' '.join(h['text'].split()[:40])}" for h in r["hits"]]
         return "search results:\n" + ("\n".join(lines) if lines else "(nothing found)")
     if outcome.tool == "fetch_chunks_by_id":

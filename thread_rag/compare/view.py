@@ -10,6 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..records import pages_label
 from .labels import tokens
 
 LABEL_STYLE = {"same": "dim", "changed": "yellow", "only-in-A": "red", "only-in-B": "green"}
@@ -38,7 +39,7 @@ def _span_label(rows: list[dict], key: str) -> str:
     if pages:
         lo = min(p["page_start"] for p in pages)
         hi = max(p.get("page_end") or p["page_start"] for p in pages)
-        label += f"  p.{lo}" if lo == hi else f"  pp.{lo}-{hi}"
+        label += f"  {pages_label(lo, hi)}"
     return label
 
 
