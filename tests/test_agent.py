@@ -240,3 +240,20 @@ def test_the_model_reads_every_page_a_search_hit_spans():
     hit = {"chunk_id": "DOC1_001", "score": 0.5, "page_start": 2, "page_end": 7, "text": "x"}
     text = compact(ToolOutcome("rag_search", {}, True, {"hits": [hit]}, None, 0.0))
     assert "DOC1_001 (score 0.50, pp.2-7)" in text, text
+
+
+def test_a_true_or_false_argument_is_taken_where_the_field_is_a_flag():
+    """The refusal of true/false for numbers must not refuse a flag, optional or not."""
+    from typing import Optional
+
+    from thread_rag.agent.tools import _Args
+
+    class Flags(_Args):
+        a: bool = False
+        b: Optional[bool] = None
+        c: bool | None = None
+        n: Optional[int] = None
+
+    assert Flags(a=True, b=True, c=False).c is False
+    with pytest.raises(ValueError, match="not true/false"):
+        Flags(n=True)

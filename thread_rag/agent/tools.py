@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, get_args
 
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -28,8 +28,9 @@ class _Args(BaseModel):
     @classmethod
     def _no_bool_for_a_number(cls, value, info):
         """true is not a number (lax validation took it as 1)."""
-        if isinstance(value, bool) and cls.model_fields[info.field_name].annotation is not bool:
-            raise ValueError("expected a number or a string, not true/false")
+        kind = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and kind is not bool and bool not in get_args(kind):
+            raise ValueError(f"expected {'a number' if int in (kind, *get_args(kind)) else 'text'}, not true/false")
         return value
 
 
