@@ -549,3 +549,23 @@ def test_a_copy_of_an_indexed_file_is_named_as_a_copy(tmp_path, monkeypatch, cap
     assert r["same_as"] == str(first)
     assert cli.main(["--data-dir", home, "--json", "index", str(first)]) == 0  # its own file: no same_as
     assert json.loads(capsys.readouterr().out)["results"][0]["same_as"] is None
+
+
+def test_script_from_standard_input_that_is_closed_or_a_terminal(tmp_path, monkeypatch, capsys):
+    """`script -` with stdin closed said "unexpected AttributeError"; on a terminal it waited without a word."""
+    from thread_rag import cli
+
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setattr("sys.stdin", None)
+    assert cli.main(["--data-dir", str(tmp_path / "h"), "script", "-"]) == 1
+    assert capsys.readouterr().err.strip() == "error: script -: standard input is closed"
+
+    class Tty(io.TextIOWrapper):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stdin", Tty(io.BytesIO(b'{"tool": "list_available_documents"}\n')))
+    assert cli.main(["--data-dir", str(tmp_path / "h"), "script", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["ok"] and "end with Ctrl-D" in err

@@ -41,6 +41,14 @@ def _shape_problem(item: dict) -> str | None:
     return f'unknown key "{unknown[0]}": {LINE_SHAPE}' if unknown else None
 
 
+def _standard_input() -> bytes:
+    if sys.stdin is None or sys.stdin.closed:
+        raise ThreadRagError("script -: standard input is closed")
+    if sys.stdin.isatty():
+        print("reading the script's lines from the terminal (end with Ctrl-D)", file=sys.stderr)
+    return sys.stdin.buffer.read()
+
+
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
     out = out or sys.stdout
     p = Path(path)
@@ -48,7 +56,7 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
         raise ThreadRagError(f"{path} is a folder, not a script file")
     if path != "-" and not p.exists():
         raise ThreadRagError(f"{path}: no such script file")
-    data = sys.stdin.buffer.read() if path == "-" else p.read_bytes()  # a pipe or /dev/stdin is read to its end
+    data = _standard_input() if path == "-" else p.read_bytes()  # a pipe or /dev/stdin is read to its end
     tools = make_tools(engine)
     agent = None
     failed = 0
