@@ -388,3 +388,12 @@ def test_chat_history_is_kept_in_memory_until_the_data_dir_holds_a_library(make_
     e.index_file(write(tmp_path / "a.md", "# A\n\nSome words to index here.\n"))
     history.append_string("/docs")
     assert "/docs" in (e.home / "chat_history.txt").read_text()
+
+
+def test_a_tool_line_without_an_argument_shows_none(make_engine):
+    """The walk's line read `read:walk '' →`."""
+    buf = io.StringIO()
+    repl = Repl(make_engine(), console=Console(file=buf, width=100), preload=False)
+    repl._event("tool", {"tool": "read:walk", "args": {}, "ok": True})
+    repl._event("tool", {"tool": "rag_search", "args": {"query": "pumps"}, "ok": True})
+    assert buf.getvalue().splitlines() == ["  read:walk →", "  rag_search 'pumps' →"]

@@ -244,9 +244,11 @@ class Repl:
             ids, opts = _options(rest, {"--budget": _NUMBER})
             if not ids:
                 raise ThreadRagError("usage: /fetch DOC1_004 [DOC1_005 ...] [--budget 3000]")
-            if "--budget" in ids.split():  # chunk ids are never options: a value that did not fit
-                after = ids.split()[ids.split().index("--budget") + 1:][:1]
-                raise ThreadRagError(f"{' '.join(['--budget', *after])}: expected a number of tokens")
+            words = ids.split()
+            bad = next((i for i, w in enumerate(words) if w.partition("=")[0] == "--budget"), None)
+            if bad is not None:  # chunk ids are never options: a budget whose value did not fit
+                given = words[bad] if "=" in words[bad] else " ".join(words[bad:bad + 2])
+                raise ThreadRagError(f"{given}: expected a number of tokens")
             render_windows(c, tools.fetch_chunks_by_id(self.engine, ids.split(), token_budget=_int(opts, "--budget")))
         elif cmd == "/nested":
             query, opts = _options(rest, {"--doc": _DOC, "--limit": _NUMBER, "--offset": _NUMBER})
