@@ -396,4 +396,4 @@ def test_a_tool_line_without_an_argument_shows_none(make_engine):
     repl = Repl(make_engine(), console=Console(file=buf, width=100), preload=False)
     repl._event("tool", {"tool": "read:walk", "args": {}, "ok": True})
     repl._event("tool", {"tool": "rag_search", "args": {"query": "pumps"}, "ok": True})
-    assert buf.getvalue().splitlines() == ["  read:walk →", "  rag_search 'pumps' →"]
+    assert [x.rstrip() for x in buf.getvalue().splitlines()] == ["  read:walk →", "  rag_search 'pumps' →"]
