@@ -203,3 +203,29 @@ def test_allow_writes_without_allowed_roots_refuses_to_start(tmp_path):
     assert r.returncode == 1 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "ALLOWED_ROOTS" in lines[0], r.stderr
+
+
+def test_requests_piped_in_whole_are_answered_before_the_server_stops(store, tmp_path):
+    """`printf '<initialize>\\n<initialized>\\n<tools/call>\\n' | thread-rag mcp` answered initialize only: the end of
+    input stopped the server, and each tool call came back as "Connection closed"."""
+    import json
+    import subprocess
+
+    _, over = store
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+    env.update({"PYTHONPATH": str(REPO), "THREAD_RAG_CACHE_PATH": over["CACHE_PATH"],
+                "THREAD_RAG_MODEL_DIR": over["MODEL_DIR"], "THREAD_RAG_RERANKER": over["RERANKER"]})
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "sh", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_available_documents",
+                                                                            "arguments": {}}},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "rag_search",
+                                                                            "arguments": {"query": "pre-heat"}}}]
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", over["HOME"], "mcp"], env=env,
+                       input="".join(json.dumps(x) + "\n" for x in lines), capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    replies = {x["id"]: x for x in map(json.loads, r.stdout.splitlines())}
+    assert set(replies) == {1, 2, 3}, r.stdout + r.stderr[-2000:]
+    assert all("error" not in x and not x["result"].get("isError") for x in replies.values()), r.stdout
+    assert "DOC" in replies[3]["result"]["content"][0]["text"]

@@ -100,6 +100,37 @@ def _warm(engine, stopping: threading.Event) -> None:
             _log(f"warm-up failed: {one_line(exc)}")
 
 
+def _answered_before_the_end(tg, read_stream, write_stream):
+    """Streams for the server that hold the end of input back until every request read so far is answered: a
+    client that writes its requests and closes stdin (a shell pipe) gets every answer, not "Connection closed"."""
+    to_server, from_client = anyio.create_memory_object_stream(0)
+    to_client, from_server = anyio.create_memory_object_stream(0)
+    pending: set = set()
+
+    async def pump_in() -> None:
+        async with to_server, read_stream:
+            async for item in read_stream:
+                message = getattr(item, "message", None)
+                if isinstance(message, types.JSONRPCRequest):
+                    pending.add(message.id)
+                elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                    pending.discard((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+                await to_server.send(item)
+            while pending:  # the client has finished writing; its answers are still to come
+                await anyio.sleep(0.05)
+
+    async def pump_out() -> None:
+        async with from_server, write_stream:  # stdout's writer ends when this closes
+            async for item in from_server:
+                if isinstance(item.message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    pending.discard(item.message.id)
+                await write_stream.send(item)
+
+    tg.start_soon(pump_in)
+    tg.start_soon(pump_out)
+    return from_client, to_client
+
+
 def serve(engine, *, allow_writes: bool = False, warm: bool = True) -> int:
     """Serve ``engine`` over stdin/stdout until the client closes stdin."""
     roots = engine.settings.ALLOWED_ROOTS
@@ -116,10 +147,12 @@ def serve(engine, *, allow_writes: bool = False, warm: bool = True) -> int:
     stopping = threading.Event()
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
             if warm:
                 worker.submit(_warm, engine, stopping)  # queued first, so a call waits for it rather than racing it
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            inner_read, inner_write = _answered_before_the_end(tg, read_stream, write_stream)
+            async with inner_write:  # closed after the server stops: the relay to stdout ends with it
+                await server.run(inner_read, inner_write, server.create_initialization_options())
 
     try:
         anyio.run(main)
