@@ -21,6 +21,19 @@ def _env(tmp_path, **extra) -> dict:
     return env
 
 
+@pytest.fixture
+def no_env(monkeypatch):
+    """In-process CLI calls that read no THREAD_RAG_ variable of the machine running the tests."""
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+
+
+def _indexed_home(cli, tmp_path) -> str:
+    home = str(tmp_path / "home")
+    assert cli.main(["--data-dir", home, "index", str(write(tmp_path / "g.md", "# G\n\nOpen the valve first.\n"))]) == 0
+    return home
+
+
 def test_chat_reads_every_line_of_a_piped_or_redirected_stdin(tmp_path):
     """prompt-toolkit on a real pipe dropped lines that arrived together (17 of 20 ran) and on a redirected file
     ran none; the chat now reads such input line by line."""
@@ -405,13 +418,11 @@ def test_ctrl_c_during_index_keeps_the_lines_of_what_was_committed_and_leaves_no
     assert len(said) <= len(engine.documents()) <= len(said) + 1 and len(said) < 60, (len(engine.documents()), said)
 
 
-def test_reading_commands_on_a_data_dir_with_no_library_make_nothing_there(tmp_path, monkeypatch, capsys):
+def test_reading_commands_on_a_data_dir_with_no_library_make_nothing_there(tmp_path, monkeypatch, capsys, no_env):
     """A mistyped `--data-dir` on `docs`, `search`, `stats`... made an empty library there (a write.lock; `search`
     an empty index) and the hint did not name the folder, nor the --data-dir its `thread-rag index` would need."""
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
     typo = tmp_path / "libary"  # the summary cache's default is inside it too (<data dir>/doc_cache)
     hint = f"No documents indexed in {typo}. Index a file or folder: thread-rag --data-dir {typo} index PATH"
     for argv, rc in ((["docs"], 0), (["stats"], 0), (["search", "x"], 0), (["nested", "x"], 0), (["preheat"], 0),
@@ -448,15 +459,12 @@ def test_a_search_hit_shows_every_page_it_spans():
     assert buf.getvalue().startswith("DOC12_001 pp.2-7  0.500"), buf.getvalue()
 
 
-def test_preheat_says_why_its_summaries_failed(tmp_path, monkeypatch, capsys):
+def test_preheat_says_why_its_summaries_failed(tmp_path, monkeypatch, capsys, no_env):
     """With the summary model's server down, `preheat` said "failed 4" and nothing more; --json cut each reason
     mid-word ("is `ollama ser") and named CHAT_BACKEND, where SUMMARY_BACKEND chooses the summarizer."""
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
-    home = str(tmp_path / "home")
-    assert cli.main(["--data-dir", home, "index", str(write(tmp_path / "g.md", "# G\n\nOpen the valve first.\n"))]) == 0
+    home = _indexed_home(cli, tmp_path)
     monkeypatch.setenv("THREAD_RAG_SUMMARY_BACKEND", "ollama")
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     capsys.readouterr()
@@ -470,15 +478,12 @@ def test_preheat_says_why_its_summaries_failed(tmp_path, monkeypatch, capsys):
     assert reason == line[len("error: "):]  # whole, not cut at 160 characters
 
 
-def test_an_empty_question_is_named_before_a_model_is_reached(tmp_path, monkeypatch, capsys):
+def test_an_empty_question_is_named_before_a_model_is_reached(tmp_path, monkeypatch, capsys, no_env):
     """`ask ""` with Ollama down said "Ollama is not reachable": the model was reached for before the question was
     looked at."""
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
-    home = str(tmp_path / "home")
-    assert cli.main(["--data-dir", home, "index", str(write(tmp_path / "g.md", "# G\n\nOpen the valve first.\n"))]) == 0
+    home = _indexed_home(cli, tmp_path)
     monkeypatch.setenv("THREAD_RAG_CHAT_BACKEND", "ollama")
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     capsys.readouterr()
@@ -486,14 +491,12 @@ def test_an_empty_question_is_named_before_a_model_is_reached(tmp_path, monkeypa
     assert capsys.readouterr().err.strip() == "error: empty question"
 
 
-def test_a_script_can_come_from_stdin_or_a_pipe(tmp_path, monkeypatch, capsys):
+def test_a_script_can_come_from_stdin_or_a_pipe(tmp_path, monkeypatch, capsys, no_env):
     """`script -`, `script /dev/stdin` and a named pipe said "no such script file"."""
     import threading
 
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
     line = b'{"tool": "list_available_documents", "args": {}}\n'
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(line)))
     assert cli.main(["--data-dir", str(tmp_path / "h"), "script", "-"]) == 0
@@ -507,14 +510,12 @@ def test_a_script_can_come_from_stdin_or_a_pipe(tmp_path, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
 
-def test_a_name_with_a_line_break_stays_on_its_line(tmp_path, monkeypatch, capsys):
+def test_a_name_with_a_line_break_stays_on_its_line(tmp_path, monkeypatch, capsys, no_env):
     """`index`, `delete` and an answer's sources printed a file name holding a line break as it was: one result on
     two lines (the watcher quotes such a name)."""
     from thread_rag import cli
     from thread_rag.render import sources_line
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
     odd = write(tmp_path / "two\nlines.md", "# G\n\nOpen the valve first.\n")
     home = str(tmp_path / "home")
     assert cli.main(["--data-dir", home, "index", str(odd)]) == 0
@@ -529,15 +530,13 @@ def test_a_name_with_a_line_break_stays_on_its_line(tmp_path, monkeypatch, capsy
     assert sources_line(type("A", (), {"citations": [Cite]})) == '[1] DOC1_000 "two\\nlines.md"'
 
 
-def test_a_copy_of_an_indexed_file_is_named_as_a_copy(tmp_path, monkeypatch, capsys):
+def test_a_copy_of_an_indexed_file_is_named_as_a_copy(tmp_path, monkeypatch, capsys, no_env):
     """Indexing a copy (or a renamed file, its old path still indexed) said "unchanged DOC1 ... copy.md" and nothing
     more, as if copy.md were DOC1's file; the watcher says "duplicate ... (same content as ...)"."""
     import shutil
 
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
     first = write(tmp_path / "first.md", "# G\n\nOpen the valve first.\n")
     copy = tmp_path / "copy.md"
     shutil.copy(first, copy)
@@ -554,12 +553,10 @@ def test_a_copy_of_an_indexed_file_is_named_as_a_copy(tmp_path, monkeypatch, cap
     assert json.loads(capsys.readouterr().out)["results"][0]["same_as"] is None
 
 
-def test_script_from_standard_input_that_is_closed_or_a_terminal(tmp_path, monkeypatch, capsys):
+def test_script_from_standard_input_that_is_closed_or_a_terminal(tmp_path, monkeypatch, capsys, no_env):
     """`script -` with stdin closed said "unexpected AttributeError"; on a terminal it waited without a word."""
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
     monkeypatch.setattr("sys.stdin", None)
     assert cli.main(["--data-dir", str(tmp_path / "h"), "script", "-"]) == 1
     assert capsys.readouterr().err.strip() == "error: script -: standard input is closed"
