@@ -122,7 +122,9 @@ def store_checks(settings) -> list[dict]:
     home = settings.home
     host = settings.CHROMA_HOST.strip() or None
     library = home / "chroma" / "library.json"
-    has_store = home.is_dir() and ((home / "catalog.json").exists() or (home / "chroma").is_dir())
+    from .engine import holds_library
+
+    has_store = holds_library(home)
     out = []
 
     def add(name, ok, detail, fix=""):
