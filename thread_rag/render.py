@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import contextlib
-import re
 
 from rich.console import Console
 from rich.text import Text
 
-from .errors import shown
+from .errors import ChunkIdError, shown
+from .ids import ChunkId
 from .records import pages_label
 
 
@@ -79,13 +79,21 @@ def index_line(r: dict) -> str:
     return f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {file_named(r['path'], r.get('same_as'))}"
 
 
+def _is_chunk_id(text: str) -> bool:
+    try:
+        ChunkId.parse(text)
+        return True
+    except ChunkIdError:
+        return False
+
+
 def preheat_notes(res: dict) -> list[str]:
     """A pre-heat's failures, each reason once with the first chunk it failed on (``error: DOC1_000: ...``), and
     its summary cache's warnings (``warning: ...``)."""
     said, lines = set(), []
     for e in res.get("errors") or []:
         chunk, _, reason = e.partition(": ")
-        if not re.fullmatch(r"DOC[0-9]+_[0-9]+", chunk):
+        if not _is_chunk_id(chunk):
             lines.append(f"warning: {e}")
         elif reason not in said:
             said.add(reason)
