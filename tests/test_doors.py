@@ -569,3 +569,18 @@ def test_script_from_standard_input_that_is_closed_or_a_terminal(tmp_path, monke
     assert cli.main(["--data-dir", str(tmp_path / "h"), "script", "-"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["ok"] and "end with Ctrl-D" in err
+
+
+def test_the_cli_names_its_own_option_and_a_script_echoes_the_args_given(tmp_path, capsys, no_env):
+    """`fetch --budget 0` said "token_budget=0" (the tool's name, not the option typed); a script line whose "args"
+    was "x" came back as "args": {}."""
+    from thread_rag import cli
+
+    home = _indexed_home(cli, tmp_path)
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "fetch", "DOC1_000", "--budget", "0"]) == 1
+    assert capsys.readouterr().err.strip() == "error: --budget 0: must be a positive number of tokens"
+    script = write(tmp_path / "s.jsonl", '{"tool": "list_available_documents", "args": "x"}\n')
+    assert cli.main(["--data-dir", home, "script", str(script)]) == 1
+    row = json.loads(capsys.readouterr().out)
+    assert row["args"] == "x" and "must be a JSON object, got str" in row["error"], row

@@ -102,7 +102,7 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
         errors = result_errors(outcome.tool, result)  # partly failed (an unknown id, a corrupt file): not ok
         ok = outcome.ok and not errors
         failed += not ok
-        row = {"line": n, "ok": ok, "tool": outcome.tool, "args": outcome.args}
+        row = {"line": n, "ok": ok, "tool": outcome.tool, "args": item.get("args", {})}  # as given
         if outcome.ok:
             row["result"] = result
         if not ok:
