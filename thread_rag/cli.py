@@ -269,7 +269,7 @@ def _dispatch(args) -> int:
     if args.cmd == "ask":
         from .agent.loop import Agent
 
-        if not engine.documents():  # said before a model loads, with this door's command
+        if not engine.documents():  # the agent says so too, but with the chat's /index, not this door's command
             raise ThreadRagError(no_documents(engine, args))
         ans = Agent(engine).ask(args.question)
         if args.json:

@@ -715,11 +715,8 @@ class Engine:
             p, resolved, content_hash, t0 = self._identify(path)
             ready = self._prepare_file(p, resolved, content_hash, t0, progress)
             return ready if isinstance(ready, IndexResult) else self._store_one(ready)
-        except IngestError as exc:  # as index_paths says it of a failed file
+        except ThreadRagError as exc:  # as index_paths says it of a failed file
             exc.noting(self._kept_version(path))
-            raise
-        except ThreadRagError as exc:
-            exc.args = (str(exc) + self._kept_version(path),)
             raise
 
     def _kept_version(self, path: str | Path) -> str:

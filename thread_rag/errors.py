@@ -17,6 +17,10 @@ class ThreadRagError(Exception):
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
 
+    def noting(self, note: str) -> None:
+        """Add ``note`` to the line (what the library still serves for a file that failed)."""
+        self.args = (str(self) + note,)
+
 
 def printable(path) -> str:
     """A path as text that can be printed and stored: a name that is not valid UTF-8 (bytes the file system took
@@ -54,7 +58,7 @@ class IngestError(ThreadRagError):
         return IngestError(path, self.reason)
 
     def noting(self, note: str) -> None:
-        """Add ``note`` to the reason (what the library still serves for the file)."""
+        """Add ``note`` to the reason too."""
         self.reason += note
         self.args = (f"{self.path}: {self.reason}",)
 

@@ -60,9 +60,9 @@ def render_search(out: Console, res: dict) -> None:
         out.print(styled((h["chunk_id"], "bold"), f"{pages}  {h['score']:.3f}  ",
                          (" > ".join(h.get("heading_path") or []), "dim")))
         out.print(styled("   " + h["text"][:240].replace("\n", " ")))
-    t = res.get("timings_ms", {})
     if not res.get("stages_run"):  # nothing was searched (an empty library)
         return
+    t = res.get("timings_ms", {})
     out.print(styled((f"stages {', '.join(res.get('stages_run', []))}; early exit {res.get('early_exit')}; "
                       f"{sum(t.values()):.0f} ms", "dim")))
 

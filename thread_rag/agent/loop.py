@@ -453,7 +453,7 @@ class Agent:
         out = []
         for x in cited:
             chunk = near.get(x.n) or x.chunk_ids[0]
-            pages = x.chunk_pages[x.chunk_ids.index(chunk)] if chunk in x.chunk_ids and x.chunk_pages else ""
+            pages = x.chunk_pages[x.chunk_ids.index(chunk)] if x.chunk_pages else ""  # chunk is one of its ids
             out.append(Citation(chunk, x.doc_id, x.doc_name, pages or x.pages, how=how, source=x.n))
         return out
 

@@ -49,14 +49,18 @@ def _standard_input() -> bytes:
     return sys.stdin.buffer.read()
 
 
+def _script_file(path: str) -> bytes:
+    p = Path(path)
+    if p.is_dir():
+        raise ThreadRagError(f"{path} is a folder, not a script file")
+    if not p.exists():
+        raise ThreadRagError(f"{path}: no such script file")
+    return p.read_bytes()  # a pipe or /dev/stdin is read to its end
+
+
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
     out = out or sys.stdout
-    p = Path(path)
-    if path != "-" and p.is_dir():
-        raise ThreadRagError(f"{path} is a folder, not a script file")
-    if path != "-" and not p.exists():
-        raise ThreadRagError(f"{path}: no such script file")
-    data = _standard_input() if path == "-" else p.read_bytes()  # a pipe or /dev/stdin is read to its end
+    data = _standard_input() if path == "-" else _script_file(path)
     tools = make_tools(engine)
     agent = None
     failed = 0

@@ -25,5 +25,3 @@ def join_thread(chunks) -> str:
         same_para = b.char_start < a.char_end and "\n" not in b.text[: max(0, len(b.text) - len(rest))].strip()
         text += (" " if same_para and rest[:1].islower() else "\n") + rest
     return text
-
-
