@@ -45,16 +45,15 @@ def run_indexer(home, paths, crash_at=None, kill_after=None, script=SCRIPT):
     return proc.returncode, out.decode(), err.decode()
 
 
-def rerun(home, embedder, paths):
-    """The rerun that must complete the work (in-process, same code path as the CLI)."""
+def index_here(home, embedder, paths):
+    """Indexes in this process, with the subprocess's settings and the CLI's code path: the rerun that must complete
+    the work, or a test's starting library (a subprocess would load the embedder again: ~8 s)."""
     from thread_rag.engine import Engine
     from thread_rag.settings import load_settings
 
-    e = Engine(load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache", "NESTED_MIN_CHUNKS": 1},
-                             env={}, config_file=False), embedder=embedder)
-    for p in paths:
-        e.index_file(p)
-    return e
+    with Engine(load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache", "NESTED_MIN_CHUNKS": 1},
+                              env={}, config_file=False), embedder=embedder) as e:
+        return [e.index_file(p).status for p in paths]
 
 
 def check(home, embedder):
@@ -76,7 +75,7 @@ def test_kill_at_each_step_of_a_new_document(tmp_path, embedder, point):
     e = check(tmp_path / "h", embedder)
     committed = [d.doc_id for d in e.documents()]
     assert committed == (["DOC1"] if point in ("after_commit", "after_cleanup") else [])
-    rerun(tmp_path / "h", embedder, [doc])
+    index_here(tmp_path / "h", embedder, [doc])
     e = check(tmp_path / "h", embedder)
     assert len(e.documents()) == 1 and not any((tmp_path / "h/pending").iterdir())
 
@@ -108,7 +107,7 @@ def test_kill_while_a_folder_group_is_stored_keeps_whole_documents(tmp_path, emb
 @pytest.mark.parametrize("point", ["after_chroma", "after_tree", "after_commit"])
 def test_kill_while_replacing_keeps_old_or_new_never_a_mix(tmp_path, embedder, point):
     f = write(tmp_path / "g.md", (DOCS / "03-searching.md").read_text())
-    assert run_indexer(tmp_path / "h", [f])[0] == 0
+    assert index_here(tmp_path / "h", embedder, [f]) == ["indexed"]
     write(f, (DOCS / "05-agent-and-chat.md").read_text())
     rc, _, _ = run_indexer(tmp_path / "h", [f], crash_at=point)
     assert rc == -signal.SIGKILL
@@ -117,7 +116,7 @@ def test_kill_while_replacing_keeps_old_or_new_never_a_mix(tmp_path, embedder, p
     old, new = "three stages" in text, "Slash commands" in text
     assert old != new  # exactly one version visible
     assert new == (point == "after_commit")
-    rerun(tmp_path / "h", embedder, [f])
+    index_here(tmp_path / "h", embedder, [f])
     e = check(tmp_path / "h", embedder)
     assert "Slash commands" in " ".join(c.text for c in e.thread("DOC1").chunks)
 
@@ -131,7 +130,7 @@ def test_random_kills_during_indexing(tmp_path, embedder):
         home = tmp_path / f"h{t}"
         run_indexer(home, files, kill_after=rng.uniform(3.0, 12.0))
         check(home, embedder)
-        rerun(home, embedder, files)
+        index_here(home, embedder, files)
         e = check(home, embedder)
         assert len(e.documents()) == len(files)
 
@@ -150,7 +149,7 @@ print("done")
 def test_kill_during_delete_is_finished_by_the_next_start(tmp_path, embedder):
     home = tmp_path / "h"
     docs = [DOCS / "04-windows-and-summaries.md", DOCS / "03-searching.md"]
-    assert run_indexer(home, docs)[0] == 0  # NESTED_MIN_CHUNKS=1: both documents have trees
+    assert index_here(home, embedder, docs) == ["indexed"] * 2  # NESTED_MIN_CHUNKS=1: both documents have trees
     assert list((home / "trees").glob("DOC1.*"))
     code = DELETE_SCRIPT.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", doc_id="DOC1")
     env = {**os.environ, "THREAD_RAG_CRASH_AT": "delete_after_remove"}
@@ -188,7 +187,7 @@ def test_kill_during_an_index_merge_while_another_process_reads(tmp_path, embedd
     from thread_rag.settings import load_settings
 
     home = tmp_path / "h"
-    assert run_indexer(home, [DOCS / "03-searching.md", DOCS / "02-indexing.md"])[0] == 0
+    assert index_here(home, embedder, [DOCS / "03-searching.md", DOCS / "02-indexing.md"]) == ["indexed"] * 2
     settings = load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache"}, env={}, config_file=False)
     reader = Engine(settings, embedder=embedder)
 
@@ -260,7 +259,7 @@ def test_two_processes_search_while_a_third_indexes_and_replaces(tmp_path, embed
 
     home, stop = tmp_path / "h", tmp_path / "stop"
     edited = write(tmp_path / "edited.md", (DOCS / "03-searching.md").read_text())
-    assert run_indexer(home, [DOCS / "02-indexing.md", edited])[0] == 0
+    assert index_here(home, embedder, [DOCS / "02-indexing.md", edited]) == ["indexed"] * 2
     code = READER_SCRIPT.format(repo=str(REPO), home=str(home), cache=str(home) + "-cache", stop=str(stop))
     env = {k: v for k, v in os.environ.items() if k != "THREAD_RAG_CRASH_AT"}
     readers = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
