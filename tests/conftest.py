@@ -25,6 +25,28 @@ def embedder():
     return SentenceTransformerEmbedder(threads=2)
 
 
+@pytest.fixture(scope="session")
+def debian_library(tmp_path_factory, embedder):
+    """The Debian installation guide (113-page PDF) indexed once per session (~15 s), with the default settings
+    (stage 3 on): ``(settings, IndexResult)``. Tests open their own Engine on it."""
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    home = tmp_path_factory.mktemp("debian")
+    settings = load_settings({"HOME": str(home), "CACHE_PATH": str(home / "cache"),
+                              "MODEL_DIR": str(REPO / "local_rag_db" / "models")}, env={}, config_file=False)
+    with Engine(settings, embedder=embedder) as e:
+        return settings, e.index_file(DEBIAN_PDF)
+
+
+@pytest.fixture(scope="session")
+def debian_pdf():
+    """The Debian guide's PDF as loaded (~5 s a load), shared by the loader and chunker tests; do not modify."""
+    from thread_rag.ingest.loaders import load_document
+
+    return load_document(DEBIAN_PDF)
+
+
 @pytest.fixture
 def settings_for(tmp_path):
     from thread_rag.settings import load_settings

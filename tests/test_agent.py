@@ -1,6 +1,5 @@
 """The routed agent loop (AGENT_MODE=routed) with a deterministic fake chat model: routing, errors, bounds,
 fallback, refusal, follow-ups. The default fast path is tested in test_fast_path.py."""
-import json
 
 import pytest
 

@@ -1,9 +1,8 @@
-import pytest
 
-from conftest import DEBIAN_PDF, needs_shared
+from conftest import needs_shared
 from thread_rag.ingest.chunker import (ParentChildChunker, SemanticChunker, SentenceChunker, semantic_breaks,
                                        text_for_embedding)
-from thread_rag.ingest.loaders import load_document, parse_text
+from thread_rag.ingest.loaders import parse_text
 
 PROC = """# Installing the widget
 
@@ -64,7 +63,7 @@ def test_markdown_links_stripped_for_embedding_only():
 
 
 @needs_shared
-def test_debian_pdf_chunks_have_pages(embedder):
-    ch = SentenceChunker(embedder.count_tokens).chunk(load_document(DEBIAN_PDF))
+def test_debian_pdf_chunks_have_pages(embedder, debian_pdf):
+    ch = SentenceChunker(embedder.count_tokens).chunk(debian_pdf)
     assert 300 < len(ch) < 900
     assert all(c.page_start is not None and 1 <= c.page_start <= c.page_end <= 113 for c in ch)

@@ -2,23 +2,17 @@
 default fast path: a procedural question gets a correct citation, an unanswerable one a refusal. Slow; runs in CI."""
 import pytest
 
-from conftest import DEBIAN_PDF, needs_shared
+from conftest import needs_shared
 
 pytestmark = [pytest.mark.slow, needs_shared]
 
 
 @pytest.fixture(scope="module")
-def debian(tmp_path_factory, embedder):
-    from conftest import REPO
+def debian(debian_library, embedder):
     from thread_rag.engine import Engine
-    from thread_rag.settings import load_settings
 
-    home = tmp_path_factory.mktemp("debian")
-    s = load_settings({"HOME": str(home), "CACHE_PATH": str(home / "cache"),
-                       "MODEL_DIR": str(REPO / "local_rag_db" / "models")}, env={}, config_file=False)
-    e = Engine(s, embedder=embedder)
-    e.index_file(DEBIAN_PDF)
-    return e
+    settings, _ = debian_library
+    return Engine(settings, embedder=embedder)
 
 
 def test_procedural_question_answered_with_correct_citation(debian):

@@ -3,7 +3,7 @@ import zipfile
 
 import pytest
 
-from conftest import DATA, DEBIAN_PDF, DEBIAN_TXT, needs_shared, write
+from conftest import DATA, DEBIAN_TXT, needs_shared, write
 from thread_rag.errors import IngestError
 from thread_rag.ingest.loaders import load_document
 
@@ -55,8 +55,8 @@ def test_encrypted_pdf_says_encrypted_and_opens_with_password():
 
 
 @needs_shared
-def test_pdf_outline_gives_heading_paths_and_pages():
-    doc = load_document(DEBIAN_PDF)
+def test_pdf_outline_gives_heading_paths_and_pages(debian_pdf):
+    doc = debian_pdf
     assert doc.pages == 113
     with_heading = [b for b in doc.blocks if b.heading_path]
     assert len(with_heading) / len(doc.blocks) > 0.9
@@ -65,8 +65,8 @@ def test_pdf_outline_gives_heading_paths_and_pages():
 
 
 @needs_shared
-def test_debian_txt_and_pdf_give_comparable_text():
-    pdf = load_document(DEBIAN_PDF).full_text.split()
+def test_debian_txt_and_pdf_give_comparable_text(debian_pdf):
+    pdf = debian_pdf.full_text.split()
     txt = load_document(DEBIAN_TXT).full_text.split()
     assert 0.8 < len(pdf) / len(txt) < 1.25
     common = set(w.lower() for w in pdf) & set(w.lower() for w in txt)

@@ -109,7 +109,7 @@ def test_hnsw_switch_gives_same_top_hits(manual_engine):
 
 
 def test_index_follows_catalog_changes(manual_engine, tmp_path):
-    from conftest import DOCS, write
+    from conftest import write
 
     before = len(manual_engine.retriever.index)
     manual_engine.index_file(write(tmp_path / "new.md", "# Zebra care\n\nFeed the zebra twice a day with hay."))

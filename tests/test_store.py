@@ -122,10 +122,12 @@ def test_cli_index_docs_delete_json(tmp_path):
 
 @needs_shared
 @pytest.mark.slow
-def test_debian_guide_pdf_end_to_end(make_engine):
-    e = make_engine()
-    r = e.index_file(DEBIAN_PDF)
+def test_debian_guide_pdf_end_to_end(debian_library, embedder):
+    from thread_rag.engine import Engine
+
+    settings, r = debian_library  # indexed once per session; other tests may have searched and asked it since
     assert r.status == "indexed" and r.pages == 113 and r.chunks > 300
+    e = Engine(settings, embedder=embedder)
     assert all(c.page_start for c in e.thread(r.doc_id).chunks)
     assert e.index_file(DEBIAN_PDF).status == "unchanged"
     assert e.check_consistency() == []

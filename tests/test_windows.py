@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from conftest import REPO
 from thread_rag.threads.summarizers import ExtractiveSummarizer

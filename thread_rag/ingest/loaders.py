@@ -388,14 +388,14 @@ def _load_docx(p: Path) -> LoadedDocument:
         document = docx.Document(str(p))
     except KeyError as exc:
         if "officeDocument" in str(exc) or "strict" in str(exc).lower():
-            raise IngestError(p, f"DOCX cannot be opened (Strict OOXML is not supported by python-docx; "
-                              f"re-save it as a standard .docx)") from None
+            raise IngestError(p, "DOCX cannot be opened (Strict OOXML is not supported by python-docx; "
+                              "re-save it as a standard .docx)") from None
         raise IngestError(p, f"DOCX cannot be opened ({str(exc)[:120]})") from None
     except ValueError as exc:
         msg = str(exc)
         if "officeDocument" in msg:
-            raise IngestError(p, f"DOCX cannot be opened (Strict OOXML or not a Word document; "
-                              f"re-save it as a standard .docx)") from None
+            raise IngestError(p, "DOCX cannot be opened (Strict OOXML or not a Word document; "
+                              "re-save it as a standard .docx)") from None
         raise IngestError(p, f"DOCX cannot be opened ({msg[:120]})") from None
     except zipfile.BadZipFile as exc:
         raise IngestError(p, f"corrupt DOCX ({exc})") from None

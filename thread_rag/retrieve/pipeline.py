@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import LibraryChangedError, ThreadRagError, UnknownDocumentError
-from ..ids import ChunkId, format_doc_id, parse_doc_id
+from ..ids import ChunkId, format_doc_id
 from ..lru import LRU
 from .fusion import rrf
 from .maxsim import maxsim_many
