@@ -60,6 +60,8 @@ def test_semantic_and_parent_child(embedder):
 
 def test_markdown_links_stripped_for_embedding_only():
     assert text_for_embedding("see [the guide](https://x/y.html) and \\_id\\_") == "see the guide and _id_"
+    assert text_for_embedding("![logo](a.png)  alt\n text") == "logo alt text"
+    assert text_for_embedding("  no  link\there (x) ") == "no link here (x)"  # the path without the patterns
 
 
 @needs_shared
