@@ -310,12 +310,14 @@ BRACKETS = ("# Setup [/etc] paths\n\nCopy the files into the [/etc] folder and s
             ":warning: first.\n")
 
 
-def test_brackets_in_documents_names_questions_and_answers_are_printed_as_written(make_engine, tmp_path):
+def test_brackets_in_documents_names_questions_and_answers_are_printed_as_written(make_engine, tmp_path, monkeypatch,
+                                                                                      capsys, no_env):
     """rich read "[/etc]" in a heading or a question as a closing style tag: the chat quit ("unexpected MarkupError",
     its own error line failing the same way) and `search` failed; "[server]" and a file name's "[red]" vanished."""
     from rich.console import Console
 
     from fakes import ScriptedChatModel
+    from thread_rag import cli
     from thread_rag.agent.loop import Agent
     from thread_rag.repl import Repl
 
@@ -332,15 +334,16 @@ def test_brackets_in_documents_names_questions_and_answers_are_printed_as_writte
     out = buf.getvalue()
     assert "ini [red] notes.md" in out and "Setup [/etc] paths" in out and "the [server] section [/x]." in out, out
     assert "error: unknown command /bogus" in out and "documents, 1 chunks" in out and "MarkupError" not in out, out
-    env = {**_env(tmp_path), "PYTHONPATH": str(REPO)}
-    cli = [sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "cli")]
-    r = subprocess.run([*cli, "index", str(f)], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0 and str(f) in r.stdout, r
-    for cmd, shown in ((["search", "copy files etc"], "[/etc] folder and set the port in the [server] section :warning:"),
+    monkeypatch.setenv("COLUMNS", "200")  # the CLI in-process (a process per command took 14 s)
+    data_dir = ["--data-dir", str(tmp_path / "cli")]
+    for cmd, shown in ((["index", str(f)], str(f)),
+                       (["search", "copy files etc"], "[/etc] folder and set the port in the [server] section :warning:"),
                        (["docs"], "ini [red] notes.md"), (["nested", "copy files"], "[server] section :warning:"),
                        (["delete", "DOC1"], "ini [red] notes.md")):
-        r = subprocess.run([*cli, *cmd], capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "200"})
-        assert r.returncode == 0 and shown in r.stdout, (cmd, r)
+        capsys.readouterr()
+        assert cli.main([*data_dir, *cmd]) == 0, cmd
+        out, err = capsys.readouterr()
+        assert shown in out and "MarkupError" not in out + err, (cmd, out, err)
 
 
 def test_chat_search_and_nested_take_the_cli_options(manual_engine):

@@ -25,5 +25,8 @@ def test_scale_smoke_two_thousand_chunks(tmp_path):
         assert "stage3_ms" in p["queries"]["three_stage"]["stage_p50_ms"]
         assert p["open_fds"] > 0 and p["bytes_per_chunk"] > 0 and p["peak_rss_mib"] > 0
     assert out["curve"] and all(c["chunks_per_s"] > 0 for c in out["curve"])
-    assert out["encode_rate_chunks_per_s"]["before"] > 0
+    assert out["encode_rate_chunks_per_s"]["before"] > 0 and out["encode_rate_sample_chunks"] == 128  # 2 x 64
     assert (tmp_path / "results" / "scale-2000.svg").read_text().startswith("<svg")
+    from thread_rag.bench.report import scale_table
+
+    assert "Embedder alone (same run on 128 chunks," in scale_table(out)

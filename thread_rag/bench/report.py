@@ -315,7 +315,8 @@ def scale_table(x: dict) -> str:
     if x.get("reused_library"):
         return "\n".join(rows + ["", f"No ingest: the library {x['reused_library']} grown by an earlier run, measured again."])
     r = x.get("encode_rate_chunks_per_s", {})
-    rows += ["", f"Embedder alone (same run, sentence + token vectors, 64 chunks per call as indexing): {r.get('before')} chunks/s before, "
+    sample = f" on {x['encode_rate_sample_chunks']} chunks" if x.get("encode_rate_sample_chunks") else ""
+    rows += ["", f"Embedder alone (same run{sample}, sentence + token vectors, 64 chunks per call as indexing): {r.get('before')} chunks/s before, "
              f"{r.get('after')} after. Ingest phases (s): {x.get('phases_s')}. Corpus: {x.get('corpus')}."]
     return "\n".join(rows)
 
