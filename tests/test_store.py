@@ -1,11 +1,10 @@
 """Indexing into the durable store: ids, re-index, replace, delete, consistency, CLI."""
 import json
-import subprocess
-import sys
+import os
 
 import pytest
+from conftest import DEBIAN_PDF, DOCS, needs_shared, write
 
-from conftest import DEBIAN_PDF, DOCS, REPO, needs_shared, write
 from thread_rag.errors import IngestError, UnknownDocumentError
 from thread_rag.ids import ChunkId
 
@@ -98,26 +97,32 @@ def test_symlink_loop_directory(make_engine, tmp_path):
     assert len(set(p.resolve() for p in files)) == 1
 
 
-def test_cli_index_docs_delete_json(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    import os
+def test_cli_index_docs_delete_json(tmp_path, monkeypatch, capsys):
+    """The CLI in-process (a process per command took 9 s; the doors' tests run it in fresh processes)."""
+    from thread_rag import cli
 
-    env = {**os.environ, **env}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "h"), *a],  # noqa: E731
-                                    capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    r = run("index", str(DOCS / "02-indexing.md"), "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["results"][0]["status"] == "indexed"
-    r = run("docs", "--json")
-    d = json.loads(r.stdout)["documents"]
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.chdir(tmp_path)
+
+    def run(*a):
+        capsys.readouterr()
+        rc = cli.main(["--data-dir", str(tmp_path / "h"), *a])
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    rc, out, err = run("index", str(DOCS / "02-indexing.md"), "--json")
+    assert rc == 0, err
+    assert json.loads(out)["results"][0]["status"] == "indexed"
+    d = json.loads(run("docs", "--json")[1])["documents"]
     assert d[0]["doc_id"] == "DOC1" and d[0]["chunks"] > 0
-    r = run("index", str(tmp_path / "missing.pdf"))
-    assert r.returncode == 1 and r.stderr.strip().startswith("error:") and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
-    r = run("delete", "DOC1", "--json")
-    assert r.returncode == 0 and json.loads(r.stdout)["deleted"] == "DOC1"
-    r = run("delete", "DOC1")
-    assert r.returncode == 1 and "unknown document DOC1" in r.stderr
+    rc, out, err = run("index", str(tmp_path / "missing.pdf"))
+    assert rc == 1 and err.strip().startswith("error:") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    rc, out, err = run("delete", "DOC1", "--json")
+    assert rc == 0 and json.loads(out)["deleted"] == "DOC1"
+    rc, out, err = run("delete", "DOC1")
+    assert rc == 1 and "unknown document DOC1" in err
 
 
 @needs_shared
