@@ -202,7 +202,7 @@ def test_indexing_streams_token_vectors_to_disk(tmp_path):
     status, chunks, cached, last_tokens, peak_mb = r.stdout.split()
     assert status == "indexed" and int(chunks) > 3500 and int(cached) == int(chunks) and int(last_tokens) == 256
     # float32 token vectors of all chunks would be int(chunks) * 256 * 384 * 4 bytes (~1.5 GB) before any copy
-    assert int(peak_mb) < 1200, f"peak RSS {peak_mb} MB"
+    assert int(peak_mb) < 900, f"peak RSS {peak_mb} MB"  # under 0.5 GB measured; half-precision vectors held: ~1 GB
     assert not list((tmp_path / "home" / "tokcache").glob(".stage-*"))  # the staging folder was moved into place
 
 

@@ -335,6 +335,8 @@ def test_brackets_in_documents_names_questions_and_answers_are_printed_as_writte
     assert "ini [red] notes.md" in out and "Setup [/etc] paths" in out and "the [server] section [/x]." in out, out
     assert "error: unknown command /bogus" in out and "documents, 1 chunks" in out and "MarkupError" not in out, out
     monkeypatch.setenv("COLUMNS", "200")  # the CLI in-process (a process per command took 14 s)
+    for k in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(k, raising=False)
     data_dir = ["--data-dir", str(tmp_path / "cli")]
     for cmd, shown in ((["index", str(f)], str(f)),
                        (["search", "copy files etc"], "[/etc] folder and set the port in the [server] section :warning:"),

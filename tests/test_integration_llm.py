@@ -12,7 +12,8 @@ def debian(debian_library, embedder):
     from thread_rag.engine import Engine
 
     settings, _ = debian_library
-    return Engine(settings, embedder=embedder)
+    with Engine(settings, embedder=embedder) as e:
+        yield e
 
 
 def test_procedural_question_answered_with_correct_citation(debian):

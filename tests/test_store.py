@@ -97,18 +97,19 @@ def test_symlink_loop_directory(make_engine, tmp_path):
     assert len(set(p.resolve() for p in files)) == 1
 
 
-def test_cli_index_docs_delete_json(tmp_path, monkeypatch, capsys):
-    """The CLI in-process (a process per command took 9 s; the doors' tests run it in fresh processes)."""
+def test_cli_index_docs_delete_json(tmp_path, monkeypatch, capfd):
+    """The CLI in-process (a process per command took 9 s; the doors' tests run it in fresh processes); capfd also
+    sees what native code writes to descriptors 1 and 2."""
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
+    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")] + ["FORCE_COLOR", "TTY_COMPATIBLE"]:
+        monkeypatch.delenv(k, raising=False)
     monkeypatch.chdir(tmp_path)
 
     def run(*a):
-        capsys.readouterr()
+        capfd.readouterr()
         rc = cli.main(["--data-dir", str(tmp_path / "h"), *a])
-        out, err = capsys.readouterr()
+        out, err = capfd.readouterr()
         return rc, out, err
 
     rc, out, err = run("index", str(DOCS / "02-indexing.md"), "--json")
@@ -132,10 +133,10 @@ def test_debian_guide_pdf_end_to_end(debian_library, embedder):
 
     settings, r = debian_library  # indexed once per session; other tests may have searched and asked it since
     assert r.status == "indexed" and r.pages == 113 and r.chunks > 300
-    e = Engine(settings, embedder=embedder)
-    assert all(c.page_start for c in e.thread(r.doc_id).chunks)
-    assert e.index_file(DEBIAN_PDF).status == "unchanged"
-    assert e.check_consistency() == []
+    with Engine(settings, embedder=embedder) as e:
+        assert all(c.page_start for c in e.thread(r.doc_id).chunks)
+        assert e.index_file(DEBIAN_PDF).status == "unchanged"
+        assert e.check_consistency() == []
 
 
 def test_a_folder_indexes_on_one_bar_that_only_moves_forward(make_engine, tmp_path):

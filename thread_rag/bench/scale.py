@@ -129,8 +129,8 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
     data = settings.shared_data if settings.shared_data.is_dir() else None
     docs, report = scale_corpus(data, home.parent / "scale-debs", download)
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "doc_cache")))
-    # the embedder's own rate before and after the growth, on 320 sample chunks or 1/20 of a smaller library (at
-    # 2,000 chunks, 320 twice plus the warm-up were a third of the run's embedding)
+    # the embedder's own rate before and after the growth, on 320 sample chunks, or on 1/20 of a smaller library
+    # (at least 128; at 2,000 chunks, 320 twice plus the warm-up were a third of the run's embedding)
     sample = sample_texts(engine.settings, engine.embedder, docs[:200], n=min(320, max(2 * STEP, chunks // 20)))
     encode_rate(engine.embedder, sample[:STEP])  # warm up (the first calls allocate); not counted
     rates = {"before": encode_rate(engine.embedder, sample)}
