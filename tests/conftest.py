@@ -25,6 +25,18 @@ def embedder():
     return SentenceTransformerEmbedder(threads=2)
 
 
+def machine_setting(name: str) -> bool:
+    """An environment variable of the machine running the tests that would change what the CLI does or prints."""
+    return name.startswith("THREAD_RAG_") or name in ("FORCE_COLOR", "TTY_COMPATIBLE")
+
+
+@pytest.fixture
+def no_env(monkeypatch):
+    """In-process CLI calls that read none of the machine's ``machine_setting`` variables."""
+    for k in [k for k in os.environ if machine_setting(k)]:
+        monkeypatch.delenv(k)
+
+
 @pytest.fixture(scope="session")
 def debian_library(tmp_path_factory, embedder):
     """The Debian installation guide (113-page PDF) indexed once per session (~15 s), with the default settings

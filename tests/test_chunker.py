@@ -1,4 +1,3 @@
-
 from conftest import needs_shared
 from thread_rag.ingest.chunker import (ParentChildChunker, SemanticChunker, SentenceChunker, semantic_breaks,
                                        text_for_embedding)

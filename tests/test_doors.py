@@ -8,24 +8,16 @@ import sys
 
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, machine_setting, write
 from thread_rag.agent.script import run_script
 
 
 def _env(tmp_path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("THREAD_RAG_") and k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    env = {k: v for k, v in os.environ.items() if not machine_setting(k)}
     # no model load in the background: Ollama on a closed port fails at once (the chat never asks it here)
     env.update(THREAD_RAG_HOME=str(tmp_path / "home"), THREAD_RAG_CACHE_PATH=str(tmp_path / "cache"),
                THREAD_RAG_CHAT_BACKEND="ollama", OLLAMA_HOST="http://127.0.0.1:9", COLUMNS="80", **extra)
     return env
-
-
-@pytest.fixture
-def no_env(monkeypatch):
-    """In-process CLI calls that read no THREAD_RAG_ variable of the machine running the tests."""
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
 
 
 def _indexed_home(cli, tmp_path) -> str:
@@ -335,8 +327,6 @@ def test_brackets_in_documents_names_questions_and_answers_are_printed_as_writte
     assert "ini [red] notes.md" in out and "Setup [/etc] paths" in out and "the [server] section [/x]." in out, out
     assert "error: unknown command /bogus" in out and "documents, 1 chunks" in out and "MarkupError" not in out, out
     monkeypatch.setenv("COLUMNS", "200")  # the CLI in-process (a process per command took 14 s)
-    for k in ("FORCE_COLOR", "TTY_COMPATIBLE"):
-        monkeypatch.delenv(k, raising=False)
     data_dir = ["--data-dir", str(tmp_path / "cli")]
     for cmd, shown in ((["index", str(f)], str(f)),
                        (["search", "copy files etc"], "[/etc] folder and set the port in the [server] section :warning:"),

@@ -1,10 +1,9 @@
 """Indexing into the durable store: ids, re-index, replace, delete, consistency, CLI."""
 import json
-import os
 
 import pytest
-from conftest import DEBIAN_PDF, DOCS, needs_shared, write
 
+from conftest import DEBIAN_PDF, DOCS, needs_shared, write
 from thread_rag.errors import IngestError, UnknownDocumentError
 from thread_rag.ids import ChunkId
 
@@ -97,13 +96,11 @@ def test_symlink_loop_directory(make_engine, tmp_path):
     assert len(set(p.resolve() for p in files)) == 1
 
 
-def test_cli_index_docs_delete_json(tmp_path, monkeypatch, capfd):
+def test_cli_index_docs_delete_json(tmp_path, monkeypatch, capfd, no_env):
     """The CLI in-process (a process per command took 9 s; the doors' tests run it in fresh processes); capfd also
     sees what native code writes to descriptors 1 and 2."""
     from thread_rag import cli
 
-    for k in [k for k in os.environ if k.startswith("THREAD_RAG_")] + ["FORCE_COLOR", "TTY_COMPATIBLE"]:
-        monkeypatch.delenv(k, raising=False)
     monkeypatch.chdir(tmp_path)
 
     def run(*a):

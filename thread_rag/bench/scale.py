@@ -185,7 +185,8 @@ def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], d
     rates["after"] = encode_rate(engine.embedder, sample)
     ingest_s = sum(phases.values())
     return {"chunks": total, "documents": len(engine.catalog.documents()), "checkpoints": points, "curve": curve,
-            "encode_rate_chunks_per_s": rates, "encode_rate_sample_chunks": len(sample), "phases_s": {k: round(v, 1) for k, v in phases.items()},
+            "encode_rate_chunks_per_s": rates, "encode_rate_sample_chunks": len(sample),
+            "phases_s": {k: round(v, 1) for k, v in phases.items()},
             "phases_total_s": round(ingest_s, 1), "sources_chunks": used, "sources": report,
             "corpus": "grown from real text: " + ", ".join(f"{k} {v}" for k, v in sorted(used.items(), key=lambda x: -x[1])),
             "queries": len(queries), "machine": machine(), "data_dir": str(home),
