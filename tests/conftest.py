@@ -30,6 +30,11 @@ def machine_setting(name: str) -> bool:
     return name.startswith("THREAD_RAG_") or name in ("FORCE_COLOR", "TTY_COMPATIBLE")
 
 
+def machine_free_env() -> dict:
+    """The environment for a subprocess of a test: this process's, without the ``machine_setting`` variables."""
+    return {k: v for k, v in os.environ.items() if not machine_setting(k)}
+
+
 @pytest.fixture
 def no_env(monkeypatch):
     """In-process CLI calls that read none of the machine's ``machine_setting`` variables."""

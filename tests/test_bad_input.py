@@ -116,6 +116,12 @@ def test_a_failed_file_is_named_as_it_was_given(make_engine, tmp_path, monkeypat
     assert errors == ["empty.txt: empty file (0 bytes)", "nope.txt: no such file",
                       "sub/bad.pdf: not a PDF (no %PDF header; corrupt or misnamed file)",
                       "link.txt: empty file (0 bytes)"]
+    # a name that would break the line is quoted as on a result line, and its spaces are kept (they were squeezed:
+    # "two  spaces\nx.txt" was named "two spaces x.txt", a file that does not exist)
+    write(tmp_path / "two  spaces\nx.txt", b"")
+    write(tmp_path / "a  b.txt", b"")
+    errors = [r.error for r in e.index_paths(["two  spaces\nx.txt", "a  b.txt"])]
+    assert errors == ['"two  spaces\\nx.txt": empty file (0 bytes)', "a  b.txt: empty file (0 bytes)"], errors
 
 
 def test_unicode_path_with_spaces_indexes(make_engine, tmp_path):

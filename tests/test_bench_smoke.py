@@ -84,15 +84,13 @@ def test_report_embedder_table_takes_one_file_per_set_and_embedder(tmp_path):
     assert [p.stem for p in embedder_runs(tmp_path)] == sorted(names[:3])
 
 
-def test_a_recorded_command_names_the_settings_it_ran_with(monkeypatch):
+def test_a_recorded_command_names_the_settings_it_ran_with(monkeypatch, no_env):
     """Runs that differ only by a THREAD_RAG_* setting recorded the same command line (the answers with and without
     question steps): the command now starts with those settings, as a shell would take it."""
     import sys
 
     from thread_rag.bench import command_line
 
-    for k in [k for k in __import__("os").environ if k.startswith("THREAD_RAG_")]:
-        monkeypatch.delenv(k)
     monkeypatch.setenv("THREAD_RAG_QUESTION_STEPS", "4")
     monkeypatch.setenv("THREAD_RAG_HOME", "/somewhere")        # where, not how: left out
     monkeypatch.setattr(sys, "argv", ["thread-rag", "bench", "answers", "--dataset", "musique"])

@@ -384,6 +384,9 @@ def test_chat_search_and_nested_take_the_cli_options(manual_engine):
     buf.truncate(0), buf.seek(0)
     repl.handle("/fetch DOC1_000 --budget=x")
     assert buf.getvalue().strip() == "error: --budget=x: expected a number of tokens", buf.getvalue()
+    buf.truncate(0), buf.seek(0)
+    repl.handle("/fetch DOC1_000 --budget 0")  # it said "token_budget=0" (the tool's name), where the CLI names --budget
+    assert buf.getvalue().strip() == "error: --budget 0: must be a positive number of tokens", buf.getvalue()
 
 
 def test_ctrl_c_during_index_keeps_the_lines_of_what_was_committed_and_leaves_no_orphans(tmp_path):

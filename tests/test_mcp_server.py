@@ -2,7 +2,6 @@
 (``python -m thread_rag.cli mcp``) serving the project's user manual (docs/), indexed once for this module."""
 from __future__ import annotations
 
-import os
 import re
 import sys
 
@@ -13,7 +12,7 @@ pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from conftest import DOCS, REPO, write  # noqa: E402
+from conftest import DOCS, REPO, machine_free_env, write  # noqa: E402
 
 READ_ONLY = {"list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents"}
 WRITES = {"index_new_document", "pre_heat_summaries"}
@@ -38,7 +37,7 @@ def _session(tmp_path, over: dict, *extra: str, **env_extra: str):
     """A stdio transport to ``thread-rag --data-dir HOME mcp EXTRA...`` run from an empty folder (no config.py)."""
     cwd = tmp_path / "cwd"
     cwd.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+    env = machine_free_env()
     env.update({"PYTHONPATH": str(REPO), "THREAD_RAG_CACHE_PATH": over["CACHE_PATH"],
                 "THREAD_RAG_MODEL_DIR": over["MODEL_DIR"], "THREAD_RAG_RERANKER": over["RERANKER"], **env_extra})
     params = StdioServerParameters(command=sys.executable, cwd=str(cwd), env=env,
@@ -195,7 +194,7 @@ def test_allow_writes_without_allowed_roots_refuses_to_start(tmp_path):
     """Unset ALLOWED_ROOTS means "the current folder", and an MCP client picks that folder (often ~ or /)."""
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+    env = machine_free_env()
     env["PYTHONPATH"] = str(REPO)
     r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "home"), "mcp",
                         "--allow-writes"], cwd=tmp_path, env=env, input="", capture_output=True, text=True,
@@ -212,7 +211,7 @@ def test_requests_piped_in_whole_are_answered_before_the_server_stops(store, tmp
     import subprocess
 
     _, over = store
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+    env = machine_free_env()
     env.update({"PYTHONPATH": str(REPO), "THREAD_RAG_CACHE_PATH": over["CACHE_PATH"],
                 "THREAD_RAG_MODEL_DIR": over["MODEL_DIR"], "THREAD_RAG_RERANKER": over["RERANKER"]})
     lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, machine_free_env, write
 from thread_rag import settings as settings_mod
 from thread_rag.errors import ModelUnavailableError, SettingsError
 from thread_rag.settings import describe_paths, find_config_file, load_settings
@@ -34,8 +33,7 @@ def listing(root: Path) -> list[str]:
 
 def child_env(tmp_path: Path, **extra) -> dict:
     """The environment of a subprocess: per-user folders under tmp, no THREAD_RAG_* or PYTHONPATH of ours."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("THREAD_RAG_") and k not in ("PYTHONPATH", "OLLAMA_HOST")}
+    env = {k: v for k, v in machine_free_env().items() if k not in ("PYTHONPATH", "OLLAMA_HOST")}
     env.update(XDG_DATA_HOME=str(tmp_path / "xdg-data"), XDG_CACHE_HOME=str(tmp_path / "xdg-cache"),
                XDG_CONFIG_HOME=str(tmp_path / "xdg-config"), PYTHONDONTWRITEBYTECODE="1", **extra)
     return env

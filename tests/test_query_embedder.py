@@ -3,14 +3,13 @@ torch model that indexed the store, give the same search hits, and keep torch ou
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import DOCS, REPO
+from conftest import DOCS, REPO, machine_free_env
 
 pytest.importorskip("onnxruntime")
 from thread_rag.embedder import OnnxMiniLMQueryEmbedder, onnx_queries_available  # noqa: E402
@@ -107,7 +106,7 @@ print("PROBE " + json.dumps({"rc": rc, "heavy": heavy, "onnxruntime": "onnxrunti
 def test_cold_cli_search_does_not_import_torch(manual_engine):
     """``thread-rag search`` in a fresh process on a MiniLM store: the answer, and no torch (nor transformers,
     sentence-transformers, llama.cpp) imported anywhere on the way, the packaged cross-encoder (stage 3) included."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+    env = machine_free_env()
     env.update(THREAD_RAG_QUERY_EMBEDDER="auto", THREAD_RAG_RERANKER="packaged:ms-marco-MiniLM-L-12-v2",
                THREAD_RAG_STAGE3_K="4", THREAD_RAG_TORCH_THREADS="2")
     r = subprocess.run([sys.executable, "-c", PROBE, "--data-dir", str(manual_engine.home), "--json", "search",

@@ -2,14 +2,13 @@
 local stand-in server (a fake that speaks Ollama's HTTP API on loopback; not a real Ollama)."""
 import io
 import json
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from rich.console import Console
 
-from conftest import REPO, write
+from conftest import REPO, machine_free_env, write
 from fakes import ScriptedChatModel
 from thread_rag.agent.loop import Agent
 from thread_rag.agent.script import run_script
@@ -64,7 +63,7 @@ def test_repl_pipe_input_question_command_exit(tmp_path):
     script = tmp_path / "pipe_repl.py"
     script.write_text(PIPE_REPL)
     r = subprocess.run([sys.executable, str(script), str(REPO), str(tmp_path)], capture_output=True, text=True,
-                       timeout=300, env={k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")})
+                       timeout=300, env=machine_free_env())
     out = r.stdout
     assert r.returncode == 0 and "RC 0" in out, r.stderr[-2000:]
     assert "Run thread-rag preheat to summarise every chunk." in out and "sources:" in out

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, machine_free_env, write
 from thread_rag.watch import ADDED, DELETED, MODIFIED, Action, Debouncer, ignored, plan, run_watch
 
 ROOT = "/w"
@@ -206,7 +206,7 @@ class Proc:
     """``thread-rag --data-dir HOME watch DIR`` with its stdout and stderr read line by line in threads."""
 
     def __init__(self, tmp_path: Path, home: Path, *args: str):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("THREAD_RAG_")}
+        env = machine_free_env()
         env.update({"PYTHONPATH": str(REPO), "THREAD_RAG_CACHE_PATH": str(tmp_path / "cache"),
                     "THREAD_RAG_MODEL_DIR": str(REPO / "local_rag_db" / "models"), "THREAD_RAG_RERANKER": "none",
                     "THREAD_RAG_EMBEDDER_MODEL": "packaged:bge-small-en-v1.5", "THREAD_RAG_TORCH_THREADS": "1",

@@ -224,9 +224,7 @@ def _dispatch(args) -> int:
             render_search(out, res)
         return 0
     if args.cmd == "fetch":
-        if args.budget is not None and args.budget < 1:  # named as typed (the tool would say token_budget)
-            raise ThreadRagError(f"--budget {args.budget}: must be a positive number of tokens")
-        res = tools.fetch_chunks_by_id(engine, args.chunk_ids, token_budget=args.budget)
+        res = tools.fetch_chunks_by_id(engine, args.chunk_ids, token_budget=tools.budget_option(args.budget))
         if args.json:
             _print_json(res)
         else:

@@ -48,7 +48,10 @@ class IngestError(ThreadRagError):
 
     def __init__(self, path, reason: str):
         self.path, self.reason = printable(path), " ".join(str(reason).split())
-        super().__init__(f"{self.path}: {self.reason}")
+        Exception.__init__(self, self._line())  # the name as shown on a result line: not squeezed, quoted if odd
+
+    def _line(self) -> str:
+        return f"{shown(self.path)}: {self.reason}"
 
     def __reduce__(self):
         return IngestError, (self.path, self.reason)
@@ -60,7 +63,7 @@ class IngestError(ThreadRagError):
     def noting(self, note: str) -> None:
         """Add ``note`` to the reason too."""
         self.reason += note
-        self.args = (f"{self.path}: {self.reason}",)
+        self.args = (self._line(),)
 
 
 class ChunkIdError(ThreadRagError):

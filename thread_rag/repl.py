@@ -249,7 +249,7 @@ class Repl:
             if bad is not None:  # chunk ids are never options: a budget whose value did not fit
                 given = words[bad] if "=" in words[bad] else " ".join(words[bad:bad + 2])
                 raise ThreadRagError(f"{given}: expected a number of tokens")
-            render_windows(c, tools.fetch_chunks_by_id(self.engine, words, token_budget=_int(opts, "--budget")))
+            render_windows(c, tools.fetch_chunks_by_id(self.engine, words, token_budget=tools.budget_option(_int(opts, "--budget"))))
         elif cmd == "/nested":
             query, opts = _options(rest, {"--doc": _DOC, "--limit": _NUMBER, "--offset": _NUMBER})
             if not query:

@@ -52,6 +52,13 @@ def fetch_chunks_by_id(engine, chunk_ids: list[str], token_budget: int | None = 
     return to_dict(engine.windows.fetch(chunk_ids, token_budget=token_budget, query=query))
 
 
+def budget_option(value: int | None) -> int | None:
+    """A typed ``--budget`` (CLI, chat), refused in the option's own name (the tool's says token_budget)."""
+    if value is not None and value < 1:
+        raise ThreadRagError(f"--budget {value}: must be a positive number of tokens")
+    return value
+
+
 def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> dict:
     from .threads.preheat import preheat
 
