@@ -107,6 +107,26 @@ def test_data_dir_that_is_a_file_is_named(tmp_path):
     assert r.stderr.strip() == f"error: file system error: {afile} is a file, where a folder is needed"
 
 
+def test_a_mistyped_command_line_is_one_line(tmp_path, capsys, no_env):
+    """`search hello --k abc`, a bare `delete`, `compare DOC1` printed argparse's usage block and its own error line
+    (two to four lines); now one line that names the command's --help, exit 2 as for any usage error."""
+    from thread_rag import cli
+
+    home = str(tmp_path / "home")
+    for argv, line in [(["search", "hello", "--k", "abc"],
+                        "error: argument --k: invalid int value: 'abc' (see `thread-rag search --help`)"),
+                       (["delete"], "error: the following arguments are required: doc_id "
+                                    "(see `thread-rag delete --help`)"),
+                       (["bogus"], "error: argument cmd: invalid choice: 'bogus' "),
+                       (["--data-dir", " ", "stats"], "error: --data-dir is empty: give a folder, or leave the option "
+                                                      "out for the default data dir (see `thread-rag --help`)")]:
+        with pytest.raises(SystemExit) as stop:
+            cli.main(argv if argv[0] == "--data-dir" else ["--data-dir", home, *argv])
+        out, err = capsys.readouterr()
+        assert stop.value.code == 2 and not out and len(err.splitlines()) == 1 and err.startswith(line), (argv, err)
+    assert not os.path.exists(home)
+
+
 def test_an_empty_data_dir_is_refused_and_a_closed_pipe_is_quiet(tmp_path):
     """`--data-dir ""` (a script's unset variable) quietly used the default library; `thread-rag --json docs | head`
     said "error: file system error: Broken pipe" and exited 1 (a new user's trial)."""
@@ -143,6 +163,50 @@ def test_doctor_on_a_data_dir_that_is_a_file_says_so(tmp_path):
     assert row["fix"].startswith("a file is in the way"), row["fix"]
 
 
+def test_doctor_on_a_read_only_library_names_the_store_once(tmp_path, capsys, no_env):
+    """On a library on a read-only file system the doctor's consistency line was "'RustBindingsAPI' object has no
+    attribute 'bindings'" (it opened the store again after the chroma check had failed to)."""
+    import shutil
+
+    from thread_rag import cli
+
+    home = _indexed_home(cli, tmp_path)
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "none", str(mnt)], capture_output=True).returncode:
+        pytest.skip("this machine cannot mount a file system (a read-only library needs one; root can write anywhere)")
+    try:
+        shutil.copytree(home, mnt / "lib")
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        capsys.readouterr()
+        assert cli.main(["--data-dir", str(mnt / "lib"), "doctor", "--json"]) == 1
+        rows = {x["check"]: x for x in json.loads(capsys.readouterr().out)}
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert not rows["chroma"]["ok"] and "readonly" in rows["chroma"]["detail"], rows["chroma"]
+    assert rows["store consistency"] == {"check": "store consistency", "ok": False,
+                                         "detail": "not checked: the store did not open (see chroma)",
+                                         "fix": "fix what the chroma line names first"}, rows["store consistency"]
+
+
+def test_doctor_checks_no_consistency_of_a_store_that_did_not_open(tmp_path, monkeypatch, no_env):
+    """The same without a mount (a machine may not allow one): the store's first read fails as Chroma's did."""
+    from thread_rag import cli
+    from thread_rag.doctor import store_checks
+    from thread_rag.settings import load_settings
+    from thread_rag.store import chunk_store
+
+    home = _indexed_home(cli, tmp_path)
+
+    def readonly(self):
+        raise RuntimeError("error returned from database: (code: 8) attempt to write a readonly database")
+
+    monkeypatch.setattr(chunk_store.ChunkStore, "count", readonly)
+    rows = {x["check"]: x for x in store_checks(load_settings({"HOME": home}))}
+    assert not rows["chroma"]["ok"] and rows["store consistency"]["detail"] == (
+        "not checked: the store did not open (see chroma)"), rows
+
+
 def test_script_line_whose_tool_partly_failed_is_not_ok(make_engine, tmp_path):
     """fetch with an unknown id, or index of a corrupt file, came back as "ok": true (exit 0), where the CLI exits 1
     and MCP returns isError; a NaN in the arguments was echoed as non-standard JSON."""
@@ -164,6 +228,40 @@ def test_script_line_whose_tool_partly_failed_is_not_ok(make_engine, tmp_path):
     assert "Open the valve" in rows[0]["result"]["windows"][0]["rendered"]  # what did work is still there
     assert rows[1]["error"].startswith("index_new_document: ") and "bad.pdf" in rows[1]["error"]
     assert rows[2]["error"].startswith("not valid JSON") and rows[3]["error"].startswith("not valid JSON")
+
+
+def test_what_a_bad_input_trial_found_in_the_wording(make_engine, tmp_path, capsys, no_env):
+    """A new user's trial: a valid JSON line that is not an object was "not valid JSON"; {"ask": 123} was asked as
+    "123" where a tool refuses a number for text; an empty file_path said "index_new_document: index_new_document
+    needs a file_path"; a second delete said "known: none indexed yet"; a name with a line break broke the `docs`
+    table over two rows (index and watch lines quote it); a full disk was "unexpected InternalError"."""
+    from thread_rag import cli
+    from thread_rag.errors import one_line
+
+    engine = make_engine(ALLOWED_ROOTS=[str(tmp_path)])
+    path = write(tmp_path / "s.jsonl", "\n".join(['[1, 2, 3]', '"text"', '{"ask": 123}',
+                                                 '{"tool": "index_new_document", "args": {"file_path": ""}}']))
+    buf = io.StringIO()
+    assert run_script(engine, str(path), out=buf) == 1
+    errors = [json.loads(x)["error"] for x in buf.getvalue().splitlines()]
+    assert errors == ["a line must be a JSON object, not an array", "a line must be a JSON object, not a string",
+                      '"ask" must be the question as text, not a number',
+                      "index_new_document: file_path is empty: name a file or folder to index"], errors
+    home = str(tmp_path / "home")
+    assert cli.main(["--data-dir", home, "index", str(write(tmp_path / "new\nline.md", "# N\n\nOpen the valve.\n"))]) == 0
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "docs"]) == 0
+    assert '"new\\nline.md"' in capsys.readouterr().out
+    assert cli.main(["--data-dir", home, "delete", "DOC1"]) == 0
+    assert cli.main(["--data-dir", home, "delete", "DOC1"]) == 1
+    assert capsys.readouterr().err.strip() == "error: unknown document DOC1 (the library holds no documents)"
+
+    class InternalError(Exception):  # chromadb.errors.InternalError's name and message on a full disk
+        pass
+
+    assert one_line(InternalError("error returned from database: (code: 13) database or disk is full")) == (
+        "the disk is full (the store said: error returned from database: (code: 13) database or disk is full); "
+        "free some space and try again")
 
 
 def test_preheat_failures_are_partial_failures():
@@ -367,10 +465,23 @@ def test_chat_search_and_nested_take_the_cli_options(manual_engine):
 
     assert _options("pre-heat --k=3 --doc doc2", {"--k": r"[0-9]+", "--doc": r"(?i)doc[0-9]+"}) == (
         "pre-heat", {"--k": "3", "--doc": "doc2"})
-    # a value that does not fit, or any word after "--", is part of the query
-    assert _options("set --k flag -- --doc DOC1", {"--k": r"[0-9]+", "--doc": r"(?i)doc[0-9]+"}) == (
+    # every word after "--" is part of the query; an option of the command whose value does not fit is refused as
+    # the CLI refuses it (it was searched as text: "/search hello --doc junk" searched every document)
+    assert _options("set -- --k flag --doc DOC1", {"--k": r"[0-9]+", "--doc": r"(?i)doc[0-9]+"}) == (
         "set --k flag --doc DOC1", {})
-    assert _options("what does --doc mean", {"--doc": r"(?i)doc[0-9]+"}) == ("what does --doc mean", {})
+    assert _options("what does -- --doc mean", {"--doc": r"(?i)doc[0-9]+"}) == ("what does --doc mean", {})
+    hint = " (put -- before words that are part of the query)"
+    for line, error in [("/search hello --doc junk", "--doc junk: expected a document id such as DOC1" + hint),
+                        ("/search hello --k abc", "--k abc: expected a whole number, 0 or more" + hint),
+                        ("/search hello --k", "--k: expected a whole number, 0 or more" + hint),
+                        ("/search hello --pages=abc", "--pages=abc: expected a range like 10-20" + hint),
+                        ("/nested hello --offset -1", "--offset -1: expected a whole number, 0 or more" + hint),
+                        ("/compare DOC1 DOC2 --limit abc", "--limit abc: expected a whole number, 0 or more"
+                         " (put -- before words that are part of the topic)"),
+                        ("/search what does --doc mean", "--doc mean: expected a document id such as DOC1" + hint)]:
+        buf.truncate(0), buf.seek(0)
+        repl.handle(line)
+        assert buf.getvalue().strip() == f"error: {error}", (line, buf.getvalue())
     buf.truncate(0), buf.seek(0)
     repl.handle("/search what does --force do")  # not an option of /search: part of the query
     lines = buf.getvalue().splitlines()
@@ -470,10 +581,47 @@ def test_preheat_says_why_its_summaries_failed(tmp_path, monkeypatch, capsys, no
     out, err = capsys.readouterr()
     assert "failed 1" in out
     (line,) = err.splitlines()  # each distinct reason once
-    assert line.startswith("error: DOC1_000: Ollama request failed (") and "SUMMARY_BACKEND=extractive" in line, err
+    assert line.startswith("error: DOC1_000: Ollama request failed at http://127.0.0.1:9 (") and "SUMMARY_BACKEND=extractive" in line, err
     assert cli.main(["--data-dir", home, "preheat", "--json"]) == 1
     (reason,) = json.loads(capsys.readouterr().out)["errors"]
     assert reason == line[len("error: "):]  # whole, not cut at 160 characters
+
+
+def test_fetch_with_the_summary_server_down_prints_its_windows_with_extractive_summaries(tmp_path, monkeypatch,
+                                                                                          capsys, no_env):
+    """With SUMMARY_BACKEND=ollama and Ollama down, `fetch` printed one error line and no window at all (the
+    chunks were there; only their neighbours' summaries were not); the summary server is asked once per fetch."""
+    from thread_rag import cli
+    from thread_rag.threads import summarizers
+
+    home = str(tmp_path / "home")
+    text = "# G\n\n" + "\n\n".join(f"Step {i}: open valve {i} slowly and check the gauge reads {i} bar. " * 12
+                                     for i in range(8))
+    assert cli.main(["--data-dir", home, "index", str(write(tmp_path / "g.md", text))]) == 0
+    monkeypatch.setenv("THREAD_RAG_SUMMARY_BACKEND", "ollama")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    calls = []
+    real = summarizers.OllamaSummarizer.summarize
+    monkeypatch.setattr(summarizers.OllamaSummarizer, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "fetch", "DOC1_001", "DOC1_003"]) == 0
+    out, err = capsys.readouterr()
+    assert out.count("[active]") == 2 and "[previous DOC1_000] Step 0" in out, out
+    (line,) = err.splitlines()
+    assert line.startswith("warning: summaries: Ollama request failed at http://127.0.0.1:9 (") and line.endswith(
+        "; extractive summaries shown instead"), line
+    assert len(calls) == 1
+    assert cli.main(["--data-dir", home, "fetch", "DOC1_001", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["windows"] and res["errors"] == [] and res["notes"] == [line[len("warning: "):]]
+    assert len(calls) == 2  # one per command: a fresh engine asks again
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    with Engine(load_settings({"HOME": home})) as e:  # within a minute of a failure the server is not asked again:
+        for _ in range(3):  # a hanging one costs its timeout once, not once per fetch of an answer's walk
+            assert e.windows.fetch(["DOC1_002"]).notes == res["notes"]
+    assert len(calls) == 3
 
 
 def test_an_empty_question_is_named_before_a_model_is_reached(tmp_path, monkeypatch, capsys, no_env):
@@ -581,4 +729,4 @@ def test_the_cli_names_its_own_option_and_a_script_echoes_the_args_given(tmp_pat
     script = write(tmp_path / "s.jsonl", '{"tool": "list_available_documents", "args": "x"}\n')
     assert cli.main(["--data-dir", home, "script", str(script)]) == 1
     row = json.loads(capsys.readouterr().out)
-    assert row["args"] == "x" and "must be a JSON object, got str" in row["error"], row
+    assert row["args"] == "x" and "must be a JSON object, not a string" in row["error"], row

@@ -136,3 +136,60 @@ def test_generation_names_have_one_home():
     assert parse_generation_name("DOC3.g12.npy", (".json", ".npy")) == (3, 12)
     for other in (".DOC3.g12.tmp", "DOC3.g", "DOC3.gx", "DOCx.g1", "DOC3.g12.1234.tmp", "catalog.json", "DOC3.g12 "):
         assert parse_generation_name(other, ("", ".json", ".npy")) is None, other
+
+
+def test_ollama_host_is_read_as_the_ollama_client_reads_it(monkeypatch, no_env):
+    """OLLAMA_HOST=127.0.0.1 (the Ollama client's own form, port 11434) was asked on port 80, so a running Ollama was
+    "not reachable"; "localhost:abc" or a value with a space gave "unexpected InvalidURL" at the first question."""
+    from thread_rag.settings import Settings
+
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    for given, url in [("127.0.0.1", "http://127.0.0.1:11434"), (":56789", "http://127.0.0.1:56789"),
+                       ("example.com:56789/path/", "http://example.com:56789/path"), ("http://h", "http://h:80"),
+                       ("https://h", "https://h:443"), ("HTTP://Box:8080/", "http://box:8080"),
+                       ("[::1]", "http://[::1]:11434"), (" http://127.0.0.1:9 ", "http://127.0.0.1:9")]:
+        assert Settings(OLLAMA_HOST=given).ollama_host == url, given
+    for bad, why in [("not a url::", "no spaces"), ("localhost:abc", "port"), ("127.0.0.1:99999", "port"),
+                     ("::1", r"in brackets: \[::1\]"),
+                     ("ftp://127.0.0.1:9", "ftp:// is not http:// or https://")]:
+        with pytest.raises(SettingsError, match=rf"^invalid setting OLLAMA_HOST={bad!r}: .*{why}"):
+            Settings(OLLAMA_HOST=bad)
+    assert Settings().ollama_host == ""
+    monkeypatch.setenv("OLLAMA_HOST", "0.0.0.0")  # as `ollama serve` takes it
+    assert Settings().ollama_host == "http://0.0.0.0:11434"
+    monkeypatch.setenv("OLLAMA_HOST", "localhost:abc")
+    with pytest.raises(SettingsError, match=r"^invalid OLLAMA_HOST='localhost:abc' in the environment: .*port"):
+        Settings().ollama_host
+    from thread_rag.doctor import ollama_check
+    from thread_rag.llm.backends import make_chat_model
+
+    row = ollama_check(Settings())  # the doctor names it as a check, not as its own failure
+    assert not row["ok"] and row["detail"].startswith("invalid OLLAMA_HOST='localhost:abc'"), row
+    # nothing that uses Ollama reads it: the embedded model is the way out every Ollama error names
+    assert ollama_check(Settings(CHAT_BACKEND="embedded")) is None
+    assert "embedded" in make_chat_model(Settings(CHAT_BACKEND="embedded")).metadata["backend"]
+    auto = make_chat_model(Settings(CHAT_BACKEND="auto")).metadata["backend"]  # passed over, and the banner says why
+    assert "embedded" in auto and "invalid OLLAMA_HOST='localhost:abc'" in auto, auto
+    with pytest.raises(SettingsError, match="invalid OLLAMA_HOST"):
+        make_chat_model(Settings(CHAT_BACKEND="ollama"))
+
+
+def test_an_ollama_error_names_the_host_and_a_server_that_is_not_ollama():
+    from thread_rag.llm.backends import ollama_error
+
+    web = ollama_error(Exception("<!DOCTYPE HTML>\n<html>"), "http://127.0.0.1:8000", "m", "SUMMARY_BACKEND=extractive")
+    assert str(web) == ("the server at http://127.0.0.1:8000 is not Ollama (it answered with a web page); check "
+                        "OLLAMA_HOST, or set SUMMARY_BACKEND=extractive")
+    assert str(ollama_error(Exception("model 'm' not found"), "http://h:1", "m", "X=y")) == (
+        "Ollama at http://h:1 has no model 'm': run `ollama pull m`")
+
+
+def test_an_empty_path_variable_is_refused_like_an_empty_data_dir_option():
+    """`THREAD_RAG_HOME=$UNSET thread-rag index ...` used the default library without a word, where
+    `--data-dir ""` is refused; the same for the other folders."""
+    for name in ("HOME", "CACHE_PATH", "MODEL_DIR"):
+        with pytest.raises(SettingsError, match=rf"^THREAD_RAG_{name} is empty: give a folder, or unset it for the "
+                                                rf"default$"):
+            load_settings(env={f"THREAD_RAG_{name}": " "}, config_file=False)
+        # an option given for it wins (`THREAD_RAG_HOME= thread-rag --data-dir /x stats`)
+        assert getattr(load_settings({name: "/x"}, env={f"THREAD_RAG_{name}": ""}, config_file=False), name) == "/x"

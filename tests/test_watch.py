@@ -195,10 +195,18 @@ def test_loop_catches_up_watches_and_stops_on_the_event(tmp_path):
 
 
 def test_loop_refuses_a_missing_folder(tmp_path):
+    """A missing folder, and a link to one, were "not a folder" like a file."""
+    import re
+
     from thread_rag.errors import ThreadRagError
 
-    with pytest.raises(ThreadRagError, match="not a folder"):
-        run_watch(FakeEngine(), [tmp_path / "missing"], stop_event=threading.Event())
+    (tmp_path / "gone").symlink_to(tmp_path / "missing")
+    write(tmp_path / "f.md", "# F\n")
+    for given, why in [("missing", "no such folder"),
+                       ("gone", f"a link to {tmp_path / 'missing'}, which does not exist"),
+                       ("f.md", "not a folder (watch takes folders)")]:
+        with pytest.raises(ThreadRagError, match=f"^{re.escape(str(tmp_path / given))}: {re.escape(why)}$"):
+            run_watch(FakeEngine(), [tmp_path / given], stop_event=threading.Event())
 
 
 # -- a real watcher process ------------------------------------------------------------------------
@@ -328,7 +336,7 @@ def test_real_watcher_catches_up_and_ctrl_c_exits_0(tmp_path):
     r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(home), "watch", str(docs / "nope")],
                        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60,
                        cwd=tmp_path)
-    assert r.returncode == 1 and r.stderr.strip() == f"error: {docs}/nope: not a folder (watch takes folders)"
+    assert r.returncode == 1 and r.stderr.strip() == f"error: {docs}/nope: no such folder"
     reader = _reader(home, tmp_path)
     assert reader.index_file(docs / "pump.md").doc_id == "DOC1"
     (docs / "pump.md").unlink()

@@ -14,6 +14,14 @@ from typing import Any
 from .errors import ThreadRagError, shown
 
 
+class _Parser(argparse.ArgumentParser):
+    """A mistyped command line is one line that names the command's --help (argparse printed its usage block
+    first), and exits 2 as usage errors do."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def _common(p: argparse.ArgumentParser, top: bool) -> None:
     d = None if top else argparse.SUPPRESS
     p.add_argument("--data-dir", dest="data_dir", default=d, help="data directory (default: local_rag_db/ beside "
@@ -23,7 +31,7 @@ def _common(p: argparse.ArgumentParser, top: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="thread-rag", description="Terminal RAG agent for long procedural documents.")
+    ap = _Parser(prog="thread-rag", description="Terminal RAG agent for long procedural documents.")
     _common(ap, True)
     sub = ap.add_subparsers(dest="cmd")
 
@@ -192,7 +200,7 @@ def _dispatch(args) -> int:
                 return 0
             t = Table("id", "name", "chunks", "pages", "indexed")
             for d in res["documents"]:
-                t.add_row(*(Text(str(x)) for x in (d["doc_id"], d["name"], d["chunks"], d["pages"] or "-",
+                t.add_row(*(Text(str(x)) for x in (d["doc_id"], shown(d["name"]), d["chunks"], d["pages"] or "-",
                                                    d["indexed_at"])))
             out.print(t)
         return 0

@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from .errors import CorruptFileError
+from .errors import CorruptFileError, SettingsError
 
 
 def checks(settings, env=None) -> list[dict]:
@@ -54,14 +54,28 @@ def checks(settings, env=None) -> list[dict]:
         add("llama.cpp", False, str(exc), "pip install llama-cpp-python==0.3.36 (compiles from source: needs gcc, "
                                           "g++ and cmake)")
     out.extend(store_checks(settings))
-    host = settings.ollama_host
-    if host or settings.CHAT_BACKEND == "ollama":
-        from .llm.backends import ollama_reachable
-
-        ok, names, err = ollama_reachable(host) if host else (False, [], "OLLAMA_HOST not set")
-        add("ollama", ok, f"{host}: {len(names)} models" if ok else f"{host or '-'}: {err}",
-            "start `ollama serve`, set OLLAMA_HOST, or set CHAT_BACKEND=embedded")
+    row = ollama_check(settings)
+    if row:
+        add(**row)
     return out
+
+
+def ollama_check(settings) -> dict | None:
+    """The Ollama row, when a backend may use Ollama and a host is set (or CHAT_BACKEND=ollama needs one)."""
+    if settings.CHAT_BACKEND == "embedded" and settings.SUMMARY_BACKEND != "ollama":
+        return None  # OLLAMA_HOST, even a bad one, is not read
+    try:
+        host = settings.ollama_host
+    except SettingsError as exc:
+        return {"name": "ollama", "ok": False, "detail": str(exc),
+                "fix": "set OLLAMA_HOST to a URL such as http://127.0.0.1:11434, or unset it"}
+    if not host and settings.CHAT_BACKEND != "ollama":
+        return None
+    from .llm.backends import ollama_reachable
+
+    ok, names, err = ollama_reachable(host) if host else (False, [], "OLLAMA_HOST not set")
+    return {"name": "ollama", "ok": ok, "detail": f"{host}: {len(names)} models" if ok else f"{host or '-'}: {err}",
+            "fix": "start `ollama serve`, set OLLAMA_HOST, or set CHAT_BACKEND=embedded"}
 
 
 def _folder_state(path: Path, made_when: str) -> tuple[bool, str]:
@@ -194,6 +208,9 @@ def store_checks(settings) -> list[dict]:
             return out
     except Exception as exc:  # noqa: BLE001
         add("chroma", False, str(exc), f"check permissions of {home}")
+        add("store consistency", False, "not checked: the store did not open (see chroma)",
+            "fix what the chroma line names first")
+        return out  # opening it again would fail inside Chroma's half-made client, in other words
     from .engine import Engine
 
     class LookingEngine(Engine):

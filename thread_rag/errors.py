@@ -102,6 +102,8 @@ def one_line(exc: BaseException) -> str:
         return f"file system error{where}: {exc.strerror or first or name}"
     if "exceed context window" in first or "context length" in first.lower():
         return f"the prompt is longer than the model's context ({first}); ask a narrower question or raise LLM_CTX"
+    if "database or disk is full" in first:  # Chroma's SQLite on a full disk
+        return f"the disk is full (the store said: {first}); free some space and try again"
     if name in ("ConnectError", "ConnectTimeout", "ReadTimeout", "ResponseError", "RequestError"):
         return f"the model server failed ({name}: {first}); is `ollama serve` running? or set CHAT_BACKEND=embedded"
     return f"unexpected {name}: {first}"

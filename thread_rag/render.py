@@ -103,10 +103,12 @@ def preheat_notes(res: dict) -> list[str]:
 
 def render_windows(out: Console, res: dict, err: Console | None = None) -> None:
     """The windows on ``out``; each chunk id that failed as one ``error:`` line on ``err`` (default ``out``); the
-    error names its id already."""
+    error names its id already. What the windows lack (a summarizer down) is a ``warning:`` line there."""
     for w in res.get("windows", []):
         out.print(styled(w["rendered"]))
         out.print()
+    for note in res.get("notes", []):
+        (err or out).print(styled((f"warning: {note}", "yellow")))
     for e in res.get("errors", []):
         (err or out).print(styled((f"error: {e['error']}", "red")))
 

@@ -38,28 +38,32 @@ DEMO_DIR = Path(__file__).resolve().parents[1] / "docs"
 
 
 _NUMBER, _DOC, _PAGES = r"[0-9]+", r"(?i)doc[0-9]+", r"[0-9]+(-[0-9]+)?"
+_EXPECTED = {"--budget": "a number of tokens", "--doc": "a document id such as DOC1",
+             "--pages": "a range like 10-20"}  # the rest take a whole number, 0 or more
 
 
-def _options(text: str, known: dict[str, str]) -> tuple[str, dict]:
+def _options(text: str, known: dict[str, str], query: str | None = "query") -> tuple[str, dict]:
     """A slash command's query and the CLI options it takes (``{"--k": _NUMBER}``: each with the pattern its value
-    must match). An option is taken only with a value that fits (``--k 3``, ``--k=3``); anything else, and every
-    word after ``--``, is part of the query ("what does --force do", "set --k flag")."""
-    words, query, opts = text.split(), [], {}
+    must match): ``--k 3`` or ``--k=3``. An option of the command without a value that fits is refused in one line,
+    as the CLI refuses it; other words, and every word after ``--``, are the query ("what does --force do")."""
+    words, rest, opts = text.split(), [], {}
+    cut = words.index("--") if "--" in words else len(words)
     i = 0
-    while i < len(words):
+    while i < cut:
         name, eq, value = words[i].partition("=")
-        if words[i] == "--":
-            query += words[i + 1:]
-            break
-        if not eq and i + 1 < len(words):
-            value = words[i + 1]
-        if name in known and (eq or i + 1 < len(words)) and re.fullmatch(known[name], value):
-            opts[name] = value
-            i += 1 if eq else 2
+        if name not in known:
+            rest.append(words[i])
+            i += 1
             continue
-        query.append(words[i])
-        i += 1
-    return " ".join(query), opts
+        if not eq:
+            value = words[i + 1] if i + 1 < cut else ""
+        if not re.fullmatch(known[name], value):
+            given = words[i] if eq or not value else f"{name} {value}"
+            hint = f" (put -- before words that are part of the {query})" if query else ""
+            raise ThreadRagError(f"{given}: expected {_EXPECTED.get(name, 'a whole number, 0 or more')}{hint}")
+        opts[name] = value
+        i += 1 if eq else 2
+    return " ".join(rest + words[cut + 1:]), opts
 
 
 def _int(opts: dict, name: str, default: int | None = None) -> int | None:
@@ -227,7 +231,7 @@ class Repl:
             if not docs:
                 c.print(styled("no documents indexed"))
             for d in docs:
-                c.print(styled(f"  {d['doc_id']:6} {d['name']}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}"))
+                c.print(styled(f"  {d['doc_id']:6} {shown(d['name'])}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}"))
         elif cmd == "/index":
             if not args:
                 raise ThreadRagError("usage: /index PATH")
@@ -241,15 +245,11 @@ class Repl:
             pages = {"pages": (int(lo), int(hi or lo))} if lo else {}
             render_search(c, tools.rag_search(self.engine, query, doc_id=opts.get("--doc"), k=_int(opts, "--k"), **pages))
         elif cmd == "/fetch":
-            ids, opts = _options(rest, {"--budget": _NUMBER})
+            ids, opts = _options(rest, {"--budget": _NUMBER}, query=None)
             if not ids:
                 raise ThreadRagError("usage: /fetch DOC1_004 [DOC1_005 ...] [--budget 3000]")
-            words = ids.split()
-            bad = next((i for i, w in enumerate(words) if w.partition("=")[0] == "--budget"), None)
-            if bad is not None:  # chunk ids are never options: a budget whose value did not fit
-                given = words[bad] if "=" in words[bad] else " ".join(words[bad:bad + 2])
-                raise ThreadRagError(f"{given}: expected a number of tokens")
-            render_windows(c, tools.fetch_chunks_by_id(self.engine, words, token_budget=tools.budget_option(_int(opts, "--budget"))))
+            budget = tools.budget_option(_int(opts, "--budget"))
+            render_windows(c, tools.fetch_chunks_by_id(self.engine, ids.split(), token_budget=budget))
         elif cmd == "/nested":
             query, opts = _options(rest, {"--doc": _DOC, "--limit": _NUMBER, "--offset": _NUMBER})
             if not query:
@@ -287,7 +287,8 @@ class Repl:
     def do_compare(self, args: list[str]) -> None:
         cut = args.index("--") if "--" in args else len(args)  # after it, every word is the topic's
         flags = {a for a in args[:cut] if a in ("--explain", "--all")}
-        text, opts = _options(" ".join([a for a in args[:cut] if a not in flags] + args[cut:]), {"--limit": _NUMBER})
+        text, opts = _options(" ".join([a for a in args[:cut] if a not in flags] + args[cut:]), {"--limit": _NUMBER},
+                              query="topic")
         words = text.split()
         if len(words) < 2:
             raise ThreadRagError(f"usage: {COMMANDS['/compare'].split('  ')[0]}")

@@ -45,6 +45,33 @@ READERS = ("walk", "windows", "topk", "sentence_window", "parent_doc", "nested")
 RERANK_CONTEXTS = ("text", "clean", "heading", "title")  # what stage 3 reads of a chunk (RERANK_CONTEXT)
 
 
+def ollama_url(host: str) -> str:
+    """OLLAMA_HOST as the URL the Ollama client reaches, by its rules: without a scheme http and port 11434, with one
+    port 80 or 443, without a host name 127.0.0.1, no trailing slash (and a scheme in lower case, where the client
+    would take "HTTP://h" as a host). ValueError for a value no client can reach."""
+    import urllib.parse
+
+    text = host.strip()
+    if any(c.isspace() or not c.isprintable() for c in text):
+        raise ValueError("expected a URL such as http://127.0.0.1:11434 (no spaces)")
+    if text.count(":") > 1 and "[" not in text and "://" not in text:
+        raise ValueError("an IPv6 address is written in brackets: [::1]")
+    scheme, sep, rest = text.partition("://")
+    scheme, port = (scheme.lower(), None) if sep else ("http", 11434)
+    if scheme not in ("http", "https"):
+        raise ValueError(f"{scheme}:// is not http:// or https://")
+    parts = urllib.parse.urlsplit(f"{scheme}://{rest if sep else text}")
+    try:
+        given = parts.port
+    except ValueError:
+        given = 0
+    if given == 0:  # "h:abc", "h:99999", "h:0"
+        raise ValueError("the port must be a number from 1 to 65535")
+    port = given or port or (443 if scheme == "https" else 80)
+    name = parts.hostname or "127.0.0.1"
+    return f"{scheme}://{f'[{name}]' if ':' in name else name}:{port}{parts.path.rstrip('/')}"
+
+
 @dataclass
 class Settings:
     # --- paths ---------------------------------------------------------------------------
@@ -227,6 +254,11 @@ class Settings:
                 parse_chroma_host(self.CHROMA_HOST)
             except ValueError as exc:
                 raise SettingsError(f"invalid setting CHROMA_HOST={self.CHROMA_HOST!r}: {exc}") from None
+        if self.OLLAMA_HOST.strip():
+            try:
+                ollama_url(self.OLLAMA_HOST)
+            except ValueError as exc:
+                raise SettingsError(f"invalid setting OLLAMA_HOST={self.OLLAMA_HOST!r}: {exc}") from None
         need(not self.CHROMA_LIBRARY.strip() or bool(re.fullmatch(r"[0-9a-f]{32}", self.CHROMA_LIBRARY.strip())),
              "CHROMA_LIBRARY", "a library id is 32 hex digits (thread-rag doctor shows a library's id)")
         need(not self.CHROMA_LIBRARY.strip() or bool(self.CHROMA_HOST.strip()), "CHROMA_LIBRARY",
@@ -282,7 +314,15 @@ class Settings:
 
     @property
     def ollama_host(self) -> str:
-        return self.OLLAMA_HOST or os.environ.get("OLLAMA_HOST", "")
+        """The Ollama URL (OLLAMA_HOST, else the environment's), "" when none is set. The environment's is checked
+        here, when a part that may use Ollama asks (the setting is checked at start)."""
+        if self.OLLAMA_HOST.strip():
+            return ollama_url(self.OLLAMA_HOST)
+        raw = os.environ.get("OLLAMA_HOST", "")
+        try:
+            return ollama_url(raw) if raw.strip() else ""
+        except ValueError as exc:
+            raise SettingsError(f"invalid OLLAMA_HOST={raw!r} in the environment: {exc}") from None
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
@@ -487,6 +527,9 @@ def load_settings(overrides: Mapping[str, Any] | None = None, env: Mapping[str, 
     for name in _FIELD_TYPES:
         key = ENV_PREFIX + name
         if key in env and key != ENV_PREFIX + "CONFIG":
+            if name in ("HOME", "CACHE_PATH", "MODEL_DIR") and not env[key].strip() and name not in (overrides or {}):
+                # a script's unset variable (an option given for it wins)
+                raise SettingsError(f"{key} is empty: give a folder, or unset it for the default")
             values[name] = _coerce(name, env[key], f"${key}")
     for name, value in (overrides or {}).items():
         if value is None:

@@ -33,7 +33,7 @@ def check_allowed(engine, file_path: str) -> Path:
 def index_new_document(engine, file_path: str, *, restrict: bool = False, progress=None) -> dict:
     """Index one file or directory. ``restrict`` applies the allowed-roots rule (the agent's door)."""
     if not isinstance(file_path, str) or not file_path.strip():
-        raise ThreadRagError("index_new_document needs a file_path")
+        raise ThreadRagError("file_path is empty: name a file or folder to index")
     check = None
     if restrict:  # every file a folder expands to must resolve under an allowed root, not only the folder
         check_allowed(engine, file_path)

@@ -322,7 +322,9 @@ def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | Non
     for p in paths:
         p = os.path.expanduser(str(p))
         if not os.path.isdir(p):
-            raise ThreadRagError(f"{p}: not a folder (watch takes folders)")
+            why = ("no such folder" if not os.path.lexists(p) else "not a folder (watch takes folders)"
+                   if os.path.exists(p) else f"a link to {os.readlink(p)}, which does not exist")
+            raise ThreadRagError(f"{p}: {why}")
         roots.append(os.path.realpath(p))
     roots = list(dict.fromkeys(roots))
     w = Watcher(engine, roots, as_json=as_json, out=out, err=err)

@@ -411,16 +411,12 @@ class Agent:
         raise ThreadRagError(f"unknown reader {reader!r} ({', '.join(READERS)})")
 
     def _neighbour_summary(self, thread_of: Callable, chunk, step: int) -> str:
-        """The cached summary of the chunk ``step`` away from ``chunk``, in the version ``thread_of`` reads (made on
-        the spot, not stored, when the cache has none: reading never writes)."""
+        """The summary of the chunk ``step`` away from ``chunk``, in the version ``thread_of`` reads, as a window
+        shows it (made on the spot, not stored, when the cache has none: reading never writes)."""
         cid = ChunkId.parse(chunk.chunk_id)
         thread = thread_of(cid.serial)
         nb = cid.neighbour(step, len(thread))
-        if nb is None:
-            return ""
-        ch, summ = thread.chunks[nb.position], self.engine.summarizer
-        got = self.engine.windows.cache.get(thread.record.content_hash, summ.id, ch.text)
-        return got or summ.summarize(ch.text, ch.heading_path[-1] if ch.heading_path else "")
+        return "" if nb is None else self.engine.windows.summary(thread.record, thread.chunks[nb.position])
 
     def _cite_sources(self, text: str, sources: list, msgs: list, interrupted: bool) -> tuple[list, list, int]:
         """Citations the model wrote; else the sources it names in one constrained follow-up; else matched

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ThreadRagError, one_line
 from ..records import to_dict
-from .tools import call_tool, make_tools, result_errors
+from .tools import call_tool, json_kind, make_tools, result_errors
 
 
 def _no_constant(name: str):
@@ -31,14 +31,20 @@ def _finite(text: str) -> float:
 LINE_SHAPE = 'a line has "tool" (with "args") or "ask"'
 
 
-def _shape_problem(item: dict) -> str | None:
+def _shape_problem(item) -> str | None:
     """Why a line is neither a tool call nor a question, or None."""
+    if not isinstance(item, dict):
+        return f"a line must be a JSON object, not {json_kind(item)}"
     if "tool" in item and "ask" in item:
         return f"{LINE_SHAPE}, not both"
     if "tool" not in item and "ask" not in item:
         return f"{LINE_SHAPE}; this one has neither"
     unknown = [k for k in item if k not in (("tool", "args") if "tool" in item else ("ask",))]
-    return f'unknown key "{unknown[0]}": {LINE_SHAPE}' if unknown else None
+    if unknown:
+        return f'unknown key "{unknown[0]}": {LINE_SHAPE}'
+    if "ask" in item and not isinstance(item["ask"], str):  # as a tool's text argument refuses a number
+        return f'"ask" must be the question as text, not {json_kind(item["ask"])}'
+    return None
 
 
 def _standard_input() -> bytes:
@@ -77,8 +83,6 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
             continue
         try:
             item = json.loads(line, parse_constant=_no_constant, parse_float=_finite)
-            if not isinstance(item, dict):
-                raise ValueError("a line must be a JSON object")
         except ValueError as exc:
             failed += 1
             out.write(json.dumps({"line": n, "ok": False, "error": f"not valid JSON: {exc}"}) + "\n")
@@ -94,7 +98,7 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
                     from .loop import Agent
 
                     agent = Agent(engine, chat_model=chat_model)
-                ans = agent.ask(str(item["ask"]))
+                ans = agent.ask(item["ask"])
                 out.write(json.dumps({"line": n, "ok": True, "ask": item["ask"], "result": to_dict(ans)},
                                      ensure_ascii=False) + "\n")
             except Exception as exc:  # noqa: BLE001 - one line per failed question; the script goes on

@@ -126,6 +126,13 @@ class ToolOutcome:
     ms: float
 
 
+def json_kind(value) -> str:
+    """A JSON value's kind in words ("an array", "a string", ...)."""
+    if isinstance(value, bool) or value is None:
+        return "true/false" if value is not None else "null"
+    return {list: "an array", str: "a string", dict: "an object"}.get(type(value), "a number")
+
+
 def _problem(name: str, error: dict) -> str:
     """One validation error in words; an argument the tool does not take is named with those it does."""
     if error["type"] != "extra_forbidden":
@@ -142,7 +149,7 @@ def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        return ToolOutcome(name, {}, False, None, f"{name}: arguments must be a JSON object, got {type(args).__name__}", 0.0)
+        return ToolOutcome(name, {}, False, None, f"{name}: arguments must be a JSON object, not {json_kind(args)}", 0.0)
     try:
         SCHEMAS[name].model_validate(args)
     except ValidationError as exc:

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-from ..errors import ModelUnavailableError
+from ..errors import ModelUnavailableError, SettingsError
 from .model_files import MODELS, load_llama, model_label
 
 ROLE = {"human": "user", "ai": "assistant", "system": "system", "tool": "user"}
@@ -108,12 +108,16 @@ def ollama_reachable(host: str, timeout: float = 1.5) -> tuple[bool, list[str], 
         return False, [], str(getattr(exc, "reason", exc))
 
 
-def ollama_error(exc: Exception, model: str, instead: str) -> ModelUnavailableError:
-    """One line for a failed Ollama call; ``instead``: the setting that does without Ollama."""
-    text = str(exc)
+def ollama_error(exc: Exception, host: str, model: str, instead: str) -> ModelUnavailableError:
+    """One line for a failed Ollama call to ``host``; ``instead``: the setting that does without Ollama."""
+    text = str(exc).strip()
+    if text.startswith("<"):  # a web page: another server answers there
+        return ModelUnavailableError(f"the server at {host} is not Ollama (it answered with a web page); "
+                                     f"check OLLAMA_HOST, or set {instead}")
     if "not found" in text.lower() or "404" in text:
-        return ModelUnavailableError(f"Ollama has no model '{model}': run `ollama pull {model}`")
-    return ModelUnavailableError(f"Ollama request failed ({text.splitlines()[0][:160] if text else type(exc).__name__}); "
+        return ModelUnavailableError(f"Ollama at {host} has no model '{model}': run `ollama pull {model}`")
+    return ModelUnavailableError(f"Ollama request failed at {host} "
+                                 f"({text.splitlines()[0][:160] if text else type(exc).__name__}); "
                                  f"is `ollama serve` running? or set {instead}")
 
 
@@ -123,8 +127,14 @@ def ollama_model_name(settings) -> str:
 
 def make_chat_model(settings) -> BaseChatModel:
     backend = settings.CHAT_BACKEND
-    host = settings.ollama_host
-    passed_over = ""  # why auto did not take the Ollama it was pointed at
+    host, passed_over = "", ""  # passed_over: why auto did not take the Ollama it was pointed at
+    if backend in ("auto", "ollama"):
+        try:
+            host = settings.ollama_host
+        except SettingsError as exc:
+            if backend == "ollama":
+                raise
+            passed_over = str(exc)
     if backend in ("auto", "ollama") and host:
         ok, names, err = ollama_reachable(host)
         model = ollama_model_name(settings)

@@ -364,8 +364,9 @@ class Catalog:
         serial = doc if isinstance(doc, int) else parse_doc_id(doc)
         rec = self._data["documents"].get(str(serial))
         if rec is None:
-            known = ", ".join(d.doc_id for d in self.documents()) or "none indexed yet"
-            raise UnknownDocumentError(f"unknown document {format_doc_id(serial)} (known: {known})")
+            known = ", ".join(d.doc_id for d in self.documents())
+            raise UnknownDocumentError(f"unknown document {format_doc_id(serial)} "
+                                       f"({'known: ' + known if known else 'the library holds no documents'})")
         return DocumentRecord.from_dict(rec)
 
     def find_by_path(self, path: str) -> DocumentRecord | None:

@@ -103,6 +103,7 @@ class OllamaSummarizer:
             raise ModelUnavailableError("SUMMARY_BACKEND=ollama needs OLLAMA_HOST (e.g. http://127.0.0.1:11434)")
         import ollama
 
+        self.host = host
         self.client = ollama.Client(host=host, timeout=120)
         self.model = settings.SUMMARY_MODEL
         self.max_words = settings.SUMMARY_MAX_WORDS
@@ -118,7 +119,7 @@ class OllamaSummarizer:
                 {"role": "user", "content": PROMPT.format(n=self.max_words, heading=heading or "-", text=text)}],
                 options={"temperature": 0, "num_ctx": self.num_ctx, "num_predict": self.max_words * 2})
         except Exception as exc:  # noqa: BLE001
-            raise ollama_error(exc, self.model, instead="SUMMARY_BACKEND=extractive") from None
+            raise ollama_error(exc, self.host, self.model, instead="SUMMARY_BACKEND=extractive") from None
         return _clean_llm(r["message"]["content"] or "", self.max_words)
 
 

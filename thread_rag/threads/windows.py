@@ -56,6 +56,17 @@ class FetchResult:
     truncated: bool = False
     omitted: list = field(default_factory=list)
     timings_ms: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)  # what the windows lack, e.g. the summarizer failed (one line each)
+
+
+@dataclass
+class _Summaries:
+    """One fetch's summaries: the new ones to cache, and why the summarizer failed (the rest are extractive)."""
+    pending: dict = field(default_factory=dict)  # content hash -> items
+    failed: str | None = None
+
+
+SUMMARIZER_RETRY_S = 60.0  # after a summarizer failure (its server down), extractive summaries this long
 
 
 START = "[start of document]"
@@ -75,16 +86,34 @@ class WindowBuilder:
         self._summarizer, self._query_embedder, self._count_tokens, self._index = (
             summarizer, query_embedder, count_tokens, index)
         self.cache = SummaryCache(self.settings.cache_path, self.settings.CACHE_DOCUMENTS)
+        self._failed: tuple[float, str] | None = None  # (when, why) the summarizer last failed
 
     # -- summaries ----------------------------------------------------------------------------
-    def summary(self, record, chunk, pending: dict) -> str:
-        """The chunk's cached summary, or a new one queued in ``pending`` (content hash -> items)."""
-        summ = self._summarizer()
-        got = self.cache.get(record.content_hash, summ.id, chunk.text)
-        if got is None:
-            got = summ.summarize(chunk.text, chunk.heading_path[-1] if chunk.heading_path else "")
-            pending.setdefault(record.content_hash, []).append((summ.id, chunk.text, chunk.chunk_id, got))
-        return got
+    def summary(self, record, chunk, made: _Summaries | None = None) -> str:
+        """The chunk's cached summary, else a new one, queued in ``made`` to be cached (without ``made`` it is not
+        stored: a reader never writes). Within ``SUMMARIZER_RETRY_S`` of a summarizer failure (its server down) a
+        summary the cache lacks is an extractive one, not cached, and ``made.failed`` says why: the window is
+        still worth reading, and a hanging server costs its timeout once, not once per window."""
+        import time
+
+        heading = chunk.heading_path[-1] if chunk.heading_path else ""
+        try:
+            summ = self._summarizer()
+            got = self.cache.get(record.content_hash, summ.id, chunk.text)
+            if got is not None:
+                return got
+            if self._failed is None or time.monotonic() - self._failed[0] > SUMMARIZER_RETRY_S:
+                got = summ.summarize(chunk.text, heading)
+                if made is not None:
+                    made.pending.setdefault(record.content_hash, []).append((summ.id, chunk.text, chunk.chunk_id, got))
+                return got
+        except ThreadRagError as exc:
+            self._failed = (time.monotonic(), f"summaries: {exc}; extractive summaries shown instead")
+        if made is not None:
+            made.failed = self._failed[1]
+        from .summarizers import ExtractiveSummarizer
+
+        return ExtractiveSummarizer(self.settings.SUMMARY_MAX_WORDS).summarize(chunk.text, heading)
 
     @staticmethod
     def _vec(idx, serial: int, position: int) -> np.ndarray | None:
@@ -124,9 +153,9 @@ class WindowBuilder:
         runs.sort(key=lambda r: min(first_seen[c] for c in r))
         qvec = self._query_embedder().embed_queries([query])[0] if query else None
         index = self._index() if runs else None
-        windows, pending, used, omitted = [], {}, 0, []
+        windows, made, used, omitted = [], _Summaries(), 0, []
         for run in runs:
-            w = self._window(run, pending, qvec, index)
+            w = self._window(run, made, qvec, index)
             if used + w.tokens > budget and windows:
                 omitted.extend(str(c) for c in run)
                 continue
@@ -137,20 +166,21 @@ class WindowBuilder:
                 w.rendered = self.render(w)
             used += w.tokens
             windows.append(w)
-        for rec_hash, items in pending.items():
+        for rec_hash, items in made.pending.items():
             self.cache.put_many(rec_hash, items)
         return FetchResult(windows=windows, errors=errors, tokens=used, truncated=bool(omitted), omitted=omitted,
-                           timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)})
+                           timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)},
+                           notes=[made.failed] if made.failed else [])
 
-    def _window(self, run: list[ChunkId], pending: dict, qvec, index) -> "Window":
+    def _window(self, run: list[ChunkId], made: _Summaries, qvec, index) -> "Window":
         thread = self.library.thread(run[0].serial)
         rec, n = thread.record, len(thread)
         chunks = [thread.chunks[c.position] for c in run]
         text = join_thread(chunks)
         prev_id = run[0].neighbour(-1, n)
         next_id = run[-1].neighbour(+1, n)
-        prev_summary = self.summary(rec, thread.chunks[prev_id.position], pending) if prev_id else START
-        next_summary = self.summary(rec, thread.chunks[next_id.position], pending) if next_id else END
+        prev_summary = self.summary(rec, thread.chunks[prev_id.position], made) if prev_id else START
+        next_summary = self.summary(rec, thread.chunks[next_id.position], made) if next_id else END
         first_v, last_v = self._vec(index, run[0].serial, run[0].position), self._vec(index, run[-1].serial, run[-1].position)
         ps = pv = nq = None
         if prev_id is not None and first_v is not None:
