@@ -51,6 +51,14 @@ def test_bad_tool_calls_leave_store_unchanged(manual_engine, name, args):
     assert snapshot(manual_engine) == before
 
 
+def test_a_number_too_large_is_named_so():
+    """token_budget 1e308 said "Unable to parse input string as an integer" (it was a number, not a string)."""
+    from thread_rag.agent.tools import call_tool
+
+    out = call_tool({"fetch_chunks_by_id": None}, "fetch_chunks_by_id", {"chunk_ids": ["DOC1_000"], "token_budget": 1e308})
+    assert out.error == "fetch_chunks_by_id: bad arguments (token_budget: a number too large for a whole number)"
+
+
 def test_snapshot_sees_a_changed_chunk_text(manual_engine):
     """The snapshot above must notice a write that keeps the number of records (it once compared a count)."""
     before = snapshot(manual_engine)

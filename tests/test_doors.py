@@ -262,6 +262,10 @@ def test_what_a_bad_input_trial_found_in_the_wording(make_engine, tmp_path, caps
     assert one_line(InternalError("error returned from database: (code: 13) database or disk is full")) == (
         "the disk is full (the store said: error returned from database: (code: 13) database or disk is full); "
         "free some space and try again")
+    import errno  # a file write's own ENOSPC (index on a full disk) says the same
+
+    assert one_line(OSError(errno.ENOSPC, "No space left on device")) == (
+        "the disk is full (No space left on device); free some space and try again")
 
 
 def test_preheat_failures_are_partial_failures():

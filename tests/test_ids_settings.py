@@ -150,7 +150,7 @@ def test_ollama_host_is_read_as_the_ollama_client_reads_it(monkeypatch, no_env):
                        ("[::1]", "http://[::1]:11434"), (" http://127.0.0.1:9 ", "http://127.0.0.1:9")]:
         assert Settings(OLLAMA_HOST=given).ollama_host == url, given
     for bad, why in [("not a url::", "no spaces"), ("localhost:abc", "port"), ("127.0.0.1:99999", "port"),
-                     ("::1", r"in brackets: \[::1\]"),
+                     ("::1", r"in brackets: \[::1\]"), ("http:/h", "http:// with two slashes"),
                      ("ftp://127.0.0.1:9", "ftp:// is not http:// or https://")]:
         with pytest.raises(SettingsError, match=rf"^invalid setting OLLAMA_HOST={bad!r}: .*{why}"):
             Settings(OLLAMA_HOST=bad)

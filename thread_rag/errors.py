@@ -6,6 +6,7 @@ Front doors print that line and exit non-zero; they never show a traceback for i
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -97,6 +98,8 @@ def one_line(exc: BaseException) -> str:
         blocker = _file_in_the_way(Path(exc.filename))
         if blocker is not None:
             return f"file system error: {blocker} is a file, where a folder is needed"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return f"the disk is full ({exc.strerror}); free some space and try again"
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         return f"file system error{where}: {exc.strerror or first or name}"

@@ -54,6 +54,8 @@ def ollama_url(host: str) -> str:
     text = host.strip()
     if any(c.isspace() or not c.isprintable() for c in text):
         raise ValueError("expected a URL such as http://127.0.0.1:11434 (no spaces)")
+    if re.match(r"(?i)https?:/(?!/)", text):  # "http:/h" would be a host named http
+        raise ValueError(f"write {text.split(':')[0].lower()}:// with two slashes")
     if text.count(":") > 1 and "[" not in text and "://" not in text:
         raise ValueError("an IPv6 address is written in brackets: [::1]")
     scheme, sep, rest = text.partition("://")

@@ -135,6 +135,8 @@ def json_kind(value) -> str:
 
 def _problem(name: str, error: dict) -> str:
     """One validation error in words; an argument the tool does not take is named with those it does."""
+    if error["type"] == "int_parsing_size":  # pydantic: "Unable to parse input string as an integer, exceeded ..."
+        return "a number too large for a whole number"
     if error["type"] != "extra_forbidden":
         return error["msg"]
     takes = ", ".join(SCHEMAS[name].model_fields) or "none"
