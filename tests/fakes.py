@@ -34,6 +34,7 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
     decide: Any = None
     lookups: Any = None
     lookup_answers: list = []
+    finish_reason: str | None = None  # what a streamed reply's last chunk reports, as llama.cpp's does ("length")
 
     @property
     def _llm_type(self) -> str:
@@ -78,3 +79,6 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
     def _stream(self, messages, stop=None, run_manager=None, **kwargs):
         for word in self.reply(messages, kwargs).split(" "):
             yield ChatGenerationChunk(message=AIMessageChunk(content=word + " "))
+        if self.finish_reason:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={
+                "finish_reason": self.finish_reason}))

@@ -36,6 +36,21 @@ def test_plain_question_costs_one_llm_call_and_cites_what_it_read(manual_engine)
     assert ans.timings["first_token_s"] is not None and ans.tokens["in"] > ans.tokens["sources"] > 0
 
 
+def test_an_answer_stopped_by_the_token_limit_says_so(manual_engine, capsys):
+    """An answer that ran into MAX_ANSWER_TOKENS (a 1.5B model repeating one line) ended mid-sentence with nothing
+    to say it was cut (`interrupted: false`): a new user's trial."""
+    from thread_rag.render import answer_notes
+
+    agent, _ = agent_with(manual_engine, answer=cite_one, finish_reason="length")
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert ans.cut and not ans.interrupted
+    assert answer_notes(ans, agent.settings) == [
+        f"(the answer stopped at the {agent.settings.MAX_ANSWER_TOKENS}-token limit: MAX_ANSWER_TOKENS)"]
+    agent, _ = agent_with(manual_engine, answer=cite_one, finish_reason="stop")
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert not ans.cut and answer_notes(ans, agent.settings) == []
+
+
 WIDGET = """# Widget server guide
 
 ## Requirements

@@ -32,6 +32,15 @@ def test_procedural_question_answered_with_correct_citation(debian):
     assert ans.timings["first_token_s"] is not None
     # the fast path: one answer call, plus the constrained sources call when the answer cites nothing
     assert ans.mode == "fast/walk" and ans.llm_calls == (1 if all(c.how == "written" for c in ans.citations) else 2)
+    # llama.cpp's finish reason reaches the answer: a reply stopped by the token limit is known as cut
+    from langchain_core.messages import HumanMessage
+
+    from thread_rag.agent.answer import stream_answer
+
+    model = Agent(debian).model
+    cut = stream_answer(model, [HumanMessage("Count from 1 to 50, one number per line.")], max_tokens=6)
+    whole = stream_answer(model, [HumanMessage("Reply with the single word: yes")], max_tokens=30)
+    assert cut.cut and not whole.cut and whole.text.strip(), (cut, whole)
 
 
 def test_unanswerable_question_is_refused(debian):

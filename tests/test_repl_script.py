@@ -300,7 +300,7 @@ def test_repl_keeps_the_session_after_an_unexpected_error(manual_engine):
     manual_engine._chat_model = m
     assert repl.run() == 0
     out = buf.getvalue()
-    assert "error: file system error: No space left on device" in out and "Traceback" not in out
+    assert "error: the disk is full (No space left on device); free some space and try again" in out and "Traceback" not in out
     assert "Run thread-rag preheat [1]." in out and "bye" in out
 
 

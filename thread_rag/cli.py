@@ -281,9 +281,11 @@ def _dispatch(args) -> int:
         if args.json:
             _print_json(ans)
         else:
-            from .render import sources_line
+            from .render import answer_notes, sources_line
 
             out.print(styled(ans.answer))
+            for note in answer_notes(ans, engine.settings):
+                out.print(styled((note, "dim")))
             if ans.citations and not ans.refused:
                 out.print(styled(f"sources: {sources_line(ans)}"))
         return 0

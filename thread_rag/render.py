@@ -122,6 +122,13 @@ def render_nested(out: Console, res: dict) -> None:
         out.print(styled("   " + h["text"][:240].replace("\n", " ")))
 
 
+def answer_notes(ans, settings) -> list[str]:
+    """What a person should know about how an answer ended (printed after it, dim)."""
+    if getattr(ans, "cut", False):
+        return [f"(the answer stopped at the {settings.MAX_ANSWER_TOKENS}-token limit: MAX_ANSWER_TOKENS)"]
+    return []
+
+
 def sources_line(ans) -> str:
     """An answer's citations for a person: ``[1] DOC1_052 install.en.pdf p.19; ...``; ``(matched)`` marks a
     source matched by similarity after the answer, ``(named after)`` one the model named when asked."""

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from . import tools
 from .errors import ThreadRagError, one_line, shown
-from .render import (index_line, make_console, preheat_notes, progress_bar, render_nested, render_search,
+from .render import (answer_notes, index_line, make_console, preheat_notes, progress_bar, render_nested, render_search,
                      render_windows, sources_line, styled)
 
 COMMANDS = {
@@ -314,9 +314,11 @@ class Repl:
         c.out("")
         if ans.interrupted:
             c.print(styled(("(stopped)", "yellow")))
+        for note in answer_notes(ans, self.engine.settings):
+            c.print(styled((note, "yellow")))
         if ans.citations and not ans.refused:
             c.print(styled((f"sources: {sources_line(ans)}", "dim")))
-        c.print(styled((f"{ans.timings['total_s']:.1f} s", "dim")))
+        c.print(styled((f"answered in {ans.timings['total_s']:.1f} s", "dim")))
 
     def run(self) -> int:
         session, offer = None, True

@@ -6,7 +6,8 @@ sources differ.
 
 - ``render_sources``: ``[1] name p.19 - heading`` + text, one block per source;
 - ``answer_messages``: the one answer prompt;
-- ``stream_answer``: streams the reply, measures first-token time, stops cleanly on Ctrl-C;
+- ``stream_answer``: streams the reply, measures first-token time, stops cleanly on Ctrl-C, knows a reply the
+  token limit cut;
 - ``written_citations``: the ``[1]`` / ``[1, 3]`` / ``[DOC1_052]`` markers the model wrote, mapped to sources;
 - ``decide_messages``: the optional post-reading decision (answer now, or search once more);
 - ``ask_sources``: when the model wrote none, one short grammar-constrained follow-up on the same prompt
@@ -18,7 +19,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -123,12 +124,21 @@ def decide_messages(question: str, sources: list[Source]) -> list:
     return [HumanMessage(ANSWER_PROMPT.format(sources=render_sources(sources), question=question) + DECIDE_PROMPT)]
 
 
+class Streamed(NamedTuple):
+    text: str
+    first_s: float | None  # seconds to the first token
+    interrupted: bool      # Ctrl-C
+    cut: bool              # stopped by ``max_tokens`` (the backend's finish reason "length")
+
+
 def stream_answer(model, messages: list, max_tokens: int,
-                  on_token: Callable[[str], None] | None = None) -> tuple[str, float | None, bool]:
-    """(text, seconds to the first token, interrupted). Ctrl-C stops the answer and keeps what came."""
-    t0, t_first, text = time.perf_counter(), None, ""
+                  on_token: Callable[[str], None] | None = None) -> Streamed:
+    """Stream a reply. Ctrl-C stops the answer and keeps what came."""
+    t0, t_first, text, cut = time.perf_counter(), None, "", False
     try:
         for chunk in model.stream(messages, **limit(model, max_tokens)):
+            meta = chunk.response_metadata or {}  # llama.cpp: finish_reason; Ollama: done_reason
+            cut = cut or "length" in (meta.get("finish_reason"), meta.get("done_reason"))
             piece = chunk.content if isinstance(chunk.content, str) else ""
             if not piece:
                 continue
@@ -138,8 +148,8 @@ def stream_answer(model, messages: list, max_tokens: int,
             if on_token:
                 on_token(piece)
     except KeyboardInterrupt:
-        return text, t_first, True
-    return text, t_first, False
+        return Streamed(text, t_first, True, False)
+    return Streamed(text, t_first, False, cut)
 
 
 def sentences(text: str) -> list[str]:

@@ -144,6 +144,7 @@ class Answer:
     timings: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
     interrupted: bool = False
+    cut: bool = False  # the answer stopped at MAX_ANSWER_TOKENS
     relevance: float | None = None  # best cosine between the question and a chunk that was read
     sources: list = field(default_factory=list)  # the numbered sources the model read (fast path)
     llm_calls: int = 0
@@ -309,7 +310,7 @@ class Agent:
         msgs = answer_messages(standalone, sources)
         self.on_event("answer_start", {})
         t_ans = time.perf_counter()
-        text, t_first, interrupted = stream_answer(self.model, msgs, s.MAX_ANSWER_TOKENS, on_token)
+        text, t_first, interrupted, cut = stream_answer(self.model, msgs, s.MAX_ANSWER_TOKENS, on_token)
         calls += 1
         if not text.strip() and not interrupted:
             return self._refusal(base, on_token, t0, calls)
@@ -317,7 +318,7 @@ class Agent:
         total = time.perf_counter() - t0
         first = (t_ans - t0 + t_first) if t_first is not None else None
         return Answer(answer=text.strip(), refused=False, citations=citations, invalid_citations=invalid,
-                      sources=[to_dict(x) for x in sources], interrupted=interrupted, llm_calls=calls + more,
+                      sources=[to_dict(x) for x in sources], interrupted=interrupted, cut=cut, llm_calls=calls + more,
                       timings={"first_token_s": round(first, 3) if first else None, "total_s": round(total, 3),
                                "read_s": round(t_ans - t_read, 3)},
                       tokens={"in": self._prompt_tokens(msgs), "out": self._count(text),
@@ -578,7 +579,7 @@ class Agent:
             msgs.append(HumanMessage("Context windows, reordered:\n" + "\n\n".join(w["rendered"] for w in ordered)))
         context_words = sum(len(w["rendered"].split()) for w in ordered)
         t_first = None
-        interrupted = False
+        interrupted = cut = False
         relevance = self._relevance(standalone, ordered)
         answerable = relevance >= self.settings.RELEVANCE_MIN
         if answerable:
@@ -591,7 +592,7 @@ class Agent:
         if answerable:
             self.on_event("answer_start", {})
             t_stream = time.perf_counter()
-            text, first, interrupted = stream_answer(self.model, msgs + [HumanMessage(
+            text, first, interrupted, cut = stream_answer(self.model, msgs + [HumanMessage(
                 f"{ANSWER_SYSTEM}\n\nQuestion: {standalone}")], self.settings.MAX_ANSWER_TOKENS, hold)
             t_first = (t_stream - t0 + first) if first is not None else None
             self._tok_out += hold.pieces
@@ -610,7 +611,7 @@ class Agent:
                      timings={"first_token_s": round(t_first, 3) if t_first else None, "total_s": round(total, 3)},
                      tokens={"in": self._tok_in, "out": self._tok_out, "context_words": context_words},
                      relevance=round(relevance, 4), llm_calls=int(answerable),
-                     interrupted=interrupted)
+                     interrupted=interrupted, cut=cut and not refused)
         return ans
 
     def _citations(self, text: str, windows: list[dict], refused: bool) -> tuple[list, list]:

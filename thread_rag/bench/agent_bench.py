@@ -113,7 +113,7 @@ def _first_token_curve(model, text: str) -> list[dict]:
         at += take
         msgs = answer_messages("What does this section say?", src)
         reset_prompt_cache(model)
-        _, first, _ = stream_answer(model, msgs, max_tokens=1)
+        first = stream_answer(model, msgs, max_tokens=1).first_s
         rows.append({"prompt_tokens": model.count_tokens(msgs[0].content), "first_token_s": round(first or 0, 3)})
     return rows
 

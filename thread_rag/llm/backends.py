@@ -93,6 +93,9 @@ class EmbeddedChatModel(BaseChatModel):
                 if run_manager:
                     run_manager.on_llm_new_token(delta, chunk=chunk)
                 yield chunk
+            if part["choices"][0].get("finish_reason"):  # "length" when max_tokens stopped it
+                yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={
+                    "finish_reason": part["choices"][0]["finish_reason"]}))
 
 
 def ollama_reachable(host: str, timeout: float = 1.5) -> tuple[bool, list[str], str]:
