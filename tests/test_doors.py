@@ -268,6 +268,30 @@ def test_what_a_bad_input_trial_found_in_the_wording(make_engine, tmp_path, caps
         "the disk is full (No space left on device); free some space and try again")
 
 
+def test_two_documents_of_one_name_are_told_apart_by_their_folders(tmp_path, capsys, no_env):
+    """Two editions of a guide (amd64/install.en.pdf, arm64/install.en.pdf) were both "install.en.pdf" in `docs`,
+    the chat's /docs and a comparison's header (a new user's trial)."""
+    from thread_rag import cli, tools
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    home = str(tmp_path / "home")
+    for arch in ("amd64", "arm64"):
+        write(tmp_path / "guides" / arch / "install.md", f"# Install\n\nBoot the {arch} installer from USB.\n")
+    write(tmp_path / "notes.md", "# Notes\n\nNothing here.\n")
+    assert cli.main(["--data-dir", home, "index", str(tmp_path / "guides"), str(tmp_path / "notes.md")]) == 0
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "docs"]) == 0
+    out = capsys.readouterr().out
+    assert "install.md (amd64)" in out and "install.md (arm64)" in out and "notes.md" in out, out
+    with Engine(load_settings({"HOME": home})) as e:
+        docs = tools.list_available_documents(e)["documents"]
+        assert [d["label"] for d in docs] == ["install.md (amd64)", "install.md (arm64)", "notes.md"]
+        assert docs[0]["name"] == "install.md" and docs[0]["path"].endswith("amd64/install.md")
+        res = tools.compare_documents(e, "DOC1", "DOC2")
+        assert (res["doc_a"]["name"], res["doc_b"]["name"]) == ("install.md (amd64)", "install.md (arm64)")
+
+
 def test_preheat_failures_are_partial_failures():
     from thread_rag.agent.tools import result_errors
 

@@ -200,7 +200,7 @@ def _dispatch(args) -> int:
                 return 0
             t = Table("id", "name", "chunks", "pages", "indexed")
             for d in res["documents"]:
-                t.add_row(*(Text(str(x)) for x in (d["doc_id"], shown(d["name"]), d["chunks"], d["pages"] or "-",
+                t.add_row(*(Text(str(x)) for x in (d["doc_id"], shown(d["label"]), d["chunks"], d["pages"] or "-",
                                                    d["indexed_at"])))
             out.print(t)
         return 0

@@ -65,6 +65,27 @@ class Chunk:
         return pages_label(self.page_start, self.page_end)
 
 
+def distinct_names(docs) -> dict[str, str]:
+    """Each document's name for a person (``doc_id`` -> name), followed, where another document has the same
+    name, by as many of its folders as tell them apart: ``install.en.pdf (installation-guide-arm64-en)``."""
+    from collections import defaultdict
+    from pathlib import PurePath
+
+    groups, out = defaultdict(list), {}
+    for d in docs:
+        groups[d.name].append(d)
+    for name, same in groups.items():
+        folders = {d.doc_id: PurePath(d.path).parent.parts for d in same}
+        depth = 1
+        while len(same) > 1 and depth < max(len(f) for f in folders.values()) and \
+                len({f[-depth:] for f in folders.values()}) < len(same):
+            depth += 1
+        for d in same:
+            where = "/".join(folders[d.doc_id][-depth:]) if len(same) > 1 else ""
+            out[d.doc_id] = f"{name} ({where})" if where else name
+    return out
+
+
 def pages_label(first: int | None, last: int | None) -> str:
     """``p.3``, ``pp.3-5``, or "" for a text without pages."""
     if first is None:

@@ -231,7 +231,7 @@ class Repl:
             if not docs:
                 c.print(styled("no documents indexed"))
             for d in docs:
-                c.print(styled(f"  {d['doc_id']:6} {shown(d['name'])}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}"))
+                c.print(styled(f"  {d['doc_id']:6} {shown(d['label'])}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}"))
         elif cmd == "/index":
             if not args:
                 raise ThreadRagError("usage: /index PATH")

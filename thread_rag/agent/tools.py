@@ -258,7 +258,7 @@ def describe_outcome(outcome: ToolOutcome) -> str:
         docs = r["documents"]
         if not docs:
             return "No documents are indexed yet."
-        return "\n".join(f"{d['doc_id']}  {d['name']}  ({d['chunks']} chunks, {d['first_chunk']}..{d['last_chunk']})"
+        return "\n".join(f"{d['doc_id']}  {d['label']}  ({d['chunks']} chunks, {d['first_chunk']}..{d['last_chunk']})"
                          for d in docs)
     if outcome.tool == "index_new_document":
         from ..render import index_line
