@@ -48,6 +48,26 @@ def test_strip_leval():
     assert strip_leval(q) == "Expiration Date: On what date will the contract's initial term expire?"
 
 
+def test_the_refusal_benchs_second_floor_adds_to_the_cosine_floor():
+    from thread_rag.bench.refusal import rerank_floor_grid
+    from thread_rag.bench.report import refusal_table
+
+    both = {"answerable": ([0.5, 0.5, 0.2], [0.9, 0.01, None]), "in_domain_unanswerable": ([], []),
+            "off_domain": ([0.4, 0.1], [0.001, 0.5])}
+    rows = rerank_floor_grid(both, floor=0.35, grid=[0.0, 0.005, 0.05])
+    assert rows == [{"rerank_min": 0.0, "answerable_refused": 0.3333, "in_domain_unanswerable_refused": None,
+                     "off_domain_refused": 0.5},
+                    {"rerank_min": 0.005, "answerable_refused": 0.3333, "in_domain_unanswerable_refused": None,
+                     "off_domain_refused": 1.0},
+                    {"rerank_min": 0.05, "answerable_refused": 0.6667, "in_domain_unanswerable_refused": None,
+                     "off_domain_refused": 1.0}]
+    table = refusal_table({"dataset": "d", "off_domain_from": "o", "path": "p", "auc_vs_in_domain": None,
+                           "auc_vs_off_domain": 1.0, "current_RELEVANCE_MIN": 0.35, "grid": [],
+                           "questions": {"answerable": 3, "in_domain_unanswerable": 0, "off_domain": 2},
+                           "rerank_grid": rows})
+    assert "| 0.005 | 0.333 | - | 1.000 |" in table
+
+
 def test_answer_score_strips_citations_and_zeroes_refusals():
     from thread_rag.bench.answers import score, summarise
 

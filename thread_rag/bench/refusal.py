@@ -1,4 +1,5 @@
-"""``thread-rag bench refusal``: calibrating ``RELEVANCE_MIN``, the agent's first refusal test.
+"""``thread-rag bench refusal``: calibrating ``RELEVANCE_MIN``, the agent's first refusal test (and measuring a
+second floor on the cross-encoder's best probability, which is not a setting: see BENCHMARKS).
 
 The agent refuses without asking the model when none of the ``k=3`` entry chunks of its search has
 cosine >= ``RELEVANCE_MIN`` with the question (``agent.reading.best_similarity``, the fast path's floor).
@@ -22,15 +23,28 @@ import numpy as np
 from ..agent.reading import best_similarity
 
 GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
+RERANK_GRID = [0.0, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2]  # cross-encoder probabilities
 
 
-def _scores(engine, questions: list[str], k: int = 3) -> list[float]:
-    out = []
+def _scores(engine, questions: list[str], k: int = 3) -> tuple[list[float], list[float | None]]:
+    """Per question: the best entry-chunk cosine (the floor's score), and the best cross-encoder probability of
+    the k entry chunks (None when stage 3 did not score them)."""
+    cos, rerank = [], []
     for q in questions:
         hits = engine.retriever.search(q, k=k).hits
         qvec = engine.embedder.embed([q])[0]
-        out.append(best_similarity(engine.retriever.index, qvec, [h.chunk_id for h in hits[:k]]))
-    return out
+        cos.append(best_similarity(engine.retriever.index, qvec, [h.chunk_id for h in hits[:k]]))
+        probs = [h.scores.get("rerank") for h in hits[:k] if h.scores.get("rerank") is not None]
+        rerank.append(max(probs) if probs else None)
+    return cos, rerank
+
+
+def rerank_floor_grid(both: dict, floor: float, grid: list[float] = RERANK_GRID) -> list[dict]:
+    """Per cross-encoder floor: the share of each group's questions refused by the cosine ``floor`` or by a best
+    cross-encoder probability under it (``both``: group -> (cosines, probabilities or None))."""
+    return [{"rerank_min": t, **{f"{g}_refused": round(float(np.mean([c < floor or (r is not None and r < t)
+                                                                    for c, r in zip(cos, probs)])), 4)
+                                 if cos else None for g, (cos, probs) in both.items()}} for t in grid]
 
 
 def auc(pos: list[float], neg: list[float]) -> float:
@@ -61,7 +75,8 @@ def run_refusal_bench(settings, args) -> dict:
                          seed=args.seed, split=split)
     groups = {"answerable": [q.text for q in ds.queries], "in_domain_unanswerable": near,
               "off_domain": [q.text for q in other.queries]}
-    scores = {g: _scores(engine, qs) for g, qs in groups.items()}
+    both = {g: _scores(engine, qs) for g, qs in groups.items()}
+    scores = {g: v[0] for g, v in both.items()}
     unans = scores["in_domain_unanswerable"] + scores["off_domain"]
     rows = []
     for t in GRID:
@@ -71,7 +86,9 @@ def run_refusal_bench(settings, args) -> dict:
                                                                             scores["in_domain_unanswerable"]])), 4)
                      if near else None,
                      "off_domain_refused": round(float(np.mean([s < t for s in scores["off_domain"]])), 4)})
+    rerank_rows = rerank_floor_grid(both, settings.RELEVANCE_MIN)
     return {"dataset": ds.name, "off_domain_from": other.name, "questions": {g: len(v) for g, v in groups.items()},
+            "rerank_grid": rerank_rows, "rerank_scores": {g: v[1] for g, v in both.items()},
             "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "search k=3, best entry-chunk cosine",
             "split": split, "qids": sorted({q.qid for q in ds.queries} | {q.qid for q in near_q} |
                                            {q.qid for q in other.queries}),

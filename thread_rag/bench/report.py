@@ -222,6 +222,13 @@ def refusal_table(x: dict) -> str:
         lines.append(f"| {r['threshold']:.2f}{mark} | {r['answerable_refused']:.3f} | "
                      f"{_num(r['in_domain_unanswerable_refused'])} | "
                      f"{r['off_domain_refused']:.3f} |")
+    if x.get("rerank_grid"):  # a second floor, measured, not used: the cross-encoder's best probability
+        lines += ["", f"*A second floor on the best cross-encoder probability of the k entry chunks (measured, not a "
+                  f"setting), after the cosine floor {x['current_RELEVANCE_MIN']}:*", "",
+                  "| cross-encoder floor | answerable refused (wrong) | in-domain unanswerable refused | off-domain refused |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['rerank_min']:g} | {r['answerable_refused']:.3f} | {_num(r['in_domain_unanswerable_refused'])} "
+                  f"| {r['off_domain_refused']:.3f} |" for r in x["rerank_grid"]]
     return "\n".join(lines)
 
 
