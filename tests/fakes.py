@@ -35,6 +35,7 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
     lookups: Any = None
     lookup_answers: list = []
     finish_reason: str | None = None  # what a streamed reply's last chunk reports, as llama.cpp's does ("length")
+    finish_key: str = "finish_reason"  # llama.cpp's key; Ollama's is done_reason
 
     @property
     def _llm_type(self) -> str:
@@ -81,4 +82,4 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
             yield ChatGenerationChunk(message=AIMessageChunk(content=word + " "))
         if self.finish_reason:
             yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={
-                "finish_reason": self.finish_reason}))
+                self.finish_key: self.finish_reason}))

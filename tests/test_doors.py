@@ -287,9 +287,19 @@ def test_two_documents_of_one_name_are_told_apart_by_their_folders(tmp_path, cap
     with Engine(load_settings({"HOME": home})) as e:
         docs = tools.list_available_documents(e)["documents"]
         assert [d["label"] for d in docs] == ["install.md (amd64)", "install.md (arm64)", "notes.md"]
-        assert docs[0]["name"] == "install.md" and docs[0]["path"].endswith("amd64/install.md")
+        assert docs[0]["name"] == "install.md" and "path" not in docs[0]  # no home folders to a model or MCP client
         res = tools.compare_documents(e, "DOC1", "DOC2")
-        assert (res["doc_a"]["name"], res["doc_b"]["name"]) == ("install.md (amd64)", "install.md (arm64)")
+        assert (res["doc_a"]["label"], res["doc_b"]["label"]) == ("install.md (amd64)", "install.md (arm64)")
+        assert res["doc_a"]["name"] == "install.md"
+    from types import SimpleNamespace as Doc
+
+    from thread_rag.records import distinct_names
+
+    assert distinct_names([Doc(doc_id="DOC1", name="i.pdf", path="/x/i.pdf"),  # no "//x" for the root
+                           Doc(doc_id="DOC2", name="i.pdf", path="/a/x/i.pdf")]) == {
+        "DOC1": "i.pdf (x)", "DOC2": "i.pdf (a/x)"}
+    assert distinct_names([Doc(doc_id="DOC1", name="T", path="bench://musique/12"),  # folders cannot tell them
+                           Doc(doc_id="DOC2", name="T", path="bench://musique/13")]) == {"DOC1": "T", "DOC2": "T"}
 
 
 def test_preheat_failures_are_partial_failures():

@@ -1,8 +1,10 @@
 """The default answer path with a deterministic fake model: one LLM call per plain question, off-topic refused
 with none, citations the model writes mapped to chunk ids, actions recognised cheaply, the budgeted walk."""
+import io
 import json
 
 import pytest
+from rich.console import Console
 
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, number, written_citations
@@ -44,11 +46,23 @@ def test_an_answer_stopped_by_the_token_limit_says_so(manual_engine, capsys):
     agent, _ = agent_with(manual_engine, answer=cite_one, finish_reason="length")
     ans = agent.ask("how do I pre-heat summaries?")
     assert ans.cut and not ans.interrupted
-    assert answer_notes(ans, agent.settings) == [
-        f"(the answer stopped at the {agent.settings.MAX_ANSWER_TOKENS}-token limit: MAX_ANSWER_TOKENS)"]
+    note = (f"(the answer stopped at a token limit: MAX_ANSWER_TOKENS = {agent.settings.MAX_ANSWER_TOKENS}, or the "
+            f"model's context)")
+    assert answer_notes(ans, agent.settings) == [note]
+    from thread_rag.repl import Repl
+
+    buf = io.StringIO()
+    Repl(manual_engine, console=Console(file=buf, width=200), agent=agent, preload=False).answer("how do I pre-heat?")
+    assert note in buf.getvalue(), buf.getvalue()
     agent, _ = agent_with(manual_engine, answer=cite_one, finish_reason="stop")
     ans = agent.ask("how do I pre-heat summaries?")
     assert not ans.cut and answer_notes(ans, agent.settings) == []
+    agent, _ = agent_with(manual_engine, answer=cite_one, finish_reason="length", finish_key="done_reason")  # Ollama
+    assert agent.ask("how do I pre-heat summaries?").cut
+    agent, _ = agent_with(manual_engine, answer=cite_one, finish_reason="length", routes=[{"tool": "answer"}])
+    agent.settings = agent.settings.replace(AGENT_MODE="routed")
+    routed = agent.ask("how do I pre-heat summaries?")
+    assert routed.mode == "routed" and routed.cut and not routed.refused
 
 
 WIDGET = """# Widget server guide

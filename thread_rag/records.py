@@ -71,18 +71,21 @@ def distinct_names(docs) -> dict[str, str]:
     from collections import defaultdict
     from pathlib import PurePath
 
+    def folders(path: str) -> tuple:
+        parent = PurePath(path).parent
+        return parent.parts[1:] if parent.anchor else parent.parts  # "/" is no folder's name
+
     groups, out = defaultdict(list), {}
     for d in docs:
         groups[d.name].append(d)
     for name, same in groups.items():
-        folders = {d.doc_id: PurePath(d.path).parent.parts for d in same}
+        where = {d.doc_id: folders(d.path) for d in same}
         depth = 1
-        while len(same) > 1 and depth < max(len(f) for f in folders.values()) and \
-                len({f[-depth:] for f in folders.values()}) < len(same):
+        while depth < max(len(f) for f in where.values()) and len({f[-depth:] for f in where.values()}) < len(same):
             depth += 1
+        told = len(same) > 1 and len({f[-depth:] for f in where.values()}) == len(same)  # else the ids tell them
         for d in same:
-            where = "/".join(folders[d.doc_id][-depth:]) if len(same) > 1 else ""
-            out[d.doc_id] = f"{name} ({where})" if where else name
+            out[d.doc_id] = f"{name} ({'/'.join(where[d.doc_id][-depth:])})" if told else name
     return out
 
 

@@ -125,7 +125,8 @@ def render_nested(out: Console, res: dict) -> None:
 def answer_notes(ans, settings) -> list[str]:
     """What a person should know about how an answer ended (printed after it, dim)."""
     if getattr(ans, "cut", False):
-        return [f"(the answer stopped at the {settings.MAX_ANSWER_TOKENS}-token limit: MAX_ANSWER_TOKENS)"]
+        return [f"(the answer stopped at a token limit: MAX_ANSWER_TOKENS = {settings.MAX_ANSWER_TOKENS}, or the "
+                f"model's context)"]
     return []
 
 

@@ -16,7 +16,7 @@ def list_available_documents(engine) -> dict:
     docs = engine.documents()
     labels = distinct_names(docs)
     return {"documents": [
-        {"doc_id": d.doc_id, "name": d.name, "label": labels[d.doc_id], "path": d.path, "chunks": d.chunk_count,
+        {"doc_id": d.doc_id, "name": d.name, "label": labels[d.doc_id], "chunks": d.chunk_count,
          "pages": d.pages, "kind": d.kind,
          "first_chunk": f"{d.doc_id}_000", "last_chunk": f"{d.doc_id}_{d.chunk_count - 1:03d}",
          "indexed_at": d.indexed_at} for d in docs]}
@@ -107,7 +107,7 @@ def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, 
     sides, labels = [], distinct_names(recs)  # two editions of one file name: told apart by their folders
     for rec in recs:
         chunks, vectors = engine.library.vectors(rec.serial, rec.generation)  # a store that lost them: named
-        sides.append(Side(rec.doc_id, labels[rec.doc_id], chunks, vectors, rec.content_hash))
+        sides.append(Side(rec.doc_id, rec.name, chunks, vectors, rec.content_hash, label=labels[rec.doc_id]))
     t_load = time.perf_counter() - t0
     focus, missing = None, []
     t_search = 0.0

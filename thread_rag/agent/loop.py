@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from ..errors import ChunkIdError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
-from ..records import Thread, to_dict
+from ..records import Thread, distinct_names, to_dict
 from ..retrieve.pipeline import plain_query
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
@@ -492,11 +492,13 @@ class Agent:
         windows: dict[str, dict] = {}
         hits_seen: list = []
         failures = 0
-        doc_list = ", ".join(f"{d.doc_id} = {d.name} ({d.chunk_count} chunks)" for d in docs[:20])
+        labels = distinct_names(docs)
+        doc_list = ", ".join(f"{d.doc_id} = {labels[d.doc_id]} ({d.chunk_count} chunks)" for d in docs[:20])
         if doc_id is not None:
             doc = self.engine.document(doc_id)  # raises a clear error for an unknown id
             doc_id = doc.doc_id
-            doc_list = f"{doc.doc_id} = {doc.name} ({doc.chunk_count} chunks); the question is about {doc.doc_id}"
+            doc_list = (f"{doc.doc_id} = {labels.get(doc.doc_id, doc.name)} ({doc.chunk_count} chunks); the question "
+                        f"is about {doc.doc_id}")
         msgs = [SystemMessage(SYSTEM.format(docs=doc_list)), HumanMessage(f"Question: {standalone}")]
 
         def run(step, name, args) -> None:

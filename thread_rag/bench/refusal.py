@@ -89,6 +89,7 @@ def run_refusal_bench(settings, args) -> dict:
     rerank_rows = rerank_floor_grid(both, settings.RELEVANCE_MIN)
     return {"dataset": ds.name, "off_domain_from": other.name, "questions": {g: len(v) for g, v in groups.items()},
             "rerank_grid": rerank_rows, "rerank_scores": {g: v[1] for g, v in both.items()},
+            "cosine_scores": {g: [round(float(c), 6) for c in v[0]] for g, v in both.items()},
             "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "search k=3, best entry-chunk cosine",
             "split": split, "qids": sorted({q.qid for q in ds.queries} | {q.qid for q in near_q} |
                                            {q.qid for q in other.queries}),

@@ -24,9 +24,10 @@ class Side:
     chunks: list                     # records with chunk_id, text, page_start/page_end, heading_path, pages_label
     vectors: np.ndarray
     content_hash: str = ""           # names the explanation cache file
+    label: str = ""                  # the name a person is shown (records.distinct_names); "" = the name
 
     def info(self) -> dict:
-        return {"doc_id": self.doc_id, "name": self.name, "chunks": len(self.chunks)}
+        return {"doc_id": self.doc_id, "name": self.name, "label": self.label or self.name, "chunks": len(self.chunks)}
 
 
 @dataclass
