@@ -144,7 +144,7 @@ class Answer:
     timings: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
     interrupted: bool = False
-    cut: bool = False  # the answer stopped at MAX_ANSWER_TOKENS
+    cut: bool = False  # the answer stopped at a token limit (MAX_ANSWER_TOKENS, or the context)
     relevance: float | None = None  # best cosine between the question and a chunk that was read
     sources: list = field(default_factory=list)  # the numbered sources the model read (fast path)
     llm_calls: int = 0
