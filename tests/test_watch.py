@@ -201,8 +201,9 @@ def test_loop_refuses_a_missing_folder(tmp_path):
     from thread_rag.errors import ThreadRagError
 
     (tmp_path / "gone").symlink_to(tmp_path / "missing")
+    (tmp_path / "round").symlink_to(tmp_path / "round")
     write(tmp_path / "f.md", "# F\n")
-    for given, why in [("missing", "no such folder"),
+    for given, why in [("missing", "no such folder"), ("round", "a loop of links that never reaches a folder"),
                        ("gone", f"a link to {tmp_path / 'missing'}, which does not exist"),
                        ("f.md", "not a folder (watch takes folders)")]:
         with pytest.raises(ThreadRagError, match=f"^{re.escape(str(tmp_path / given))}: {re.escape(why)}$"):

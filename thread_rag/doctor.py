@@ -210,7 +210,7 @@ def store_checks(settings) -> list[dict]:
         add("chroma", False, str(exc), f"check permissions of {home}")
         add("store consistency", False, "not checked: the store did not open (see chroma)",
             "fix what the chroma line names first")
-        return out  # opening it again would fail inside Chroma's half-made client, in other words
+        return out  # an Engine opening it again fails inside Chroma's half-made client
     from .engine import Engine
 
     class LookingEngine(Engine):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .atomic import atomic_write_bytes, atomic_write_json, file_lock, remove_stale_temporaries
-from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError, printable
+from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError, printable, why_missing
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
@@ -747,15 +747,7 @@ class Engine:
         if printable(p) != str(p):  # the catalog, the logs and the terminal take text
             raise IngestError(p, "the file name is not valid UTF-8 (rename the file)")
         if not p.exists():
-            if p.is_symlink():
-                try:
-                    p.resolve(strict=True)
-                except RuntimeError:  # Python's word for links that go round
-                    raise IngestError(p, "a loop of links that never reaches a file") from None
-                except OSError:
-                    pass
-                raise IngestError(p, f"a link to {printable(os.readlink(p))}, which does not exist")
-            raise IngestError(p, "no such file")
+            raise IngestError(p, why_missing(p))
         resolved = p.resolve()
         if printable(resolved) != str(resolved):  # reached through a link or the current folder
             raise IngestError(p, f"its real path {printable(resolved)} is not valid UTF-8 (rename the folder or file)")

@@ -112,6 +112,19 @@ def one_line(exc: BaseException) -> str:
     return f"unexpected {name}: {first}"
 
 
+def why_missing(path: Path, what: str = "file") -> str:
+    """Why ``path``, which does not exist, cannot be read: a loop of links, a link to nothing, or no such ``what``."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:  # Python's word for links that go round
+            return f"a loop of links that never reaches a {what}"
+        except OSError:
+            pass
+        return f"a link to {printable(os.readlink(path))}, which does not exist"
+    return f"no such {what}"
+
+
 def _file_in_the_way(path: Path) -> Path | None:
     """The first of ``path`` and its parents that exists as something other than a folder (a folder was to be
     made or entered there), or None."""

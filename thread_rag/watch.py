@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import IngestError, ThreadRagError, UnknownDocumentError, one_line, printable, shown
+from .errors import IngestError, ThreadRagError, UnknownDocumentError, one_line, printable, shown, why_missing
 from .ingest import SUPPORTED_SUFFIXES
 
 ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); plain ints keep plan() import-free
@@ -322,8 +322,7 @@ def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | Non
     for p in paths:
         p = os.path.expanduser(str(p))
         if not os.path.isdir(p):
-            why = ("no such folder" if not os.path.lexists(p) else "not a folder (watch takes folders)"
-                   if os.path.exists(p) else f"a link to {os.readlink(p)}, which does not exist")
+            why = "not a folder (watch takes folders)" if os.path.exists(p) else why_missing(Path(p), "folder")
             raise ThreadRagError(f"{p}: {why}")
         roots.append(os.path.realpath(p))
     roots = list(dict.fromkeys(roots))

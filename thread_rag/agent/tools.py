@@ -222,7 +222,7 @@ def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
 def compare_summary(r: dict, max_rows: int = 12, max_chars: int = 6000) -> str:
     """A comparison in a few lines: the counts, then each changed / only-in row with pages and changed words."""
     a, b, c = r["doc_a"], r["doc_b"], r["counts"]
-    head = (f"{a['doc_id']} ({a.get('label', a['name'])}) vs {b['doc_id']} ({b.get('label', b['name'])})"
+    head = (f"{a['doc_id']} ({a['label']}) vs {b['doc_id']} ({b['label']})"
             + (f", about {r['topic']!r}" if r.get("topic") else "")
             + f": same {c['same']}, changed {c['changed']}, only in {a['doc_id']} {c['only-in-A']}, "
               f"only in {b['doc_id']} {c['only-in-B']}")

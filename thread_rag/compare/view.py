@@ -96,8 +96,8 @@ def comparison_table(res: dict, limit: int | None = None, show_same: bool = Fals
     the limit is reached)."""
     a, b = res["doc_a"], res["doc_b"]
     t = Table(box=box.SIMPLE_HEAD, expand=True, show_lines=True, pad_edge=False)
-    t.add_column(Text(f"A  {a['doc_id']}  {a.get('label', a['name'])}", style="bold"), ratio=1, overflow="fold")
-    t.add_column(Text(f"B  {b['doc_id']}  {b.get('label', b['name'])}", style="bold"), ratio=1, overflow="fold")
+    t.add_column(Text(f"A  {a['doc_id']}  {a['label']}", style="bold"), ratio=1, overflow="fold")
+    t.add_column(Text(f"B  {b['doc_id']}  {b['label']}", style="bold"), ratio=1, overflow="fold")
     rows = res["rows"]
     shown = left_out = 0
     k = 0
@@ -144,9 +144,9 @@ def render_comparison(console: Console, res: dict, limit: int | None = None, sho
     a, b = res["doc_a"], res["doc_b"]
     c = res["counts"]
     head = Text()
-    head.append(f"{a['doc_id']} {a.get('label', a['name'])} ({a['chunks']} chunks)", style="bold")
+    head.append(f"{a['doc_id']} {a['label']} ({a['chunks']} chunks)", style="bold")
     head.append("  ⇄  ")
-    head.append(f"{b['doc_id']} {b.get('label', b['name'])} ({b['chunks']} chunks)", style="bold")
+    head.append(f"{b['doc_id']} {b['label']} ({b['chunks']} chunks)", style="bold")
     console.print(head)
     if res.get("topic"):
         f = res.get("focus") or {}
