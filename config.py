@@ -76,4 +76,9 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # MAX_STEPS = 4                    # routed mode: tool steps per question; the first is always a search
 # RELEVANCE_MIN = 0.35             # refuse without asking the model when no entry chunk is this close to
 #                                  # the question (calibrated on the dev split with `thread-rag bench refusal`)
+# MATCH_MIN = 0.05                 # a weak match: the entry chunks' best cross-encoder probability is under
+#                                  # this; the answer is followed by a note saying so (0 turns it off)
+# WEAK_MATCH = "note"              # | "refuse": the answer prompt also lets the model reply that the sources
+#                                  # do not answer (the 1.5B model refused every weak match, answerable or not:
+#                                  # `thread-rag bench band`, BENCHMARKS.md "Refusals")
 # MAX_ANSWER_TOKENS = 400

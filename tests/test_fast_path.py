@@ -364,7 +364,7 @@ def test_answers_bench_shares_everything_but_the_reading(manual_engine):
                                 Query("q2", "What is the boiling point of tungsten?", {pre}, answers=["3422"])])
     model = ScriptedChatModel(answer=lambda msgs: "Run thread-rag preheat [1].")
     model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
-    out = run_answers(manual_engine.settings, ds, manual_engine, keymap, ["topk", "walk"], k=2, model=model)
+    out = run_answers(ds, manual_engine, keymap, ["topk", "walk"], k=2, model=model)
     rows, s = out["rows"], out["strategies"]
     assert [len(rows[x]) for x in ("topk", "walk")] == [2, 2]
     assert rows["topk"][0]["f1"] == 1.0 and rows["topk"][0]["recall"] == 1.0   # "[1]" stripped before scoring
@@ -395,24 +395,23 @@ def test_suite_pairs_new_readings_with_an_earlier_runs_topk_answers(manual_engin
         model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
         return model
 
-    settings = manual_engine.settings
-    first = run_answers(settings, ds, manual_engine, keymap, ["topk", "walk"], k=2, model=fresh_model())
+    first = run_answers(ds, manual_engine, keymap, ["topk", "walk"], k=2, model=fresh_model())
     assert first["rows"]["topk"][0]["answer"] != first["rows"]["topk"][1]["answer"]
     path = tmp_path / "suite-manual.json"
     path.write_text(json.dumps({"answers": first}))
-    out = with_base(settings, ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
+    out = with_base(ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
     assert out["topk_from"] == {"file": str(path), "checked": 2, "identical": 2}
     assert out["rows"]["topk"] == first["rows"]["topk"] and list(out["strategies"]) == ["topk", "walk"]
     assert out["strategies"]["walk"]["f1_minus_topk"] == first["strategies"]["walk"]["f1_minus_topk"]
     with pytest.raises(BaseMismatch, match="differs in k"):
-        with_base(settings, ds, manual_engine, keymap, ["walk"], 3, path, model=fresh_model())
+        with_base(ds, manual_engine, keymap, ["walk"], 3, path, model=fresh_model())
     with pytest.raises(BaseMismatch, match="other questions"):
-        with_base(settings, Dataset("manual", [], ds.queries[::-1]), manual_engine, keymap, ["walk"], 2, path,
+        with_base(Dataset("manual", [], ds.queries[::-1]), manual_engine, keymap, ["walk"], 2, path,
                   model=fresh_model())
     first["rows"]["topk"][1]["answer"] = "an answer this code would not give"
     path.write_text(json.dumps({"answers": first}))
     with pytest.raises(BaseMismatch, match="differs from .* on 1 of 2 questions"):
-        with_base(settings, ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
+        with_base(ds, manual_engine, keymap, ["walk"], 2, path, model=fresh_model())
     args = argparse.Namespace(base=str(tmp_path))
     assert check_base_args(args, ["manual"], ["walk"], tmp_path / "new") == {"manual": (path, json.loads(path.read_text()))}
     assert check_base_args(argparse.Namespace(base=None), ["manual"], ["walk"], tmp_path) == {}
@@ -537,3 +536,84 @@ def test_window_frames_come_from_the_generation_the_search_ranked(make_engine, t
     sources = agent.read("windows", q, hits, e.query_embedder.embed_queries([q])[0])
     assert sources and not any("step 37 and rests" in s.text for s in sources)
     assert all("(before: " in s.text or "(after: " in s.text for s in sources), [s.text[:200] for s in sources]
+
+
+class _ScaledReranker:
+    """Stage 3 that keeps the order it is given, its first passage scoring ``p`` (a question the documents match
+    weakly, or well)."""
+    name = "scaled"
+
+    def __init__(self, p):
+        self.p = p
+
+    def score(self, query, passages, max_tokens=None):
+        import numpy as np
+        return self.p * np.arange(len(passages), 0, -1) / len(passages)
+
+
+def _engine_reranked(manual_engine, p, **changes):
+    from thread_rag.engine import Engine
+
+    e = Engine(manual_engine.settings.replace(RERANKER="scaled-for-test", EARLY_EXIT_MARGIN=100.0, **changes),
+               embedder=manual_engine.embedder)
+    e.retriever._reranker, e.retriever._reranker_checked = _ScaledReranker(p), True
+    return e
+
+
+def test_a_weak_match_says_so_and_may_let_the_model_refuse(manual_engine):
+    """A new user's trial: "How do I reset my Dell laptop's BIOS password?" over the Debian guide passed the cosine
+    floor (its entry chunks share "Dell", "laptop", "BIOS") while the cross-encoder gave its best entry chunk 0.011;
+    the 1.5B model invented reset steps and named three sources after them. Under MATCH_MIN the answer carries a
+    note; with WEAK_MATCH = "refuse" the answer prompt also lets the model say the documents do not answer."""
+    from thread_rag.agent.answer import MAY_REFUSE
+    from thread_rag.render import answer_notes
+
+    note = ("(the documents match this question weakly: the cross-encoder gives its best source 0.010, under "
+            "MATCH_MIN = 0.05; they may not answer it)")
+    weak = _engine_reranked(manual_engine, 0.01)
+    assert weak.settings.MATCH_MIN == 0.05 and weak.settings.WEAK_MATCH == "note"
+    agent, model = agent_with(weak, answer=cite_one)  # the default: the usual prompt, and a note
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert not model.calls[0]["tail"].endswith(MAY_REFUSE) and not ans.refused and ans.match == 0.01
+    assert answer_notes(ans, agent.settings) == [note]
+    weak = _engine_reranked(manual_engine, 0.01, WEAK_MATCH="refuse")
+    agent, model = agent_with(weak, answer=lambda m: "NOT IN DOCUMENTS")
+    shown = []
+    ans = agent.ask("how do I pre-heat summaries?", on_token=shown.append)
+    assert model.calls[0]["last"].startswith("Answer the question") and len(model.calls) == 1
+    assert model.calls[0]["tail"].endswith(MAY_REFUSE)
+    assert ans.refused and ans.answer == REFUSAL and ans.citations == [] and ans.llm_calls == 1
+    assert "".join(shown) == REFUSAL  # the marker itself never reaches the screen
+    assert ans.match == 0.01
+    agent, model = agent_with(weak, answer=cite_one)
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert not ans.refused and ans.citations and ans.match == 0.01
+    assert answer_notes(ans, agent.settings) == [note]
+    strong = _engine_reranked(manual_engine, 0.9, WEAK_MATCH="refuse")
+    agent, model = agent_with(strong, answer=cite_one)
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert not model.calls[0]["tail"].endswith(MAY_REFUSE) and ans.match == 0.9 and answer_notes(ans, agent.settings) == []
+    agent, model = agent_with(manual_engine, answer=cite_one)  # no stage 3: no match score, no band
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert ans.match is None and not model.calls[0]["tail"].endswith(MAY_REFUSE) and answer_notes(ans, agent.settings) == []
+
+
+def test_the_band_bench_answers_with_and_without_leave(manual_engine):
+    """``bench band``: each mode reaches the answer prompt (with WEAK_MATCH = "refuse" the prompt ends with leave and
+    the model's marker is a refusal; with "note" it is the usual prompt), and the engine's settings are put back."""
+    from thread_rag.agent.answer import MAY_REFUSE
+    from thread_rag.bench.datasets import Dataset, Query
+    from thread_rag.bench.refusal import band_runs
+
+    weak = _engine_reranked(manual_engine, 0.01)
+    docs = weak.documents()
+    pre = next(d.path for d in docs if "windows-and-summaries" in d.path)
+    ds = Dataset("manual", [], [Query("q1", "how do I pre-heat summaries?", {pre}, answers=["thread-rag preheat"])])
+    model = ScriptedChatModel(answer=lambda m: "NOT IN DOCUMENTS" if m[-1].content.endswith(MAY_REFUSE)
+                              else "Run thread-rag preheat [1].")
+    model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
+    before = weak.settings
+    out = band_runs(ds, weak, {d.doc_id: d.path for d in docs}, ["walk"], 2, model)
+    assert [r["refused"] for r in out["refuse"]["walk"]] == [True] and out["refuse"]["walk"][0]["match"] == 0.01
+    assert [r["refused"] for r in out["note"]["walk"]] == [False] and out["note"]["walk"][0]["recall"] == 1.0
+    assert weak.settings is before

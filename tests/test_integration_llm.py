@@ -51,6 +51,19 @@ def test_unanswerable_question_is_refused(debian):
     assert ans.llm_calls == 0 and ans.timings["total_s"] < 3  # refused by the floor, before any LLM call
 
 
+def test_a_weak_match_is_refused_by_the_model_given_leave(debian):
+    """Shared words pass the cosine floor, but the cross-encoder scores every entry chunk under MATCH_MIN: with
+    WEAK_MATCH = "refuse" the answer prompt lets the model say the sources do not answer, and the 1.5B model does
+    (without leave it wrote reset steps and named Debian chunks as their sources)."""
+    from thread_rag.agent.loop import REFUSAL, Agent
+
+    agent = Agent(debian)
+    agent.settings = debian.settings.replace(WEAK_MATCH="refuse")
+    ans = agent.ask("How do I reset my Dell laptop's BIOS password?")
+    assert ans.relevance >= debian.settings.RELEVANCE_MIN and ans.match < debian.settings.MATCH_MIN, ans
+    assert ans.refused and ans.answer == REFUSAL and ans.llm_calls == 1 and not ans.citations, ans.answer
+
+
 def test_question_steps_with_the_real_model(debian):
     """The embedded model, JSON-constrained, splits a two-step question into lookups and answers the first from its
     passage; that answer fills the next lookup and is searched with the question (a fake search over four passages:

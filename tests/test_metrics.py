@@ -68,6 +68,36 @@ def test_the_refusal_benchs_second_floor_adds_to_the_cosine_floor():
     assert "| 0.005 | 0.333 | - | 1.000 |" in table
 
 
+def test_the_weak_match_band_is_the_cosine_floors_passes_under_match_min():
+    from thread_rag.bench.refusal import in_band
+    from thread_rag.bench.report import refusal_table
+
+    # passes the floor and is weak / fails the floor / strong / no cross-encoder score / exactly at MATCH_MIN
+    assert in_band([0.5, 0.2, 0.5, 0.5, 0.5], [0.01, 0.01, 0.9, None, 0.05], 0.35, 0.05) == [0]
+    band = {"answerable": {"questions": 30, "in_band": 2, "refused_with_leave": 1, "refused_without_leave": 0}}
+    table = refusal_table({"dataset": "d", "off_domain_from": "o", "path": "p", "auc_vs_in_domain": None,
+                           "auc_vs_off_domain": 1.0, "current_RELEVANCE_MIN": 0.35, "grid": [],
+                           "questions": {"answerable": 30, "in_domain_unanswerable": 0, "off_domain": 0},
+                           "band": band, "MATCH_MIN": 0.05})
+    assert "MATCH_MIN = 0.05" in table and "| answerable | 30 | 2 | 1 | 0 |" in table
+
+
+def test_the_band_bench_sets_the_band_against_the_rest():
+    from thread_rag.bench.refusal import published_split
+    from thread_rag.bench.report import band_table
+
+    rows = [{"qid": "a", "f1": 0.2, "recall": 1.0}, {"qid": "b", "f1": 0.4, "recall": 0.0},
+            {"qid": "c", "f1": 0.6, "recall": 1.0}]
+    split = published_split(rows, {"a"})
+    assert split == {"band_n": 1, "band_f1": 0.2, "band_recall": 1.0, "rest_n": 2, "rest_f1": 0.5, "rest_recall": 0.5}
+    answered = [{"qid": "a", "f1": 0.3, "recall": 1.0, "refused": False}]
+    table = band_table({"dataset": "d", "questions": 3, "split": "test", "k": 3, "MATCH_MIN": 0.05, "in_band": ["a"],
+                        "refuse": {"walk": [{"qid": "a", "f1": 0.0, "recall": 0.0, "refused": True}]},
+                        "note": {"walk": answered}, "published": {"file": "f", **split}})
+    assert "1 of 3 questions" in table and "| walk | refuse | 1 of 1 | 0.000 | 0.000 |" in table
+    assert "| walk | note | 0 of 1 | 0.300 | 1.000 |" in table and "in the band F1 0.200" in table
+
+
 def test_answer_score_strips_citations_and_zeroes_refusals():
     from thread_rag.bench.answers import score, summarise
 

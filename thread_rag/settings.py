@@ -43,6 +43,7 @@ READERS = ("walk", "windows", "topk", "sentence_window", "parent_doc", "nested")
 
 
 RERANK_CONTEXTS = ("text", "clean", "heading", "title")  # what stage 3 reads of a chunk (RERANK_CONTEXT)
+WEAK_MATCHES = ("note", "refuse")  # what the fast path does under MATCH_MIN (WEAK_MATCH)
 
 
 def ollama_url(host: str) -> str:
@@ -183,6 +184,11 @@ class Settings:
     MAX_STEPS: int = 4                      # routed mode: routing steps per question (the first is the search)
     RELEVANCE_MIN: float = 0.35             # refuse when no entry chunk has cosine >= this to the question
                                             # (calibrated on the dev split: `thread-rag bench refusal`)
+    MATCH_MIN: float = 0.05                 # a weak match: the entry chunks' best cross-encoder probability is under
+                                            # this (0 = never); the answer then says so
+    WEAK_MATCH: str = "note"                # | refuse: the answer prompt also lets the model reply that the sources
+                                            # do not answer (the 1.5B model then refused every weak match, answerable
+                                            # or not: `thread-rag bench refusal --configs band`, BENCHMARKS.md)
     MAX_ANSWER_TOKENS: int = 400
     HYDE: bool = False
     LOST_IN_MIDDLE: bool = False
@@ -242,6 +248,8 @@ class Settings:
         need(self.RERANK_CONTEXT in RERANK_CONTEXTS, "RERANK_CONTEXT", f"use {', '.join(RERANK_CONTEXTS)}")
         need(-1 < self.WALK_THRESHOLD < 1, "WALK_THRESHOLD", "must be between -1 and 1")
         need(-1 <= self.RELEVANCE_MIN < 1, "RELEVANCE_MIN", "must be between -1 and 1")
+        need(0 <= self.MATCH_MIN <= 1, "MATCH_MIN", "must be between 0 and 1 (a cross-encoder probability)")
+        need(self.WEAK_MATCH in WEAK_MATCHES, "WEAK_MATCH", f"use {', '.join(WEAK_MATCHES)}")
         need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")
         need(self.SUMMARY_BACKEND in ("extractive", "llm", "ollama"), "SUMMARY_BACKEND",
              "use extractive, llm or ollama")

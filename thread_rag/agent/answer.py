@@ -36,6 +36,15 @@ ANSWER_PROMPT = """Answer the question from the numbered sources below.
 
 Question: {question}"""
 
+NOT_IN_DOCS = "NOT IN DOCUMENTS"
+MAY_REFUSE = f"\n\nIf the sources do not answer the question, reply only: {NOT_IN_DOCS}"
+
+
+def said_not_in_docs(text: str) -> bool:
+    """The model's reply is the refusal marker (at its start, any case)."""
+    return NOT_IN_DOCS.lower() in text.lower()[:80]
+
+
 def parse_json_lenient(text: str):
     """Parse a model's JSON reply, tolerating code fences and doubled braces."""
     t = text.strip()
@@ -100,8 +109,11 @@ def render_sources(sources: list[Source]) -> str:
     return "\n\n".join(s.render() for s in sources)
 
 
-def answer_messages(question: str, sources: list[Source]) -> list:
-    return [HumanMessage(ANSWER_PROMPT.format(sources=render_sources(sources), question=question))]
+def answer_messages(question: str, sources: list[Source], may_refuse: bool = False) -> list:
+    """The answer prompt; ``may_refuse`` (a weak match with ``WEAK_MATCH = "refuse"``) ends it with leave to reply
+    ``NOT_IN_DOCS`` (after the question, so llama.cpp's evaluated head is the same)."""
+    text = ANSWER_PROMPT.format(sources=render_sources(sources), question=question)
+    return [HumanMessage(text + (MAY_REFUSE if may_refuse else ""))]
 
 
 def warm_prefix(model) -> int:

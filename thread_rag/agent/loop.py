@@ -33,8 +33,8 @@ from ..retrieve.pipeline import plain_query
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
-from .answer import (DECIDE_SCHEMA, Source, answer_messages, ask_sources, cited_text, decide_messages,
-                     parse_json_lenient, sentences, stream_answer, written_citations)
+from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_sources, cited_text, decide_messages,
+                     parse_json_lenient, said_not_in_docs, sentences, stream_answer, written_citations)
 from .intent import recognise
 from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
@@ -46,7 +46,6 @@ class _GenerationGone(Exception):
 
 
 REFUSAL = "The indexed documents don't contain an answer to this question."
-NOT_IN_DOCS = "NOT IN DOCUMENTS"
 
 SYSTEM = """You are THREAD-RAG. You answer questions ONLY from the user's indexed documents, using tools.
 Work in two moves:
@@ -146,6 +145,7 @@ class Answer:
     interrupted: bool = False
     cut: bool = False  # the answer stopped at a token limit (MAX_ANSWER_TOKENS, or the context)
     relevance: float | None = None  # best cosine between the question and a chunk that was read
+    match: float | None = None  # fast path: the entry chunks' best cross-encoder probability (None without stage 3)
     sources: list = field(default_factory=list)  # the numbered sources the model read (fast path)
     llm_calls: int = 0
     mode: str = "fast"
@@ -157,6 +157,13 @@ def lost_in_middle(items: list) -> list:
     for i, it in enumerate(items):
         (front if i % 2 == 0 else back).append(it)
     return front + back[::-1]
+
+
+def best_match(hits: list) -> float | None:
+    """The best cross-encoder probability among the entry hits (None when stage 3 scored none: off, or early exit).
+    Under ``MATCH_MIN`` the match is weak: the answer says so (``WEAK_MATCH = "refuse"``: the model may refuse)."""
+    probs = [h.scores["rerank"] for h in hits if h.scores.get("rerank") is not None]
+    return max(probs) if probs else None
 
 
 def relevance(engine, question: str, chunk_ids: list[str]) -> float:
@@ -289,11 +296,13 @@ class Agent:
         index = self.engine.retriever.index
         qvec = self.engine.query_embedder.embed_queries([standalone])[0]
         rel = best_similarity(index, qvec, [h.chunk_id for h in hits[:s.READ_K]])
+        match = best_match(hits[:s.READ_K])
         trace = [{"step": 0, "tool": "rag_search", "args": {"query": standalone, **({"doc_id": doc_id} if doc_id else {})},
                   "ok": True, "error": None, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in hits]}]
         self.on_event("tool", trace[0])
         base = dict(question=question, standalone_question=standalone, tool_trace=trace, backend=self.backend,
-                    mode=f"fast/{reader}", relevance=round(rel, 4), fallback_used=False, routing_failures=0)
+                    mode=f"fast/{reader}", relevance=round(rel, 4), fallback_used=False, routing_failures=0,
+                    match=None if match is None else round(match, 4))
         if rel < s.RELEVANCE_MIN:  # the relevance floor: refuse before any LLM call
             return self._refusal(base, on_token, t0, calls)
         read_k = None
@@ -307,12 +316,13 @@ class Agent:
             sources = self._decide(standalone, sources, hits, qvec, reader, doc_id, trace)
         if not sources:
             return self._refusal(base, on_token, t0, calls)
-        msgs = answer_messages(standalone, sources)
+        may_refuse = match is not None and match < s.MATCH_MIN and s.WEAK_MATCH == "refuse"
+        msgs = answer_messages(standalone, sources, may_refuse=may_refuse)
         self.on_event("answer_start", {})
         t_ans = time.perf_counter()
-        text, t_first, interrupted, cut = stream_answer(self.model, msgs, s.MAX_ANSWER_TOKENS, on_token)
+        text, t_first, interrupted, cut = self._stream(msgs, on_token, may_refuse)
         calls += 1
-        if not text.strip() and not interrupted:
+        if (not text.strip() or (may_refuse and said_not_in_docs(text))) and not interrupted:
             return self._refusal(base, on_token, t0, calls)
         citations, invalid, more = self._cite_sources(text, sources, msgs, interrupted)
         total = time.perf_counter() - t0
@@ -323,6 +333,17 @@ class Agent:
                                "read_s": round(t_ans - t_read, 3)},
                       tokens={"in": self._prompt_tokens(msgs), "out": self._count(text),
                               "sources": sum(x.tokens for x in sources)}, **base)
+
+    def _stream(self, msgs: list, on_token, may_refuse: bool):
+        """The streamed answer; where the model may reply the refusal marker, it is held back until the text
+        cannot be the marker any more (a refusal shows as ``REFUSAL``, never as the marker)."""
+        if not may_refuse:
+            return stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, on_token)
+        hold = _HoldBack(on_token)
+        got = stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, hold)
+        if not said_not_in_docs(got.text):
+            hold.flush()
+        return got
 
     def _question_steps(self, question: str, doc_id: str | None, hits: list, trace: list) -> list:
         """``QUESTION_STEPS``: the model's lookups are searched and answered, and the question followed by those
@@ -598,7 +619,7 @@ class Agent:
                 f"{ANSWER_SYSTEM}\n\nQuestion: {standalone}")], self.settings.MAX_ANSWER_TOKENS, hold)
             t_first = (t_stream - t0 + first) if first is not None else None
             self._tok_out += hold.pieces
-        refused = (not answerable) or NOT_IN_DOCS.lower() in text.lower()[:80] or not text.strip()
+        refused = (not answerable) or said_not_in_docs(text) or not text.strip()
         if refused and not interrupted:
             text = REFUSAL
             if on_token:

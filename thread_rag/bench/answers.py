@@ -2,7 +2,9 @@
 
 Equal terms: every strategy is the product's own answer path (``Agent.ask(..., reader=<strategy>)``), so
 all share the search (same ``k`` entry chunks), the answer prompt (``agent.answer.ANSWER_PROMPT``), the
-refusal policy (the relevance floor on the entry hits, ``RELEVANCE_MIN``, before any LLM call), the
+refusal policy (the relevance floor on the entry hits, ``RELEVANCE_MIN``, before any LLM call, and the
+weak-match band, ``MATCH_MIN`` with ``WEAK_MATCH``, where the answer prompt may let the model reply that the sources
+do not answer), the
 answer token cap, the source budget and the citation follow-up; only what the model reads differs:
 
 - ``topk``: the k hits' own texts (plain RAG);
@@ -41,7 +43,7 @@ from . import command_line
 
 READERS = _READERS + ("decide", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
-SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "WALK_MAX", "WALK_THRESHOLD",
+SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH", "WALK_MAX", "WALK_THRESHOLD",
                    "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK", "RERANK_CONTEXT",
                    "STAGE3_LEXICAL_FLOOR", "STAGE3_K", "RERANK_MAX_TOKENS") + HOP_SETTINGS + STEPS_SETTINGS  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
@@ -129,7 +131,7 @@ def _row(q, strategy: str, a, engine) -> dict:
     return {"qid": q.qid, "strategy": strategy, **score(a.answer, a.refused, q.answers), "refused": a.refused,
             "seconds": a.timings["total_s"], "first_token_s": a.timings.get("first_token_s"),
             "tokens_in": a.tokens.get("in", 0), "tokens_out": a.tokens.get("out", 0), "llm_calls": a.llm_calls,
-            "relevance": a.relevance, "citations": cites, "answer": a.answer[:300],
+            "relevance": a.relevance, "match": a.match, "citations": cites, "answer": a.answer[:300],
             "read": [s["chunk_ids"][0] + (".." + s["chunk_ids"][-1] if len(s["chunk_ids"]) > 1 else "")
                      for s in a.sources]}
 
@@ -144,9 +146,9 @@ def bench_settings(settings, k: int = K):
     return settings.replace(READ_K=k, MAX_ANSWER_TOKENS=ANSWER_TOKENS, INTENTS=False, CONDENSE_FOLLOWUPS=False)
 
 
-def run_answers(settings, ds, engine, keymap, strategies: list[str], k: int = K, progress=None, model=None) -> dict:
-    """Answer every question of ``ds`` with each strategy. ``model``: a chat model to use instead of the
-    configured one (tests pass a scripted fake)."""
+def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=None, model=None) -> dict:
+    """Answer every question of ``ds`` with each strategy, on ``engine.settings`` made equal for all
+    (``bench_settings``). ``model``: a chat model to use instead of the configured one (tests pass a scripted fake)."""
     from ..agent.loop import Agent
     from ..llm.backends import describe, make_chat_model, reset_prompt_cache
 
@@ -210,7 +212,7 @@ def run_answers_bench(settings, args) -> dict:
     def progress(label: str, done: int, total: int) -> None:
         print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
 
-    out = run_answers(settings, ds, engine, keymap, strategies, k=args.k or K, progress=progress)
+    out = run_answers(ds, engine, keymap, strategies, k=args.k or K, progress=progress)
     out["machine"] = machine()
     out["command"] = command_line()
     return out

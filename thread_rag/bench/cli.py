@@ -150,6 +150,17 @@ def run_bench(args) -> int:
         else:
             print(json.dumps(out, indent=1))
         return 0
+    if args.kind == "band":
+        from .refusal import run_band_bench
+
+        out = run_band_bench(settings, args)
+        if args.markdown:
+            from .report import band_table
+
+            print(band_table(out))
+        else:
+            print(json.dumps(out, indent=1, ensure_ascii=False))
+        return 0
     if args.kind == "throughput":
         from .throughput import run_throughput_bench, throughput_table
 

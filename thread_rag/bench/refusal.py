@@ -1,5 +1,6 @@
 """``thread-rag bench refusal``: calibrating ``RELEVANCE_MIN``, the agent's first refusal test (and measuring a
-second floor on the cross-encoder's best probability, which is not a setting: see BENCHMARKS).
+cross-encoder floor on the best probability of the entry chunks) and, with ``--configs band``, what the model
+does in the weak-match band (``MATCH_MIN``).
 
 The agent refuses without asking the model when none of the ``k=3`` entry chunks of its search has
 cosine >= ``RELEVANCE_MIN`` with the question (``agent.reading.best_similarity``, the fast path's floor).
@@ -14,7 +15,10 @@ listed here under ``qids`` is among its own):
 
 For each threshold on a grid it reports the share of answerable questions wrongly refused and the share
 of unanswerable ones correctly refused. The LLM answerability check that follows the threshold is not
-part of this benchmark (it costs seconds per question; see ``bench answers`` refusal rates).
+part of this benchmark (it costs seconds per question; see ``bench answers`` refusal rates), except in the
+band: with ``--configs band`` every question that passes the cosine floor with a best cross-encoder probability
+under ``MATCH_MIN`` is answered by the agent twice, with the answer prompt's leave to refuse (``WEAK_MATCH =
+"refuse"``) and without it (``"note"``, the default: the prompt is the usual one), and the refusals are counted.
 """
 from __future__ import annotations
 
@@ -55,6 +59,37 @@ def auc(pos: list[float], neg: list[float]) -> float:
     return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
 
 
+def in_band(cos: list[float], probs: list[float | None], floor: float, match_min: float) -> list[int]:
+    """Indexes of the questions the cosine floor lets through with a best cross-encoder probability under
+    ``match_min`` (the weak-match band, where the answer prompt lets the model refuse)."""
+    return [i for i, (c, r) in enumerate(zip(cos, probs)) if c >= floor and r is not None and r < match_min]
+
+
+def band_answers(engine, groups: dict, both: dict) -> dict:
+    """Per group: each band question answered with leave to refuse (``WEAK_MATCH = "refuse"``) and without it
+    (``"note"``)."""
+    from ..agent.loop import Agent
+
+    s = engine.settings
+    leave = Agent(engine)
+    leave.settings = s.replace(WEAK_MATCH="refuse")
+    no_leave = Agent(engine, chat_model=leave.model)
+    no_leave.settings = s.replace(WEAK_MATCH="note")
+    out = {}
+    for g, qs in groups.items():
+        rows = []
+        for i in in_band(*both[g], s.RELEVANCE_MIN, s.MATCH_MIN):
+            row = {"question": qs[i], "match": both[g][1][i]}
+            for label, agent in (("leave", leave), ("no_leave", no_leave)):
+                agent.clear()
+                a = agent.ask(qs[i])
+                row[label] = {"refused": a.refused, "answer": a.answer[:200], "agent_match": a.match}
+            rows.append(row)
+        out[g] = {"questions": len(qs), "in_band": len(rows), "refused_with_leave": sum(r["leave"]["refused"] for r in rows),
+                  "refused_without_leave": sum(r["no_leave"]["refused"] for r in rows), "rows": rows}
+    return out
+
+
 def run_refusal_bench(settings, args) -> dict:
     from .corpus import open_corpus_engine
     from .datasets import load_dataset
@@ -87,8 +122,9 @@ def run_refusal_bench(settings, args) -> dict:
                      if near else None,
                      "off_domain_refused": round(float(np.mean([s < t for s in scores["off_domain"]])), 4)})
     rerank_rows = rerank_floor_grid(both, settings.RELEVANCE_MIN)
+    band = band_answers(engine, groups, both) if "band" in (args.configs or "").split(",") else None
     return {"dataset": ds.name, "off_domain_from": other.name, "questions": {g: len(v) for g, v in groups.items()},
-            "rerank_grid": rerank_rows, "rerank_scores": {g: v[1] for g, v in both.items()},
+            "rerank_grid": rerank_rows, **({"band": band, "MATCH_MIN": settings.MATCH_MIN} if band else {}), "rerank_scores": {g: v[1] for g, v in both.items()},
             "cosine_scores": {g: [round(float(c), 6) for c in v[0]] for g, v in both.items()},
             "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "search k=3, best entry-chunk cosine",
             "split": split, "qids": sorted({q.qid for q in ds.queries} | {q.qid for q in near_q} |
@@ -99,4 +135,66 @@ def run_refusal_bench(settings, args) -> dict:
             "auc_vs_off_domain": round(auc(scores["answerable"], scores["off_domain"]), 4),
             "auc_vs_all_unanswerable": round(auc(scores["answerable"], unans), 4),
             "grid": rows, "machine": machine(), "command": "thread-rag bench refusal --dataset " + name +
-            f" --limit {limit}" + (" --split test" if split == "test" else "")}
+            f" --limit {limit}" + (" --split test" if split == "test" else "") + (" --configs band" if band else "")}
+
+
+def run_band_bench(settings, args) -> dict:
+    """``thread-rag bench band``: the questions of an answers sample (default the suite's: test split, 60) whose entry
+    chunks fall in the weak-match band, answered by each strategy (default top-k and walk) with ``WEAK_MATCH =
+    "refuse"`` and ``"note"``; beside them, where ``bench_results/suite-<set>.json`` holds the same questions, the
+    published walk answers' F1 and gold recall in and out of the band (does a weak match predict a worse answer?)."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from ..agent.loop import best_match
+    from ..llm.backends import make_chat_model
+    from .answers import K, open_sample
+    from .retrieval import machine
+    from . import command_line
+
+    ds, engine, keymap = open_sample(settings, args, "test", 60)
+    k = args.k or K
+    matches = {}
+    for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
+        matches[q.qid] = best_match(engine.retriever.search(q.text, doc_id=doc_id, k=k).hits[:k])
+    band = [q for q in ds.queries if matches[q.qid] is not None and matches[q.qid] < settings.MATCH_MIN]
+    out = {"dataset": ds.name, "questions": len(ds.queries), "split": ds.split, "k": k, "MATCH_MIN": settings.MATCH_MIN,
+           "in_band": [q.qid for q in band], "matches": matches, "machine": machine(), "command": command_line()}
+    strategies = args.configs.split(",") if args.configs else ["topk", "walk"]
+    if band:
+        out.update(band_runs(dataclasses.replace(ds, queries=band), engine, keymap, strategies, k,
+                             make_chat_model(settings)))
+    suite = Path(args.out or "bench_results") / f"suite-{args.dataset or 'aws-docs-qa'}.json"
+    if suite.is_file():
+        rows = json.loads(suite.read_text())["answers"]["rows"].get("walk", [])
+        if {r["qid"] for r in rows} == set(matches):
+            out["published"] = {"file": str(suite), **published_split(rows, {q.qid for q in band})}
+    return out
+
+
+def band_runs(ds, engine, keymap, strategies: list[str], k: int, model) -> dict:
+    """``ds``'s questions answered by each strategy with ``WEAK_MATCH = "refuse"`` and ``"note"``: mode -> strategy ->
+    rows (``bench answers``' equal terms; the engine's settings are put back after)."""
+    from .answers import run_answers
+
+    home, out = engine.settings, {}
+    try:
+        for mode in ("refuse", "note"):
+            engine.settings = home.replace(WEAK_MATCH=mode)
+            r = run_answers(ds, engine, keymap, strategies, k=k, model=model)
+            out[mode] = {s: [{f: row[f] for f in ("qid", "f1", "recall", "refused", "match", "answer")} for row in rows]
+                         for s, rows in r["rows"].items()}
+    finally:
+        engine.settings = home
+    return out
+
+
+def published_split(rows: list[dict], band: set) -> dict:
+    """Mean F1 and gold recall of published answers in the band and out of it."""
+    def mean(rs, f):
+        return round(float(np.mean([r[f] for r in rs])), 4) if rs else None
+
+    inside, outside = [r for r in rows if r["qid"] in band], [r for r in rows if r["qid"] not in band]
+    return {"band_n": len(inside), "band_f1": mean(inside, "f1"), "band_recall": mean(inside, "recall"),
+            "rest_n": len(outside), "rest_f1": mean(outside, "f1"), "rest_recall": mean(outside, "recall")}

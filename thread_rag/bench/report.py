@@ -116,14 +116,21 @@ def _ci(v, ci, signed: bool = False) -> str:
     return f"{f.format(v)} ({f.format(ci[0])} to {f.format(ci[1])})" if ci else f.format(v)
 
 
+def _match_min(sh: dict) -> str:
+    """The weak-match band, where a run recorded it (runs before it had none)."""
+    if sh.get("MATCH_MIN") is None:
+        return ""
+    return f", weak match under MATCH_MIN={sh['MATCH_MIN']}: {sh.get('WEAK_MATCH', 'refuse')}"
+
+
 def answers_table(x: dict) -> str:
     m = x.get("machine")
     where = f"; {m['cpu']}, {m['cores']} cores" if m else ""
     sh = x.get("shared_settings", {})
     lines = [f"*{x['dataset']}: {x['questions']} questions ({x.get('split') or 'all'} split), k={x.get('k')} entry chunks, "
              f"search scope: {x.get('search_scope', 'corpus')}; shared by every strategy: the answer prompt, the refusal "
-             f"floor RELEVANCE_MIN={sh.get('RELEVANCE_MIN')}, {sh.get('MAX_ANSWER_TOKENS')} answer tokens, source budget "
-             f"{sh.get('READ_BUDGET')} LLM tokens; {x['backend']}{where}.*", "",
+             f"floor RELEVANCE_MIN={sh.get('RELEVANCE_MIN')}{_match_min(sh)}, {sh.get('MAX_ANSWER_TOKENS')} answer tokens, "
+             f"source budget {sh.get('READ_BUDGET')} LLM tokens; {x['backend']}{where}.*", "",
              "| strategy | n | token F1 (95% CI) | F1 minus top-k, paired (95% CI) | gold recall | recall minus top-k "
              "(95% CI) | refused | F1 when answered | first token s (median) | s / question | prompt tokens | LLM calls | "
              "citations written / follow-up / matched | citation precision |",
@@ -223,12 +230,39 @@ def refusal_table(x: dict) -> str:
                      f"{_num(r['in_domain_unanswerable_refused'])} | "
                      f"{r['off_domain_refused']:.3f} |")
     if x.get("rerank_grid"):  # a second floor, measured, not used: the cross-encoder's best probability
-        lines += ["", f"*A second floor on the best cross-encoder probability of the k entry chunks (measured, not a "
-                  f"setting), after the cosine floor {x['current_RELEVANCE_MIN']}:*", "",
+        lines += ["", f"*A second floor on the best cross-encoder probability of the k entry chunks (measured, not used as "
+                  f"a floor; MATCH_MIN marks a weak match instead), after the cosine floor {x['current_RELEVANCE_MIN']}:*", "",
                   "| cross-encoder floor | answerable refused (wrong) | in-domain unanswerable refused | off-domain refused |",
                   "|---|---|---|---|"]
         lines += [f"| {r['rerank_min']:g} | {r['answerable_refused']:.3f} | {_num(r['in_domain_unanswerable_refused'])} "
                   f"| {r['off_domain_refused']:.3f} |" for r in x["rerank_grid"]]
+    if x.get("band"):  # what the model did in the weak-match band, with and without leave to refuse
+        lines += ["", f"*The weak-match band (cosine >= {x['current_RELEVANCE_MIN']}, best cross-encoder probability "
+                  f"< MATCH_MIN = {x['MATCH_MIN']}): each question in it answered by the agent with the answer prompt's "
+                  f"leave to refuse (WEAK_MATCH = refuse) and without it (note, the default):*", "",
+                  "| group | questions | in the band | refused with leave | refused without leave |", "|---|---|---|---|---|"]
+        lines += [f"| {g} | {b['questions']} | {b['in_band']} | {b['refused_with_leave']} | {b['refused_without_leave']} |"
+                  for g, b in x["band"].items()]
+    return "\n".join(lines)
+
+
+def band_table(x: dict) -> str:
+    """``bench band``: per strategy, the band's questions refused and answered with and without leave to refuse."""
+    n = len(x["in_band"])
+    lines = [f"*{x['dataset']}: {n} of {x['questions']} questions ({x['split']} split) in the weak-match band (best "
+             f"cross-encoder probability of the k={x['k']} entry chunks < MATCH_MIN = {x['MATCH_MIN']}).*", ""]
+    if n:
+        lines += ["| strategy | WEAK_MATCH | refused | token F1 (mean over the band) | gold recall (mean) |",
+                  "|---|---|---|---|---|"]
+        for mode in ("refuse", "note"):
+            for s, rows in x[mode].items():
+                lines.append(f"| {s} | {mode} | {sum(r['refused'] for r in rows)} of {len(rows)} | "
+                             f"{sum(r['f1'] for r in rows) / len(rows):.3f} | {sum(r['recall'] for r in rows) / len(rows):.3f} |")
+    p = x.get("published")
+    if p:
+        lines += ["", f"*Published walk answers ({p['file']}): in the band F1 {_num(p['band_f1'])}, gold recall "
+                  f"{_num(p['band_recall'])} ({p['band_n']} questions); out of it F1 {_num(p['rest_f1'])}, recall "
+                  f"{_num(p['rest_recall'])} ({p['rest_n']}).*"]
     return "\n".join(lines)
 
 
@@ -290,6 +324,9 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", refusal_table(x), ""]
+    for p in sorted(d.glob("band-*.json")):
+        x = json.loads(p.read_text())
+        out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", band_table(x), ""]
     for p in sorted(d.glob("scale-*.json")):
         x = json.loads(p.read_text())
         at = f" (commit {x['commit']})" if x.get("commit") else ""

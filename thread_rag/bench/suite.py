@@ -67,7 +67,7 @@ def earlier_topk(prev: dict, path: Path, answers_meta: dict) -> list[dict]:
     return rows
 
 
-def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=None, model=None,
+def with_base(ds, engine, keymap, strategies, k, path: Path, progress=None, model=None,
               prev: dict | None = None) -> dict:
     """Answers for ``strategies`` paired against the top-k rows stored at ``path`` (see the module doc).
     ``prev``: that file already read (``earlier_suite``); ``model``: a chat model instead of the configured one (tests)."""
@@ -76,7 +76,7 @@ def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=
 
     prev = prev or earlier_suite(path)
     model = model or make_chat_model(bench_settings(engine.settings, k))
-    check = run_answers(settings, dataclasses.replace(ds, queries=ds.queries[:BASE_CHECK]), engine, keymap,
+    check = run_answers(dataclasses.replace(ds, queries=ds.queries[:BASE_CHECK]), engine, keymap,
                         ["topk"], k=k, model=model)
     base = earlier_topk(prev, path, {**check, "qids": [q.qid for q in ds.queries]})
     same = sum(a["answer"] == b["answer"] for a, b in zip(check["rows"]["topk"], base))
@@ -84,7 +84,7 @@ def with_base(settings, ds, engine, keymap, strategies, k, path: Path, progress=
         raise BaseMismatch(f"--base: top-k answered again differs from {path} on "
                            f"{len(check['rows']['topk']) - same} of {len(check['rows']['topk'])} questions "
                            f"(another model, prompt or search): answer top-k again instead")
-    out = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress, model=model)
+    out = run_answers(ds, engine, keymap, strategies, k=k, progress=progress, model=model)
     out["rows"] = {"topk": base, **out["rows"]}
     out["strategies"] = {"topk": summarise(base),
                          **{s: summarise(out["rows"][s], base) for s in strategies}}
@@ -143,9 +143,9 @@ def run_suite(settings, args, progress=None) -> list[Path]:
             same_corpus(prev, docs, settings.EMBEDDER_MODEL, path)
         context = run_context(settings, ds, engine, keymap, STRATEGIES, k=k)
         if earlier:
-            answers = with_base(settings, ds, engine, keymap, strategies, k, path, progress=progress, prev=prev)
+            answers = with_base(ds, engine, keymap, strategies, k, path, progress=progress, prev=prev)
         else:
-            answers = run_answers(settings, ds, engine, keymap, strategies, k=k, progress=progress)
+            answers = run_answers(ds, engine, keymap, strategies, k=k, progress=progress)
         result = {"dataset": ds.name, "questions": len(ds.queries), "corpus_docs": len(docs),
                   "chunks": sum(d.chunk_count for d in docs), "index_seconds": round(index_s, 1),
                   "seconds": round(time.perf_counter() - t0, 1),
