@@ -71,9 +71,11 @@ def test_the_refusal_benchs_second_floor_adds_to_the_cosine_floor():
 def test_the_weak_match_band_is_the_cosine_floors_passes_under_match_min():
     from thread_rag.bench.refusal import in_band
     from thread_rag.bench.report import refusal_table
+    from thread_rag.settings import Settings
 
     # passes the floor and is weak / fails the floor / strong / no cross-encoder score / exactly at MATCH_MIN
-    assert in_band([0.5, 0.2, 0.5, 0.5, 0.5], [0.01, 0.01, 0.9, None, 0.05], 0.35, 0.05) == [0]
+    settings = Settings(RELEVANCE_MIN=0.35, MATCH_MIN=0.05)
+    assert in_band([0.5, 0.2, 0.5, 0.5, 0.5], [0.01, 0.01, 0.9, None, 0.05], settings) == [0]
     band = {"answerable": {"questions": 30, "in_band": 2, "refused_with_leave": 1, "refused_without_leave": 0}}
     table = refusal_table({"dataset": "d", "off_domain_from": "o", "path": "p", "auc_vs_in_domain": None,
                            "auc_vs_off_domain": 1.0, "current_RELEVANCE_MIN": 0.35, "grid": [],

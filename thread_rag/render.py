@@ -129,7 +129,7 @@ def answer_notes(ans, settings) -> list[str]:
         notes.append(f"(the answer stopped at a token limit: MAX_ANSWER_TOKENS = {settings.MAX_ANSWER_TOKENS}, or the "
                      f"model's context)")
     match = getattr(ans, "match", None)
-    if match is not None and match < settings.MATCH_MIN and not ans.refused:
+    if settings.weak_match(match) and not ans.refused:
         notes.append(f"(the documents match this question weakly: the cross-encoder gives its best source {match:.3f}, "
                      f"under MATCH_MIN = {settings.MATCH_MIN:g}; they may not answer it)")
     return notes

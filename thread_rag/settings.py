@@ -188,7 +188,7 @@ class Settings:
                                             # this (0 = never); the answer then says so
     WEAK_MATCH: str = "note"                # | refuse: the answer prompt also lets the model reply that the sources
                                             # do not answer (the 1.5B model then refused every weak match, answerable
-                                            # or not: `thread-rag bench refusal --configs band`, BENCHMARKS.md)
+                                            # or not: `thread-rag bench band`, BENCHMARKS.md)
     MAX_ANSWER_TOKENS: int = 400
     HYDE: bool = False
     LOST_IN_MIDDLE: bool = False
@@ -333,6 +333,11 @@ class Settings:
             return ollama_url(raw) if raw.strip() else ""
         except ValueError as exc:
             raise SettingsError(f"invalid OLLAMA_HOST={raw!r} in the environment: {exc}") from None
+
+    def weak_match(self, match: float | None) -> bool:
+        """A best cross-encoder probability (``agent.loop.best_match``; None: stage 3 scored nothing) under
+        ``MATCH_MIN``."""
+        return match is not None and match < self.MATCH_MIN
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)

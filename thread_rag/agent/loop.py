@@ -316,7 +316,7 @@ class Agent:
             sources = self._decide(standalone, sources, hits, qvec, reader, doc_id, trace)
         if not sources:
             return self._refusal(base, on_token, t0, calls)
-        may_refuse = match is not None and match < s.MATCH_MIN and s.WEAK_MATCH == "refuse"
+        may_refuse = s.weak_match(match) and s.WEAK_MATCH == "refuse"
         msgs = answer_messages(standalone, sources, may_refuse=may_refuse)
         self.on_event("answer_start", {})
         t_ans = time.perf_counter()

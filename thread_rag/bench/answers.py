@@ -3,9 +3,8 @@
 Equal terms: every strategy is the product's own answer path (``Agent.ask(..., reader=<strategy>)``), so
 all share the search (same ``k`` entry chunks), the answer prompt (``agent.answer.ANSWER_PROMPT``), the
 refusal policy (the relevance floor on the entry hits, ``RELEVANCE_MIN``, before any LLM call, and the
-weak-match band, ``MATCH_MIN`` with ``WEAK_MATCH``, where the answer prompt may let the model reply that the sources
-do not answer), the
-answer token cap, the source budget and the citation follow-up; only what the model reads differs:
+weak-match band, ``MATCH_MIN`` with ``WEAK_MATCH``, where the answer prompt may let the model reply that the
+sources do not answer), the answer token cap, the source budget and the citation follow-up; only what the model reads differs:
 
 - ``topk``: the k hits' own texts (plain RAG);
 - ``walk``: THREAD-RAG's jump-and-walk under the source budget (the product default);
@@ -43,8 +42,8 @@ from . import command_line
 
 READERS = _READERS + ("decide", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
-SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH", "WALK_MAX", "WALK_THRESHOLD",
-                   "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK", "RERANK_CONTEXT",
+SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH",
+                   "WALK_MAX", "WALK_THRESHOLD", "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK", "RERANK_CONTEXT",
                    "STAGE3_LEXICAL_FLOOR", "STAGE3_K", "RERANK_MAX_TOKENS") + HOP_SETTINGS + STEPS_SETTINGS  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..agent.loop import best_match
 from ..agent.reading import best_similarity
 
 GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
@@ -38,8 +39,7 @@ def _scores(engine, questions: list[str], k: int = 3) -> tuple[list[float], list
         hits = engine.retriever.search(q, k=k).hits
         qvec = engine.embedder.embed([q])[0]
         cos.append(best_similarity(engine.retriever.index, qvec, [h.chunk_id for h in hits[:k]]))
-        probs = [h.scores.get("rerank") for h in hits[:k] if h.scores.get("rerank") is not None]
-        rerank.append(max(probs) if probs else None)
+        rerank.append(best_match(hits[:k]))
     return cos, rerank
 
 
@@ -59,10 +59,10 @@ def auc(pos: list[float], neg: list[float]) -> float:
     return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
 
 
-def in_band(cos: list[float], probs: list[float | None], floor: float, match_min: float) -> list[int]:
-    """Indexes of the questions the cosine floor lets through with a best cross-encoder probability under
-    ``match_min`` (the weak-match band, where the answer prompt lets the model refuse)."""
-    return [i for i, (c, r) in enumerate(zip(cos, probs)) if c >= floor and r is not None and r < match_min]
+def in_band(cos: list[float], probs: list[float | None], settings) -> list[int]:
+    """Indexes of the questions the cosine floor (``RELEVANCE_MIN``) lets through with a weak match (a best
+    cross-encoder probability under ``MATCH_MIN``)."""
+    return [i for i, (c, r) in enumerate(zip(cos, probs)) if c >= settings.RELEVANCE_MIN and settings.weak_match(r)]
 
 
 def band_answers(engine, groups: dict, both: dict) -> dict:
@@ -78,7 +78,7 @@ def band_answers(engine, groups: dict, both: dict) -> dict:
     out = {}
     for g, qs in groups.items():
         rows = []
-        for i in in_band(*both[g], s.RELEVANCE_MIN, s.MATCH_MIN):
+        for i in in_band(*both[g], s):
             row = {"question": qs[i], "match": both[g][1][i]}
             for label, agent in (("leave", leave), ("no_leave", no_leave)):
                 agent.clear()
@@ -147,7 +147,6 @@ def run_band_bench(settings, args) -> dict:
     import json
     from pathlib import Path
 
-    from ..agent.loop import best_match
     from ..llm.backends import make_chat_model
     from .answers import K, open_sample
     from .retrieval import machine
@@ -158,7 +157,7 @@ def run_band_bench(settings, args) -> dict:
     matches = {}
     for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
         matches[q.qid] = best_match(engine.retriever.search(q.text, doc_id=doc_id, k=k).hits[:k])
-    band = [q for q in ds.queries if matches[q.qid] is not None and matches[q.qid] < settings.MATCH_MIN]
+    band = [q for q in ds.queries if settings.weak_match(matches[q.qid])]
     out = {"dataset": ds.name, "questions": len(ds.queries), "split": ds.split, "k": k, "MATCH_MIN": settings.MATCH_MIN,
            "in_band": [q.qid for q in band], "matches": matches, "machine": machine(), "command": command_line()}
     strategies = args.configs.split(",") if args.configs else ["topk", "walk"]

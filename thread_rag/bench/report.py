@@ -120,7 +120,7 @@ def _match_min(sh: dict) -> str:
     """The weak-match band, where a run recorded it (runs before it had none)."""
     if sh.get("MATCH_MIN") is None:
         return ""
-    return f", weak match under MATCH_MIN={sh['MATCH_MIN']}: {sh.get('WEAK_MATCH', 'refuse')}"
+    return f", weak match under MATCH_MIN={sh['MATCH_MIN']}: {sh['WEAK_MATCH']}"
 
 
 def answers_table(x: dict) -> str:
