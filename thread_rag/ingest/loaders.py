@@ -290,7 +290,7 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
         cand = [ln for ln in lines if ln.strip()]
         for ln in set(cand[:1] + cand[-1:]):
             if _mostly_upper(ln):
-                prefix[" ".join(_norm_line(ln).split()[:2])] += 1
+                prefix[_header_key(ln)] += 1
     running_prefix = {k for k, c in prefix.items() if c >= threshold and k}
 
     entries = _outline_entries(reader)
@@ -322,7 +322,7 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
                 flush()
                 continue
             if ln in edges and (_norm_line(ln) in running or (
-                    _mostly_upper(ln) and " ".join(_norm_line(ln).split()[:2]) in running_prefix)):
+                    _mostly_upper(ln) and _header_key(ln) in running_prefix)):
                 continue
             if _TOC_LINE.search(s):
                 continue  # table-of-contents line with dot leaders: navigation, not content
@@ -347,6 +347,15 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
 
 
 _TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
+
+
+def _header_key(line: str) -> str:
+    """A running header's first two words, its label a wildcard: "APPENDIX D. RANDOM" and "CHAPTER 6. USING" count
+    as "appendix #." and "chapter #." (one part's pages alone are often fewer than the threshold)."""
+    words = _norm_line(line).split()[:2]
+    if len(words) == 2 and re.fullmatch(r"(?:[a-z]|[ivxlc]+)\.", words[1]):
+        words[1] = "#."
+    return " ".join(words)
 
 
 def _mostly_upper(line: str) -> bool:
