@@ -504,7 +504,8 @@ def test_chat_search_and_nested_take_the_cli_options(manual_engine):
     for line, error in [("/search hello --doc junk", "--doc junk: expected a document id such as DOC1" + hint),
                         ("/search hello --k abc", "--k abc: expected a whole number, 0 or more" + hint),
                         ("/search hello --k", "--k: expected a whole number, 0 or more" + hint),
-                        ("/search hello --pages=abc", "--pages=abc: expected a range like 10-20" + hint),
+                        ("/search hello --pages=abc", "--pages=abc: expected a range like 10-20 (pages from 1, the first not after "
+                         "the last)" + hint),
                         ("/nested hello --offset -1", "--offset -1: expected a whole number, 0 or more" + hint),
                         ("/compare DOC1 DOC2 --limit abc", "--limit abc: expected a whole number, 0 or more"
                          " (put -- before words that are part of the topic)"),
@@ -760,3 +761,35 @@ def test_the_cli_names_its_own_option_and_a_script_echoes_the_args_given(tmp_pat
     assert cli.main(["--data-dir", home, "script", str(script)]) == 1
     row = json.loads(capsys.readouterr().out)
     assert row["args"] == "x" and "must be a JSON object, not a string" in row["error"], row
+
+
+def test_search_page_range_and_heading_are_checked_as_typed(tmp_path, capsys, no_env):
+    """`search --pages 20-10` said "pages=(20, 10): expected 1 <= first <= last" (the engine's tuple, not the option
+    typed; the chat said the same); `--pages ''` and `--heading ''` searched everything, where `compare --topic ''`
+    says the topic is empty."""
+    from thread_rag import cli
+
+    home = _indexed_home(cli, tmp_path)
+    range_error = "expected a range like 10-20 (pages from 1, the first not after the last)"
+    for args, error in [(["--pages", "20-10"], f"--pages '20-10': {range_error}"),
+                        (["--pages", "0-3"], f"--pages '0-3': {range_error}"),
+                        (["--pages", "x"], f"--pages 'x': {range_error}"),
+                        (["--pages", ""], "--pages is empty: leave it out to search every page"),
+                        (["--heading", " "], "--heading is empty: leave it out to search every section")]:
+        capsys.readouterr()
+        assert cli.main(["--data-dir", home, "search", "valve", *args]) == 1, args
+        assert capsys.readouterr().err.strip() == f"error: {error}", args
+    assert cli.main(["--data-dir", home, "search", "valve", "--heading", "g"]) == 0  # a Markdown file has no pages
+    assert "Open the valve first." in capsys.readouterr().out
+
+
+def test_chat_search_page_range_is_checked_as_the_cli_checks_it(manual_engine):
+    from thread_rag.repl import Repl
+
+    buf = io.StringIO()
+    from rich.console import Console
+
+    repl = Repl(manual_engine, console=Console(file=buf, width=200), preload=False)
+    repl.handle("/search pre-heat --pages 20-10")
+    assert buf.getvalue().strip() == ("error: --pages '20-10': expected a range like 10-20 (pages from 1, the first "
+                                      "not after the last)"), buf.getvalue()

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from .errors import ThreadRagError, shown
+from .records import page_range
 
 
 class _Parser(argparse.ArgumentParser):
@@ -213,13 +214,11 @@ def _dispatch(args) -> int:
         return 0
     if args.cmd == "search":
         filters = {}
-        if args.pages:
-            try:
-                a, _, b = args.pages.partition("-")
-                filters["pages"] = (int(a), int(b or a))
-            except ValueError:
-                raise ThreadRagError(f"--pages {args.pages!r}: expected a range like 10-20") from None
-        if args.heading:
+        if args.pages is not None:
+            filters["pages"] = page_range(args.pages)
+        if args.heading is not None:
+            if not args.heading.strip():
+                raise ThreadRagError("--heading is empty: leave it out to search every section")
             filters["heading"] = args.heading
         res = tools.rag_search(engine, args.query, doc_id=args.doc_id, k=args.k, **filters)
         if args.json:

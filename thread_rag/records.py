@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ThreadRagError
+
 
 def to_dict(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -94,6 +96,24 @@ def pages_label(first: int | None, last: int | None) -> str:
     if first is None:
         return ""
     return f"p.{first}" if last in (None, first) else f"pp.{first}-{last}"
+
+
+PAGES_EXPECTED = "a range like 10-20 (pages from 1, the first not after the last)"
+
+
+def page_range(text: str, option: str = "--pages") -> tuple[int, int]:
+    """``"10-20"`` -> (10, 20), ``"3"`` -> (3, 3): a page range as typed after ``--pages`` (CLI and chat); anything else
+    is one line naming the option as typed."""
+    if not text.strip():
+        raise ThreadRagError(f"{option} is empty: leave it out to search every page")
+    first, _, last = text.strip().partition("-")
+    try:
+        lo, hi = int(first), int(last or first)
+    except ValueError:
+        lo, hi = 0, 0
+    if not 1 <= lo <= hi:
+        raise ThreadRagError(f"{option} {text!r}: expected {PAGES_EXPECTED}")
+    return lo, hi
 
 
 def content_key(chunks: list, embedder: str, chunk_strategy: str) -> str:

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from . import tools
 from .errors import ThreadRagError, one_line, shown
+from .records import PAGES_EXPECTED, page_range
 from .render import (answer_notes, index_line, make_console, preheat_notes, progress_bar, render_nested, render_search,
                      render_windows, sources_line, styled)
 
@@ -39,7 +40,7 @@ DEMO_DIR = Path(__file__).resolve().parents[1] / "docs"
 
 _NUMBER, _DOC, _PAGES = r"[0-9]+", r"(?i)doc[0-9]+", r"[0-9]+(-[0-9]+)?"
 _EXPECTED = {"--budget": "a number of tokens", "--doc": "a document id such as DOC1",
-             "--pages": "a range like 10-20"}  # the rest take a whole number, 0 or more
+             "--pages": PAGES_EXPECTED}  # the rest take a whole number, 0 or more
 
 
 def _options(text: str, known: dict[str, str], query: str | None = "query") -> tuple[str, dict]:
@@ -241,8 +242,7 @@ class Repl:
             query, opts = _options(rest, {"--doc": _DOC, "--k": _NUMBER, "--pages": _PAGES})
             if not query:
                 raise ThreadRagError("usage: /search QUERY [--doc DOC1] [--k 5] [--pages 10-20]")
-            lo, _, hi = opts.get("--pages", "").partition("-")
-            pages = {"pages": (int(lo), int(hi or lo))} if lo else {}
+            pages = {"pages": page_range(opts["--pages"])} if "--pages" in opts else {}
             render_search(c, tools.rag_search(self.engine, query, doc_id=opts.get("--doc"), k=_int(opts, "--k"), **pages))
         elif cmd == "/fetch":
             ids, opts = _options(rest, {"--budget": _NUMBER}, query=None)
