@@ -756,3 +756,16 @@ def test_a_tool_door_can_limit_the_rows_of_a_comparison(pair_engine):
     assert one.result["rows_not_listed"] == len(full["rows"]) - 1 and one.result["counts"] == full["counts"]
     assert "rows_not_listed" not in full and DOOR_ONLY["compare_documents"] == {"limit"}
     assert "bad arguments" in call_tool(t, "compare_documents", {"doc_a": "DOC1", "doc_b": "DOC2", "limit": 0}).error
+
+
+def test_two_topic_regions_a_few_rows_apart_are_one():
+    """A topic's hits in A and in B gave two regions with one row between them, shown as "⋯ 1 rows outside the
+    topic's region" in the middle of the section the topic is about."""
+    from thread_rag.compare.run import focus_rows
+    from thread_rag.compare.view import _outside
+
+    chunks = [type("C", (), dict(heading_path=[f"S{k}"]))() for k in range(30)]  # one section per chunk: radius only
+    rows = [type("R", (), dict(a=k, b=k))() for k in range(30)]
+    assert focus_rows(rows, chunks, chunks, 10, 16) == list(range(8, 19))  # 8..12 and 14..18: the row 13 between
+    assert focus_rows(rows, chunks, chunks, 10, 22) == list(range(8, 13)) + list(range(20, 25))  # 7 apart: two
+    assert _outside(1).plain == "⋯ 1 row outside the topic's region"

@@ -58,7 +58,8 @@ def _unmatched(mask) -> list | None:
 def focus_rows(rows: list[Row], a_chunks, b_chunks, a_pos: int | None, b_pos: int | None, radius: int = 2,
                max_rows: int = 40) -> list[int]:
     """Row indices of the aligned region around the topic's hits: the hit's row, widened while the rows stay
-    in the hit chunk's section (deepest heading) on either side, at least ``radius`` rows each way."""
+    in the hit chunk's section (deepest heading) on either side, at least ``radius`` rows each way. Two regions
+    at most ``2 * radius`` rows apart are one (a gap of one row between them was shown as "1 rows outside")."""
     def section(r: Row) -> set:
         keys = set()
         if r.a is not None and a_chunks[r.a].heading_path:
@@ -84,6 +85,10 @@ def focus_rows(rows: list[Row], a_chunks, b_chunks, a_pos: int | None, b_pos: in
                 (hi - centre < radius or (sect & section(rows[hi + 1]))):
             hi += 1
         keep.update(range(lo, hi + 1))
+    kept = sorted(keep)
+    for x, y in zip(kept, kept[1:]):
+        if 1 < y - x <= 2 * radius + 1:
+            keep.update(range(x + 1, y))
     return sorted(keep)
 
 

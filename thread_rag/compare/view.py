@@ -90,6 +90,10 @@ def _cell(row: dict, key: str, doc: str) -> Group | Text:
     return Group(*parts)
 
 
+def _outside(n: int) -> Text:
+    return Text(f"⋯ {n} {'row' if n == 1 else 'rows'} outside the topic's region", style="dim")
+
+
 def comparison_table(res: dict, limit: int | None = None, show_same: bool = False) -> tuple[Table, int]:
     """The two-column table; returns it and how many non-same rows were left out by ``limit`` (which counts
     changed and only-in rows: same rows, folded or with ``show_same`` one by one, are shown between them until
@@ -104,9 +108,9 @@ def comparison_table(res: dict, limit: int | None = None, show_same: bool = Fals
     while k < len(rows):
         r = rows[k]
         if r.get("skipped_before"):
-            t.add_row(Text(f"⋯ {r['skipped_before']} rows outside the topic's region", style="dim"), Text(""))
+            t.add_row(_outside(r["skipped_before"]), Text(""))
         if r.get("skipped_after") and (limit is None or shown < limit):
-            after = Text(f"⋯ {r['skipped_after']} rows outside the topic's region", style="dim")
+            after = _outside(r["skipped_after"])
         else:
             after = None
         if r["label"] == "same" and not show_same:
@@ -118,8 +122,7 @@ def comparison_table(res: dict, limit: int | None = None, show_same: bool = Fals
                 t.add_row(Text(f"= same ×{len(run)}  {_span_label(run, 'a')}", style="dim"),
                           Text(_span_label(run, "b"), style="dim"))
                 if rows[k].get("skipped_after"):
-                    t.add_row(Text(f"⋯ {rows[k]['skipped_after']} rows outside the topic's region", style="dim"),
-                              Text(""))
+                    t.add_row(_outside(rows[k]["skipped_after"]), Text(""))
             k += 1
             continue
         if limit is not None and shown >= limit:
