@@ -90,6 +90,7 @@ class Source:
     tokens: int = 0                 # LLM tokens of its rendered block, where counted
     role: str = "entry"             # entry | walk (reached by walking from an entry chunk)
     chunk_pages: list = field(default_factory=list)  # each chunk's pages as read (a citation names one chunk's)
+    chunk_texts: list = field(default_factory=list)  # each chunk's text (which of them holds a cited fact)
 
     def header(self) -> str:
         loc = ", ".join(x for x in (self.doc_name, self.pages) if x)
@@ -179,6 +180,25 @@ def cited_text(text: str, n: int) -> str:
     does (a source named in the follow-up call)."""
     picked = [x for x in sentences(text.strip()) if any(n in _marker_numbers(m) for m in NUM_RE.finditer(x))]
     return " ".join(picked) if picked else text
+
+
+_TERM = re.compile(r"[a-z]+|[0-9]+")
+
+
+def _terms(text: str) -> set:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return {t for t in _TERM.findall(text.lower()) if t.isdigit() or (len(t) > 2 and t not in STOPWORDS_EN)}
+
+
+def holding_chunks(answer: str, texts: list[str]) -> list[int]:
+    """Which of a source's chunks hold what the answer says: those sharing the most words with it (a number counts
+    twice: "64 and 128 MB" is in the chunk that says "(64-128MB)", not in the one nearest by embedding); every
+    chunk when none shares a word."""
+    want = _terms(answer)
+    shared = [sum(2 if t.isdigit() else 1 for t in want & _terms(x)) for x in texts]
+    best = max(shared, default=0)
+    return [i for i, n in enumerate(shared) if n == best] if best else list(range(len(texts)))
 
 
 def written_citations(text: str, sources: list[Source]) -> tuple[list[int], list[str]]:

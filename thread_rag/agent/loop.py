@@ -34,7 +34,7 @@ from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_sources, cited_text, decide_messages,
-                     parse_json_lenient, said_not_in_docs, sentences, stream_answer, written_citations)
+                     holding_chunks, parse_json_lenient, said_not_in_docs, sentences, stream_answer, written_citations)
 from .intent import recognise
 from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
@@ -459,18 +459,22 @@ class Agent:
 
     def _cite(self, cited: list, answer: str, how: str) -> list[Citation]:
         """Citations of the sources the model named: of a source spanning several chunks (the walk's), the chunk
-        nearest the sentences that cite it (the fact is often not in its first; one embedding call for all), with
-        that chunk's pages as it was read; its first chunk when that cannot be worked out."""
+        that holds what the sentences citing it say (the fact is often not in its first): of those sharing the most
+        words with them, the nearest by embedding (one embedding call for all), with that chunk's pages as it was
+        read; its first chunk when that cannot be worked out."""
         wide = [x for x in cited if len(x.chunk_ids) > 1 and len(x.chunk_pages) == len(x.chunk_ids)]
+        said = {x.n: cited_text(answer, x.n) for x in wide}
+        holding = {x.n: [x.chunk_ids[i] for i in holding_chunks(said[x.n], x.chunk_texts)] if
+                   len(x.chunk_texts) == len(x.chunk_ids) else x.chunk_ids for x in wide}
         near: dict = {}
         try:
-            vecs = self.engine.query_embedder.embed_queries([cited_text(answer, x.n) for x in wide]) if wide else []
-            near = {x.n: closest(self.engine.retriever.index, v, x.chunk_ids)[0] for x, v in zip(wide, vecs)}
+            vecs = self.engine.query_embedder.embed_queries([said[x.n] for x in wide]) if wide else []
+            near = {x.n: closest(self.engine.retriever.index, v, holding[x.n])[0] for x, v in zip(wide, vecs)}
         except Exception:  # noqa: BLE001 - the answer has streamed already: its sources' first chunks stand
             near = {}
         out = []
         for x in cited:
-            chunk = near.get(x.n) or x.chunk_ids[0]
+            chunk = near.get(x.n) or holding.get(x.n, x.chunk_ids)[0]
             pages = x.chunk_pages[x.chunk_ids.index(chunk)] if x.chunk_pages else ""  # chunk is one of its ids
             out.append(Citation(chunk, x.doc_id, x.doc_name, pages or x.pages, how=how, source=x.n))
         return out

@@ -52,7 +52,8 @@ def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int],
         before, after = frame(chunks[0], -1), frame(chunks[-1], +1)
         text = (f"(before: {before})\n" if before else "") + text + (f"\n(after: {after})" if after else "")
     src = Source(chunk_ids=[c.chunk_id for c in chunks], doc_id=chunks[0].doc_id, doc_name=doc_name, pages=label,
-                 heading=heading, text=text, role=role, chunk_pages=[c.pages_label for c in chunks])
+                 heading=heading, text=text, role=role, chunk_pages=[c.pages_label for c in chunks],
+                 chunk_texts=[c.text for c in chunks])
     src.tokens = count(src.render())
     return src
 
