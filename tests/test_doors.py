@@ -793,3 +793,27 @@ def test_chat_search_page_range_is_checked_as_the_cli_checks_it(manual_engine):
     repl.handle("/search pre-heat --pages 20-10")
     assert buf.getvalue().strip() == ("error: --pages '20-10': expected a range like 10-20 (pages from 1, the first "
                                       "not after the last)"), buf.getvalue()
+
+
+def test_one_document_commands_refuse_what_they_would_not_do(tmp_path, capsys, no_env, make_engine):
+    """`/delete DOC1 DOC2` in the chat deleted DOC1 and said nothing of DOC2 (the CLI refuses the extra id); `preheat ""`
+    summarised every document, where `delete ""` says '' is not a document id."""
+    from rich.console import Console
+
+    from thread_rag import cli
+    from thread_rag.repl import Repl
+
+    home = _indexed_home(cli, tmp_path)
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "preheat", ""]) == 1
+    assert capsys.readouterr().err.strip() == "error: '' is not a document id (expected e.g. DOC1)"
+    engine = make_engine()
+    engine.index_file(write(tmp_path / "b.md", "# B\n\nClose the valve last.\n"))
+    before = [d.doc_id for d in engine.documents()]
+    buf = io.StringIO()
+    repl = Repl(engine, console=Console(file=buf, width=200), preload=False)
+    for line in ("/delete DOC1 DOC2", "/preheat DOC1 DOC2"):
+        buf.truncate(0), buf.seek(0)
+        repl.handle(line)
+        assert buf.getvalue().strip() == f"error: usage: {line.split()[0]} DOC1 (one document)", buf.getvalue()
+    assert [d.doc_id for d in engine.documents()] == before and len(before) >= 2

@@ -255,7 +255,7 @@ def _dispatch(args) -> int:
     if args.cmd == "preheat":
         from .render import progress_bar
 
-        if not args.doc_id and not args.json and not engine.documents():
+        if args.doc_id is None and not args.json and not engine.documents():
             out.print(styled(no_documents(engine, args)))
             return 0
 

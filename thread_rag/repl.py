@@ -259,14 +259,16 @@ class Repl:
         elif cmd == "/compare":
             self.do_compare(args)
         elif cmd == "/preheat":
+            if len(args) > 1:
+                raise ThreadRagError("usage: /preheat DOC1 (one document)")
             with progress_bar(c) as bar:
                 r = tools.pre_heat_summaries(self.engine, args[0] if args else None, progress=bar)
             c.print(styled(f"summaries made {r['made']}, cached {r['cached']}, failed {r['failed']}, {r['seconds']:.1f} s"))
             for line in preheat_notes(r):
                 c.print(styled((line, "yellow")))
         elif cmd == "/delete":
-            if not args:
-                raise ThreadRagError("usage: /delete DOC1")
+            if len(args) != 1:
+                raise ThreadRagError("usage: /delete DOC1 (one document)")
             rec = self.engine.delete(args[0])
             c.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
         elif cmd == "/stats":

@@ -35,7 +35,7 @@ def preheat(library, summarizer: Callable, cache_path: Path, serial_id: str | No
     from ..faults import crash_point
 
     t0 = time.perf_counter()
-    docs = [library.document(serial_id)] if serial_id else library.documents()
+    docs = [library.document(serial_id)] if serial_id is not None else library.documents()  # "" is refused
     summ = summarizer()
     cache = SummaryCache(cache_path)
     report = PreheatReport(documents=[d.doc_id for d in docs], summarizer=summ.id)
