@@ -118,6 +118,9 @@ def test_a_mistyped_command_line_is_one_line(tmp_path, capsys, no_env):
                        (["delete"], "error: the following arguments are required: doc_id "
                                     "(see `thread-rag delete --help`)"),
                        (["bogus"], "error: argument cmd: invalid choice: 'bogus' "),
+                       (["search", "ram", "--bogus"],  # it named `thread-rag --help`, which does not list --doc
+                        "error: unrecognized arguments: --bogus (see `thread-rag search --help`)"),
+                       (["delete", "DOC1", "DOC2"], "error: unrecognized arguments: DOC2 (see `thread-rag delete --help`)"),
                        (["--data-dir", " ", "stats"], "error: --data-dir is empty: give a folder, or leave the option "
                                                       "out for the default data dir (see `thread-rag --help`)")]:
         with pytest.raises(SystemExit) as stop:

@@ -22,6 +22,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """Words no parser takes are the command's error (argparse's top parser named `thread-rag --help`)."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            getattr(self, "commands", {}).get(getattr(ns, "cmd", None), self).error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
 
 def _common(p: argparse.ArgumentParser, top: bool) -> None:
     d = None if top else argparse.SUPPRESS
@@ -34,10 +41,11 @@ def _common(p: argparse.ArgumentParser, top: bool) -> None:
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="thread-rag", description="Terminal RAG agent for long procedural documents.")
     _common(ap, True)
+    ap.commands = {}  # the subcommands' parsers, by name: their own errors name their own --help
     sub = ap.add_subparsers(dest="cmd")
 
     def cmd(name: str, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
+        p = ap.commands[name] = sub.add_parser(name, help=help, description=help)
         _common(p, False)
         return p
 
