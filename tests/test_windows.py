@@ -66,6 +66,18 @@ def test_token_budget_caps_total(manual_engine):
     ids = [f"{x.doc_id}_000" for x in d]
     res = manual_engine.windows.fetch(ids, token_budget=400)
     assert res.tokens <= 400 and res.truncated and res.omitted
+    assert any(n.startswith(f"left out {res.omitted[0]}") and "token budget (400)" in n for n in res.notes), res.notes
+
+
+def test_a_window_cut_to_the_budget_says_so(manual_engine):
+    """One window over the budget was cut (" [...]") with "truncated": false and no note: an MCP client, or a user
+    of `fetch DOC1_050 ... DOC1_099`, took the head of the window for all of it."""
+    d = max(manual_engine.documents(), key=lambda x: x.chunk_count)
+    ids = [f"{d.doc_id}_{p:03d}" for p in range(min(d.chunk_count, 6))]
+    res = manual_engine.windows.fetch(ids, token_budget=60)
+    (w,) = res.windows
+    assert w.text.endswith(" [...]") and res.truncated and res.tokens <= 60
+    assert res.notes == [f"{ids[0]}..{ids[-1]} cut to the token budget (60): a larger budget reads all of it"], res.notes
 
 
 def test_walk_signal_is_a_similarity(manual_engine):

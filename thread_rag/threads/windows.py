@@ -56,7 +56,8 @@ class FetchResult:
     truncated: bool = False
     omitted: list = field(default_factory=list)
     timings_ms: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)  # what the windows lack, e.g. the summarizer failed (one line each)
+    notes: list = field(default_factory=list)  # what the windows lack: the summarizer failed, cut or left out by
+                                                # the token budget (one line each)
 
 
 @dataclass
@@ -153,24 +154,30 @@ class WindowBuilder:
         runs.sort(key=lambda r: min(first_seen[c] for c in r))
         qvec = self._query_embedder().embed_queries([query])[0] if query else None
         index = self._index() if runs else None
-        windows, made, used, omitted = [], _Summaries(), 0, []
+        windows, made, used, omitted, notes, left = [], _Summaries(), 0, [], [], []
         for run in runs:
+            span = str(run[0]) + (f"..{run[-1]}" if len(run) > 1 else "")
             w = self._window(run, made, qvec, index)
             if used + w.tokens > budget and windows:
                 omitted.extend(str(c) for c in run)
+                left.append(span)
                 continue
-            if used + w.tokens > budget:  # a single window over budget: cut its text
+            if used + w.tokens > budget:  # a single window over budget: cut its text, and say so
                 keep = max(50, int(len(w.text) * budget / max(w.tokens, 1)))
                 w.text = w.text[:keep].rstrip() + " [...]"
                 w.tokens = budget
                 w.rendered = self.render(w)
+                notes.append(f"{span} cut to the token budget ({budget}): a larger budget reads all of it")
             used += w.tokens
             windows.append(w)
+        if omitted:
+            notes.append(f"left out {', '.join(left)}: over the token budget ({budget}); a larger budget or fewer "
+                         f"ids reads them")
         for rec_hash, items in made.pending.items():
             self.cache.put_many(rec_hash, items)
-        return FetchResult(windows=windows, errors=errors, tokens=used, truncated=bool(omitted), omitted=omitted,
+        return FetchResult(windows=windows, errors=errors, tokens=used, truncated=bool(omitted or notes), omitted=omitted,
                            timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)},
-                           notes=[made.failed] if made.failed else [])
+                           notes=([made.failed] if made.failed else []) + notes)
 
     def _window(self, run: list[ChunkId], made: _Summaries, qvec, index) -> "Window":
         thread = self.library.thread(run[0].serial)
