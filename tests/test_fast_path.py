@@ -181,7 +181,9 @@ def test_routed_mode_survives_a_malformed_citation(manual_engine):
 def test_actions_recognised_cheaply(manual_engine, tmp_path):
     agent, model = agent_with(manual_engine, action="list_available_documents")
     ans = agent.ask("List the indexed documents.")
-    assert ans.mode == "action/list_available_documents" and len(model.calls) == 1
+    assert ans.mode == "action/list_available_documents" and not model.calls  # unmistakable: no confirmation
+    ans = agent.ask("List the indexed documents about partitioning.")
+    assert ans.mode == "action/list_available_documents" and len(model.calls) == 1  # confirmed by the model
     assert all(d.doc_id in ans.answer for d in manual_engine.documents())
     # the pattern fires but the model says it is a question: answered as one
     agent, model = agent_with(manual_engine, action="question", answer=cite_one)
@@ -641,3 +643,27 @@ def test_a_citation_names_the_chunk_of_its_source_that_holds_the_answer(debian_l
             assert cite.chunk_id == src.chunk_ids[0] and cite.pages == src.chunk_pages[0], (answer, cite)
         (cite,) = agent._cite([src], "An ext2 partition can be changed to ext3 after installing [1].", "written")
         assert cite.chunk_id == src.chunk_ids[1], cite
+
+
+def test_an_unmistakable_request_is_carried_out_without_asking_the_model(manual_engine, tmp_path, monkeypatch):
+    """README's own `index ./notes/runbook.md` was answered as a question: the one-word model call said "question"
+    (and "list the documents" flipped to "question" right after it). A request to index a path that exists, or a
+    message that is only a request to list the documents, needs no confirmation; anything else still gets one."""
+    from conftest import write
+
+    notes = tmp_path / "notes"
+    write(notes / "runbook.md", "# Runbook\n\nRestart the pump after every filter change.\n")
+    monkeypatch.chdir(tmp_path)
+    agent, model = agent_with(manual_engine, action="question", answer=cite_one)
+    agent.settings = manual_engine.settings.replace(ALLOWED_ROOTS=[str(tmp_path)])
+    ans = agent.ask("index ./notes/runbook.md")
+    assert ans.mode == "action/index_new_document" and not model.calls, (ans.mode, ans.answer)
+    assert any(d.name == "runbook.md" for d in manual_engine.documents())
+    for text in ("list the documents", "Please show me all indexed documents.", "which documents are indexed?"):
+        ans = agent.ask(text)
+        assert ans.mode == "action/list_available_documents" and not model.calls, text
+    ans = agent.ask("index ./notes/missing.md")  # no such path: the model is asked (and here says question)
+    assert ans.mode == "fast/walk" and len(model.calls) == 2, ans.mode
+    agent.settings = agent.settings.replace(INTENTS=False)  # intents off: every message is a question
+    model.calls.clear()
+    assert agent.ask("list the documents").mode == "fast/walk"
