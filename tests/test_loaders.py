@@ -170,3 +170,13 @@ def test_a_load_error_carries_the_file_as_given_and_its_reason(tmp_path):
     assert (again.path, again.reason, str(again)) == (e.value.path, e.value.reason, str(e.value))
     e.value.noting("; DOC3 keeps the version indexed then")
     assert str(e.value) == "docs/notes.md: empty file (0 bytes); DOC3 keeps the version indexed then"
+
+
+@needs_shared
+def test_docx_text_boxes_are_read_once_each_on_their_own_line():
+    """Each text box is stored twice (mc:Choice and its mc:Fallback for older readers): both were read, run together
+    ("Student falls illStudent falls ill", "YesYes"; a trial)."""
+    text = load_document(DOCLING / "docx/sources/textbox.docx").full_text
+    assert text.count("Student falls ill") == 1 and "YesYes" not in text, text[:600]
+    assert "Network.A report" not in text  # two text-box paragraphs: two lines, not one word
+    assert text.count("Sore throat") == 1

@@ -435,15 +435,31 @@ def _load_docx(p: Path) -> LoadedDocument:
     return LoadedDocument(path=str(p), kind="docx", blocks=blocks)
 
 
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+
+
 def _para_text(p_el, qn) -> str:
-    parts = []
-    for node in p_el.iter():
-        if node.tag == qn("w:t"):
-            parts.append(node.text or "")
-        elif node.tag in (qn("w:tab"),):
-            parts.append("\t")
-        elif node.tag in (qn("w:br"), qn("w:cr")):
-            parts.append("\n")
+    """A paragraph's text; a text box's paragraphs each end a line, and an ``mc:Fallback`` (the same text box again,
+    for older readers) is skipped: read, each box came twice, run together."""
+    parts: list[str] = []
+    t, tab, breaks, para = qn("w:t"), qn("w:tab"), (qn("w:br"), qn("w:cr")), qn("w:p")
+
+    def walk(el) -> None:
+        for node in el:
+            if node.tag == _MC_FALLBACK:
+                continue
+            if node.tag == t:
+                parts.append(node.text or "")
+            elif node.tag == tab:
+                parts.append("\t")
+            elif node.tag in breaks:
+                parts.append("\n")
+            else:
+                walk(node)
+                if node.tag == para and parts and not parts[-1].endswith("\n"):
+                    parts.append("\n")  # a paragraph inside a text box
+
+    walk(p_el)
     return "".join(parts)
 
 
