@@ -180,3 +180,16 @@ def test_docx_text_boxes_are_read_once_each_on_their_own_line():
     assert text.count("Student falls ill") == 1 and "YesYes" not in text, text[:600]
     assert "Network.A report" not in text  # two text-box paragraphs: two lines, not one word
     assert text.count("Sore throat") == 1
+
+
+def test_an_ambiguous_code_page_is_named_in_a_warning(tmp_path):
+    """'Café crème: brûlée' saved as Windows-1252 decodes as cleanly in Windows-1250 ('crčme: brűlée'), which the
+    detector picks (and must keep for short Czech or Polish notes, test above): the guess is said at index time."""
+    doc = load_document(write(tmp_path / "fr.txt", "Café crème: brûlée procedure step.\n".encode("cp1252")))
+    assert doc.encoding == "cp1250" and len(doc.warnings) == 1, doc.warnings
+    assert doc.warnings[0] == ("the text encoding is a guess: cp1250 (Central European) was taken, cp1252 "
+                               "(Western European) reads it as cleanly (\"Café crème: brûlée procedure step.\"); if "
+                               "accented letters look wrong, save the file as UTF-8")  # the doors name the file
+    assert not load_document(write(tmp_path / "pl.txt", "Zażółć gęślą jaźń, to jest próbny tekst.\n".encode(
+        "cp1250"))).warnings  # only one reading is clean
+    assert not load_document(write(tmp_path / "u.txt", "Café crème\n".encode())).warnings  # UTF-8: no guess

@@ -85,12 +85,16 @@ _SETEXT = re.compile(r"^(=+|-+)\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
-def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
-    """Decode bytes to text, detecting the encoding; reject binary data."""
+_CODE_PAGES = {"cp1250": "Central European", "cp1252": "Western European"}  # short texts fit both alike
+
+
+def decode_text(p: Path, raw: bytes) -> tuple[str, str, list[str]]:
+    """Decode bytes to text, detecting the encoding; reject binary data. Returns the text, the encoding and a
+    warning when two code pages read it equally cleanly (the guess is then said, with the other reading)."""
     if raw.startswith(b"\xef\xbb\xbf"):
-        return raw[3:].decode("utf-8", errors="replace"), "utf-8-sig"
+        return raw[3:].decode("utf-8", errors="replace"), "utf-8-sig", []
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return raw.decode("utf-16"), "utf-16"
+        return raw.decode("utf-16"), "utf-16", []
     sample = raw[:65536]
     if sample.count(b"\x00") > max(1, len(sample) // 1000):
         # UTF-16 without BOM looks like alternating NULs; anything else with NULs is binary
@@ -100,8 +104,9 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
             except UnicodeDecodeError:
                 continue
             if _looks_like_text(text[:20000]):
-                return text, enc
+                return text, enc, []
         raise IngestError(p, "binary data, not text (NUL bytes found)")
+    warnings: list[str] = []
     try:
         text = raw.decode("utf-8")
         enc = "utf-8"
@@ -121,9 +126,17 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str]:
                                                for m in matches):
             enc = "cp1252"
         text = raw.decode(enc, errors="replace")
+        other = next((o for o in _CODE_PAGES if o != enc), None) if enc in _CODE_PAGES else None
+        if other and any(m.encoding == other and m.chaos <= best.chaos + 0.01 for m in matches):
+            alt = raw.decode(other, errors="replace")
+            line = next((ln.strip() for ln in alt.splitlines() if not ln.isascii()), "")
+            if alt != text:
+                warnings.append(f"the text encoding is a guess: {enc} ({_CODE_PAGES[enc]}) was taken, "
+                                f"{other} ({_CODE_PAGES[other]}) reads it as cleanly (\"{line[:60]}\"); if accented "
+                                f"letters look wrong, save the file as UTF-8")
     if not _looks_like_text(text[:20000]):
         raise IngestError(p, "binary data, not text (too many control characters)")
-    return text, enc
+    return text, enc, warnings
 
 
 _KEEP_BREAK = re.compile(r"^\s*([-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s|\||>|#|\$ |```|~~~)")
@@ -156,8 +169,10 @@ def _looks_like_text(sample: str) -> bool:
 
 
 def _load_text(p: Path, markdown: bool) -> LoadedDocument:
-    text, enc = decode_text(p, p.read_bytes())
-    return parse_text(text, str(p), markdown, encoding=enc)
+    text, enc, warnings = decode_text(p, p.read_bytes())
+    doc = parse_text(text, str(p), markdown, encoding=enc)
+    doc.warnings.extend(warnings)
+    return doc
 
 
 def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None) -> LoadedDocument:
@@ -341,7 +356,7 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
     warnings = []
     if failed:
         shown = ", ".join(map(str, failed[:20])) + (", ..." if len(failed) > 20 else "")
-        warnings.append(f"{p.name}: text extraction failed on {len(failed)} of {n_pages} pages "
+        warnings.append(f"text extraction failed on {len(failed)} of {n_pages} pages "
                         f"(page{'s' if len(failed) > 1 else ''} {shown}); their text is not indexed")
     return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages, warnings=warnings)
 
