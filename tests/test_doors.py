@@ -820,3 +820,38 @@ def test_one_document_commands_refuse_what_they_would_not_do(tmp_path, capsys, n
         repl.handle(line)
         assert buf.getvalue().strip() == f"error: usage: {line.split()[0]} DOC1 (one document)", buf.getvalue()
     assert [d.doc_id for d in engine.documents()] == before and len(before) >= 2
+
+
+def test_a_moved_file_is_its_document_under_the_new_name(tmp_path, capsys, no_env):
+    """`mv a.txt b.txt; thread-rag index b.txt` said "unchanged DOC1 ... b.txt (same content as a.txt)" with a.txt
+    gone, and the document kept a.txt's name; after b.txt was edited, indexing it made DOC2, and DOC1 (the old text
+    of a file that no longer exists) stayed searchable (a trial). A file whose indexed twin's path is gone is that
+    document moved: its record takes the new path and name, nothing is embedded again."""
+    from thread_rag import cli
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    folder = tmp_path / "mv"
+    a = write(folder / "a.txt", "Omega: the flux capacitor needs 1.21 gigawatts.\n")
+    home = str(tmp_path / "home")
+    assert cli.main(["--data-dir", home, "index", str(a)]) == 0
+    b = folder / "b.txt"
+    a.rename(b)
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "index", str(folder)]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("unchanged DOC1") and line.endswith(f"{b} (moved from {a})"), line
+    assert cli.main(["--data-dir", home, "--json", "index", str(b)]) == 0  # now its own file
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert r["status"] == "unchanged" and r["same_as"] is None and r["moved_from"] is None, r
+    b.write_text("Omega: the flux capacitor needs 2.42 gigawatts.\n")
+    assert cli.main(["--data-dir", home, "--json", "index", str(b)]) == 0
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert r["status"] == "replaced" and r["doc_id"] == "DOC1", r
+    with Engine(load_settings({"HOME": home}, env={}, config_file=False)) as e:
+        (doc,) = e.documents()
+        assert (doc.name, doc.path) == ("b.txt", str(b))
+    c = write(tmp_path / "c.txt", "Omega: the flux capacitor needs 2.42 gigawatts.\n")  # a copy, b.txt still there
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "index", str(c)]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"{c} (same content as {b})")

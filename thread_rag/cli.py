@@ -352,7 +352,7 @@ def _cmd_index(engine, args, out) -> int:
                     print(f"error: {r.error}", file=sys.stderr)
                     continue
                 out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  "
-                                 f"{file_named(r.path, r.same_as)}"))
+                                 f"{file_named(r.path, r.same_as, r.moved_from)}"))
                 for w in r.warnings:
                     print(f"warning: {shown(r.path)}: {w}", file=sys.stderr)
     except KeyboardInterrupt:

@@ -770,7 +770,9 @@ class Engine:
         self.refresh()
         same = self._unchanged(str(resolved), content_hash, self._recipe())
         if same is not None:
-            return _unchanged_result(str(p), same, time.perf_counter() - t0, str(resolved))
+            moved = self._moved(same, str(resolved), resolved.name)
+            result = _unchanged_result(str(p), moved or same, time.perf_counter() - t0, str(resolved))
+            return dataclasses.replace(result, moved_from=same.path) if moved else result
         if progress:
             progress("load", 0, 1)
         t_load = time.perf_counter()
@@ -1041,6 +1043,24 @@ class Engine:
             return rec if intact and self._stored(rec, strict=False) else None  # so are lost chunks (a deleted chroma folder)
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed (by this data dir) from another path
         return dup if dup is not None and same_recipe(dup) else None  # (lost chunks of it: doctor --repair)
+
+    def _moved(self, rec: DocumentRecord, key: str, name: str) -> DocumentRecord | None:
+        """``rec`` has the bytes of the file at ``key``; if its own file is gone, the document moved there: its record
+        takes the new path and name (under the lock; nothing is embedded again) and is returned. A copy beside a file
+        that still exists, a path of another machine (a shared library) or a key that is no path are left alone."""
+        if rec.path == key or not self.catalog.own(rec) or not Path(rec.path).is_absolute() or \
+                os.path.lexists(rec.path):
+            return None
+        with self.write_lock():
+            self.catalog.reload()
+            cur = self.catalog.find_by_path(rec.path)
+            if cur is None or (cur.serial, cur.generation) != (rec.serial, rec.generation) or \
+                    os.path.lexists(rec.path) or self.catalog.find_by_path(key) is not None:
+                return None
+            new = dataclasses.replace(cur, path=key, name=name)
+            self.catalog.commit(new, if_current=True)
+        self.refresh()
+        return new
 
     _TREE_SUFFIXES = (".json", ".npy")
 

@@ -167,6 +167,7 @@ class IndexResult:
     timings: dict = field(default_factory=dict)  # load_s, chunk_s, embed_s, store_s
     warnings: list = field(default_factory=list)  # the loader's warnings (indexed, but something is missing)
     same_as: str | None = None       # unchanged as a copy: the indexed file with the same bytes
+    moved_from: str | None = None    # unchanged, moved: the document's old path (gone), now this file's
 
 
 @dataclass

@@ -67,8 +67,11 @@ def render_search(out: Console, res: dict) -> None:
                       f"{sum(t.values()):.0f} ms", "dim")))
 
 
-def file_named(path: str, same_as: str | None = None) -> str:
-    """An indexed file on a result line: quoted if its name breaks the line; a copy names the file indexed."""
+def file_named(path: str, same_as: str | None = None, moved_from: str | None = None) -> str:
+    """An indexed file on a result line: quoted if its name breaks the line; a copy names the file indexed, a moved
+    file the path it had."""
+    if moved_from:
+        return shown(path) + f" (moved from {shown(moved_from)})"
     return shown(path) + (f" (same content as {shown(same_as)})" if same_as else "")
 
 
@@ -76,7 +79,7 @@ def index_line(r: dict) -> str:
     """One file's index result for a person: ``indexed DOC3 (42 chunks) path``, or ``error: ...``."""
     if r["status"] == "failed":
         return f"error: {r['error']}"
-    return f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {file_named(r['path'], r.get('same_as'))}"
+    return f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {file_named(r['path'], r.get('same_as'), r.get('moved_from'))}"
 
 
 def _is_chunk_id(text: str) -> bool:
