@@ -855,3 +855,15 @@ def test_a_moved_file_is_its_document_under_the_new_name(tmp_path, capsys, no_en
     capsys.readouterr()
     assert cli.main(["--data-dir", home, "index", str(c)]) == 0
     assert capsys.readouterr().out.strip().endswith(f"{c} (same content as {b})")
+
+
+def test_docs_json_names_each_documents_file(tmp_path, capsys, no_env):
+    """`docs` and `docs --json` could not say which file a document came from (two documents of one name, or a
+    file since renamed: a trial)."""
+    from thread_rag import cli
+
+    home = _indexed_home(cli, tmp_path)
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "--json", "docs"]) == 0
+    (d,) = json.loads(capsys.readouterr().out)["documents"]
+    assert d["path"] == str((tmp_path / "g.md").resolve()), d
