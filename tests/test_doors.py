@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, machine_setting, write
+from conftest import REPO, machine_setting, needs_shared, write
 from thread_rag.agent.script import run_script
 
 
@@ -859,7 +859,8 @@ def test_a_moved_file_is_its_document_under_the_new_name(tmp_path, capsys, no_en
 
 def test_docs_json_names_each_documents_file(tmp_path, capsys, no_env):
     """`docs` and `docs --json` could not say which file a document came from (two documents of one name, or a
-    file since renamed: a trial)."""
+    file since renamed: a trial). The CLI's JSON says it; the list tool does not (models and MCP clients are not
+    told home folders: test_two_documents_of_one_name_are_told_apart_by_their_folders)."""
     from thread_rag import cli
 
     home = _indexed_home(cli, tmp_path)
@@ -867,3 +868,30 @@ def test_docs_json_names_each_documents_file(tmp_path, capsys, no_env):
     assert cli.main(["--data-dir", home, "--json", "docs"]) == 0
     (d,) = json.loads(capsys.readouterr().out)["documents"]
     assert d["path"] == str((tmp_path / "g.md").resolve()), d
+
+
+def test_a_filter_nothing_passes_says_why(tmp_path, capsys, no_env):
+    """`search memory --doc DOC49 --pages 1-10` on a text file, or `--pages 5000-6000` on a 113-page PDF, said
+    "no results" and nothing more (a trial)."""
+    from thread_rag import cli
+
+    home = _indexed_home(cli, tmp_path)
+    for args, why in [(["--pages", "1-10"], "no results: no chunk of DOC1 has page numbers (only PDFs have pages)"),
+                      (["--heading", "nowhere"], "no results: no chunk of DOC1 has a heading containing 'nowhere'")]:
+        capsys.readouterr()
+        assert cli.main(["--data-dir", home, "search", "valve", "--doc", "DOC1", *args]) == 0
+        assert capsys.readouterr().out.splitlines()[0] == why, args
+    assert cli.main(["--data-dir", home, "--json", "search", "valve", "--pages", "2"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["hits"] == [] and res["note"] == "no chunk of the library has page numbers (only PDFs have pages)"
+
+
+@needs_shared
+def test_a_page_range_past_the_end_names_the_pages_there_are(debian_library, embedder):
+    from thread_rag.engine import Engine
+
+    settings, _ = debian_library
+    with Engine(settings, embedder=embedder) as e:
+        res = e.retriever.search("disk space", doc_id="DOC1", pages=(5000, 6000))
+        assert not res.hits and res.note == "no chunk of DOC1 is on pages 5000-6000 (its chunks are on pp.1-113)"
+        assert not e.retriever.search("disk space", doc_id="DOC1", pages=(99, 99)).note  # hits: no note

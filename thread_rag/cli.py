@@ -198,8 +198,9 @@ def _dispatch(args) -> int:
         return run_watch(engine, args.paths, as_json=args.json, quiet=args.debounce)
     if args.cmd == "docs":
         res = tools.list_available_documents(engine)
-        if args.json:
-            _print_json(res)
+        if args.json:  # the user's own terminal is told each file (the tool keeps home folders from models)
+            paths = {d.doc_id: d.path for d in engine.documents()}
+            _print_json({"documents": [{**d, "path": paths.get(d["doc_id"])} for d in res["documents"]]})
         else:
             from rich.table import Table
             from rich.text import Text

@@ -54,7 +54,7 @@ def progress_bar(console: Console, disable: bool = False):
 
 def render_search(out: Console, res: dict) -> None:
     if not res["hits"]:
-        out.print(styled("no results"))
+        out.print(styled("no results" + (f": {res['note']}" if res.get("note") else "")))
     for h in res["hits"]:
         pages = f" {pages_label(h.get('page_start'), h.get('page_end'))}" if h.get("page_start") else ""
         out.print(styled((h["chunk_id"], "bold"), f"{pages}  {h['score']:.3f}  ",

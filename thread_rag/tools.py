@@ -16,7 +16,7 @@ def list_available_documents(engine) -> dict:
     docs = engine.documents()
     labels = distinct_names(docs)
     return {"documents": [
-        {"doc_id": d.doc_id, "name": d.name, "label": labels[d.doc_id], "path": d.path, "chunks": d.chunk_count,
+        {"doc_id": d.doc_id, "name": d.name, "label": labels[d.doc_id], "chunks": d.chunk_count,
          "pages": d.pages, "kind": d.kind,
          "first_chunk": f"{d.doc_id}_000", "last_chunk": f"{d.doc_id}_{d.chunk_count - 1:03d}",
          "indexed_at": d.indexed_at} for d in docs]}

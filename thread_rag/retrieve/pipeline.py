@@ -72,6 +72,7 @@ class SearchResult:
     early_exit: bool
     candidates: int
     timings_ms: dict = field(default_factory=dict)
+    note: str = ""                  # why there are no hits when the filters leave no chunk (pages, heading, doc)
 
 
 @dataclass
@@ -220,6 +221,9 @@ class Retriever:
         index = self.index
         rows = index.allowed_rows(serial, pages, heading)
         timings["load_ms"] = (time.perf_counter() - t) * 1000
+        if rows is not None and not len(rows):
+            return SearchResult(query=query, doc_id=doc_id, k=k, hits=[], stages_run=[], early_exit=False, candidates=0,
+                                timings_ms=timings, note=index.empty_filter_note(serial, pages, heading))
         fused, dense_map, lex_map = self._stage1(index, query, rows, pipeline, timings)
         cand = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
         cand = cand[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]

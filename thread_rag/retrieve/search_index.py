@@ -37,7 +37,7 @@ import numpy as np
 from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json
 from ..errors import CorruptFileError
 from ..faults import crash_point
-from ..ids import generation_name, parse_generation_name
+from ..ids import format_doc_id, generation_name, parse_generation_name
 from .lexical import Postings, score
 
 BM25_STOPWORDS = "en"
@@ -362,6 +362,25 @@ class SearchIndex:
             h = heading.lower()
             rows = np.array([r for r in rows if h in self.meta.heading[r].lower()], dtype=np.int64)
         return rows
+
+    def empty_filter_note(self, serial: int | None, pages: tuple | None, heading: str | None) -> str:
+        """Why no chunk passes the filters (``allowed_rows`` came back empty), in one line."""
+        where = format_doc_id(serial) if serial is not None else "the library"
+        rows = self.doc_rows.get(serial, np.zeros(0, np.int64)) if serial is not None else np.flatnonzero(self.live)
+        if not len(rows):
+            return f"{where} has no chunks"
+        if pages is not None:
+            ps, pe = self.meta.page_start[rows], self.meta.page_end[rows]
+            paged = ps >= 0
+            if not paged.any():
+                return f"no chunk of {where} has page numbers (only PDFs have pages)"
+            lo, hi = pages
+            if not ((pe >= lo) & (ps <= hi) & paged).any():
+                span = f"pp.{int(ps[paged].min())}-{int(pe[paged].max())}"
+                return f"no chunk of {where} is on pages {lo}-{hi} ({'its' if serial is not None else 'the'} chunks " \
+                       f"are on {span})"
+        on = " on those pages" if pages is not None else ""
+        return f"no chunk of {where}{on} has a heading containing {heading!r}"
 
     def dense(self, qvec: np.ndarray, k: int, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if rows is not None:
