@@ -95,7 +95,7 @@ def test_cli_fetch_errors_and_output_into_a_pipe(tmp_path):
     assert r.stderr.splitlines() == ["error: DOC1_999: out of range (DOC1 has chunks DOC1_000..DOC1_000)",
                                      "error: DOC999_000: unknown document DOC999"]
     r = subprocess.run([*cli, "stats"], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0 and r.stdout.startswith("1 documents, 1 chunks, data dir "), r.stdout
+    assert r.returncode == 0 and r.stdout.startswith("1 document, 1 chunk, data dir "), r.stdout
 
 
 def test_data_dir_that_is_a_file_is_named(tmp_path):
@@ -369,7 +369,7 @@ def test_chat_index_takes_a_quoted_path(make_engine, tmp_path):
     repl.handle(f'/index "{a.parent}"')
     repl.handle(f"/index {b.parent}")
     out = buf.getvalue()
-    assert f"indexed DOC1 (1 chunks) {a}" in out and f"indexed DOC2 (1 chunks) {b}" in out, out
+    assert f"indexed DOC1 (1 chunk) {a}" in out and f"indexed DOC2 (1 chunk) {b}" in out, out
 
 
 def test_an_emptied_index_manifest_is_rebuilt_by_the_search_that_meets_it(make_engine):
@@ -456,7 +456,7 @@ def test_brackets_in_documents_names_questions_and_answers_are_printed_as_writte
         assert repl.handle(line) is True, line
     out = buf.getvalue()
     assert "ini [red] notes.md" in out and "Setup [/etc] paths" in out and "the [server] section [/x]." in out, out
-    assert "error: unknown command /bogus" in out and "documents, 1 chunks" in out and "MarkupError" not in out, out
+    assert "error: unknown command /bogus" in out and "document, 1 chunk" in out and "MarkupError" not in out, out
     monkeypatch.setenv("COLUMNS", "200")  # the CLI in-process (a process per command took 14 s)
     data_dir = ["--data-dir", str(tmp_path / "cli")]
     for cmd, shown in ((["index", str(f)], str(f)),

@@ -179,7 +179,7 @@ def test_loop_catches_up_watches_and_stops_on_the_event(tmp_path):
     assert lines()[2].startswith(f"duplicate DOC2 {d}/copy.md")
     (d / "kept.md").unlink()                               # DOC2 goes; its copy becomes a document of its own
     _wait(lambda: len(lines()) == 5, what="removal + re-index of the copy")
-    assert lines()[3:] == [f"removed DOC2 {d}/kept.md", f"indexed DOC4 (1 chunks) {d}/copy.md"]
+    assert lines()[3:] == [f"removed DOC2 {d}/kept.md", f"indexed DOC4 (1 chunk) {d}/copy.md"]
     (d / "sub").mkdir()
     write(d / "sub/deep.md", "a\nb\nc\n")
     write(d / "empty.md", "")
@@ -278,7 +278,7 @@ def test_real_watcher_indexes_updates_removes_and_survives_bad_files(tmp_path):
 
         write(docs / "fan.md", FAN.format(n=3))
         line = w.wait_for("fan.md")
-        assert line.startswith("indexed DOC2 (") and " chunks) " in line
+        assert line.startswith("indexed DOC2 (") and " chunk" in line
         reader = _reader(home, tmp_path)
         assert {(d.doc_id, d.name) for d in reader.documents()} == {("DOC1", "pump.md"), ("DOC2", "fan.md")}
 
@@ -346,7 +346,7 @@ def test_real_watcher_catches_up_and_ctrl_c_exits_0(tmp_path):
     try:
         w.wait_for("watching", stream="err", timeout=60)
         assert len(w.out) == 2 and w.out[0] == f"removed DOC1 {docs}/pump.md", w.out
-        assert w.out[1].startswith("indexed DOC2 (") and w.out[1].endswith(f" chunks) {docs}/sub/fan.md"), w.out
+        assert w.out[1].startswith("indexed DOC2 (") and w.out[1].endswith(f") {docs}/sub/fan.md"), w.out
         assert w.stop(signal.SIGINT) == 0
     finally:
         if w.p.poll() is None:
@@ -408,9 +408,9 @@ def test_copy_becomes_its_own_document_when_the_original_changes(tmp_path):
     w.index(str(write(d / "a.md", "one\n")))
     w.index(str(write(d / "b.md", "one\n")))           # same bytes: a duplicate of DOC1
     w.index(str(write(d / "a.md", "one\ntwo\n")))      # the original changes: b.md is no longer the same
-    assert out.getvalue().splitlines() == [f"indexed DOC1 (1 chunks) {d}/a.md",
+    assert out.getvalue().splitlines() == [f"indexed DOC1 (1 chunk) {d}/a.md",
                                            f"duplicate DOC1 {d}/b.md (same content as {d}/a.md)",
-                                           f"updated DOC1 (2 chunks) {d}/a.md", f"indexed DOC2 (1 chunks) {d}/b.md"]
+                                           f"updated DOC1 (2 chunks) {d}/a.md", f"indexed DOC2 (1 chunk) {d}/b.md"]
 
 
 def test_catch_up_removes_a_document_whose_path_is_now_a_folder(tmp_path):

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from .errors import ThreadRagError, shown
+from .errors import ThreadRagError, counted, shown
 from .records import page_range
 
 
@@ -308,7 +308,7 @@ def _dispatch(args) -> int:
             _print_json(stats)
         else:
             where = " (nothing indexed there)" if engine.fresh else ""
-            out.print(styled(f"{stats['documents']} documents, {stats['chunks']} chunks, data dir {stats['home']}{where}"))
+            out.print(styled(f"{counted(stats['documents'], 'document')}, {counted(stats['chunks'], 'chunk')}, data dir {stats['home']}{where}"))
         return 0
     raise ThreadRagError(f"unknown command {args.cmd}")
 
@@ -352,7 +352,7 @@ def _cmd_index(engine, args, out) -> int:
                 if r.status == "failed":
                     print(f"error: {r.error}", file=sys.stderr)
                     continue
-                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} chunks  {r.seconds:6.1f} s  "
+                out.print(styled(f"{r.status:9} {r.doc_id:7} {r.chunks:5d} {'chunk ' if r.chunks == 1 else 'chunks'}  {r.seconds:6.1f} s  "
                                  f"{file_named(r.path, r.same_as, r.moved_from)}"))
                 for w in r.warnings:
                     print(f"warning: {shown(r.path)}: {w}", file=sys.stderr)

@@ -39,6 +39,11 @@ def shown(path) -> str:
     return text if text.isprintable() else json.dumps(text, ensure_ascii=False)
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 chunk``, ``3 chunks`` (output lines said "1 chunks")."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 class SettingsError(ThreadRagError):
     """An invalid setting (names the setting)."""
 

@@ -6,7 +6,7 @@ import contextlib
 from rich.console import Console
 from rich.text import Text
 
-from .errors import ChunkIdError, shown
+from .errors import ChunkIdError, counted, shown
 from .ids import ChunkId
 from .records import pages_label
 
@@ -79,7 +79,7 @@ def index_line(r: dict) -> str:
     """One file's index result for a person: ``indexed DOC3 (42 chunks) path``, or ``error: ...``."""
     if r["status"] == "failed":
         return f"error: {r['error']}"
-    return f"{r['status']} {r['doc_id']} ({r['chunks']} chunks) {file_named(r['path'], r.get('same_as'), r.get('moved_from'))}"
+    return f"{r['status']} {r['doc_id']} ({counted(r['chunks'], 'chunk')}) {file_named(r['path'], r.get('same_as'), r.get('moved_from'))}"
 
 
 def _is_chunk_id(text: str) -> bool:

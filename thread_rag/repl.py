@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import tools
-from .errors import ThreadRagError, one_line, shown
+from .errors import ThreadRagError, counted, one_line, shown
 from .records import PAGES_EXPECTED, page_range
 from .render import (answer_notes, index_line, make_console, preheat_notes, progress_bar, render_nested, render_search,
                      render_windows, sources_line, styled)
@@ -232,7 +232,7 @@ class Repl:
             if not docs:
                 c.print(styled("no documents indexed"))
             for d in docs:
-                c.print(styled(f"  {d['doc_id']:6} {shown(d['label'])}  {d['chunks']} chunks  {d['first_chunk']}..{d['last_chunk']}"))
+                c.print(styled(f"  {d['doc_id']:6} {shown(d['label'])}  {counted(d['chunks'], 'chunk')}  {d['first_chunk']}..{d['last_chunk']}"))
         elif cmd == "/index":
             if not args:
                 raise ThreadRagError("usage: /index PATH")
@@ -273,7 +273,7 @@ class Repl:
             c.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
         elif cmd == "/stats":
             docs = self.engine.documents()
-            c.print(styled(f"{len(docs)} documents, {sum(d.chunk_count for d in docs)} chunks, data dir {self.engine.home}"))
+            c.print(styled(f"{counted(len(docs), 'document')}, {counted(sum(d.chunk_count for d in docs), 'chunk')}, data dir {self.engine.home}"))
         elif cmd == "/clear":
             if self._agent is not None:
                 self._agent.clear()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import IngestError, ThreadRagError, UnknownDocumentError, one_line, printable, shown, why_missing
+from .errors import IngestError, ThreadRagError, UnknownDocumentError, counted, one_line, printable, shown, why_missing
 from .ingest import SUPPORTED_SUFFIXES
 
 ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); plain ints keep plan() import-free
@@ -178,7 +178,7 @@ class Watcher:
         elif event == "duplicate":
             line = f"duplicate {doc_id} {path} ({reason})"
         else:
-            line = f"{event} {doc_id} ({chunks} chunks) {path}"
+            line = f"{event} {doc_id} ({counted(chunks, 'chunk')}) {path}"
         print(line, file=self.out, flush=True)
 
     def note(self, text: str) -> None:
