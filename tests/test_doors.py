@@ -777,6 +777,8 @@ def test_search_page_range_and_heading_are_checked_as_typed(tmp_path, capsys, no
     for args, error in [(["--pages", "20-10"], f"--pages '20-10': {range_error}"),
                         (["--pages", "0-3"], f"--pages '0-3': {range_error}"),
                         (["--pages", "x"], f"--pages 'x': {range_error}"),
+                        (["--pages", "5-"], f"--pages '5-': {range_error}"),  # it searched page 5 alone
+                        (["--pages", "1_0"], f"--pages '1_0': {range_error}"),  # it searched page 10
                         (["--pages", ""], "--pages is empty: leave it out to search every page"),
                         (["--heading", " "], "--heading is empty: leave it out to search every section")]:
         capsys.readouterr()
@@ -855,6 +857,16 @@ def test_a_moved_file_is_its_document_under_the_new_name(tmp_path, capsys, no_en
     capsys.readouterr()
     assert cli.main(["--data-dir", home, "index", str(c)]) == 0
     assert capsys.readouterr().out.strip().endswith(f"{c} (same content as {b})")
+    import shutil
+
+    d = write(tmp_path / "drive" / "d.txt", "Delta: the other manual.\n")  # its folder goes too (an unmounted drive):
+    copy = tmp_path / "d-copy.txt"
+    shutil.copy(d, copy)
+    assert cli.main(["--data-dir", home, "index", str(d)]) == 0
+    shutil.rmtree(d.parent)
+    capsys.readouterr()
+    assert cli.main(["--data-dir", home, "index", str(copy)]) == 0  # not taken for a move
+    assert capsys.readouterr().out.strip().endswith(f"{copy} (same content as {d})")
 
 
 def test_docs_json_names_each_documents_file(tmp_path, capsys, no_env):

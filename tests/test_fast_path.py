@@ -6,6 +6,7 @@ import json
 import pytest
 from rich.console import Console
 
+from conftest import needs_shared
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, holding_chunks, number, written_citations
 from thread_rag.agent.loop import REFUSAL, Agent
@@ -103,9 +104,9 @@ def test_a_citation_names_the_chunk_of_its_source_the_answer_is_closest_to(make_
     assert calls[-1] == ["It needs two cores [1]. Start it with widgetd start [1]."]  # one call for the citations
     monkeypatch.setattr(engine.query_embedder, "embed_queries",
                         lambda texts: 1 / 0 if "[1]" in texts[0] else embed(texts))  # it fails:
+    agent, _ = agent_with(engine, answer=lambda m: "Yes [1].")  # no word shared with any chunk either:
     ans = agent.ask("Which port should the widget server listen on?")
-    ids = ans.sources[0]["chunk_ids"]  # the answer stands, the chunk sharing the most words with it cited
-    assert ans.citations[0].chunk_id == ids[holding_chunks(ans.answer, [engine.chunk(c).text for c in ids])[0]]
+    assert ans.citations[0].chunk_id == ans.sources[0]["chunk_ids"][0]  # the answer stands, its first chunk cited
 
 
 def test_a_citation_gives_the_pages_of_what_was_read_not_of_a_version_indexed_since(make_engine, tmp_path):
@@ -622,6 +623,17 @@ def test_the_band_bench_answers_with_and_without_leave(manual_engine):
     assert weak.settings is before
 
 
+def test_holding_chunks_counts_the_answers_words_not_its_markers():
+    """"[1]" counted as the number 1 (twice, as numbers do): the chunk saying "Step 1" won over the one that holds
+    the answer (a review finding)."""
+    chunks = ["Twice the RAM is advised for it.", "Step 1: create the swap area."]
+    assert holding_chunks("Swap should be twice the RAM [1].", chunks) == [0]
+    assert holding_chunks("Swap should be twice the RAM [DOC1_001].", chunks) == [0]
+    assert holding_chunks("Yes [1].", chunks) == [0, 1]  # nothing shared: the embedding decides among all
+    assert holding_chunks("It takes 64 to 128 MB.", ["about 64-128MB of swap", "a swap of 64 MB"]) == [0]
+
+
+@needs_shared
 def test_a_citation_names_the_chunk_of_its_source_that_holds_the_answer(debian_library, embedder):
     """A trial's answer "between 64 and 128 MB" cited DOC1_199 p.48 of the source DOC1_198..199: the answer's nearest
     chunk by embedding, which says nothing of 64-128MB (DOC1_198, p.47, does). Words and numbers the answer shares with
@@ -664,6 +676,24 @@ def test_an_unmistakable_request_is_carried_out_without_asking_the_model(manual_
         assert ans.mode == "action/list_available_documents" and not model.calls, text
     ans = agent.ask("index ./notes/missing.md")  # no such path: the model is asked (and here says question)
     assert ans.mode == "fast/walk" and len(model.calls) == 2, ans.mode
+    from thread_rag.agent.intent import recognise
+
+    asked = []
+    question = lambda *a: asked.append(a) or {"action": "question"}  # noqa: E731
+    for text in ("Add ./notes to my PATH: which file do I edit?",  # a question naming an existing folder (review)
+                 "import ~ settings?", "index ./notes",  # a folder, the home folder: confirmed first
+                 "index ./notes/runbook.md and summarise it"):  # more than the request
+        asked.clear()
+        assert recognise(text, question).action == "question" and asked, text
+    assert recognise("Please add the file ./notes/runbook.md.", question).action == "index_new_document"
     agent.settings = agent.settings.replace(INTENTS=False)  # intents off: every message is a question
     model.calls.clear()
     assert agent.ask("list the documents").mode == "fast/walk"
+
+
+def test_a_sources_chunk_texts_stay_out_of_its_json():
+    """``chunk_texts`` (for choosing the cited chunk) repeated every chunk's text in `ask --json` and script rows."""
+    from thread_rag.records import to_dict
+
+    src = Source(["DOC1_000", "DOC1_001"], "DOC1", "a.md", "", "", "x y", chunk_texts=["x", "y"])
+    assert "chunk_texts" not in to_dict(src) and to_dict(src)["text"] == "x y"

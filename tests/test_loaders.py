@@ -193,3 +193,27 @@ def test_an_ambiguous_code_page_is_named_in_a_warning(tmp_path):
     assert not load_document(write(tmp_path / "pl.txt", "Zażółć gęślą jaźń, to jest próbny tekst.\n".encode(
         "cp1250"))).warnings  # only one reading is clean
     assert not load_document(write(tmp_path / "u.txt", "Café crème\n".encode())).warnings  # UTF-8: no guess
+    # both readings clean to the detector, which took cp1252: "Pokój z ³azienk¹." (a review finding); symbols inside
+    # words decide between the two code pages, and the right reading needs no warning
+    doc = load_document(write(tmp_path / "pl2.txt", "Pokój z łazienką.\n".encode("cp1250")))
+    assert doc.full_text == "Pokój z łazienką." and doc.encoding == "cp1250" and not doc.warnings, doc
+
+
+def test_a_text_box_only_in_its_fallback_is_still_read(tmp_path):
+    """mc:Fallback is skipped where its mc:Choice holds the text; a Choice without text (a shape, a drawing the
+    Fallback spells out) must not lose the Fallback's words."""
+    import docx
+
+    d = docx.Document()
+    p = d.add_paragraph("Before the box.")
+    mc, w = "http://schemas.openxmlformats.org/markup-compatibility/2006", \
+        "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    from lxml import etree
+
+    alt = etree.SubElement(p._p, f"{{{mc}}}AlternateContent")
+    etree.SubElement(alt, f"{{{mc}}}Choice", Requires="wps")  # no text in it
+    fb = etree.SubElement(alt, f"{{{mc}}}Fallback")
+    etree.SubElement(etree.SubElement(etree.SubElement(fb, f"{{{w}}}p"), f"{{{w}}}r"), f"{{{w}}}t").text = "Only here."
+    d.save(tmp_path / "fb.docx")
+    text = load_document(tmp_path / "fb.docx").full_text
+    assert "Before the box." in text and "Only here." in text, text

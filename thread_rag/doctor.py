@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from .errors import CorruptFileError, SettingsError
+from .errors import CorruptFileError, SettingsError, counted
 
 
 def checks(settings, env=None) -> list[dict]:
@@ -229,7 +229,7 @@ def store_checks(settings) -> list[dict]:
         problems = e.check_consistency()
         pending = home / "pending"
         unfinished = len(list(pending.glob("*.json"))) if pending.is_dir() else 0
-        detail = "; ".join(problems) or f"{len(e.documents())} documents consistent"
+        detail = "; ".join(problems) or f"{counted(len(e.documents()), 'document')} consistent"
         if unfinished:
             detail += f"; {unfinished} interrupted write(s) left to finish (the next command that opens the store does)"
         add("store consistency", not problems, detail, "run `thread-rag doctor --repair` (rebuilds from the stored chunks, "

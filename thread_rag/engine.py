@@ -1045,22 +1045,31 @@ class Engine:
         return dup if dup is not None and same_recipe(dup) else None  # (lost chunks of it: doctor --repair)
 
     def _moved(self, rec: DocumentRecord, key: str, name: str) -> DocumentRecord | None:
-        """``rec`` has the bytes of the file at ``key``; if its own file is gone, the document moved there: its record
-        takes the new path and name (under the lock; nothing is embedded again) and is returned. A copy beside a file
-        that still exists, a path of another machine (a shared library) or a key that is no path are left alone."""
-        if rec.path == key or not self.catalog.own(rec) or not Path(rec.path).is_absolute() or \
-                os.path.lexists(rec.path):
+        """``rec`` has the bytes of the file at ``key``; if its own file is gone from a folder that is still there, the
+        document moved: its record takes the new path and name (under the lock; nothing is embedded again) and is
+        returned (also when another process moved it first). A copy beside a file that still exists, a file whose
+        folder is gone or unreadable (an unmounted drive), a path of another machine (a shared library) and a key
+        that is no path are left alone; so is a file moved and edited (its bytes are another document's no more)."""
+        if rec.path == key or not self.catalog.own(rec) or not self._gone(rec.path):
             return None
         with self.write_lock():
             self.catalog.reload()
+            now = self.catalog.find_by_path(key)
+            if now is not None:  # another process moved it meanwhile
+                return now if now.serial == rec.serial else None
             cur = self.catalog.find_by_path(rec.path)
-            if cur is None or (cur.serial, cur.generation) != (rec.serial, rec.generation) or \
-                    os.path.lexists(rec.path) or self.catalog.find_by_path(key) is not None:
+            if cur is None or (cur.serial, cur.generation) != (rec.serial, rec.generation) or not self._gone(rec.path):
                 return None
             new = dataclasses.replace(cur, path=key, name=name)
             self.catalog.commit(new, if_current=True)
         self.refresh()
         return new
+
+    @staticmethod
+    def _gone(path: str) -> bool:
+        """A file path that no longer exists in a folder that does (and can be listed)."""
+        p = Path(path)
+        return p.is_absolute() and not os.path.lexists(p) and p.parent.is_dir() and os.access(p.parent, os.R_OK | os.X_OK)
 
     _TREE_SUFFIXES = (".json", ".npy")
 

@@ -22,7 +22,7 @@ from mcp.server.stdio import stdio_server
 
 from . import __version__
 from .agent.tools import DESCRIPTIONS, SCHEMAS, call_tool, make_tools, result_errors
-from .errors import ThreadRagError
+from .errors import ThreadRagError, counted
 
 READ_TOOLS = ("list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents")
 WRITE_TOOLS = ("index_new_document", "pre_heat_summaries")
@@ -140,7 +140,7 @@ def serve(engine, *, allow_writes: bool = False, warm: bool = True) -> int:
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-rag-mcp")
     server = build_server(engine, allow_writes=allow_writes, worker=worker)
     mode = "read-write (index_new_document, pre_heat_summaries offered)" if allow_writes else "read-only"
-    _log(f"serving {len(engine.documents())} documents from {engine.home} over stdio, {mode}")
+    _log(f"serving {counted(len(engine.documents()), 'document')} from {engine.home} over stdio, {mode}")
     if allow_writes:
         _log(f"indexing limited to ALLOWED_ROOTS: {', '.join(roots)}")
 

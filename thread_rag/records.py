@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +15,9 @@ from .errors import ThreadRagError
 
 
 def to_dict(obj: Any) -> Any:
+    """Plain data for JSON; a dataclass field marked ``metadata={"internal": True}`` is left out."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj) if not f.metadata.get("internal")}
     if isinstance(obj, (list, tuple)):
         return [to_dict(x) for x in obj]
     if isinstance(obj, dict):
@@ -106,11 +108,8 @@ def page_range(text: str, option: str = "--pages") -> tuple[int, int]:
     is one line naming the option as typed."""
     if not text.strip():
         raise ThreadRagError(f"{option} is empty: leave it out to search every page")
-    first, _, last = text.strip().partition("-")
-    try:
-        lo, hi = int(first), int(last or first)
-    except ValueError:
-        lo, hi = 0, 0
+    m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", text.strip())
+    lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, 0)  # "5-" is no range, "1_0" no page
     if not 1 <= lo <= hi:
         raise ThreadRagError(f"{option} {text!r}: expected {PAGES_EXPECTED}")
     return lo, hi

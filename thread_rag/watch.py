@@ -164,9 +164,10 @@ class Watcher:
 
     # -- output ---------------------------------------------------------------------------------
     def emit(self, event: str, path: str, doc_id: str | None = None, chunks: int | None = None,
-             reason: str | None = None) -> None:
+             reason: str | None = None, moved_from: str | None = None) -> None:
         if self.as_json:
-            rec = {"event": event, "path": printable(path), "doc_id": doc_id, "chunks": chunks, "error": reason}
+            rec = {"event": event, "path": printable(path), "doc_id": doc_id, "chunks": chunks, "error": reason,
+                   "moved_from": None if moved_from is None else printable(moved_from)}
             print(json.dumps({k: v for k, v in rec.items() if v is not None}, ensure_ascii=False), file=self.out,
                   flush=True)
             return
@@ -177,6 +178,8 @@ class Watcher:
             line = f"removed {doc_id} {path}"
         elif event == "duplicate":
             line = f"duplicate {doc_id} {path} ({reason})"
+        elif event == "moved":
+            line = f"moved {doc_id} {path} (from {shown(moved_from)})"
         else:
             line = f"{event} {doc_id} ({counted(chunks, 'chunk')}) {path}"
         print(line, file=self.out, flush=True)
@@ -208,6 +211,9 @@ class Watcher:
         self.failures.pop(path, None)
         for w in res.warnings:
             self.note(f"warning: {shown(path)}: {w}")
+        if res.moved_from:  # its old path is gone: the document follows the file (before the removal's event)
+            self.emit("moved", path, doc_id=res.doc_id, moved_from=res.moved_from)
+            return "unchanged"
         if res.status == "unchanged":
             rec = self._record(res.doc_id)
             real = os.path.realpath(path)

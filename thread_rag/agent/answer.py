@@ -90,7 +90,8 @@ class Source:
     tokens: int = 0                 # LLM tokens of its rendered block, where counted
     role: str = "entry"             # entry | walk (reached by walking from an entry chunk)
     chunk_pages: list = field(default_factory=list)  # each chunk's pages as read (a citation names one chunk's)
-    chunk_texts: list = field(default_factory=list)  # each chunk's text (which of them holds a cited fact)
+    chunk_texts: list = field(default_factory=list, metadata={"internal": True})  # which chunk holds a cited fact
+                                                    # (not serialised: ``text`` holds them already)
 
     def header(self) -> str:
         loc = ", ".join(x for x in (self.doc_name, self.pages) if x)
@@ -195,7 +196,7 @@ def holding_chunks(answer: str, texts: list[str]) -> list[int]:
     """Which of a source's chunks hold what the answer says: those sharing the most words with it (a number counts
     twice: "64 and 128 MB" is in the chunk that says "(64-128MB)", not in the one nearest by embedding); every
     chunk when none shares a word."""
-    want = _terms(answer)
+    want = _terms(ID_RE.sub(" ", NUM_RE.sub(" ", answer)))  # "[1]" or "[DOC1_012]" is no word of the answer
     shared = [sum(2 if t.isdigit() else 1 for t in want & _terms(x)) for x in texts]
     best = max(shared, default=0)
     return [i for i, n in enumerate(shared) if n == best] if best else list(range(len(texts)))

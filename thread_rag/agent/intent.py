@@ -3,15 +3,19 @@
 Cheap by construction: a plain question matches none of the action patterns below and costs no LLM call.
 A message that does match one gets ONE short constrained call that picks the action from an enum (the
 model confirms the user asked for it; "what does the guide say about indexing?" is still a question), unless
-the request is unmistakable (only "list the documents", or "index" and a path that exists): then no call.
+the request is unmistakable (the whole message is "list the documents", or "index" and the path of a file of a
+supported kind that exists): then no call.
 Arguments come from the text itself (a path, a DOCn id, a number), never from the model's imagination,
-and ``index_new_document`` / ``pre_heat_summaries`` run only after both checks agree.
+and ``index_new_document`` / ``pre_heat_summaries`` run only after both checks agree (or the message is nothing
+but the request to index one existing file).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..ingest.loaders import SUPPORTED_SUFFIXES as SUPPORTED
 
 ACTIONS = ("question", "list_available_documents", "index_new_document", "pre_heat_summaries", "nested_retrieve",
            "compare_documents")
@@ -63,6 +67,9 @@ _NOT_A_TOPIC = frozenset("it they this that these those them there what which th
 LIST_ONLY = re.compile(ASK + r"(?:list|show)(?:\s+me)?\s+(?:the\s+|my\s+|all\s+)?(?:indexed\s+)?(?:documents|docs|files|library)"
                        r"(?:\s+please)?[\s?.!]*$|^\s*(?:which|what)\s+(?:documents|docs|files)\s+(?:do\s+i\s+have|are\s+"
                        r"(?:indexed|available|loaded|there))[\s?.!]*$", re.I)
+# a message that is nothing but a request to index one file: "index ./notes/runbook.md", "please add the file x.pdf"
+INDEX_ONLY = re.compile(ASK + r"(?:index|ingest|add)\s+(?:the\s+)?(?:file\s+|document\s+)?(?P<path>\"[^\"]+\"|'[^']+'|\S+)"
+                        r"(?:\s+please)?[\s.!]*$", re.I)
 LIMIT_RE = re.compile(r"\b([1-9]|1[0-9]|20)\s+(?:\w+\s+)?(?:passages|sections|parts|excerpts)\b", re.I)
 
 
@@ -117,15 +124,19 @@ def _topic_before(prefix: str) -> str | None:
 
 
 def unmistakable(action: str, text: str) -> bool:
-    """A request no question reads like: the whole message asks for the document list, or it asks to index a path
-    that exists (the tool still applies the allowed folders). The model's one-word verdict on these was not
-    reliable (``index ./notes/runbook.md`` came back "question")."""
+    """A request no question reads like: the whole message asks for the document list, or it is nothing but a request
+    to index one existing file of a supported kind (a folder, "~", or a path inside a longer message still gets the
+    model's confirmation; the tool still applies the allowed folders). The model's one-word verdict on these was
+    not reliable (``index ./notes/runbook.md`` came back "question")."""
     if action == "list_available_documents":
         return bool(LIST_ONLY.match(text))
     if action == "index_new_document":
-        path = arguments(action, text).get("file_path")
+        m = INDEX_ONLY.match(text)
+        if not m:
+            return False
+        path = Path(m.group("path").strip("\"'").rstrip(".,;:!")).expanduser()
         try:
-            return bool(path) and Path(path).expanduser().exists()
+            return path.suffix.lower() in SUPPORTED and path.is_file()
         except (OSError, ValueError):
             return False
     return False

@@ -15,7 +15,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .. import tools as T
-from ..errors import ThreadRagError
+from ..errors import ThreadRagError, counted
 from ..nested.tree import MAX_LIMIT, MAX_OFFSET
 from ..records import pages_label
 from ..retrieve.pipeline import MAX_K
@@ -258,7 +258,7 @@ def describe_outcome(outcome: ToolOutcome) -> str:
         docs = r["documents"]
         if not docs:
             return "No documents are indexed yet."
-        return "\n".join(f"{d['doc_id']}  {d['label']}  ({d['chunks']} chunks, {d['first_chunk']}..{d['last_chunk']})"
+        return "\n".join(f"{d['doc_id']}  {d['label']}  ({counted(d['chunks'], 'chunk')}, {d['first_chunk']}..{d['last_chunk']})"
                          for d in docs)
     if outcome.tool == "index_new_document":
         from ..render import index_line

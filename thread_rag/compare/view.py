@@ -10,6 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..errors import counted
 from ..records import pages_label
 from .labels import tokens
 
@@ -147,9 +148,9 @@ def render_comparison(console: Console, res: dict, limit: int | None = None, sho
     a, b = res["doc_a"], res["doc_b"]
     c = res["counts"]
     head = Text()
-    head.append(f"{a['doc_id']} {a['label']} ({a['chunks']} chunks)", style="bold")
+    head.append(f"{a['doc_id']} {a['label']} ({counted(a['chunks'], 'chunk')})", style="bold")
     head.append("  ⇄  ")
-    head.append(f"{b['doc_id']} {b['label']} ({b['chunks']} chunks)", style="bold")
+    head.append(f"{b['doc_id']} {b['label']} ({counted(b['chunks'], 'chunk')})", style="bold")
     console.print(head)
     if res.get("topic"):
         f = res.get("focus") or {}
