@@ -16,7 +16,8 @@ from pathlib import Path
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
 
-LOADER_VERSION = 2  # part of the index recipe: a changed loader re-indexes on the next run
+LOADER_VERSION = 3  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
+#                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text"}
