@@ -697,3 +697,32 @@ def test_a_sources_chunk_texts_stay_out_of_its_json():
 
     src = Source(["DOC1_000", "DOC1_001"], "DOC1", "a.md", "", "", "x y", chunk_texts=["x", "y"])
     assert "chunk_texts" not in to_dict(src) and to_dict(src)["text"] == "x y"
+
+
+def test_a_rare_word_no_chunk_holds_is_said_after_the_answer(manual_engine):
+    """A trial asked the Debian guide how to set up a ZFS root filesystem: the cross-encoder scored unrelated chunks
+    0.99 and the model made up a procedure, with no word of warning. No indexed chunk holds "zfs"; the answer now
+    says so (a rare word: more than one word piece; everyday words and the documents' own words are not named)."""
+    from thread_rag.render import answer_notes
+
+    agent, _ = agent_with(manual_engine, answer=cite_one)
+    ans = agent.ask("How do I pre-heat summaries on a ZFS pool?")
+    assert not ans.refused and ans.unmentioned == ["zfs"], (ans.refused, ans.unmentioned)
+    notes = answer_notes(ans, manual_engine.settings)
+    assert "(the documents never use the word 'zfs': what the answer says about it may not come from them)" in notes
+    assert agent.ask("how do I pre-heat summaries?").unmentioned == []
+
+
+@needs_shared
+def test_unmentioned_terms_on_the_debian_guide(debian_library, embedder):
+    from thread_rag.agent.loop import unmentioned_terms
+    from thread_rag.engine import Engine
+
+    settings, _ = debian_library
+    with Engine(settings, embedder=embedder) as e:
+        assert unmentioned_terms(e, "How do I set up a ZFS root filesystem with the Debian installer?") == ["zfs"]
+        assert unmentioned_terms(e, "How do I create btrfs subvolumes during installation?") == ["btrfs", "subvolumes"]
+        for q in ("How do I reset my Dell laptop's BIOS password?",  # words of the guide, or everyday ones
+                  "How do I prepare a USB stick to boot the Debian installer?",
+                  "The installer hangs or freezes during boot. What should I try?"):
+            assert unmentioned_terms(e, q) == [], q

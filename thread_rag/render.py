@@ -135,6 +135,11 @@ def answer_notes(ans, settings) -> list[str]:
     if settings.weak_match(match) and not ans.refused:
         notes.append(f"(the documents match this question weakly: the cross-encoder gives its best source {match:.3f}, "
                      f"under MATCH_MIN = {settings.MATCH_MIN:g}; they may not answer it)")
+    unmentioned = getattr(ans, "unmentioned", None)
+    if unmentioned and not ans.refused:
+        notes.append(f"(the documents never use the word{'' if len(unmentioned) == 1 else 's'} "
+                     f"{', '.join(repr(t) for t in unmentioned)}: what the answer says about "
+                     f"{'it' if len(unmentioned) == 1 else 'them'} may not come from them)")
     return notes
 
 

@@ -425,6 +425,11 @@ class SearchIndex:
         top = top[scores[top] > 0]
         return top.astype(np.int64), scores[top].astype(np.float32)
 
+    def unmentioned(self, query: str) -> list[str]:
+        """The query's BM25 terms (3 letters or more, stopwords out) that no indexed chunk holds."""
+        terms = dict.fromkeys(t for t in bm25_tokenize([query])[0] if len(t) >= 3)
+        return [t for t in terms if not any(t in p.column_of for p, _, _ in self._segments)]
+
     def lexical_scores(self, query: str, rows) -> np.ndarray:
         """The BM25 scores of ``rows`` (0 where a row shares no term with the query), whatever their rank."""
         return self._bm25(query)[np.asarray(rows, np.int64)] if len(self) else np.zeros(len(rows), np.float32)
