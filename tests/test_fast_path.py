@@ -9,6 +9,7 @@ from rich.console import Console
 from conftest import needs_shared
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, holding_chunks, number, written_citations
+from thread_rag.errors import ThreadRagError
 from thread_rag.agent.loop import REFUSAL, Agent
 from thread_rag.agent.reading import (parent_blocks, parent_doc_sources, sentence_window_sources, topk_sources,
                                       walk_sources)
@@ -726,3 +727,20 @@ def test_unmentioned_terms_on_the_debian_guide(debian_library, embedder):
                   "How do I prepare a USB stick to boot the Debian installer?",
                   "The installer hangs or freezes during boot. What should I try?"):
             assert unmentioned_terms(e, q) == [], q
+
+
+def test_an_empty_library_can_be_filled_from_a_chat_message(make_engine, tmp_path, monkeypatch):
+    """On an empty store, "index ./pump.md" (README's way to add a file in the chat) and "list the documents" said
+    "no documents indexed yet": the check came before the message was read as an action. A question still gets it."""
+    from conftest import write
+
+    write(tmp_path / "pump.md", "# Pump\n\nPrime the pump before starting it.\n")
+    monkeypatch.chdir(tmp_path)
+    engine = make_engine()
+    agent, model = agent_with(engine, action="question", answer=cite_one)
+    agent.settings = engine.settings.replace(ALLOWED_ROOTS=[str(tmp_path)])
+    assert agent.ask("list the documents").answer == "No documents are indexed yet."
+    with pytest.raises(ThreadRagError, match="no documents indexed yet"):
+        agent.ask("how do I prime the pump?")
+    ans = agent.ask("index ./pump.md")
+    assert ans.mode == "action/index_new_document" and [d.name for d in engine.documents()] == ["pump.md"], ans.answer

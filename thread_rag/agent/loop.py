@@ -283,11 +283,11 @@ class Agent:
         question = plain_query(question, 4000)
         t0 = time.perf_counter()
         self._tok_in = self._tok_out = self._calls = 0
-        if not self.engine.documents():
-            raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
         if doc_id is not None:
             doc_id = self.engine.document(doc_id).doc_id  # raises a clear error for an unknown id
         intent = recognise(question, self._invoke_json if self.settings.INTENTS and reader is None else None)
+        if intent.action in ("question", "nested_retrieve") and not self.engine.documents():  # an action may fill it
+            raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
         if intent.action == "nested_retrieve":
             reader, doc_id = "nested", intent.args.get("doc_id", doc_id)
         if intent.action not in ("question", "nested_retrieve"):
