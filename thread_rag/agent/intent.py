@@ -68,7 +68,7 @@ LIST_ONLY = re.compile(ASK + r"(?:list|show)(?:\s+me)?\s+(?:the\s+|my\s+|all\s+)
                        r"(?:\s+please)?[\s?.!]*$|^\s*(?:which|what)\s+(?:documents|docs|files)\s+(?:do\s+i\s+have|are\s+"
                        r"(?:indexed|available|loaded|there))[\s?.!]*$", re.I)
 # a message that is nothing but a request to index one file: "index ./notes/runbook.md", "please add the file x.pdf"
-INDEX_ONLY = re.compile(ASK + r"(?:index|ingest|add)\s+(?:the\s+)?(?:file\s+|document\s+)?(?P<path>\"[^\"]+\"|'[^']+'|\S+)"
+INDEX_ONLY = re.compile(ASK + r"(?:index|ingest|add)\s+(?:the\s+)?(?:file\s+|document\s+)?(?:\"[^\"]+\"|'[^']+'|\S+)"
                         r"(?:\s+please)?[\s.!]*$", re.I)
 LIMIT_RE = re.compile(r"\b([1-9]|1[0-9]|20)\s+(?:\w+\s+)?(?:passages|sections|parts|excerpts)\b", re.I)
 
@@ -131,10 +131,10 @@ def unmistakable(action: str, text: str) -> bool:
     if action == "list_available_documents":
         return bool(LIST_ONLY.match(text))
     if action == "index_new_document":
-        m = INDEX_ONLY.match(text)
-        if not m:
+        file_path = arguments(action, text).get("file_path")  # the path the tool will be given, checked as such
+        if not INDEX_ONLY.match(text) or not file_path:
             return False
-        path = Path(m.group("path").strip("\"'").rstrip(".,;:!")).expanduser()
+        path = Path(file_path).expanduser()
         try:
             return path.suffix.lower() in SUPPORTED and path.is_file()
         except (OSError, ValueError):

@@ -174,7 +174,8 @@ def unmentioned_terms(engine, question: str) -> list[str]:
     answer says so after it (a trial: a made-up ZFS procedure, no word of warning). A note, not a refusal."""
     try:
         terms = engine.retriever.index.unmentioned(question)
-        return [t for t in terms if engine.query_embedder.count_tokens([t])[0] > 1]
+        pieces = engine.query_embedder.count_tokens(terms) if terms else []
+        return [t for t, n in zip(terms, pieces) if n > 1]
     except Exception:  # noqa: BLE001 - a note, never a reason for the answer to fail
         return []
 

@@ -92,7 +92,7 @@ def _cell(row: dict, key: str, doc: str) -> Group | Text:
 
 
 def _outside(n: int) -> Text:
-    return Text(f"⋯ {n} {'row' if n == 1 else 'rows'} outside the topic's region", style="dim")
+    return Text(f"⋯ {counted(n, 'row')} outside the topic's region", style="dim")
 
 
 def comparison_table(res: dict, limit: int | None = None, show_same: bool = False) -> tuple[Table, int]:

@@ -94,7 +94,8 @@ def _odd_in_words(text: str) -> int:
     reading that has more of them than another is not as clean, whatever the detector says."""
     n = 0
     for i, c in enumerate(text):
-        if unicodedata.category(c)[0] == "S" or unicodedata.category(c) == "No" or c in "¿¡":
+        cat = unicodedata.category(c)
+        if cat[0] == "S" or cat == "No" or c in "¿¡":
             n += (i > 0 and text[i - 1].isalpha()) or (i + 1 < len(text) and text[i + 1].isalpha())
     return n
 

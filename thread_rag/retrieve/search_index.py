@@ -353,7 +353,7 @@ class SearchIndex:
         """Live row indices passing the filters, or None when there is no filter."""
         if serial is None and pages is None and not heading:
             return None
-        rows = self.doc_rows.get(serial, np.zeros(0, np.int64)) if serial is not None else np.flatnonzero(self.live)
+        rows = self._rows_in(serial)
         if pages is not None:
             lo, hi = pages
             ps, pe = self.meta.page_start[rows], self.meta.page_end[rows]
@@ -363,10 +363,14 @@ class SearchIndex:
             rows = np.array([r for r in rows if h in self.meta.heading[r].lower()], dtype=np.int64)
         return rows
 
+    def _rows_in(self, serial: int | None) -> np.ndarray:
+        """The live rows of one document, or of the whole library."""
+        return self.doc_rows.get(serial, np.zeros(0, np.int64)) if serial is not None else np.flatnonzero(self.live)
+
     def empty_filter_note(self, serial: int | None, pages: tuple | None, heading: str | None) -> str:
         """Why no chunk passes the filters (``allowed_rows`` came back empty), in one line."""
         where = format_doc_id(serial) if serial is not None else "the library"
-        rows = self.doc_rows.get(serial, np.zeros(0, np.int64)) if serial is not None else np.flatnonzero(self.live)
+        rows = self._rows_in(serial)
         if not len(rows):
             return f"{where} has no chunks"
         if pages is not None:
