@@ -95,3 +95,20 @@ def test_a_recorded_command_names_the_settings_it_ran_with(monkeypatch, no_env):
     monkeypatch.setenv("THREAD_RAG_HOME", "/somewhere")        # where, not how: left out
     monkeypatch.setattr(sys, "argv", ["thread-rag", "bench", "answers", "--dataset", "musique"])
     assert command_line() == "THREAD_RAG_QUESTION_STEPS=4 thread-rag bench answers --dataset musique"
+
+
+def test_a_child_process_peak_is_its_own_not_the_forking_parents():
+    """The compare bench's `thread-rag compare` subprocess reported its peak RSS from ru_maxrss, which Linux carries
+    over fork and exec from the parent: after the bench had indexed its corpus in-process, the CLI "peaked" at 899
+    MiB (its own peak is ~150 MiB). bench.peak_rss_kib reads the process's own high-water mark (VmHWM)."""
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("no /proc: ru_maxrss is the only measure")
+    ballast = bytearray(400 * 1024 * 1024)
+    ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))  # touched: resident in this process
+    code = ("import resource; from thread_rag.bench import peak_rss_kib; "
+            "print(peak_rss_kib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    own, inherited = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                             check=True, cwd=REPO).stdout.split())
+    del ballast
+    assert inherited > 400 * 1024, "ru_maxrss no longer carries the parent's peak: the test proves nothing here"
+    assert own < 200 * 1024, own

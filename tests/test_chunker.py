@@ -40,6 +40,18 @@ def test_overlap_and_heading_breaks(embedder):
     assert shared, "no overlap carried between consecutive chunks"
 
 
+def test_chunk_text_keeps_the_lines_of_code_lists_and_tables(embedder):
+    """A chunk's text keeps the line breaks inside a block (a code block's lines, list items, table rows: the LLM
+    and `fetch` read them as written; they were joined into one line). Sentences of one line still join with a
+    space; the embedded text is the same either way."""
+    doc = parse_text("Run these commands:\n\n```bash\nsudo apt update\nsudo apt install nginx\n```\n\n"
+                     "1. First step. It is short.\n2. Second step\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", "x.md",
+                     markdown=True)
+    (c,) = SentenceChunker(embedder.count_tokens, target=200, overlap=10).chunk(doc)
+    assert c.text == ("Run these commands:\n```bash\nsudo apt update\nsudo apt install nginx\n```\n"
+                      "1. First step. It is short.\n2. Second step\n| a | b |\n|---|---|\n| 1 | 2 |"), c.text
+
+
 def test_long_sentence_is_split_only_when_needed(embedder):
     long = "word " * 600 + "end."
     doc = parse_text(long, "x.txt", markdown=False)

@@ -87,6 +87,92 @@ def test_markdown_heading_paths(tmp_path):
     assert paths["end."] == ("Top", "Other")
 
 
+PLAIN_MANUAL = """\
+Table of Contents
+
+Chapter 2. System Requirements
+2.1. Supported Hardware
+2.5. Memory and Disk Space Requirements
+
+Chapter 2. System Requirements
+
+This section is about hardware.
+
+2.5. Memory and Disk Space Requirements
+
+You must have at least 780MB of memory.
+
+1. Insert the installation disk
+
+ARTICLE 1 DEFINITIONS 1
+
+4.7  SOFTWARE LICENSE AGREEMENT. Reseller shall
+
+10.1 4.4(c)(i) 4.2(a) 17.3 12.6
+
+26.0 REQUIREMENTS FOR RESELLERS 26.1 [*****]
+
+2.5.1. Swap
+
+Swap helps.
+
+ARTICLE 3  SUPPLY OF PRODUCTS
+
+The supplier supplies.
+"""
+
+
+def test_plain_text_numbered_headings(tmp_path):
+    """A plain-text manual's numbered section lines, standing alone, give heading paths (the Debian guide's TXT
+    edition had none: its "2.5. Memory and Disk Space Requirements" section was not found for a RAM question);
+    a table of contents, a numbered step, a TOC line with its page number and a run-in heading are text."""
+    doc = load_document(write(tmp_path / "manual.txt", PLAIN_MANUAL))
+    heads = [b.text for b in doc.blocks if b.is_heading]
+    assert heads == ["Chapter 2. System Requirements", "2.5. Memory and Disk Space Requirements", "2.5.1. Swap",
+                     "ARTICLE 3 SUPPLY OF PRODUCTS"], heads
+    paths = {b.text: b.heading_path for b in doc.blocks if not b.is_heading}
+    assert paths["You must have at least 780MB of memory."] == (
+        "Chapter 2. System Requirements", "2.5. Memory and Disk Space Requirements")
+    assert paths["Swap helps."][-1] == "2.5.1. Swap" and len(paths["Swap helps."]) == 3
+    assert paths["The supplier supplies."] == ("ARTICLE 3 SUPPLY OF PRODUCTS",)
+    assert paths["1. Insert the installation disk"][-1] == "2.5. Memory and Disk Space Requirements"
+    # Markdown is left to its own heading syntax
+    md = load_document(write(tmp_path / "manual.md", PLAIN_MANUAL))
+    assert not any(b.is_heading for b in md.blocks)
+
+
+def test_box_drawn_tables_become_pipe_rows(tmp_path):
+    """A plain-text table drawn with box characters keeps one row a line, its cells between pipes, its borders
+    gone (the Debian guide's TXT edition flattened "Recommended Minimum System Requirements" into one line of
+    borders and cells)."""
+    table = ("Table 3.2. Requirements\n\n"
+             "┌────────────┬─────────────┬────────────┐\n"
+             "│Install Type│RAM (minimum)│ Hard Drive │\n"
+             "├────────────┼─────────────┼────────────┤\n"
+             "│No desktop  │256 megabytes│4 gigabytes │\n"
+             "├────────────┼─────────────┼────────────┤\n"
+             "│With Desktop│1 gigabytes  │10 gigabytes│\n"
+             "└────────────┴─────────────┴────────────┘\n\n"
+             "━━━━━━━━━━━━━━━━━━━━\n\nAfter the table.\n\n"
+             "my-app/\n├── src\n│   └── main.py\n└─/dev/sda1 202:1    0   8G  0 part /\n")
+    doc = load_document(write(tmp_path / "t.txt", table))
+    texts = [b.text for b in doc.blocks]
+    assert texts == ["Table 3.2. Requirements",
+                     "| Install Type | RAM (minimum) | Hard Drive |\n| No desktop | 256 megabytes | 4 gigabytes |\n"
+                     "| With Desktop | 1 gigabytes | 10 gigabytes |", "After the table.",
+                     "my-app/ ├── src │   └── main.py └─/dev/sda1 202:1    0   8G  0 part /"], texts  # no table: as before
+
+
+@needs_shared
+def test_debian_txt_sections_are_headings():
+    doc = load_document(DEBIAN_TXT)
+    block = next(b for b in doc.blocks if "You must have at least 780MB of memory" in b.text)
+    assert block.heading_path[-1].endswith("Memory and Disk Space Requirements"), block.heading_path
+    assert block.heading_path[0].startswith("Chapter 2."), block.heading_path
+    with_heading = [b for b in doc.blocks if b.heading_path]
+    assert len(with_heading) / len(doc.blocks) > 0.9
+
+
 def test_text_encodings(tmp_path):
     s = "Café déjà vu: install the naïve package.\n"
     assert "Café" in load_document(write(tmp_path / "u16.txt", s.encode("utf-16"))).full_text

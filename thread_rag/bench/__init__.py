@@ -11,3 +11,19 @@ def command_line() -> str:
     env = [f"{k}={_shlex.quote(v)}" for k, v in sorted(_os.environ.items())
            if k.startswith("THREAD_RAG_") and k not in ("THREAD_RAG_HOME", "THREAD_RAG_MODEL_DIR")]
     return " ".join(env + ["thread-rag", *_sys.argv[1:]])
+
+
+def peak_rss_kib() -> int:
+    """This process's own peak resident memory in KiB: VmHWM, its memory map's high-water mark. ru_maxrss is the
+    fallback where there is no /proc: Linux carries it over fork and exec, so a child started by a large parent
+    reports the parent's size."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -243,10 +243,10 @@ def _files(settings) -> dict:
 
 def _cli_run(home: Path, a: str, b: str) -> tuple[float, int]:
     """Wall time and peak RSS (KiB) of ``thread-rag compare A B --json`` in a fresh process."""
-    code = ("import resource, sys, io, contextlib; from thread_rag.cli import main\n"
+    code = ("import sys, io, contextlib; from thread_rag.cli import main; from thread_rag.bench import peak_rss_kib\n"
             "buf = io.StringIO()\n"
             "with contextlib.redirect_stdout(buf): rc = main(sys.argv[1:])\n"
-            "sys.stderr.write(f'RC {rc} MAXRSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')")
+            "sys.stderr.write(f'RC {rc} MAXRSS {peak_rss_kib()}\\n')")  # its own peak, not the bench's
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", code, "--data-dir", str(home), "compare", a, b, "--json"],

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import resource
 import time
 from pathlib import Path
 
 from ..engine import Engine
 from ..ingest import make_chunker, text_for_embedding
 from ..ingest.loaders import parse_text
+from . import peak_rss_kib
 from .metrics import percentile
 from .retrieval import machine, search_settings
 from .scale_corpus import held_out_document, scale_corpus
@@ -40,7 +40,7 @@ def resources(home: Path) -> dict:
     fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     disk = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
     return {"rss_mib": round(_proc_kb("VmRSS") / 1024, 1),
-            "peak_rss_mib": round((_proc_kb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024, 1),
+            "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
             "open_fds": fds, "disk_bytes": disk}
 
 

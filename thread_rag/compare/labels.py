@@ -25,7 +25,8 @@ What is *not* a change (rendering, not content):
   (``_toc_positions``: numbered entries with evidence of a table of contents, a ``Contents`` heading, nested
   numbers or page numbers; a numbered list of steps is content);
 - table rules drawn with box characters (``│Type│RAM`` = ``Type RAM``) and, between a version that draws its
-  tables and one that does not, the order of the cells (``_found_in_table``).
+  tables (box characters, or pipe rows as the TXT loader writes them) and one that does not, the order of the
+  cells (``_found_in_table``).
 
 Whether a token is a footnote, a running header or a table-of-contents entry is decided on the thread, not
 on the chunk alone (``keyed_thread``: the chunks joined without their overlap), so one that a chunk boundary
@@ -128,11 +129,16 @@ def tokens(text: str) -> list[str]:
     return _BOX.sub(" ", _mend(text)).split()
 
 
+# a drawn table's row: from the first to the last box character of a line, or a line of pipe rows as the TXT loader
+# writes a box-drawn table ("| Install Type | RAM |")
+_DRAWN_ROW = re.compile(r"[\u2500-\u257f][^\n]*[\u2500-\u257f]|(?<![^\n])\|[^\n]*\|(?![^\n])")
+
+
 def _stream(text: str) -> tuple[list[str], list[bool], list[bool]]:
     """Tokens and, for each, whether a line break precedes it and whether it is a cell of a table drawn with
-    box characters (between the first and the last box character of its line)."""
+    box characters (between the first and the last box character of its line) or written as pipe rows."""
     mended = _mend(text)
-    tables = [m.span() for m in re.finditer(r"[\u2500-\u257f][^\n]*[\u2500-\u257f]", mended)]
+    tables = [m.span() for m in _DRAWN_ROW.finditer(mended)]
     prepared = _BOX.sub(lambda m: " " * len(m.group()), mended)
     toks, nl, cell, end = [], [], [], 0
     for m in re.finditer(r"\S+", prepared):

@@ -50,6 +50,7 @@ class Unit:
     char_end: int
     block: int
     is_heading: bool = False
+    new_line: bool = False  # starts a line of its block after the first (a list item, a table row, a code line)
 
 
 @dataclass
@@ -86,32 +87,37 @@ class SentenceChunker:
 
     # -- units ---------------------------------------------------------------------------
     def units(self, doc: LoadedDocument) -> list[Unit]:
-        pieces: list[tuple[str, int, int, int]] = []  # text, start, end, block index
+        pieces: list[tuple[str, int, int, int, bool]] = []  # text, start, end, block index, starts a later line
         for bi, block in enumerate(doc.blocks):
             text = block.text
             for line_m in re.finditer(r"[^\n]+", text):
                 line = line_m.group(0)
                 start = line_m.start()
+                first = len(pieces)
                 if block.is_heading:
-                    pieces.append((line.strip(), block.char_start + start, block.char_start + line_m.end(), bi))
+                    pieces.append((line.strip(), block.char_start + start, block.char_start + line_m.end(), bi, False))
                     continue
                 pos = 0
                 for m in self._split.finditer(line):
                     seg = line[pos:m.start()]
                     if seg.strip():
-                        pieces.append((seg.strip(), block.char_start + start + pos, block.char_start + start + m.start(), bi))
+                        pieces.append((seg.strip(), block.char_start + start + pos, block.char_start + start + m.start(), bi,
+                                       start > 0 and len(pieces) == first))
                     pos = m.end()
                 seg = line[pos:]
                 if seg.strip():
-                    pieces.append((seg.strip(), block.char_start + start + pos, block.char_start + start + len(line), bi))
+                    pieces.append((seg.strip(), block.char_start + start + pos, block.char_start + start + len(line), bi,
+                                   start > 0 and len(pieces) == first))
         counts = self.count_tokens([text_for_embedding(t) for t, *_ in pieces])
         units: list[Unit] = []
-        for (text, s, e, bi), n in zip(pieces, counts):
+        for (text, s, e, bi, nl), n in zip(pieces, counts):
             b = doc.blocks[bi]
             if n > self.target:
-                units.extend(self._split_long(text, n, s, b, bi))
+                parts = self._split_long(text, n, s, b, bi)
+                parts[0].new_line = nl
+                units.extend(parts)
             else:
-                units.append(Unit(text, max(n, 1), b.page, tuple(b.heading_path), s, e, bi, b.is_heading))
+                units.append(Unit(text, max(n, 1), b.page, tuple(b.heading_path), s, e, bi, b.is_heading, nl))
         return units
 
     def _split_long(self, text: str, n: int, start: int, b, bi: int) -> list[Unit]:
@@ -174,7 +180,7 @@ class SentenceChunker:
             if prev_block is None:
                 parts.append(u.text)
             elif u.block == prev_block:
-                parts.append(" " + u.text)
+                parts.append(("\n" if u.new_line else " ") + u.text)
             else:
                 parts.append("\n" + u.text)
             prev_block = u.block

@@ -1,7 +1,8 @@
 """Loaders: one function per format, each returning a :class:`LoadedDocument` of blocks in reading order.
 
 PDF (pypdf: page numbers per block, headings from the outline), DOCX (python-docx: paragraphs,
-headings and tables in body order), TXT/Markdown (encoding detection, Markdown heading paths).
+headings and tables in body order), TXT/Markdown (encoding detection, Markdown heading paths; plain text's
+numbered section lines as headings, box-drawn tables as pipe rows).
 Every failure is an :class:`IngestError` naming the file and the reason in one line.
 """
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
 
-LOADER_VERSION = 3  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
-#                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words)
+LOADER_VERSION = 4  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
+#                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words; 4: plain
+#                    text's numbered section lines are headings, box-drawn tables pipe rows, and the chunker keeps a
+#                    block's line breaks in the chunk text)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text"}
@@ -222,6 +225,10 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
         if in_fence:
             para.append(line)
             continue
+        row = _box_row(line) if _BOX.search(line) else None
+        if row == "":
+            continue  # a table's border
+        line = row or line
         m = _HEADING_MD.match(line) if markdown else None
         if m and m.group(2):
             set_heading(len(m.group(1)), m.group(2).strip())
@@ -233,6 +240,10 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
             continue
         if _SETEXT.match(line) and blocks and blocks[-1].is_heading and not para:
             continue
+        numbered = None if markdown or para else _numbered_heading(line, lines[i - 1] if i else "", nxt)
+        if numbered:
+            set_heading(*numbered)
+            continue
         if not line.strip():
             flush()
             continue
@@ -240,6 +251,53 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
     flush()
     _assign_offsets(blocks)
     return LoadedDocument(path=path, kind="markdown" if markdown else "text", blocks=blocks, encoding=encoding)
+
+
+_BOX = re.compile("[\u2500-\u257f]")
+
+
+_HORIZONTAL = "[\u2500\u2501\u2504\u2505\u2508\u2509\u254c\u254d\u2550]"
+
+
+def _box_row(line: str) -> str | None:
+    """A row of a table drawn with box characters as "| cell | cell |", "" for its border lines, None for any other
+    line with box characters (a directory tree, lsblk's output: kept as written)."""
+    s = line.strip()
+    if not _BOX.sub("", s).strip():
+        return "" if re.search(_HORIZONTAL, s) else None
+    if s[0] not in "\u2502\u2503\u2551" or s[-1] not in "\u2502\u2503\u2551\u2524\u2528\u252b\u2562\u2563":
+        return None
+    flat = re.sub(_HORIZONTAL + "+", " ", s)
+    cells = [" ".join(c.split()) for c in _BOX.split(flat)]  # bars, corners and joints separate cells
+    if not cells[0]:
+        cells = cells[1:]
+    if cells and not cells[-1]:
+        cells = cells[:-1]
+    return "| " + " | ".join(cells) + " |"
+
+
+_NUMBERED = re.compile(r"(?:(?P<word>chapter|appendix|part|article|section)\s+(?P<label>\d{1,3}|[A-Z]|[IVXLC]+)"
+                       r"(?P<sub>(?:\.\d{1,3})*)|(?P<num>(?:\d{1,2}|[A-Z])(?:\.\d{1,3})+))\.?\s+(?P<title>[A-Z].*)",
+                       re.IGNORECASE)
+
+
+def _numbered_heading(line: str, prev: str, nxt: str) -> tuple[int, str] | None:
+    """(level, title) for a plain-text section line such as "Chapter 2. System Requirements", "2.5. Memory and Disk
+    Space Requirements" or "ARTICLE 3  SUPPLY": short, unindented, a blank line on each side, numbered with a dotted
+    number or after a word like Chapter; its level is the number's parts (a word's alone is 1). A numbered step ("1.
+    Insert the disk"), a table of contents (no blank lines between entries), a contents line ending in its page
+    number, a line of cross-references and a heading run into its text ("4.7 LICENSE. Reseller shall") are text."""
+    text = " ".join(line.replace("\xa0", " ").split())
+    if prev.strip() or nxt.strip() or not text or len(text) > 80 or len(line) - len(line.lstrip()) > 3:
+        return None
+    m = _NUMBERED.fullmatch(text)
+    if not m:
+        return None
+    title = m.group("title")
+    if title[:1].islower() or re.search(r"[.,;:]$|[.;:]\s|\s\d{1,4}$|\d\.\d", title):
+        return None
+    parts = (m.group("sub") or "").count(".") + 1 if m.group("word") else m.group("num").count(".") + 1
+    return parts, text
 
 
 # ------------------------------------------------------------------------------------------ pdf
