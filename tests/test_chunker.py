@@ -52,6 +52,22 @@ def test_chunk_text_keeps_the_lines_of_code_lists_and_tables(embedder):
                       "1. First step. It is short.\n2. Second step\n| a | b |\n|---|---|\n| 1 | 2 |"), c.text
 
 
+def test_joined_thread_keeps_a_code_blocks_lines_across_chunk_boundaries(embedder):
+    """Review finding: join_thread decided the joint between two chunks by the case of the next word, so a chunk
+    boundary between two lines of one code block joined them with a space. The chunk itself says (the separator it
+    has after the overlap it repeats). Indentation is kept too (a YAML block lost it)."""
+    from thread_rag.threads.passages import join_thread
+
+    code = "\n".join(f"    sudo apt install pkg{k} now" for k in range(12))
+    doc = parse_text("Install:\n\n```\n" + code + "\n```\n", "x.md", markdown=True)
+    ch = SentenceChunker(embedder.count_tokens, target=20, overlap=5, min_tokens=5).chunk(doc)
+    assert len(ch) > 3
+    assert join_thread(ch) == "Install:\n```\n" + code + "\n```"
+    yaml = parse_text("```yaml\nserver:\n  port: 80\n  hosts:\n    - a\n```\n", "y.md", markdown=True)
+    (c,) = SentenceChunker(embedder.count_tokens, target=200, overlap=10).chunk(yaml)
+    assert c.text == "```yaml\nserver:\n  port: 80\n  hosts:\n    - a\n```"
+
+
 def test_long_sentence_is_split_only_when_needed(embedder):
     long = "word " * 600 + "end."
     doc = parse_text(long, "x.txt", markdown=False)

@@ -141,6 +141,46 @@ def test_plain_text_numbered_headings(tmp_path):
     assert not any(b.is_heading for b in md.blocks)
 
 
+def _heads(tmp_path, text: str) -> list[tuple[str, tuple]]:
+    doc = load_document(write(tmp_path / "h.txt", text))
+    return [(b.text, b.heading_path) for b in doc.blocks if b.is_heading]
+
+
+def test_numbered_lines_are_headings_only_inside_a_numbering(tmp_path):
+    """Review findings: a spec line, a date, "Part Civil Works" (case-blind roman numerals) and "v.2 Release" were
+    headings; an accented title was not; "Section 1" under "ARTICLE 3" and "Chapter 1" under "Part I" replaced
+    their parent; "Chapter 2: Requirements" was missed. Dotted numbers count only where they form a numbering."""
+    alone = "Intro text.\n\n1.5 GHz Processor\n\nFast.\n\n03.12.26 Fixed crash\n\nPart Civil Works\n\n" \
+            "v.2 Release\n\nEnd.\n"
+    assert _heads(tmp_path, alone) == []
+    german = "2.1 Einleitung\n\nText.\n\n2.2 Aufbau\n\nText.\n\n2.3 Übersicht\n\nText.\n"
+    assert [t for t, _ in _heads(tmp_path, german)] == ["2.1 Einleitung", "2.2 Aufbau", "2.3 Übersicht"]
+    legal = "ARTICLE 3 SUPPLY\n\nText.\n\nSection 1. Scope\n\nText.\n\nPart I Basics\n\nChapter 1. Start\n\n" \
+            "Chapter 2: Requirements\n\nText.\n"
+    assert _heads(tmp_path, legal) == [
+        ("ARTICLE 3 SUPPLY", ("ARTICLE 3 SUPPLY",)),
+        ("Section 1. Scope", ("ARTICLE 3 SUPPLY", "Section 1. Scope")),
+        ("Part I Basics", ("Part I Basics",)),
+        ("Chapter 1. Start", ("Part I Basics", "Chapter 1. Start")),
+        ("Chapter 2: Requirements", ("Part I Basics", "Chapter 2: Requirements"))]
+
+
+def test_box_tables_wrapped_cells_notes_and_trees(tmp_path):
+    """A cell wrapped over two lines of one row (rows ruled apart) is one cell; a box around a note is text; a
+    directory tree keeps its lines; Markdown is left as written (a drawn table there is usually inside code)."""
+    table = ("┌────┬───────────┐\n│Type│RAM        │\n├────┼───────────┤\n│With│1 gigabyte │\n│GUI │(minimum)  │\n"
+             "├────┼───────────┤\n│None│256 MB     │\n└────┴───────────┘\n\n"
+             "┌──────────────────┐\n│Note: back up your│\n│data first.       │\n└──────────────────┘\n\n"
+             "my-app/\n├── src\n│   └── main.py\n└── README\n")
+    doc = load_document(write(tmp_path / "t.txt", table))
+    assert [b.text for b in doc.blocks] == [
+        "| Type | RAM |\n| With GUI | 1 gigabyte (minimum) |\n| None | 256 MB |",
+        "Note: back up your data first.",
+        "my-app/\n├── src\n│   └── main.py\n└── README"]
+    md = load_document(write(tmp_path / "t.md", "    │a│b│\n"))
+    assert md.blocks[0].text == "│a│b│"  # (a block is stripped, as before)
+
+
 def test_box_drawn_tables_become_pipe_rows(tmp_path):
     """A plain-text table drawn with box characters keeps one row a line, its cells between pipes, its borders
     gone (the Debian guide's TXT edition flattened "Recommended Minimum System Requirements" into one line of
@@ -160,7 +200,7 @@ def test_box_drawn_tables_become_pipe_rows(tmp_path):
     assert texts == ["Table 3.2. Requirements",
                      "| Install Type | RAM (minimum) | Hard Drive |\n| No desktop | 256 megabytes | 4 gigabytes |\n"
                      "| With Desktop | 1 gigabytes | 10 gigabytes |", "After the table.",
-                     "my-app/ ├── src │   └── main.py └─/dev/sda1 202:1    0   8G  0 part /"], texts  # no table: as before
+                     "my-app/\n├── src\n│   └── main.py\n└─/dev/sda1 202:1    0   8G  0 part /"], texts  # no table
 
 
 @needs_shared

@@ -15,8 +15,8 @@ def command_line() -> str:
 
 def peak_rss_kib() -> int:
     """This process's own peak resident memory in KiB: VmHWM, its memory map's high-water mark. ru_maxrss is the
-    fallback where there is no /proc: Linux carries it over fork and exec, so a child started by a large parent
-    reports the parent's size."""
+    fallback where there is no /proc (in bytes on macOS): Linux carries it over fork and exec, so a child started
+    by a large parent reports the parent's size."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -26,4 +26,5 @@ def peak_rss_kib() -> int:
         pass
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if _sys.platform == "darwin" else peak

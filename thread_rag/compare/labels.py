@@ -49,6 +49,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..ingest.loaders import numbering_follows
+
 SAME = "same"
 CHANGED = "changed"
 ONLY_A = "only-in-A"
@@ -235,19 +237,6 @@ def _parts(entry: str) -> list[str]:
     return entry.rstrip(".").split(".")
 
 
-def _follows(a: list[str], b: list[str]) -> bool:
-    """Whether numbering ``b`` can come right after ``a`` in a table of contents (2.4.6 -> 2.5, 2.5 -> 2.5.1,
-    2.5 -> 3, 8 -> A, A.5 -> B)."""
-    if b == a + ["1"]:
-        return True
-    for d in range(len(a), 0, -1):
-        p = a[d - 1]
-        nxt = str(int(p) + 1) if p.isdigit() else chr(ord(p) + 1)
-        if b == a[:d - 1] + [nxt]:
-            return True
-    return b == ["A"] and a[0].isdigit()
-
-
 def _is_title(toks: list[str], nl: list[bool], lo: int, hi: int) -> bool:
     """Tokens ``lo..hi`` can be one entry's title: 1-15 tokens on one line, none ending a sentence."""
     return 1 <= hi - lo <= 15 and not any(nl[lo:hi]) and \
@@ -295,7 +284,7 @@ def _paged(toks: list[str], titles: list[tuple[int, int]]) -> bool:
 
 def _toc_positions(toks: list[str], nl: list[bool]) -> set[int]:
     """Token positions of tables of contents: runs of two or more entries (``2.4.5. Un*x or GNU system``) whose
-    numbers follow each other (``_follows``), each with a one-line title that ends no sentence, and with
+    numbers follow each other (``numbering_follows``), each with a one-line title that ends no sentence, and with
     evidence that they list sections rather than steps (``1. Open the lid`` / ``2. Remove the battery`` is a
     procedure): a ``Contents`` heading line right before, a number with a dot inside (``2.4.``), or page
     numbers or dot leaders after most titles. An entry after ``Chapter``/``Appendix`` is a heading or a
@@ -306,7 +295,7 @@ def _toc_positions(toks: list[str], nl: list[bool]) -> set[int]:
     run: list[int] = []
     for e, nxt in zip(entries, entries[1:] + [None]):
         run.append(e)
-        if nxt is not None and _is_title(toks, nl, e + 1, nxt) and _follows(_parts(toks[e]), _parts(toks[nxt])):
+        if nxt is not None and _is_title(toks, nl, e + 1, nxt) and numbering_follows(_parts(toks[e]), _parts(toks[nxt])):
             continue
         if len(run) >= 2:
             end = _title_end(toks, nl, run[-1])

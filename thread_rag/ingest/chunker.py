@@ -50,7 +50,8 @@ class Unit:
     char_end: int
     block: int
     is_heading: bool = False
-    new_line: bool = False  # starts a line of its block after the first (a list item, a table row, a code line)
+    new_line: bool = False  # starts a line of its block after the first (a list item, a table row, a code line,
+    #                         its indentation kept)
 
 
 @dataclass
@@ -98,16 +99,14 @@ class SentenceChunker:
                     pieces.append((line.strip(), block.char_start + start, block.char_start + line_m.end(), bi, False))
                     continue
                 pos = 0
-                for m in self._split.finditer(line):
-                    seg = line[pos:m.start()]
+                for m in list(self._split.finditer(line)) + [None]:
+                    end = m.start() if m else len(line)
+                    seg = line[pos:end]
                     if seg.strip():
-                        pieces.append((seg.strip(), block.char_start + start + pos, block.char_start + start + m.start(), bi,
-                                       start > 0 and len(pieces) == first))
-                    pos = m.end()
-                seg = line[pos:]
-                if seg.strip():
-                    pieces.append((seg.strip(), block.char_start + start + pos, block.char_start + start + len(line), bi,
-                                   start > 0 and len(pieces) == first))
+                        nl = start > 0 and len(pieces) == first  # a later line's first piece keeps its indentation
+                        pieces.append((seg.rstrip() if nl else seg.strip(), block.char_start + start + pos,
+                                       block.char_start + start + end, bi, nl))
+                    pos = m.end() if m else pos
         counts = self.count_tokens([text_for_embedding(t) for t, *_ in pieces])
         units: list[Unit] = []
         for (text, s, e, bi, nl), n in zip(pieces, counts):

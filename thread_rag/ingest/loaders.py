@@ -159,7 +159,7 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str, list[str]]:
     return text, enc, warnings
 
 
-_KEEP_BREAK = re.compile(r"^\s*([-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s|\||>|#|\$ |```|~~~)")
+_KEEP_BREAK = re.compile(r"^\s*([-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s|\||>|#|\$ |```|~~~|[\u2500-\u257f])")  # last: trees
 
 
 def _reflow_lines(lines: list[str]) -> str:
@@ -196,9 +196,14 @@ def _load_text(p: Path, markdown: bool) -> LoadedDocument:
 
 
 def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None) -> LoadedDocument:
-    """Split already decoded text into blocks (Markdown headings give heading paths)."""
+    """Split already decoded text into blocks (Markdown headings give heading paths; in plain text, underlined
+    titles and numbered section lines do, and box-drawn tables become pipe rows)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
+    numbered: dict[int, tuple[int, str]] = {}
+    if not markdown:
+        lines = _box_tables(lines)
+        numbered = _numbered_headings(lines)
     blocks: list[Block] = []
     headings: list[tuple[int, str]] = []
     para: list[str] = []
@@ -225,10 +230,6 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
         if in_fence:
             para.append(line)
             continue
-        row = _box_row(line) if _BOX.search(line) else None
-        if row == "":
-            continue  # a table's border
-        line = row or line
         m = _HEADING_MD.match(line) if markdown else None
         if m and m.group(2):
             set_heading(len(m.group(1)), m.group(2).strip())
@@ -240,9 +241,8 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
             continue
         if _SETEXT.match(line) and blocks and blocks[-1].is_heading and not para:
             continue
-        numbered = None if markdown or para else _numbered_heading(line, lines[i - 1] if i else "", nxt)
-        if numbered:
-            set_heading(*numbered)
+        if i in numbered and not para:
+            set_heading(*numbered[i])
             continue
         if not line.strip():
             flush()
@@ -254,50 +254,108 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
 
 
 _BOX = re.compile("[\u2500-\u257f]")
+_HORIZONTAL = re.compile("[\u2500\u2501\u2504\u2505\u2508\u2509\u254c\u254d\u2550]+")
+_ROW_START, _ROW_END = "\u2502\u2503\u2551", "\u2502\u2503\u2551\u2524\u2528\u252b\u2562\u2563"
 
 
-_HORIZONTAL = "[\u2500\u2501\u2504\u2505\u2508\u2509\u254c\u254d\u2550]"
-
-
-def _box_row(line: str) -> str | None:
-    """A row of a table drawn with box characters as "| cell | cell |", "" for its border lines, None for any other
-    line with box characters (a directory tree, lsblk's output: kept as written)."""
+def _box_line(line: str) -> list[str] | None:
+    """A line of a table drawn with box characters: [] for a rule, its cells for a row, None for any other line
+    (a directory tree or lsblk's output draws with the same characters)."""
     s = line.strip()
+    if not s or not _BOX.search(s):
+        return None
     if not _BOX.sub("", s).strip():
-        return "" if re.search(_HORIZONTAL, s) else None
-    if s[0] not in "\u2502\u2503\u2551" or s[-1] not in "\u2502\u2503\u2551\u2524\u2528\u252b\u2562\u2563":
+        return [] if _HORIZONTAL.search(s) else None
+    if s[0] not in _ROW_START or s[-1] not in _ROW_END:
         return None
-    flat = re.sub(_HORIZONTAL + "+", " ", s)
-    cells = [" ".join(c.split()) for c in _BOX.split(flat)]  # bars, corners and joints separate cells
-    if not cells[0]:
-        cells = cells[1:]
-    if cells and not cells[-1]:
-        cells = cells[:-1]
-    return "| " + " | ".join(cells) + " |"
+    return [" ".join(c.split()) for c in _BOX.split(_HORIZONTAL.sub(" ", s))[1:-1]]  # bars and joints part cells
 
 
-_NUMBERED = re.compile(r"(?:(?P<word>chapter|appendix|part|article|section)\s+(?P<label>\d{1,3}|[A-Z]|[IVXLC]+)"
-                       r"(?P<sub>(?:\.\d{1,3})*)|(?P<num>(?:\d{1,2}|[A-Z])(?:\.\d{1,3})+))\.?\s+(?P<title>[A-Z].*)",
-                       re.IGNORECASE)
+def _box_tables(lines: list[str]) -> list[str]:
+    """Tables drawn with box characters as "| cell | cell |" rows, their rules dropped. Where rules part the rows,
+    the lines between two rules are one row whose cells wrapped (joined cell by cell); a box of one column (a
+    framed note) is its text."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        run: list[list[str]] = []
+        while i + len(run) < len(lines) and _box_line(lines[i + len(run)]) is not None:
+            run.append(_box_line(lines[i + len(run)]))
+        if not any(run):  # no table here (or rules alone: a separator line)
+            if not run:
+                out.append(lines[i])
+            i += max(1, len(run))
+            continue
+        i += len(run)
+        groups, cur = [], []
+        for cells in run + [[]]:
+            if cells:
+                cur.append(cells)
+            elif cur:
+                groups.append(cur)
+                cur = []
+        rows = []
+        for g in groups:
+            ruled_apart = len(groups) > 2 and len(g) > 1 and len({len(c) for c in g}) == 1
+            rows += [[" ".join(filter(None, col)) for col in zip(*g)]] if ruled_apart else g
+        if all(len(r) == 1 for r in rows):
+            out.append(" ".join(r[0] for r in rows if r[0]))
+        else:
+            out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
 
 
-def _numbered_heading(line: str, prev: str, nxt: str) -> tuple[int, str] | None:
-    """(level, title) for a plain-text section line such as "Chapter 2. System Requirements", "2.5. Memory and Disk
-    Space Requirements" or "ARTICLE 3  SUPPLY": short, unindented, a blank line on each side, numbered with a dotted
-    number or after a word like Chapter; its level is the number's parts (a word's alone is 1). A numbered step ("1.
-    Insert the disk"), a table of contents (no blank lines between entries), a contents line ending in its page
-    number, a line of cross-references and a heading run into its text ("4.7 LICENSE. Reseller shall") are text."""
-    text = " ".join(line.replace("\xa0", " ").split())
-    if prev.strip() or nxt.strip() or not text or len(text) > 80 or len(line) - len(line.lstrip()) > 3:
-        return None
-    m = _NUMBERED.fullmatch(text)
-    if not m:
-        return None
-    title = m.group("title")
-    if title[:1].islower() or re.search(r"[.,;:]$|[.;:]\s|\s\d{1,4}$|\d\.\d", title):
-        return None
-    parts = (m.group("sub") or "").count(".") + 1 if m.group("word") else m.group("num").count(".") + 1
-    return parts, text
+_WORD_RANK = {"Part": 0, "PART": 0, "Chapter": 1, "CHAPTER": 1, "Appendix": 1, "APPENDIX": 1, "Article": 1,
+              "ARTICLE": 1, "Section": 2, "SECTION": 2}
+_NUMBERED = re.compile(r"(?:(?P<word>" + "|".join(_WORD_RANK) + r")\s+(?P<label>\d{1,3}|[A-Z]|[IVXLC]+)"
+                       r"(?P<sub>(?:\.\d{1,3})*)|(?P<num>(?:[1-9]\d?|0|[A-Z])(?:\.(?:0|[1-9]\d{0,2}))+))[.:]?\s+"
+                       r"(?P<title>[^\W\d_].*)")
+
+
+def numbering_follows(a: list[str], b: list[str]) -> bool:
+    """Whether section number ``b`` can come right after ``a`` (2.4.6 -> 2.5, 2.5 -> 2.5.1, 2.5 -> 3, 8 -> A,
+    A.5 -> B), as parts: ["2", "4", "6"]."""
+    if b == a + ["1"]:
+        return True
+    for d in range(len(a), 0, -1):
+        p = a[d - 1]
+        nxt = str(int(p) + 1) if p.isdigit() else chr(ord(p[-1]) + 1)
+        if b == a[:d - 1] + [nxt]:
+            return True
+    return b == ["A"] and a[0].isdigit()
+
+
+def _numbered_headings(lines: list[str]) -> dict[int, tuple[int, str]]:
+    """Plain text's numbered section lines, {line index: (level, title)}: "Chapter 2. System Requirements", "2.5.
+    Memory and Disk Space Requirements", "ARTICLE 3  SUPPLY". Each is short, unindented and stands between blank
+    lines. A line after a word (Part > Chapter, Appendix, Article > Section) is one; dotted numbers ("2.5.") count
+    only where they form a numbering: two or more, most of them following the number before (a lone "1.5 GHz
+    Processor" is text). Levels rank the kinds found: a word's, then dotted numbers by their parts. A numbered step
+    ("1. Insert the disk"), a table of contents (no blank lines between its entries), a contents line ending in its
+    page number, a line of cross-references and a heading run into its text ("4.7 LICENSE. Reseller shall") are
+    text."""
+    found = []  # (line index, rank, number parts, title)
+    for i, line in enumerate(lines):
+        text = " ".join(line.split())
+        if not text or len(text) > 80 or len(line) - len(line.lstrip()) > 3 or (i and lines[i - 1].strip()) \
+                or (i + 1 < len(lines) and lines[i + 1].strip()):
+            continue
+        m = _NUMBERED.fullmatch(text)
+        title = m.group("title") if m else ""
+        if not m or title[:1].islower() or re.search(r"[.,;:]$|[.;:]\s|\s\d{1,4}$|\d\.\d", title):
+            continue
+        if m.group("word"):
+            parts = (m.group("label") + (m.group("sub") or "")).split(".")
+            found.append((i, _WORD_RANK[m.group("word")] + len(parts) - 1, parts, text, True))
+        else:
+            parts = m.group("num").split(".")
+            found.append((i, 10 + len(parts), parts, text, False))
+    dotted = sum(1 for f in found if not f[4])
+    following = sum(numbering_follows(a[2], b[2]) for a, b in zip(found, found[1:]))
+    if dotted < 2 or following < (len(found) - 1) / 2:
+        found = [f for f in found if f[4]]
+    levels = {r: n + 1 for n, r in enumerate(sorted({f[1] for f in found}))}
+    return {i: (levels[rank], text) for i, rank, _, text, _ in found}
 
 
 # ------------------------------------------------------------------------------------------ pdf

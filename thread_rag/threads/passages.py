@@ -17,11 +17,17 @@ def strip_overlap(prev: str, nxt: str) -> str:
 
 
 def join_thread(chunks) -> str:
-    """Consecutive chunks as one text, overlap removed; a space where the boundary falls inside
-    a paragraph (the next chunk continues the same line), else a newline."""
+    """Consecutive chunks as one text, overlap removed. Where a chunk repeats the end of the one before, the
+    whitespace it has after that overlap joins them (a space inside a line, a line break and its indentation
+    between lines); without overlap, a space where the next chunk continues a paragraph in lower case, else a
+    line break."""
     text = chunks[0].text
     for a, b in zip(chunks, chunks[1:]):
         rest = strip_overlap(a.text, b.text)
-        same_para = b.char_start < a.char_end and "\n" not in b.text[: max(0, len(b.text) - len(rest))].strip()
-        text += (" " if same_para and rest[:1].islower() else "\n") + rest
+        head = b.text[: len(b.text) - len(rest)]
+        if head.strip():
+            text += head[len(head.rstrip()):] + rest
+        else:
+            same_para = b.char_start < a.char_end and not b.text[:1].isspace()
+            text += (" " if same_para and rest[:1].islower() else "\n") + (b.text if b.text[:1].isspace() else rest)
     return text
