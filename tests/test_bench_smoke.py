@@ -113,3 +113,17 @@ def test_a_child_process_peak_is_its_own_not_the_forking_parents():
     if inherited < 300 * 1024:
         pytest.skip("this kernel does not carry ru_maxrss over exec: nothing to tell apart")
     assert own < 200 * 1024, own
+
+
+def test_coldstart_reports_a_childs_own_peak(tmp_path):
+    """os.wait4's ru_maxrss of a child carries the bench's own peak over fork and exec (a trivial child of a
+    500 MiB parent "peaked" at 513 MiB): the cold-start bench reads the child's VmHWM while it runs."""
+    from thread_rag.bench.coldstart import run_process
+
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("no /proc: wait4 is the only measure")
+    ballast = bytearray(300 * 1024 * 1024)
+    ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))
+    r = run_process([sys.executable, "-c", "import time; time.sleep(0.3)"], dict(os.environ), tmp_path)
+    del ballast
+    assert r["rc"] == 0 and 0 < r["rss_mb"] < 150, r["rss_mb"]

@@ -10,7 +10,8 @@ the compared pair alike.
 One untimed run of each comes first (page cache, the derived search index). Reported: wall seconds of every
 run and their median, the torch/onnx ratio, each variant's peak RSS, the machine's load average before and
 after (a loaded machine means contended numbers), and the stage timings of one extra ``--json`` search.
-Processes are timed from spawn to exit with ``time.perf_counter``; peak RSS comes from ``os.wait4``.
+Processes are timed from spawn to exit with ``time.perf_counter``; peak RSS is the child's own
+high-water mark (VmHWM), polled while it runs (``os.wait4``'s carries the bench's peak over fork and exec).
 Last, ``repl_warm``: three questions answered one after another in a REPL that is already running (its
 background model load joined first), each with its first-token and total seconds (goal: <= 10 s).
 """
@@ -48,13 +49,26 @@ def cli() -> list[str]:
     return [sys.executable, "-m", "thread_rag.cli"]
 
 
+def _vm_hwm_kib(pid: int) -> int:
+    """A running process's peak resident memory in KiB (0 where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next((int(x.split()[1]) for x in fh if x.startswith("VmHWM:")), 0)
+    except OSError:
+        return 0
+
+
 def run_process(argv: list[str], env: dict, cwd: Path, timeout: float = 600.0) -> dict:
-    """Run one process to its end: wall seconds, exit code, peak RSS in MB (``os.wait4``), stdout and stderr."""
+    """Run one process to its end: wall seconds, exit code, peak RSS in MB (its VmHWM, polled while it runs, the
+    last reading before it exits; ``os.wait4``'s where there is no /proc), stdout and stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         deadline = t0 + timeout
+        own_peak = 0  # the child's own high-water mark (VmHWM), read while it runs: wait4's ru_maxrss carries
+        #               this process's peak over fork and exec, so a small child of a large bench looked large
         while True:
+            own_peak = max(own_peak, _vm_hwm_kib(proc.pid))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
@@ -67,7 +81,7 @@ def run_process(argv: list[str], env: dict, cwd: Path, timeout: float = 600.0) -
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
         out.seek(0)
         err.seek(0)
-        return {"wall_s": wall, "rc": proc.returncode, "rss_mb": round(usage.ru_maxrss / 1024, 1),
+        return {"wall_s": wall, "rc": proc.returncode, "rss_mb": round((own_peak or usage.ru_maxrss) / 1024, 1),
                 "stdout": out.read().decode("utf-8", "replace"), "stderr": err.read().decode("utf-8", "replace")}
 
 
