@@ -256,3 +256,20 @@ def test_a_true_or_false_argument_is_taken_where_the_field_is_a_flag():
     assert Flags(a=True, b=True, c=False).c is False
     with pytest.raises(ValueError, match="not true/false"):
         Flags(n=True)
+
+
+def test_sources_of_two_documents_with_one_name_are_told_apart(make_engine, tmp_path):
+    """New-user trial: the amd64 and arm64 guides' TXT editions were both cited as "install.en.txt", so nobody
+    could tell which guide an answer's numbers came from. The sources say the folder too where names repeat."""
+    for arch, ram in (("amd64", "780MB"), ("arm64", "260MB")):
+        (tmp_path / arch).mkdir()
+        (tmp_path / arch / "install.en.txt").write_text(
+            f"Memory requirements.\n\nYou must have at least {ram} of memory for the {arch} installer.\n")
+    engine = make_engine()
+    engine.index_paths([str(tmp_path / "amd64"), str(tmp_path / "arm64")])
+    agent, _ = agent_with(engine)
+    question = "How much memory does the installer need?"
+    hits = engine.retriever.search(question, k=2).hits
+    qvec = engine.query_embedder.embed_queries([question])[0]
+    names = sorted(s.doc_name for s in agent.read("topk", question, hits, qvec, k=2))
+    assert names == ["install.en.txt (amd64)", "install.en.txt (arm64)"], names

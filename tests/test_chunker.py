@@ -66,6 +66,9 @@ def test_joined_thread_keeps_a_code_blocks_lines_across_chunk_boundaries(embedde
     yaml = parse_text("```yaml\nserver:\n  port: 80\n  hosts:\n    - a\n```\n", "y.md", markdown=True)
     (c,) = SentenceChunker(embedder.count_tokens, target=200, overlap=10).chunk(yaml)
     assert c.text == "```yaml\nserver:\n  port: 80\n  hosts:\n    - a\n```"
+    plain = parse_text("Install it:\n\n  curl -LO https://x/y.tgz\n    tar xzf y.tgz\n", "p.txt", markdown=False)
+    (c,) = SentenceChunker(embedder.count_tokens, target=200, overlap=10).chunk(plain)
+    assert c.text == "Install it:\n  curl -LO https://x/y.tgz\n    tar xzf y.tgz", c.text  # its first line too
 
 
 def test_long_sentence_is_split_only_when_needed(embedder):

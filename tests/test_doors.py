@@ -600,6 +600,10 @@ def test_a_search_hit_shows_every_page_it_spans():
     hit = {"chunk_id": "DOC12_001", "page_start": 2, "page_end": 7, "score": 0.5, "heading_path": [], "text": "x"}
     render_search(Console(file=buf, width=100), {"hits": [hit], "stages_run": ["stage1"], "timings_ms": {}})
     assert buf.getvalue().startswith("DOC12_001 pp.2-7  0.500"), buf.getvalue()
+    buf = io.StringIO()  # chunks keep their lines and indentation now; a hit's one-line snippet collapses them
+    hit = dict(hit, text="Run:\n    curl -LO x\n        tar xzf y")
+    render_search(Console(file=buf, width=100), {"hits": [hit], "stages_run": ["stage1"], "timings_ms": {}})
+    assert "   Run: curl -LO x tar xzf y" in buf.getvalue(), buf.getvalue()
 
 
 def test_preheat_says_why_its_summaries_failed(tmp_path, monkeypatch, capsys, no_env):

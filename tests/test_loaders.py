@@ -165,6 +165,71 @@ def test_numbered_lines_are_headings_only_inside_a_numbering(tmp_path):
         ("Chapter 2: Requirements", ("Part I Basics", "Chapter 2: Requirements"))]
 
 
+RFC = """Table of Contents
+
+   1.  Introduction ....................................................2
+     1.1.  Requirements Language .......................................2
+   2.  Protocol Overview ...............................................3
+
+1.  Introduction
+
+   Widgets drift.
+
+1.1.  Requirements Language
+
+   The key words.
+
+2.  Protocol Overview
+
+   A controller announces a new epoch.
+
+2.1.  Terminology
+
+   Controller:  The node.
+
+3.  Message Format
+
+   Fields.
+
+4.  Security Considerations
+
+   Reject an epoch that jumps.
+
+1. Download the tarball
+
+2. Extract it
+"""
+
+
+def test_top_level_numbers_and_roman_articles_are_headings(tmp_path):
+    """New-user trial: an RFC's "1.  Introduction" .. "4.  Security Considerations" were text (so section 4's text
+    sat under "2.2"), and "ARTICLE I" with its title on the next line was no heading. A single number is a heading
+    where it leads into the numbering (its "N.1" follows, or it follows an accepted section); numbered steps with
+    no such numbering stay text. A word's heading may have its title on the next line or text right after it."""
+    heads = _heads(tmp_path, RFC)
+    assert heads[:2] == [("1. Introduction", ("1. Introduction",)),
+                         ("1.1. Requirements Language", ("1. Introduction", "1.1. Requirements Language"))]
+    assert ("4. Security Considerations", ("4. Security Considerations",)) in heads
+    assert not any(t.startswith(("1. Download", "2. Extract")) for t, _ in heads)
+    contract = ("MASTER SUPPLY AGREEMENT\n\nARTICLE I\nDEFINITIONS\n\nSection 1.01 \"Products\" means goods.\n\n"
+                "ARTICLE II - ORDERS\n\nText.\n\nARTICLE 3 CONFIDENTIALITY\nThe parties keep secrets.\n")
+    assert [t for t, _ in _heads(tmp_path, contract)] == ["ARTICLE I DEFINITIONS", "ARTICLE II - ORDERS",
+                                                          "ARTICLE 3 CONFIDENTIALITY"]
+    assert "DEFINITIONS" not in [b.text for b in load_document(write(tmp_path / "c.txt", contract)).blocks]
+
+
+def test_preformatted_plain_text_keeps_its_lines(tmp_path):
+    """New-user trial: preseed lines after a comment line joined it ("# Keyboard selection. d-i keyboard-..."), a
+    diagram's ruler joined its border, and the first line of an indented block lost its indentation."""
+    text = ("Example:\n\n#d-i mirror/protocol string ftp\nd-i mirror/country string manual\n\n"
+            "   0                   1\n   +-+-+-+-+-+-+-+-+-+-+\n\n"
+            "  curl -LO https://x/y.tgz\n    tar xzf y.tgz\n")
+    blocks = [b.text for b in load_document(write(tmp_path / "p.txt", text)).blocks]
+    assert blocks == ["Example:", "#d-i mirror/protocol string ftp\nd-i mirror/country string manual",
+                      "   0                   1\n   +-+-+-+-+-+-+-+-+-+-+",
+                      "  curl -LO https://x/y.tgz\n    tar xzf y.tgz"], blocks
+
+
 def test_box_tables_wrapped_cells_notes_and_trees(tmp_path):
     """A cell wrapped over two lines of one row (rows ruled apart) is one cell; a box around a note is text; a
     directory tree keeps its lines; Markdown is left as written (a drawn table there is usually inside code)."""

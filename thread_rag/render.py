@@ -52,6 +52,11 @@ def progress_bar(console: Console, disable: bool = False):
         yield update
 
 
+def snippet(text: str, width: int = 240) -> str:
+    """A hit's text on one line: line breaks and indentation runs as single spaces, cut to ``width``."""
+    return " ".join(text.split())[:width]
+
+
 def render_search(out: Console, res: dict) -> None:
     if not res["hits"]:
         out.print(styled("no results" + (f": {res['note']}" if res.get("note") else "")))
@@ -59,7 +64,7 @@ def render_search(out: Console, res: dict) -> None:
         pages = f" {pages_label(h.get('page_start'), h.get('page_end'))}" if h.get("page_start") else ""
         out.print(styled((h["chunk_id"], "bold"), f"{pages}  {h['score']:.3f}  ",
                          (" > ".join(h.get("heading_path") or []), "dim")))
-        out.print(styled("   " + h["text"][:240].replace("\n", " ")))
+        out.print(styled("   " + snippet(h["text"])))
     if not res.get("stages_run"):  # nothing was searched (an empty library)
         return
     t = res.get("timings_ms", {})
@@ -122,7 +127,7 @@ def render_nested(out: Console, res: dict) -> None:
     for h in res.get("hits", []):
         out.print(styled((h["node_id"], "bold"), f" level {h['level']} {h['score']:.3f} covers "
                          f"{h['chunk_ids'][0]}..{h['chunk_ids'][-1]}  {h.get('pages_label', '')}"))
-        out.print(styled("   " + h["text"][:240].replace("\n", " ")))
+        out.print(styled("   " + snippet(h["text"])))
 
 
 def answer_notes(ans, settings) -> list[str]:

@@ -410,10 +410,22 @@ class Agent:
         at the generation the search ranked; if another process re-indexed it since and that generation is
         gone, the question is searched once more and read from the new hits."""
         try:
-            return self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
+            sources = self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
         except _GenerationGone:
             hits = self.engine.retriever.search(query, doc_id=doc_id, k=max(len(hits), 1)).hits
-            return self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
+            sources = self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
+        return self._told_apart(sources)
+
+    def _told_apart(self, sources: list[Source]) -> list[Source]:
+        """Sources of different documents with one name ("install.en.txt" of two guides) named with the folders
+        that tell them apart, as the document list names them."""
+        if len({s.doc_name for s in sources}) == len({(s.doc_name, s.doc_id) for s in sources}):
+            return sources
+        labels = distinct_names(self.engine.documents())
+        for s in sources:
+            s.doc_name = labels.get(s.doc_id, s.doc_name)
+            s.tokens = self._count(s.render())
+        return sources
 
     def _thread_at(self, hits: list) -> Callable:
         """``thread_of`` pinned to the generations the hits were ranked at (a re-index between the search and

@@ -103,8 +103,9 @@ class SentenceChunker:
                     end = m.start() if m else len(line)
                     seg = line[pos:end]
                     if seg.strip():
-                        nl = start > 0 and len(pieces) == first  # a later line's first piece keeps its indentation
-                        pieces.append((seg.rstrip() if nl else seg.strip(), block.char_start + start + pos,
+                        nl = start > 0 and len(pieces) == first
+                        indented = len(pieces) == first  # a line's first piece keeps its indentation
+                        pieces.append((seg.rstrip() if indented else seg.strip(), block.char_start + start + pos,
                                        block.char_start + start + end, bi, nl))
                     pos = m.end() if m else pos
         counts = self.count_tokens([text_for_embedding(t) for t, *_ in pieces])

@@ -159,18 +159,22 @@ def decode_text(p: Path, raw: bytes) -> tuple[str, str, list[str]]:
     return text, enc, warnings
 
 
+_LAID_OUT = re.compile(r"\S {3,}\S")  # a run of spaces inside a line: columns, a diagram
 _KEEP_BREAK = re.compile(r"^\s*([-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s|\||>|#|\$ |```|~~~|[\u2500-\u257f])")  # last: trees
 
 
-def _reflow_lines(lines: list[str]) -> str:
+def _reflow_lines(lines: list[str], plain: bool = False) -> str:
     """Join hard-wrapped lines of one paragraph; keep breaks before list items, table rows, quotes,
-    shell prompts and inside code (fenced or indented)."""
+    shell prompts and inside code (fenced or indented). In plain text also after a comment line ("#d-i ...") and
+    around a line laid out with runs of spaces (a diagram, a header block)."""
     if any(_FENCE.match(ln) for ln in lines) or all(ln.startswith(("    ", "\t")) for ln in lines if ln.strip()):
         return "\n".join(lines)
     out: list[str] = []
     for ln in lines:
-        if out and not _KEEP_BREAK.match(ln) and not ln.startswith(("    ", "\t")) and not out[-1].endswith("  ") \
-                and not out[-1].lstrip().startswith("|"):
+        laid_out = plain and (out[-1].lstrip().startswith("#") or _LAID_OUT.search(ln) or _LAID_OUT.search(out[-1])) \
+            if out else False
+        if out and not laid_out and not _KEEP_BREAK.match(ln) and not ln.startswith(("    ", "\t")) \
+                and not out[-1].endswith("  ") and not out[-1].lstrip().startswith("|"):
             prev = out[-1]
             if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and ln[:1].islower():
                 out[-1] = prev + ln.strip()  # hyphenated wrap
@@ -201,9 +205,10 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     numbered: dict[int, tuple[int, str]] = {}
+    title_lines: set[int] = set()
     if not markdown:
         lines = _box_tables(lines)
-        numbered = _numbered_headings(lines)
+        numbered, title_lines = _numbered_headings(lines)
     blocks: list[Block] = []
     headings: list[tuple[int, str]] = []
     para: list[str] = []
@@ -211,7 +216,8 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
 
     def flush() -> None:
         if para:
-            t = _reflow_lines(para).strip()
+            t = _reflow_lines(para, plain=not markdown).rstrip().lstrip("\n")
+            t = t if re.search(r"\n[ \t]", t) else t.lstrip()  # a preformatted block keeps its first indentation
             if t:
                 blocks.append(Block(text=t, heading_path=tuple(h for _, h in headings)))
             para.clear()
@@ -244,6 +250,8 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
         if i in numbered and not para:
             set_heading(*numbered[i])
             continue
+        if i in title_lines:
+            continue  # "DEFINITIONS" under "ARTICLE I": part of that heading
         if not line.strip():
             flush()
             continue
@@ -307,9 +315,9 @@ def _box_tables(lines: list[str]) -> list[str]:
 
 _WORD_RANK = {"Part": 0, "PART": 0, "Chapter": 1, "CHAPTER": 1, "Appendix": 1, "APPENDIX": 1, "Article": 1,
               "ARTICLE": 1, "Section": 2, "SECTION": 2}
-_NUMBERED = re.compile(r"(?:(?P<word>" + "|".join(_WORD_RANK) + r")\s+(?P<label>\d{1,3}|[A-Z]|[IVXLC]+)"
-                       r"(?P<sub>(?:\.\d{1,3})*)|(?P<num>(?:[1-9]\d?|0|[A-Z])(?:\.(?:0|[1-9]\d{0,2}))+))[.:]?\s+"
-                       r"(?P<title>[^\W\d_].*)")
+_WORD_HEADING = re.compile(r"(?P<word>" + "|".join(_WORD_RANK) + r")\s+(?P<label>\d{1,3}|[A-Z]|[IVXLC]+)"
+                           r"(?P<sub>(?:\.\d{1,3})*)[.:]?(?:\s+(?:[-\u2013\u2014]\s+)?(?P<title>[^\W\d_].*))?")
+_NUM_HEADING = re.compile(r"(?P<num>[1-9]\d?|(?:[1-9]\d?|0|[A-Z])(?:\.(?:0|[1-9]\d{0,2}))+)\.?\s+(?P<title>[^\W\d_].*)")
 
 
 def numbering_follows(a: list[str], b: list[str]) -> bool:
@@ -325,37 +333,58 @@ def numbering_follows(a: list[str], b: list[str]) -> bool:
     return b == ["A"] and a[0].isdigit()
 
 
-def _numbered_headings(lines: list[str]) -> dict[int, tuple[int, str]]:
-    """Plain text's numbered section lines, {line index: (level, title)}: "Chapter 2. System Requirements", "2.5.
-    Memory and Disk Space Requirements", "ARTICLE 3  SUPPLY". Each is short, unindented and stands between blank
-    lines. A line after a word (Part > Chapter, Appendix, Article > Section) is one; dotted numbers ("2.5.") count
-    only where they form a numbering: two or more, most of them following the number before (a lone "1.5 GHz
-    Processor" is text). Levels rank the kinds found: a word's, then dotted numbers by their parts. A numbered step
-    ("1. Insert the disk"), a table of contents (no blank lines between its entries), a contents line ending in its
-    page number, a line of cross-references and a heading run into its text ("4.7 LICENSE. Reseller shall") are
-    text."""
-    found = []  # (line index, rank, number parts, title)
+def _plain_title(title: str) -> bool:
+    """A heading's title, not text: no lower-case start, no sentence inside or at its end, no page number or
+    section number in it."""
+    return not (title[:1].islower() or re.search(r"[.,;:]$|[.;:]\s|\s\d{1,4}$|\d\.\d", title))
+
+
+def _numbered_headings(lines: list[str]) -> tuple[dict[int, tuple[int, str]], set[int]]:
+    """Plain text's numbered section lines: {line index: (level, title)}, and the lines that only carried a title.
+    "Chapter 2. System Requirements", "ARTICLE I" with "DEFINITIONS" on the next line (after a word: Part > Chapter,
+    Appendix, Article > Section; a blank line before, the next line may be text), and, each standing between blank
+    lines, "2.5. Memory and Disk Space Requirements" where dotted numbers form a numbering (two or more, most
+    following the number before: a lone "1.5 GHz Processor" is text) and "1.  Introduction" where a single number
+    leads into that numbering (its "1.1" comes next, or it follows a section: numbered steps "1. Download" stay
+    text). Levels rank the kinds found: a word's, then numbers by their parts. Also text: a table of contents (no
+    blank lines between its entries), a contents line ending in its page number, a line of cross-references and a
+    heading run into its text ("4.7 LICENSE. Reseller shall")."""
+    found, titles = [], {}  # found: (line index, rank, number parts, title, kind: word | dotted | single)
     for i, line in enumerate(lines):
         text = " ".join(line.split())
-        if not text or len(text) > 80 or len(line) - len(line.lstrip()) > 3 or (i and lines[i - 1].strip()) \
-                or (i + 1 < len(lines) and lines[i + 1].strip()):
+        before = i == 0 or not lines[i - 1].strip()
+        after = "" if i + 1 == len(lines) else " ".join(lines[i + 1].split())
+        if not text or len(text) > 80 or len(line) - len(line.lstrip()) > 3 or not before:
             continue
-        m = _NUMBERED.fullmatch(text)
-        title = m.group("title") if m else ""
-        if not m or title[:1].islower() or re.search(r"[.,;:]$|[.;:]\s|\s\d{1,4}$|\d\.\d", title):
-            continue
-        if m.group("word"):
+        m = _WORD_HEADING.fullmatch(text)
+        entry_next = bool(_NUM_HEADING.fullmatch(after) or _WORD_HEADING.fullmatch(after))  # a table of contents
+        if m and (not m.group("title") or _plain_title(m.group("title"))) and not entry_next:
             parts = (m.group("label") + (m.group("sub") or "")).split(".")
-            found.append((i, _WORD_RANK[m.group("word")] + len(parts) - 1, parts, text, True))
-        else:
+            if not m.group("title") and after and len(after) <= 60 and _plain_title(after) \
+                    and (i + 2 == len(lines) or not lines[i + 2].strip()):
+                titles[i + 1] = after
+                text += " " + after
+            found.append((i, _WORD_RANK[m.group("word")] + len(parts) - 1, parts, text, "word"))
+            continue
+        m = _NUM_HEADING.fullmatch(text)
+        if m and not after and _plain_title(m.group("title")):
             parts = m.group("num").split(".")
-            found.append((i, 10 + len(parts), parts, text, False))
-    dotted = sum(1 for f in found if not f[4])
-    following = sum(numbering_follows(a[2], b[2]) for a, b in zip(found, found[1:]))
-    if dotted < 2 or following < (len(found) - 1) / 2:
-        found = [f for f in found if f[4]]
-    levels = {r: n + 1 for n, r in enumerate(sorted({f[1] for f in found}))}
-    return {i: (levels[rank], text) for i, rank, _, text, _ in found}
+            found.append((i, 10 + len(parts), parts, text, "dotted" if len(parts) > 1 else "single"))
+    leads = {n for n, (f, g) in enumerate(zip(found, found[1:]))  # "1." right before its "1.1."
+             if f[4] == "single" and g[4] == "dotted" and g[2] == f[2] + ["1"]}
+    sure = [f for n, f in enumerate(found) if f[4] != "single" or n in leads]
+    following = sum(numbering_follows(a[2], b[2]) for a, b in zip(sure, sure[1:]))
+    numbering = sum(f[4] == "dotted" for f in sure) >= 2 and following >= (len(sure) - 1) / 2
+    kept = []
+    for n, f in enumerate(found):
+        if f[4] == "single":  # a single number leads into the numbering, or goes on from a kept section
+            if not (numbering and (n in leads or (kept and numbering_follows(kept[-1][2], f[2])))):
+                continue
+        elif f[4] == "dotted" and not numbering:
+            continue
+        kept.append(f)
+    levels = {r: n + 1 for n, r in enumerate(sorted({f[1] for f in kept}))}
+    return {i: (levels[rank], text) for i, rank, _, text, _ in kept}, {i + 1 for i, *_ in kept if i + 1 in titles}
 
 
 # ------------------------------------------------------------------------------------------ pdf
