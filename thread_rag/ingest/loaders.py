@@ -169,20 +169,21 @@ def _reflow_lines(lines: list[str], plain: bool = False) -> str:
     around a line laid out with runs of spaces (a diagram, a header block)."""
     if any(_FENCE.match(ln) for ln in lines) or all(ln.startswith(("    ", "\t")) for ln in lines if ln.strip()):
         return "\n".join(lines)
-    out: list[str] = []
-    for ln in lines:
-        laid_out = plain and (out[-1].lstrip().startswith("#") or _LAID_OUT.search(ln) or _LAID_OUT.search(out[-1])) \
-            if out else False
+    out: list[list[str]] = []  # each output line as its parts (joining strings one by one is O(n^2))
+    for k, ln in enumerate(lines):
+        before = lines[k - 1] if k else ""  # the line as written, not the joined one
+        laid_out = plain and (before.lstrip().startswith("#") or bool(_LAID_OUT.search(ln) or _LAID_OUT.search(before)))
         if out and not laid_out and not _KEEP_BREAK.match(ln) and not ln.startswith(("    ", "\t")) \
-                and not out[-1].endswith("  ") and not out[-1].lstrip().startswith("|"):
-            prev = out[-1]
+                and not out[-1][-1].endswith("  ") and not out[-1][0].lstrip().startswith("|"):
+            prev = out[-1][-1]
             if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and ln[:1].islower():
-                out[-1] = prev + ln.strip()  # hyphenated wrap
+                out[-1][-1] = prev + ln.strip()  # hyphenated wrap
             else:
-                out[-1] = prev.rstrip() + " " + ln.strip()
+                out[-1][-1] = prev.rstrip()
+                out[-1].append(ln.strip())
         else:
-            out.append(ln.rstrip())
-    return "\n".join(out)
+            out.append([ln.rstrip()])
+    return "\n".join(" ".join(parts) for parts in out)
 
 
 def _looks_like_text(sample: str) -> bool:
