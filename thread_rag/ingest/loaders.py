@@ -19,8 +19,8 @@ from ..records import Block, LoadedDocument
 
 LOADER_VERSION = 4  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
 #                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words; 4: plain
-#                    text's numbered section lines are headings, box-drawn tables pipe rows, and the chunker keeps a
-#                    block's line breaks in the chunk text)
+#                    text's numbered section lines are headings, box-drawn tables pipe rows, comment and laid-out
+#                    lines keep their breaks, and the chunker keeps a block's line breaks and indentation)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text"}
