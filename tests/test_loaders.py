@@ -421,3 +421,19 @@ def test_a_long_paragraph_is_joined_in_linear_time(tmp_path):
     doc = load_document(write(tmp_path / "long.txt", text))
     assert time.perf_counter() - t < 5.0
     assert len(doc.blocks) == 1 and doc.blocks[0].text.count("word") == 480_000
+
+
+def test_restructuredtext_titles_overlined_and_in_any_adornment(tmp_path):
+    """New-user trial: an overlined title ("====" above and below) came out as the text "=== Sensor Calibration
+    ===", and a "~~~" underline was no heading. In plain text a title's level is its adornment style's order of
+    first appearance (reStructuredText's rule); Markdown keeps "=" for 1 and "-" for 2."""
+    rst = ("==================\nSensor Calibration\n==================\n\nOverview\n========\n\nCalibrate it.\n\n"
+           "Preparing the Bench\n-------------------\n\nLevel surface.\n\nChecking the Result\n~~~~~~~~~~~~~~~~~~~\n\n"
+           "Below 0.05 degrees.\n\nTroubleshooting\n===============\n\nReset it.\n")
+    doc = load_document(write(tmp_path / "guide.rst", rst))
+    paths = {b.text: b.heading_path for b in doc.blocks if not b.is_heading}
+    assert paths == {
+        "Calibrate it.": ("Sensor Calibration", "Overview"),
+        "Level surface.": ("Sensor Calibration", "Overview", "Preparing the Bench"),
+        "Below 0.05 degrees.": ("Sensor Calibration", "Overview", "Preparing the Bench", "Checking the Result"),
+        "Reset it.": ("Sensor Calibration", "Troubleshooting")}, paths

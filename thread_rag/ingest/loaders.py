@@ -86,6 +86,7 @@ def _assign_offsets(blocks: list[Block]) -> None:
 # ----------------------------------------------------------------------------------------- text
 _HEADING_MD = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _SETEXT = re.compile(r"^(=+|-+)\s*$")
+_ADORN = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")  # plain text's (reStructuredText's) title adornments
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -223,6 +224,18 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
                 blocks.append(Block(text=t, heading_path=tuple(h for _, h in headings)))
             para.clear()
 
+    adorned = _SETEXT if markdown else _ADORN  # a title's underline
+    styles: list[tuple[str, bool]] = []  # plain text: adornment styles (character, overlined) in order of appearance
+    skip: set[int] = set()
+
+    def title_level(style: tuple[str, bool]) -> int:
+        """Markdown: "=" 1, "-" 2; plain text (reStructuredText's rule): the style's order of first appearance."""
+        if markdown:
+            return 1 if style[0] == "=" else 2
+        if style not in styles:
+            styles.append(style)
+        return styles.index(style) + 1
+
     def set_heading(level: int, title: str) -> None:
         nonlocal headings
         flush()
@@ -241,12 +254,19 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
         if m and m.group(2):
             set_heading(len(m.group(1)), m.group(2).strip())
             continue
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if line.strip() and _SETEXT.match(nxt) and len(nxt.strip()) >= max(3, len(line.strip()) // 2) \
-                and len(line.strip()) < 120 and not para:
-            set_heading(1 if nxt.strip()[0] == "=" else 2, line.strip())
+        if i in skip:
             continue
-        if _SETEXT.match(line) and blocks and blocks[-1].is_heading and not para:
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if not markdown and not para and _ADORN.match(line) and nxt.strip() and len(nxt.strip()) < 120 \
+                and i + 2 < len(lines) and lines[i + 2].strip()[:1] == line.strip()[0] and _ADORN.match(lines[i + 2]):
+            set_heading(title_level((line.strip()[0], True)), nxt.strip())  # an overlined title
+            skip.update((i + 1, i + 2))
+            continue
+        if line.strip() and adorned.match(nxt) and len(nxt.strip()) >= max(3, len(line.strip()) // 2) \
+                and len(line.strip()) < 120 and not para:
+            set_heading(title_level((nxt.strip()[0], False)), line.strip())
+            continue
+        if adorned.match(line) and blocks and blocks[-1].is_heading and not para:
             continue
         if i in numbered and not para:
             set_heading(*numbered[i])
