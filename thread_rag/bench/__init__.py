@@ -13,17 +13,23 @@ def command_line() -> str:
     return " ".join(env + ["thread-rag", *_sys.argv[1:]])
 
 
+def proc_status_kib(field: str, pid: int | str = "self") -> int:
+    """A memory figure of a process from /proc/PID/status in KiB (``VmHWM``: its peak, ``VmRSS``: now); 0 where
+    /proc cannot tell (no /proc, the process gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next((int(x.split()[1]) for x in fh if x.startswith(field + ":")), 0)
+    except OSError:
+        return 0
+
+
 def peak_rss_kib() -> int:
     """This process's own peak resident memory in KiB: VmHWM, its memory map's high-water mark. ru_maxrss is the
     fallback where there is no /proc (in bytes on macOS): Linux carries it over fork and exec, so a child started
     by a large parent reports the parent's size."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
+    peak = proc_status_kib("VmHWM")
+    if peak:
+        return peak
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

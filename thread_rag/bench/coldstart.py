@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from ..errors import ThreadRagError
-from . import command_line
+from . import command_line, proc_status_kib
 
 QUERY = "how do I pre-heat summaries?"
 GOAL_S = 3.0  # issue 15: a cold search in at most 3 s
@@ -49,15 +49,6 @@ def cli() -> list[str]:
     return [sys.executable, "-m", "thread_rag.cli"]
 
 
-def _vm_hwm_kib(pid: int) -> int:
-    """A running process's peak resident memory in KiB (0 where /proc cannot tell)."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return next((int(x.split()[1]) for x in fh if x.startswith("VmHWM:")), 0)
-    except OSError:
-        return 0
-
-
 def run_process(argv: list[str], env: dict, cwd: Path, timeout: float = 600.0) -> dict:
     """Run one process to its end: wall seconds, exit code, peak RSS in MB (its VmHWM, polled while it runs, the
     last reading before it exits; ``os.wait4``'s where there is no /proc), stdout and stderr."""
@@ -68,7 +59,7 @@ def run_process(argv: list[str], env: dict, cwd: Path, timeout: float = 600.0) -
         own_peak = 0  # the child's own high-water mark (VmHWM), read while it runs: wait4's ru_maxrss carries
         #               this process's peak over fork and exec, so a small child of a large bench looked large
         while True:
-            own_peak = max(own_peak, _vm_hwm_kib(proc.pid))
+            own_peak = max(own_peak, proc_status_kib("VmHWM", proc.pid))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break

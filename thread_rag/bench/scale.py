@@ -17,7 +17,7 @@ from pathlib import Path
 from ..engine import Engine
 from ..ingest import make_chunker, text_for_embedding
 from ..ingest.loaders import parse_text
-from . import peak_rss_kib
+from . import peak_rss_kib, proc_status_kib
 from .metrics import percentile
 from .retrieval import machine, search_settings
 from .scale_corpus import held_out_document, scale_corpus
@@ -26,20 +26,10 @@ CONFIGS = ["stage1_rrf", "stage1_2", "three_stage"]
 STEP = 64  # chunks per embedding call, as indexing does
 
 
-def _proc_kb(field: str) -> int:
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def resources(home: Path) -> dict:
     fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     disk = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
-    return {"rss_mib": round(_proc_kb("VmRSS") / 1024, 1),
+    return {"rss_mib": round(proc_status_kib("VmRSS") / 1024, 1),
             "peak_rss_mib": round(peak_rss_kib() / 1024, 1),
             "open_fds": fds, "disk_bytes": disk}
 

@@ -308,8 +308,8 @@ def _box_tables(lines: list[str]) -> list[str]:
     i = 0
     while i < len(lines):
         run: list[list[str]] = []
-        while i + len(run) < len(lines) and _box_line(lines[i + len(run)]) is not None:
-            run.append(_box_line(lines[i + len(run)]))
+        while i + len(run) < len(lines) and (cells := _box_line(lines[i + len(run)])) is not None:
+            run.append(cells)
         if not any(run):  # no table here (or rules alone: a separator line)
             if not run:
                 out.append(lines[i])
@@ -378,8 +378,8 @@ def _numbered_headings(lines: list[str]) -> tuple[dict[int, tuple[int, str]], se
         if not text or len(text) > 80 or len(line) - len(line.lstrip()) > 3 or not before:
             continue
         m = _WORD_HEADING.fullmatch(text)
-        entry_next = bool(_NUM_HEADING.fullmatch(after) or _WORD_HEADING.fullmatch(after))  # a table of contents
-        if m and (not m.group("title") or _plain_title(m.group("title"))) and not entry_next:
+        if m and (not m.group("title") or _plain_title(m.group("title"))) \
+                and not (_NUM_HEADING.fullmatch(after) or _WORD_HEADING.fullmatch(after)):  # not a contents entry
             parts = (m.group("label") + (m.group("sub") or "")).split(".")
             if not m.group("title") and after and len(after) <= 60 and _plain_title(after) \
                     and (i + 2 == len(lines) or not lines[i + 2].strip()):
