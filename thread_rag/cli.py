@@ -83,14 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("preheat", "summarise every chunk now so windows are instant later")
     p.add_argument("doc_id", nargs="?")
     p = cmd("chat", "interactive chat (same as python runner.py)")
-    p = cmd("ask", "answer one question")
+    p = cmd("ask", "answer one question: the manual's own lines first, then the model's checked explanation")
     p.add_argument("question")
+    p.add_argument("--quote", action="store_true", help="the quoted lines only, no LLM call (ANSWER_MODE = quote)")
+    p.add_argument("--doc", dest="doc_id", help="only this document, e.g. DOC1")
     p = cmd("script", "run a JSONL file of tool calls and questions")
     p.add_argument("file", help="the JSONL file, or - to read standard input")
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",
-                                      "coldstart", "scale", "reading", "band"])
+                                      "coldstart", "scale", "reading", "band", "grounding"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "
@@ -281,22 +283,7 @@ def _dispatch(args) -> int:
                 print(line, file=sys.stderr)
         return 1 if res["failed"] else 0
     if args.cmd == "ask":
-        from .agent.loop import Agent
-
-        if not engine.documents():  # the agent says so too, but with the chat's /index, not this door's command
-            raise ThreadRagError(no_documents(engine, args))
-        ans = Agent(engine).ask(args.question)
-        if args.json:
-            _print_json(ans)
-        else:
-            from .render import answer_notes, sources_line
-
-            out.print(styled(ans.answer))
-            for note in answer_notes(ans, engine.settings):
-                out.print(styled((note, "dim")))
-            if ans.citations and not ans.refused:
-                out.print(styled(f"sources: {sources_line(ans)}"))
-        return 0
+        return _cmd_ask(engine, args, out)
     if args.cmd == "script":
         from .agent.script import run_script
 
@@ -311,6 +298,55 @@ def _dispatch(args) -> int:
             out.print(styled(f"{counted(stats['documents'], 'document')}, {counted(stats['chunks'], 'chunk')}, data dir {stats['home']}{where}"))
         return 0
     raise ThreadRagError(f"unknown command {args.cmd}")
+
+
+def _cmd_ask(engine, args, out) -> int:
+    """The quote as soon as it is chosen (before the model loads), then the explanation as it streams, checked."""
+    from .agent.loop import Agent
+    from .render import answer_notes, marked, quote_lines, sources_line, styled
+
+    if not engine.documents():  # the agent says so too, but with the chat's /index, not this door's command
+        raise ThreadRagError(no_documents(engine, args))
+    if args.quote:
+        engine.settings = engine.settings.replace(ANSWER_MODE="quote")
+
+    def event(kind: str, data: dict) -> None:
+        if kind in ("quote", "related") and not args.json:
+            for line in quote_lines(data["lines"], related=kind == "related"):
+                out.print(line)
+            if data.get("note"):
+                out.print(styled((f"({data['note']})", "dim")))
+        elif kind == "answer_start" and not args.json:
+            out.print(styled(("explanation:", "bold")))
+
+    streamed = []
+
+    def token(text: str) -> None:
+        streamed.append(text)
+        out.print(marked(text), end="")
+
+    ans = Agent(engine, on_event=event).ask(args.question, on_token=None if args.json else token,
+                                            doc_id=args.doc_id)
+    if args.json:
+        d = _answer_json(ans)
+        print(json.dumps(d, ensure_ascii=False, indent=1))
+        return 0
+    if streamed and not "".join(streamed).endswith("\n"):
+        out.print()
+    for note in answer_notes(ans, engine.settings):
+        out.print(styled((note, "dim")))
+    if ans.citations and not ans.refused:
+        out.print(styled(f"sources: {sources_line(ans)}"))
+    return 0
+
+
+def _answer_json(ans) -> dict:
+    """An answer for ``--json``: the quote first (its own field and time), then the rest."""
+    from .records import to_dict
+
+    d = to_dict(ans)
+    first = {k: d.pop(k) for k in ("question", "quote", "quote_best", "related") if k in d}
+    return {**first, **d}
 
 
 def _cmd_compare(engine, args, out) -> int:

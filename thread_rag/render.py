@@ -140,12 +140,51 @@ def answer_notes(ans, settings) -> list[str]:
     if settings.weak_match(match) and not ans.refused:
         notes.append(f"(the documents match this question weakly: the cross-encoder gives its best source {match:.3f}, "
                      f"under MATCH_MIN = {settings.MATCH_MIN:g}; they may not answer it)")
+    missing = [w for x in getattr(ans, "unsupported", None) or [] for w in x.get("missing") or [x.get("text")]]
+    if missing and not ans.refused:
+        notes.append("(not in the sources: " + ", ".join(f"`{w}`" for w in dict.fromkeys(missing)) +
+                     "; marked [?]: check them before you use them)")
+    dropped = getattr(ans, "dropped", None)
+    if dropped and not ans.refused:
+        notes.append(f"(left out: {counted(len(dropped), 'sentence')} with a command, path or option not in the sources: "
+                     + ", ".join(f"`{w}`" for d in dropped for w in d.get("missing", [])) + ")")
     unmentioned = getattr(ans, "unmentioned", None)
     if unmentioned and not ans.refused:
         notes.append(f"(the documents never use the word{'' if len(unmentioned) == 1 else 's'} "
                      f"{', '.join(repr(t) for t in unmentioned)}: what the answer says about "
                      f"{'it' if len(unmentioned) == 1 else 'them'} may not come from them)")
     return notes
+
+
+def quote_lines(lines: list, related: bool = False) -> list[Text]:
+    """The quote as a person reads it: a title, then each source's lines under ``[n] DOC1_099 name p.28``, verbatim
+    (prose on one line, code, steps and table rows as their lines), indented. ``related``: the nearest lines of a
+    question the documents do not answer."""
+    if not lines:
+        return []
+    out = [styled(("related passages, not an answer:" if related else "from the manual (quoted):", "bold"))]
+    where = None
+    for x in lines:
+        here = (x.source, x.chunk_id)
+        if here != where:
+            out.append(styled((f"[{x.source}] ", "bold"), (f"{x.chunk_id} {shown(x.doc_name)} {x.pages}".strip(), "dim")))
+            where = here
+        for line in x.shown().splitlines():
+            out.append(styled(("    " + line, "dim" if related else "")))
+    return out
+
+
+def marked(text: str) -> Text:
+    """Explanation text with its ``[?]`` marks (spans the sources do not hold) in red."""
+    from .agent.check import CheckedStream
+
+    mark = CheckedStream.MARK
+    parts = []
+    for i, piece in enumerate(text.split(mark)):
+        if i:
+            parts.append((mark, "bold red"))
+        parts.append(piece)
+    return styled(*parts)
 
 
 def sources_line(ans) -> str:

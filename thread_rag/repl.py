@@ -17,8 +17,8 @@ from rich.console import Console
 from . import tools
 from .errors import ThreadRagError, counted, one_line, shown
 from .records import PAGES_EXPECTED, page_range
-from .render import (answer_notes, index_line, make_console, preheat_notes, progress_bar, render_nested, render_search,
-                     render_windows, sources_line, styled)
+from .render import (answer_notes, index_line, make_console, marked, preheat_notes, progress_bar, quote_lines,
+                     render_nested, render_search, render_windows, sources_line, styled)
 
 COMMANDS = {
     "/docs": "list indexed documents",
@@ -115,7 +115,7 @@ class Repl:
         if self._agent is None:
             from .agent.loop import Agent
 
-            self._agent = Agent(self.engine, on_event=self._event)
+            self._agent = Agent(self.engine, on_event=self._event, before_model=self.wait_for_model)
         return self._agent
 
     def _event(self, kind: str, data: dict) -> None:
@@ -132,6 +132,13 @@ class Repl:
             mark = ("→", "green") if data.get("ok") else ("✗", "red")
             c.print(styled((f"  {data.get('tool')} {arg!r:.60} " if arg else f"  {data.get('tool')} ", "dim"), mark,
                            (f" {res_s or data.get('error') or ''}", "dim")))
+        elif kind in ("quote", "related"):
+            for line in quote_lines(data["lines"], related=kind == "related"):
+                c.print(line)
+            if data.get("note"):
+                c.print(styled((f"  ({data['note']})", "dim yellow")))
+        elif kind == "answer_start":
+            c.print(styled(("explanation:", "bold")))
         elif kind == "routing_error":
             c.print(styled((f"  model reply not usable as a tool call ({data['error'][:60]})", "dim yellow")))
 
@@ -311,8 +318,7 @@ class Repl:
 
     def answer(self, question: str) -> None:
         c = self.console
-        self.wait_for_model()
-        ans = self.agent.ask(question, on_token=lambda t: c.out(t, end="", highlight=False))
+        ans = self.agent.ask(question, on_token=lambda t: c.print(marked(t), end=""))
         c.out("")
         if ans.interrupted:
             c.print(styled(("(stopped)", "yellow")))

@@ -44,6 +44,7 @@ READERS = ("walk", "windows", "topk", "sentence_window", "parent_doc", "nested")
 
 RERANK_CONTEXTS = ("text", "clean", "heading", "title")  # what stage 3 reads of a chunk (RERANK_CONTEXT)
 WEAK_MATCHES = ("note", "refuse")  # what the fast path does under MATCH_MIN (WEAK_MATCH)
+ANSWER_MODES = ("explain", "quote")  # the quote then the model's checked explanation, or the quote alone
 
 
 def ollama_url(host: str) -> str:
@@ -190,6 +191,18 @@ class Settings:
                                             # do not answer (the 1.5B model then refused every weak match, answerable
                                             # or not: `thread-rag bench band`, BENCHMARKS.md)
     MAX_ANSWER_TOKENS: int = 400
+    ANSWER_MODE: str = "explain"            # explain: the quote, then the model's checked explanation | quote: the
+                                            # quote alone (no LLM call)
+    EXPLAIN_FROM: str = "quote"             # what the explanation reads: the quote's lines (quote) or every source
+                                            # the walk read (sources)
+    UNSUPPORTED: str = "mark"               # a span of the explanation the sources do not hold: marked [?] and listed
+                                            # (mark) | its sentence left out when it is a command, flag, path, URL,
+                                            # file name or setting (drop)
+    QUOTE_WORDS: int = 120                  # a quote's word budget (its best line and what that needs always stay)
+    QUOTE_MARGIN: float = 3.0               # lines within this cross-encoder logit of the best one are quoted too
+    QUOTE_MIN: float = -100.0               # no line scores this (cross-encoder logit): the documents do not answer;
+                                            # the nearest lines are shown as related, no LLM call
+    QUOTE_TOKENS: int = 128                 # (question, line) pairs read by the cross-encoder truncated to this
     HYDE: bool = False
     LOST_IN_MIDDLE: bool = False
     CONDENSE_FOLLOWUPS: bool = True         # rewrite a follow-up (refers back, or <= 3 words) as a standalone question: one call
@@ -250,6 +263,12 @@ class Settings:
         need(-1 <= self.RELEVANCE_MIN < 1, "RELEVANCE_MIN", "must be between -1 and 1")
         need(0 <= self.MATCH_MIN <= 1, "MATCH_MIN", "must be between 0 and 1 (a cross-encoder probability)")
         need(self.WEAK_MATCH in WEAK_MATCHES, "WEAK_MATCH", f"use {', '.join(WEAK_MATCHES)}")
+        need(self.ANSWER_MODE in ANSWER_MODES, "ANSWER_MODE", f"use {', '.join(ANSWER_MODES)}")
+        need(self.EXPLAIN_FROM in ("quote", "sources"), "EXPLAIN_FROM", "use quote or sources")
+        need(self.UNSUPPORTED in ("mark", "drop"), "UNSUPPORTED", "use mark or drop")
+        need(self.QUOTE_WORDS > 0, "QUOTE_WORDS", "must be > 0")
+        need(self.QUOTE_MARGIN >= 0, "QUOTE_MARGIN", "must be >= 0")
+        need(16 <= self.QUOTE_TOKENS <= 512, "QUOTE_TOKENS", "must be between 16 and 512")
         need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")
         need(self.SUMMARY_BACKEND in ("extractive", "llm", "ollama"), "SUMMARY_BACKEND",
              "use extractive, llm or ollama")

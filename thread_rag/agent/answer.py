@@ -36,6 +36,18 @@ ANSWER_PROMPT = """Answer the question from the numbered sources below.
 
 Question: {question}"""
 
+EXPLAIN_PROMPT = """The numbered quotes below are the manual's own words; the user has them on screen already. Answer the \
+question from them.
+- Use only what the quotes say. Copy every command, path, option and value exactly as quoted; never add a step, a \
+command or a value the quotes do not hold.
+- After each fact, cite its quote number in square brackets, e.g. [1] or [2].
+- Be concise; start directly with the answer.
+
+{sources}
+
+Question: {question}"""
+PROMPTS = {"sources": ANSWER_PROMPT, "quote": EXPLAIN_PROMPT}  # EXPLAIN_FROM: what the model reads
+
 NOT_IN_DOCS = "NOT IN DOCUMENTS"
 MAY_REFUSE = f"\n\nIf the sources do not answer the question, reply only: {NOT_IN_DOCS}"
 
@@ -111,14 +123,33 @@ def render_sources(sources: list[Source]) -> str:
     return "\n\n".join(s.render() for s in sources)
 
 
-def answer_messages(question: str, sources: list[Source], may_refuse: bool = False) -> list:
-    """The answer prompt; ``may_refuse`` (a weak match with ``WEAK_MATCH = "refuse"``) ends it with leave to reply
-    ``NOT_IN_DOCS`` (after the question, so llama.cpp's evaluated head is the same)."""
-    text = ANSWER_PROMPT.format(sources=render_sources(sources), question=question)
+def answer_messages(question: str, sources: list[Source], may_refuse: bool = False, reads: str = "sources") -> list:
+    """The answer prompt (``reads``: ``sources``, the walked sources; ``quote``, the quote's lines as numbered
+    sources); ``may_refuse`` (a weak match with ``WEAK_MATCH = "refuse"``) ends it with leave to reply ``NOT_IN_DOCS``
+    (after the question, so llama.cpp's evaluated head is the same)."""
+    text = PROMPTS[reads].format(sources=render_sources(sources), question=question)
     return [HumanMessage(text + (MAY_REFUSE if may_refuse else ""))]
 
 
-def warm_prefix(model) -> int:
+def quote_sources(quote_lines: list, sources: list[Source], count: Callable[[str], int]) -> list[Source]:
+    """The quote as the model reads it: per source number, the quoted lines of that source (in document order, one
+    per line, "..." where lines were skipped), with the chunk ids and pages of those lines only."""
+    by_n = {s.n: s for s in sources}
+    out = []
+    for n in dict.fromkeys(x.source for x in quote_lines):
+        src, lines = by_n[n], [x for x in quote_lines if x.source == n]
+        chunk_ids = list(dict.fromkeys(x.chunk_id for x in lines))
+        texts = ["\n".join(x.shown() for x in lines if x.chunk_id == c) for c in chunk_ids]
+        pages = [next(x.pages for x in lines if x.chunk_id == c) for c in chunk_ids]
+        label = pages[0] if len(set(pages)) == 1 else src.pages
+        q = Source(chunk_ids=chunk_ids, doc_id=src.doc_id, doc_name=src.doc_name, pages=label, heading=src.heading,
+                   text="\n".join(x.shown() for x in lines), n=n, role=src.role, chunk_pages=pages, chunk_texts=texts)
+        q.tokens = count(q.render())
+        out.append(q)
+    return out
+
+
+def warm_prefix(model, reads: str = "sources") -> int:
     """Evaluate the answer prompt's fixed head (chat template + instructions) in llama.cpp's context, so the next
     answer call evaluates only its sources and question (llama.cpp reuses the longest evaluated prefix). The REPL
     calls this right after loading the model; every later question reuses the head anyway. Returns the prompt
@@ -127,7 +158,7 @@ def warm_prefix(model) -> int:
 
     if not isinstance(model, EmbeddedChatModel):
         return 0
-    head = ANSWER_PROMPT.split("{sources}")[0]
+    head = PROMPTS[reads].split("{sources}")[0]
     r = model.invoke([HumanMessage(head)], **limit(model, 1))
     return int((r.usage_metadata or {}).get("input_tokens", 0))
 

@@ -25,7 +25,7 @@ from typing import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ..errors import ChunkIdError, ThreadRagError
+from ..errors import ChunkIdError, ModelUnavailableError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
 from ..records import Thread, distinct_names, to_dict
@@ -34,7 +34,10 @@ from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_sources, cited_text, decide_messages,
-                     holding_chunks, parse_json_lenient, said_not_in_docs, sentences, stream_answer, written_citations)
+                     holding_chunks, parse_json_lenient, quote_sources, said_not_in_docs, sentences, stream_answer,
+                     written_citations)
+from .check import CheckedStream, SourceText, citations_hold, unsupported
+from .quote import Quote, QuoteSettings, choose, quote_lines, score_units
 from .intent import recognise
 from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
@@ -148,6 +151,13 @@ class Answer:
     match: float | None = None  # fast path: the entry chunks' best cross-encoder probability (None without stage 3)
     unmentioned: list = field(default_factory=list)  # fast path: the question's rare words no indexed chunk holds
     sources: list = field(default_factory=list)  # the numbered sources the model read (fast path)
+    quote: list = field(default_factory=list)    # the quote: the lines of the sources that answer (QuoteLine dicts)
+    quote_best: float | None = None              # the best line's cross-encoder logit (the evidence floor's score)
+    related: bool = False                        # refused because no line answers: the quote shows related lines
+    checked: int = 0                             # spans of the explanation looked up in the sources
+    unsupported: list = field(default_factory=list)  # ... of those, the ones the sources do not hold
+    dropped: list = field(default_factory=list)  # sentences left out for them (UNSUPPORTED = "drop")
+    citations_held: dict = field(default_factory=dict)  # sentences citing [n] with spans, and those [n] holds
     llm_calls: int = 0
     mode: str = "fast"
 
@@ -211,19 +221,29 @@ class Agent:
     ROUTED_TOOLS = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
                     "index_new_document", "pre_heat_summaries", "compare_documents"]
 
-    def __init__(self, engine, chat_model=None, on_event: Callable[[str, dict], None] | None = None):
+    def __init__(self, engine, chat_model=None, on_event: Callable[[str, dict], None] | None = None,
+                 before_model: Callable[[], None] | None = None):
         self.engine = engine
         self.settings = engine.settings
         self._model = chat_model  # the engine's is reached for at the first call (a bad question is named first)
+        self.before_model = before_model  # called before the model is used (the chat: wait for its background load)
         self.tools = make_tools(engine)
         self.history: list[tuple[str, str]] = []  # (question, answer)
         self.on_event = on_event or (lambda kind, data: None)
 
     @property
-    def model(self):
+    def chat(self):
+        """The chat model object, its weights not needed (describing it, counting tokens)."""
         if self._model is None:
             self._model = self.engine.chat_model
         return self._model
+
+    @property
+    def model(self):
+        """The chat model, to be called: after ``before_model`` (the chat's background load)."""
+        if self.before_model is not None:
+            self.before_model()
+        return self.chat
 
     @model.setter
     def model(self, model) -> None:
@@ -233,7 +253,7 @@ class Agent:
     def backend(self) -> str:
         from ..llm.backends import describe
 
-        return describe(self.model)
+        return describe(self.chat)
 
     def clear(self) -> None:
         self.history.clear()
@@ -330,28 +350,80 @@ class Agent:
             sources = self._decide(standalone, sources, hits, qvec, reader, doc_id, trace)
         if not sources:
             return self._refusal(base, on_token, t0, calls)
-        may_refuse = s.weak_match(match) and s.WEAK_MATCH == "refuse"
-        msgs = answer_messages(standalone, sources, may_refuse=may_refuse)
-        self.on_event("answer_start", {})
-        t_ans = time.perf_counter()
-        text, t_first, interrupted, cut = self._stream(msgs, on_token, may_refuse)
-        calls += 1
-        if (not text.strip() or (may_refuse and said_not_in_docs(text))) and not interrupted:
-            return self._refusal(base, on_token, t0, calls)
-        citations, invalid, more = self._cite_sources(text, sources, msgs, interrupted)
         base["unmentioned"] = unmentioned_terms(self.engine, standalone)
-        total = time.perf_counter() - t0
+        quote = self._quote(standalone, sources, base, t0)
+        if quote.best is not None and quote.best < s.QUOTE_MIN:  # no line of what was read answers the question
+            return self._related(base, quote, on_token, t0)
+        self.on_event("quote", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": quote.note})
+        if s.ANSWER_MODE == "quote":
+            return self._answer(base, quote.text(), sources, t0, calls, timings={"first_token_s": None})
+        return self._explain(standalone, sources, quote, match, base, on_token, t0, t_read)
+
+    def _explain(self, question: str, sources: list, quote, match, base: dict, on_token, t0: float,
+                 t_read: float) -> Answer:
+        """The model's explanation after the quote, one streamed call, checked span by span against the sources read
+        (``check.CheckedStream``): what it adds that they do not hold is marked, or left out (``UNSUPPORTED``)."""
+        s = self.settings
+        may_refuse = s.weak_match(match) and s.WEAK_MATCH == "refuse"
+        reads = s.EXPLAIN_FROM if quote.lines else "sources"
+        read = quote_sources(quote.lines, sources, self._count) if reads == "quote" else sources
+        msgs = answer_messages(question, read, may_refuse=may_refuse, reads=reads)
+        self.on_event("answer_start", {})
+        checker = CheckedStream(SourceText([x.text for x in sources]), emit=on_token, strict=s.UNSUPPORTED == "drop")
+        t_ans = time.perf_counter()
+        raw, t_first, interrupted, cut = self._stream(msgs, checker.feed, may_refuse)
+        if (not raw.strip() or (may_refuse and said_not_in_docs(raw))) and not interrupted:
+            return self._refusal(base, on_token, t0, 1)
+        text = checker.close().text
+        citations, invalid, more = self._cite_sources(text, read, msgs, interrupted)
+        base.update(checked=len(checker.checked),
+                    unsupported=[to_dict(x) for x in unsupported(checker.checked)], dropped=checker.dropped,
+                    citations_held=citations_hold(text, {x.n: x.text for x in sources}))
         first = (t_ans - t0 + t_first) if t_first is not None else None
-        return Answer(answer=text.strip(), refused=False, citations=citations, invalid_citations=invalid,
-                      sources=[to_dict(x) for x in sources], interrupted=interrupted, cut=cut, llm_calls=calls + more,
-                      timings={"first_token_s": round(first, 3) if first else None, "total_s": round(total, 3),
-                               "read_s": round(t_ans - t_read, 3)},
-                      tokens={"in": self._prompt_tokens(msgs), "out": self._count(text),
-                              "sources": sum(x.tokens for x in sources)}, **base)
+        return self._answer(base, text, sources, t0, 1 + more, citations=citations, invalid=invalid,
+                            interrupted=interrupted, cut=cut,
+                            timings={"first_token_s": round(first, 3) if first else None,
+                                     "read_s": round(t_ans - t_read, 3)},
+                            tokens={"in": self._prompt_tokens(msgs), "out": self._count(raw),
+                                    "sources": sum(x.tokens for x in read)})
+
+    def _answer(self, base: dict, text: str, sources: list, t0: float, calls: int, citations=(), invalid=(),
+                interrupted: bool = False, cut: bool = False, timings: dict | None = None,
+                tokens: dict | None = None) -> Answer:
+        return Answer(answer=text.strip(), refused=False, citations=list(citations), invalid_citations=list(invalid),
+                      sources=[to_dict(x) for x in sources], interrupted=interrupted, cut=cut, llm_calls=calls,
+                      timings={**(timings or {}), **base.pop("timings"), "total_s": round(time.perf_counter() - t0, 3)},
+                      tokens=tokens or {}, **base)
+
+    def _quote(self, question: str, sources: list, base: dict, t0: float):
+        """The quote (``agent/quote.py``): the lines of what was read that answer the question, shown at once
+        (the ``quote`` event), before any LLM call."""
+        s = self.settings
+        t = time.perf_counter()
+        try:
+            ce = self.engine.retriever.cross_encoder
+            scored = score_units(question, sources, lambda q, ps: ce.logits(q, ps, s.QUOTE_TOKENS))
+            quote = Quote(quote_lines(choose(scored, QuoteSettings(margin=s.QUOTE_MARGIN, words=s.QUOTE_WORDS)), sources),
+                          best=max((u.score for u in scored), default=None), units=len(scored))
+        except ModelUnavailableError as exc:  # no cross-encoder: no quote, the explanation reads the sources
+            quote = Quote(note=f"no quote: {exc}")
+        quote.seconds = round(time.perf_counter() - t, 3)
+        base.update(quote=[to_dict(x) for x in quote.lines], quote_best=None if quote.best is None else round(quote.best, 3),
+                    timings={"quote_s": round(time.perf_counter() - t0, 3)})
+        return quote
+
+    def _related(self, base: dict, quote, on_token, t0: float) -> Answer:
+        """No line of what was read answers the question (its best cross-encoder logit under ``QUOTE_MIN``): the
+        refusal, with the nearest lines shown as related (the ``related`` event), and no LLM call."""
+        ans = self._refusal(base, on_token and (lambda text: on_token(text + "\n")), t0, 0)
+        ans.related = True
+        self.on_event("related", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": ""})
+        return ans
 
     def _stream(self, msgs: list, on_token, may_refuse: bool):
-        """The streamed answer; where the model may reply the refusal marker, it is held back until the text
-        cannot be the marker any more (a refusal shows as ``REFUSAL``, never as the marker)."""
+        """The streamed answer (each piece to ``on_token``); where the model may reply the refusal marker, it is
+        held back until the text cannot be the marker any more (a refusal shows as ``REFUSAL``, never as the
+        marker)."""
         if not may_refuse:
             return stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, on_token)
         hold = _HoldBack(on_token)
@@ -510,12 +582,13 @@ class Agent:
         if on_token:
             on_token(REFUSAL)
         return Answer(answer=REFUSAL, refused=True, citations=[], invalid_citations=[], llm_calls=calls,
-                      timings={"first_token_s": None, "total_s": round(time.perf_counter() - t0, 3)}, **base)
+                      timings={**base.pop("timings", {}), "first_token_s": None,
+                               "total_s": round(time.perf_counter() - t0, 3)}, **base)
 
     def _count(self, text: str) -> int:
         """LLM tokens of ``text`` (the model's own tokenizer where it has one, else ~1.3 per word)."""
-        if isinstance(self.model, EmbeddedChatModel):
-            return self.model.count_tokens(text)
+        if isinstance(self.chat, EmbeddedChatModel):
+            return self.chat.count_tokens(text)
         return int(len(text.split()) * 1.3) + 1
 
     def _prompt_tokens(self, msgs: list) -> int:

@@ -122,6 +122,11 @@ def run_bench(args) -> int:
 
         print(json.dumps(run_contextual_bench(settings, args), indent=1))
         return 0
+    if args.kind == "grounding":
+        from .grounding import run_grounding_bench
+
+        print(json.dumps(run_grounding_bench(settings, args), indent=1, ensure_ascii=False))
+        return 0
     if args.kind == "answers":
         from .answers import run_answers_bench
         from .report import answers_table

@@ -28,6 +28,7 @@ from ..agent.loop import best_match
 from ..agent.reading import best_similarity
 
 GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
+QUOTE_GRID = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.5, -3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 1.0, 2.0]  # QUOTE_MIN
 RERANK_GRID = [0.0, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2]  # cross-encoder probabilities
 
 
@@ -41,6 +42,28 @@ def _scores(engine, questions: list[str], k: int = 3) -> tuple[list[float], list
         cos.append(best_similarity(engine.retriever.index, qvec, [h.chunk_id for h in hits[:k]]))
         rerank.append(best_match(hits[:k]))
     return cos, rerank
+
+
+def quote_scores(engine, questions: list[str]) -> list[float | None]:
+    """Per question: the best line's cross-encoder logit of the quote the answer path makes from what it read (None
+    when the cosine floor refuses first), with the evidence floor itself off."""
+    from ..agent.loop import Agent
+
+    agent = Agent(engine)
+    agent.settings = engine.settings.replace(ANSWER_MODE="quote", QUOTE_MIN=-100.0, INTENTS=False,
+                                             CONDENSE_FOLLOWUPS=False)
+    out = []
+    for q in questions:
+        agent.clear()
+        out.append(agent.ask(q, reader="walk").quote_best)
+    return out
+
+
+def quote_floor_grid(scores: dict, grid: list[float] = QUOTE_GRID) -> list[dict]:
+    """Per evidence floor (``QUOTE_MIN``): the share of each group's questions refused, by the cosine floor (a score of
+    None) or by a best line under it."""
+    return [{"quote_min": t, **{f"{g}_refused": round(float(np.mean([b is None or b < t for b in v])), 4) if v else None
+                                for g, v in scores.items()}} for t in grid]
 
 
 def rerank_floor_grid(both: dict, floor: float, grid: list[float] = RERANK_GRID) -> list[dict]:
@@ -122,9 +145,11 @@ def run_refusal_bench(settings, args) -> dict:
                      if near else None,
                      "off_domain_refused": round(float(np.mean([s < t for s in scores["off_domain"]])), 4)})
     rerank_rows = rerank_floor_grid(both, settings.RELEVANCE_MIN)
+    quotes = {g: quote_scores(engine, qs) for g, qs in groups.items()}
     band = band_answers(engine, groups, both) if "band" in (args.configs or "").split(",") else None
     return {"dataset": ds.name, "off_domain_from": other.name, "questions": {g: len(v) for g, v in groups.items()},
-            "rerank_grid": rerank_rows, **({"band": band, "MATCH_MIN": settings.MATCH_MIN} if band else {}), "rerank_scores": {g: v[1] for g, v in both.items()},
+            "rerank_grid": rerank_rows, "quote_scores": quotes, "quote_grid": quote_floor_grid(quotes),
+            "current_QUOTE_MIN": settings.QUOTE_MIN, **({"band": band, "MATCH_MIN": settings.MATCH_MIN} if band else {}), "rerank_scores": {g: v[1] for g, v in both.items()},
             "cosine_scores": {g: [round(float(c), 6) for c in v[0]] for g, v in both.items()},
             "current_RELEVANCE_MIN": settings.RELEVANCE_MIN, "path": "search k=3, best entry-chunk cosine",
             "split": split, "qids": sorted({q.qid for q in ds.queries} | {q.qid for q in near_q} |

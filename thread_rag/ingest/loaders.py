@@ -17,10 +17,11 @@ from pathlib import Path
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
 
-LOADER_VERSION = 4  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
+LOADER_VERSION = 5  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
 #                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words; 4: plain
 #                    text's numbered section lines are headings, box-drawn tables pipe rows, comment and laid-out
-#                    lines keep their breaks, and the chunker keeps a block's line breaks and indentation)
+#                    lines keep their breaks, and the chunker keeps a block's line breaks and indentation; 5: a PDF's
+#                    lines in a monospaced font and its captioned tables' rows are lines of their own)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text"}
@@ -465,14 +466,16 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
     except (PdfReadError, FileNotDecryptedError) as exc:
         raise IngestError(p, f"corrupt PDF ({str(exc)[:120]})") from None
     page_lines: list[list[str]] = []
+    code_lines: list[set[int]] = []   # per page: indexes of lines set in a monospaced font (commands, code)
     failed: list[int] = []
     for number, page in enumerate(reader.pages, start=1):
         try:
-            txt = page.extract_text() or ""
+            lines, code = _page_lines(page)
         except Exception:  # noqa: BLE001 - one bad page does not sink the document, but is reported
-            txt = ""
+            lines, code = [], set()
             failed.append(number)
-        page_lines.append([ln.rstrip() for ln in txt.replace("\r", "\n").split("\n")])
+        page_lines.append(lines)
+        code_lines.append(code)
     # running headers/footers: a normalised line seen at the top/bottom of many pages
     edge = Counter()
     for lines in page_lines:
@@ -507,18 +510,29 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
         cand = [ln for ln in lines if ln.strip()]
         edges = set(cand[:2] + cand[-2:])
         para: list[str] = []
+        kept: list[str] = []  # consecutive code lines or table rows: one block that keeps its lines
         max_len = max((len(ln) for ln in lines), default=0)
 
         def flush() -> None:
             if para:
                 blocks.append(Block(text=_reflow(para), page=pg + 1, heading_path=tuple(t for _, t in path)))
                 para.clear()
+            if kept:
+                blocks.append(Block(text="\n".join(kept), page=pg + 1, heading_path=tuple(t for _, t in path)))
+                kept.clear()
 
-        for ln in lines:
+        for li, ln in enumerate(lines):
             s = ln.strip()
             if not s:
                 flush()
                 continue
+            if li in code_lines[pg] or _PIPE_ROW.match(s):  # a command or a table row: a line of its own
+                if para:
+                    flush()
+                kept.append(s)
+                continue
+            if kept:
+                flush()
             if ln in edges and (_norm_line(ln) in running or (
                     _mostly_upper(ln) and _header_key(ln) in running_prefix)):
                 continue
@@ -545,6 +559,61 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
 
 
 _TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
+_PIPE_ROW = re.compile(r"^\|.*\|$")
+_CAPTION = re.compile(r"^\s*Table\s+[A-Z]?\d+(?:[.-]\d+)*\b")
+_MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)
+_COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
+
+
+def _page_lines(page) -> tuple[list[str], set[int]]:
+    """A page's text lines (pypdf's default extraction), the indexes of those set in a monospaced font (a command
+    or code: kept as its own line, never run into the paragraph around it), and, on a page with a table caption
+    ("Table 3.2 ..."), the table's rows as ``| cell | cell |`` lines (read from pypdf's layout mode, where columns
+    stand apart; that mode costs ~2x, so only such pages pay it)."""
+    pieces: list[tuple[str, bool]] = []
+
+    def visit(text, cm, tm, font, size) -> None:
+        name = str((font or {}).get("/BaseFont", "")) if hasattr(font, "get") else ""
+        pieces.append((text, bool(_MONO.search(name))))
+
+    txt = page.extract_text(visitor_text=visit) or ""
+    joined = "".join(t for t, _ in pieces)
+    mono = [m for t, m in pieces for _ in t] if joined == txt else []  # the visitor's pieces make up the text
+    lines, code, at = [], set(), 0
+    for i, ln in enumerate(txt.split("\n")):
+        flags = mono[at:at + len(ln)] if mono else []
+        inked = [f for ch, f in zip(ln, flags) if not ch.isspace()]
+        if len(inked) >= 2 and sum(inked) >= 0.9 * len(inked):
+            code.add(i)
+        lines.append(ln.replace("\r", "").rstrip())
+        at += len(ln) + 1
+    if any(_CAPTION.match(ln) for ln in lines):
+        lines = _pdf_table_rows(page, lines)
+    return lines, code
+
+
+def _pdf_table_rows(page, lines: list[str]) -> list[str]:
+    """``lines`` with the rows of each captioned table as pipe rows: the layout-mode lines after a caption that
+    stand in columns (two or more gaps of 3+ spaces), matched to the default lines they are the same words as."""
+    try:
+        layout = page.extract_text(extraction_mode="layout") or ""
+    except Exception:  # noqa: BLE001 - the plain lines stand
+        return lines
+    rows: dict[str, str] = {}
+    in_table = False
+    for ln in layout.split("\n"):
+        s = ln.strip()
+        if _CAPTION.match(s):
+            in_table = True
+            continue
+        if not in_table or not s:
+            continue
+        cells = [c.strip() for c in re.split(r"\s{3,}", s) if c.strip()]
+        if len(cells) >= 3 or (len(cells) == 2 and rows):
+            rows[" ".join(s.split())] = "| " + " | ".join(cells) + " |"
+        elif rows:
+            in_table = False
+    return [rows.get(" ".join(ln.split()), ln) for ln in lines]
 
 
 def _header_key(line: str) -> str:

@@ -19,7 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import ConfigDict, PrivateAttr
 
 from ..errors import ModelUnavailableError, SettingsError
-from .model_files import MODELS, load_llama, model_label
+from .model_files import MODELS, load_llama, load_vocab, model_label
 
 ROLE = {"human": "user", "ai": "assistant", "system": "system", "tool": "user"}
 
@@ -60,7 +60,10 @@ class EmbeddedChatModel(BaseChatModel):
         return self._llama
 
     def count_tokens(self, text: str) -> int:
-        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False))
+        """Tokens of ``text`` to this model: with the loaded weights' vocabulary, or, before they are loaded, a
+        vocabulary-only load of the same file (counting never waits for the weights)."""
+        vocab = self._llama if self._llama is not None else load_vocab(self.settings, self.model_name)
+        return len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
 
     def _params(self, messages, stop, kwargs) -> dict:
         p: dict = {"messages": to_openai_messages(messages), "temperature": self.temperature,

@@ -190,6 +190,7 @@ def ensure_joined(model: PackagedModel, directory: Path) -> Path:
 
 _llamas: dict = {}
 _llamas_lock = threading.Lock()
+_vocab_lock = threading.Lock()
 
 
 def quiet_llama_cpp() -> None:
@@ -244,6 +245,24 @@ def load_llama(settings, name: str, n_ctx: int | None = None):
             except ValueError as exc:  # llama-cpp-python's bare "Failed to load model": llama.cpp's reason with it
                 why = "; ".join(line for line in LLAMA_ERRORS if line)
                 raise ModelUnavailableError(f"{path}: {exc}" + (f" ({why})" if why else "")) from None
+        return _llamas[key]
+
+
+def load_vocab(settings, name: str):
+    """A cached ``llama_cpp.Llama`` holding only the model's vocabulary (~0.4 s against ~2 s for the weights): token
+    counts before the weights are needed (what the answer reads is cut to a budget in the model's tokens, and the
+    quote is on screen before the model loads)."""
+    from llama_cpp import Llama
+
+    quiet_llama_cpp()
+    with _vocab_lock:  # not the weights' lock: counting goes on while the chat loads the weights in the background
+        path = model_path(settings, name)
+        key = (str(path), "vocab")
+        if key not in _llamas:
+            try:
+                _llamas[key] = Llama(model_path=str(path), vocab_only=True, verbose=False)
+            except ValueError as exc:
+                raise ModelUnavailableError(f"{path}: {exc}") from None
         return _llamas[key]
 
 

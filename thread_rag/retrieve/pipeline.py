@@ -109,6 +109,7 @@ class Retriever:
         self._index: SearchIndex | None = None
         self._reranker = None
         self._reranker_checked = False
+        self._quote_ce = None
         self._hit_chunks: LRU = LRU(4096)  # (serial, position, generation) -> Chunk read for a hit or stage 3
         self._recomputed: LRU = LRU(8)  # (serial, generation) -> int8 token vectors of documents without a usable cache
 
@@ -144,6 +145,20 @@ class Retriever:
 
             self._reranker = make_reranker(s.RERANKER, llama, threads=s.TORCH_THREADS, max_tokens=s.RERANK_MAX_TOKENS)
         return self._reranker
+
+    @property
+    def cross_encoder(self):
+        """The packaged cross-encoder (ms-marco-MiniLM-L-12-v2, INT8 ONNX), stage 3's own instance when stage 3 uses
+        it: the quote scores a reading's sentences with it whatever ``RERANKER`` says (its evidence floor,
+        ``QUOTE_MIN``, is on this model's scale). ModelUnavailableError when the package is missing."""
+        from .rerank import OnnxCrossEncoder
+
+        if isinstance(self.reranker, OnnxCrossEncoder):
+            return self.reranker
+        if self._quote_ce is None:
+            self._quote_ce = OnnxCrossEncoder(max_tokens=self.settings.RERANK_MAX_TOKENS,
+                                              threads=self.settings.TORCH_THREADS)
+        return self._quote_ce
 
     def query_tokens(self, query: str) -> np.ndarray:
         return self._query_embedder().embed_with_tokens([query])[1][0]

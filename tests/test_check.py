@@ -1,0 +1,85 @@
+"""The span check: commands, flags, paths, numbers with units, versions, labels and keys of a hand-made answer found
+and looked up in the sources; marks; the strict setting dropping the right sentence; citation precision."""
+from thread_rag.agent.check import CheckedStream, check, citations_hold, marked, not_found_words, spans
+
+SOURCE = """The image file can be written to a USB stick as follows, after having made sure that the stick is unmounted:
+# cp debian.iso /dev/sdX
+# sync
+You must have at least 780MB of memory and 1 gigabyte for a desktop. Press F12 for the boot menu.
+Select "Guided - use entire disk". Set priority=low on the boot line. See https://www. debian.org/CD/faq/ for more.
+Use the --no-act option to test."""
+
+ANSWER = """1. Run `lsblk` to find the stick.
+2. Format it with `sudo mkfs.ext4 /dev/sdX` [1].
+3. Copy the image:
+```
+# cp debian.iso /dev/sdX
+sudo dd if=debian.iso of=/dev/sdX bs=4M
+sync
+```
+You need 1 GB of RAM and 780 MB at least, and a 2.5 GHz CPU. Press F12 or hold the Ctrl key.
+Choose "Guided - use entire disk" or "Manual". Add priority=low and --no-act, or --force.
+Read https://www.debian.org/CD/faq/ and /etc/fstab, version 2.6.32 of debian.iso."""
+
+
+def test_the_checker_finds_every_span_of_a_hand_made_answer():
+    got = [(s.kind, s.text) for s in spans(ANSWER)]
+    want = [("command", "lsblk"), ("command", "sudo mkfs.ext4 /dev/sdX"), ("command", "# cp debian.iso /dev/sdX"),
+            ("command", "sudo dd if=debian.iso of=/dev/sdX bs=4M"), ("command", "sync"), ("number", "1 GB"),
+            ("number", "780 MB"), ("number", "2.5 GHz"), ("key", "F12"), ("key", "the Ctrl key"),
+            ("label", "Guided - use entire disk"), ("label", "Manual"), ("setting", "priority=low"),
+            ("flag", "--no-act"), ("flag", "--force"), ("url", "https://www.debian.org/CD/faq/"),
+            ("path", "/etc/fstab"), ("version", "version 2.6.32"), ("file", "debian.iso")]
+    assert got == want
+
+
+def test_each_span_is_looked_up_in_the_sources():
+    checked = check(ANSWER, [SOURCE])
+    found = {s.text: s.found for s in checked}
+    assert found["# cp debian.iso /dev/sdX"] and found["sync"] and found["priority=low"] and found["--no-act"]
+    assert found["1 GB"] and found["780 MB"]  # "1 gigabyte", "780MB": the same value and unit
+    assert found["F12"] and found["Guided - use entire disk"] and found["debian.iso"]
+    assert found["https://www.debian.org/CD/faq/"]  # the PDF broke it with a space: still found
+    for text in ("lsblk", "sudo mkfs.ext4 /dev/sdX", "sudo dd if=debian.iso of=/dev/sdX bs=4M", "2.5 GHz",
+                 "the Ctrl key", "Manual", "--force", "/etc/fstab", "version 2.6.32"):
+        assert not found[text], text
+    words = not_found_words(checked)
+    assert words[:3] == ["lsblk", "mkfs.ext4", "dd"]  # a command's words the sources do not hold, not the whole line
+    assert "bs=4M" in words and "/dev/sdX" not in words and "sudo" not in words
+
+
+def test_a_word_inside_another_is_not_found():
+    assert not check("`dd` it", ["adding the disk"])[0].found
+    assert not check("use /dev/sda", ["use /dev/sdab"])[0].found
+    assert check("use /dev/sdb", ["e.g. /dev/sdb and not /dev/sdb1"])[0].found
+
+
+def test_marks_go_after_the_code_that_holds_the_span():
+    checked = check("Run `lsblk` now, then `cp debian.iso /dev/sdX`.", [SOURCE])
+    assert marked("Run `lsblk` now, then `cp debian.iso /dev/sdX`.", checked) == \
+        "Run `lsblk` [?] now, then `cp debian.iso /dev/sdX`."
+
+
+def test_the_stream_is_checked_segment_by_segment_and_strict_drops_the_right_sentence():
+    for strict in (False, True):
+        shown = []
+        stream = CheckedStream([SOURCE], shown.append, strict=strict)
+        for i in range(0, len(ANSWER), 5):  # pieces cut anywhere, as a model streams them
+            stream.feed(ANSWER[i:i + 5])
+        stream.close()
+        if not strict:
+            assert stream.text == ANSWER and stream.dropped == []
+            assert "".join(shown) == marked(ANSWER, check(ANSWER, [SOURCE]))
+            assert [s.text for s in stream.checked] == [s.text for s in spans(ANSWER)]
+            assert all(stream.text[s.start:s.end] == s.text for s in stream.checked)
+            continue
+        assert "mkfs" not in stream.text and "dd if=" not in stream.text and "lsblk" not in stream.text
+        assert "# cp debian.iso /dev/sdX\n" in stream.text and "\nsync\n" in stream.text
+        assert "2.5 GHz" in stream.text  # a value is marked, never dropped
+        assert [d["missing"] for d in stream.dropped][:3] == [["lsblk"], ["mkfs.ext4"],
+                                                              ["dd", "if=debian.iso", "of=/dev/sdX", "bs=4M"]]
+
+
+def test_citation_precision_counts_sentences_whose_cited_source_holds_their_spans():
+    text = "Copy it with `cp debian.iso /dev/sdX` [1]. Then run `sync` [2]. Nothing to check here [1]."
+    assert citations_hold(text, {1: SOURCE, 2: "another source"}) == {"sentences": 2, "held": 1}

@@ -1,0 +1,130 @@
+"""The quote: units cut from stored chunk text (sentences, whole steps, whole code blocks, table rows with their
+header), chosen by score with what each needs, verbatim; one test with the packaged cross-encoder on the Debian
+guide's real USB-stick passage."""
+import re
+
+import numpy as np
+import pytest
+
+from conftest import needs_shared
+from thread_rag.agent.answer import Source, number
+from thread_rag.agent.quote import QuoteSettings, choose, quote_lines, score_units, units
+
+GUIDE = """4.3.1 Preparing a USB stick using a hybrid CD/DVD image
+The installation image you choose should be written directly to the USB stick, overwriting its current contents. For example, when using an existing GNU/Linux system, the image file can be written to a USB stick as follows, after having made sure that the stick is unmounted:
+# cp debian.iso /dev/sdX
+# sync
+Simply writing the installation image to USB like this should work fine for most users.
+To set up the network:
+1. Open the file /etc/network/interfaces.
+2. Add the line auto eth0 and
+   the line iface eth0 inet dhcp.
+3. Save the file.
+4. Restart the networking service.
+| Install Type | RAM (minimum) | Hard Drive |
+|---|---|---|
+| No desktop | 256 megabytes | 4 gigabytes |
+| With Desktop | 1 gigabytes | 10 gigabytes |"""
+
+
+def test_units_are_slices_of_the_text_and_keep_steps_code_and_rows_whole():
+    us = units(GUIDE)
+    for u in us:
+        assert GUIDE[u.start:u.end] == u.text
+    kinds = [(u.kind, u.text.split("\n")[0][:20]) for u in us]
+    assert kinds[0] == ("heading", "4.3.1 Preparing a US")
+    code = [u for u in us if u.kind == "code"]
+    assert [u.text for u in code] == ["# cp debian.iso /dev/sdX\n# sync"]
+    lead = next(u for u in us if u.text.startswith("For example"))
+    assert lead.kind == "sentence" and lead.lead
+    steps = [u for u in us if u.kind == "step"]
+    assert [s.text[:2] for s in steps] == ["1.", "2.", "3.", "4."]
+    assert steps[1].text == "2. Add the line auto eth0 and\n   the line iface eth0 inet dhcp."  # its continuation line
+    assert len({s.block for s in steps}) == 1  # one list
+    rows = [u for u in us if u.kind == "row"]
+    assert [r.text for r in rows] == ["| No desktop | 256 megabytes | 4 gigabytes |",
+                                      "| With Desktop | 1 gigabytes | 10 gigabytes |"]
+    assert rows[1].header.startswith("| Install Type | RAM (minimum) | Hard Drive |")
+
+
+def _source(text, n=1, chunks=None):
+    chunks = chunks or [text]
+    src = Source(chunk_ids=[f"DOC1_{i:03d}" for i in range(len(chunks))], doc_id="DOC1", doc_name="guide.txt",
+                 pages="p.28", heading="Preparing a USB stick", text=text, chunk_pages=["p.28"] * len(chunks),
+                 chunk_texts=chunks)
+    src.n = n
+    return src
+
+
+def _scorer(wanted: dict):
+    """A fake cross-encoder: each unit's logit by the first keyword it holds, else -5."""
+    def logits(question, passages):
+        return np.asarray([next((v for k, v in wanted.items() if k in p), -5.0) for p in passages])
+    return logits
+
+
+def test_a_lead_in_brings_its_code_block_and_a_code_block_its_lead_in():
+    src = _source(GUIDE)
+    for best in ("after having made sure", "cp debian.iso"):
+        scored = score_units("How do I write the image to a USB stick?", [src], _scorer({best: 6.0}))
+        texts = [u.text for u in choose(scored)]
+        assert any(t.startswith("For example") for t in texts), texts
+        assert "# cp debian.iso /dev/sdX\n# sync" in texts
+
+
+def test_no_hole_inside_a_procedure_and_a_row_comes_with_its_header():
+    src = _source(GUIDE)
+    scored = score_units("How do I set up the network?", [src], _scorer({"1. Open": 5.0, "4. Restart": 4.5}))
+    steps = [u.text[:2] for u in choose(scored) if u.kind == "step"]
+    assert steps == ["1.", "2.", "3.", "4."]
+    scored = score_units("How much RAM does a desktop need?", [src], _scorer({"With Desktop": 6.0}))
+    lines = quote_lines(choose(scored), [src])
+    assert [x.kind for x in lines] == ["row"]
+    assert lines[0].shown().splitlines()[0] == "| Install Type | RAM (minimum) | Hard Drive |"
+    assert lines[0].shown().splitlines()[-1] == "| With Desktop | 1 gigabytes | 10 gigabytes |"
+
+
+def test_the_word_budget_and_the_margin_keep_a_quote_short_but_never_drop_the_best():
+    long = " ".join(f"Sentence {i} says something about disks and memory at length." for i in range(30))
+    src = _source(long)
+    scored = score_units("q", [src], lambda q, ps: np.linspace(5, 4, len(ps)))
+    chosen = choose(scored, QuoteSettings(margin=3.0, words=40))
+    assert sum(len(u.text.split()) for u in chosen) <= 40 and chosen[0].text.startswith("Sentence 0")
+    assert len(choose(scored, QuoteSettings(margin=0.0, words=1000))) == 1  # only ties with the best
+    huge = _source("A single sentence of many words " * 40 + ".")
+    one = choose(score_units("q", [huge], lambda q, ps: np.full(len(ps), 3.0)), QuoteSettings(words=10))
+    assert len(one) == 1  # the best stays, whatever its length
+
+
+def test_overlapping_chunks_quote_a_sentence_once_and_each_line_names_its_chunk():
+    a = "Alpha line one is here. Beta line two is here."
+    b = "Beta line two is here. Gamma line three is here."
+    src = _source(a + " Gamma line three is here.", chunks=[a, b])
+    scored = score_units("q", [src], _scorer({"Beta": 5.0, "Gamma": 4.0}))
+    assert sum("Beta" in u.text for u in scored) == 1
+    lines = quote_lines(choose(scored), [src])
+    assert [(x.text, x.chunk_id) for x in lines] == [("Beta line two is here.", "DOC1_000"),
+                                                     ("Gamma line three is here.", "DOC1_001")]
+
+
+@needs_shared
+@pytest.mark.slow
+def test_the_packaged_cross_encoder_quotes_the_guides_usb_commands(debian_pdf):
+    """The Debian guide's own answer (p.28: the lead-in, then `# cp debian.iso /dev/sdX` and `# sync` as lines of their
+    own in the PDF) is quoted, verbatim, from a reading that also holds other passages."""
+    from thread_rag.retrieve.rerank import OnnxCrossEncoder
+
+    blocks = [b.text for b in debian_pdf.blocks if b.page in (27, 28)]
+    text = "\n".join(blocks)
+    assert "# cp debian.iso /dev/sdX\n# sync" in text  # the PDF's code lines kept as lines
+    ce = OnnxCrossEncoder(max_tokens=128)
+    src = _source(text)
+    scored = score_units("How do I write the installer image to a USB stick from Linux?", [src],
+                         lambda q, ps: ce.logits(q, ps, 128))
+    lines = quote_lines(choose(scored), [src])
+    shown = "\n".join(x.shown() for x in lines)
+    assert "# cp debian.iso /dev/sdX\n# sync" in shown, shown
+    assert len(shown.split()) <= 150
+    flat = re.sub(r"\s+", " ", text)
+    for x in lines:  # never invents: every quoted line is in the source as stored
+        assert x.text in text and " ".join(x.text.split()) in flat

@@ -1,0 +1,418 @@
+"""The span check: every command, flag, path, number with its unit, version, quoted label and key name a model's
+answer holds, looked up in the sources it read.
+
+A manual is followed because it is exact; a small model rewrites it. What can be checked by code is the part a
+user would type or set: ``spans`` finds those pieces of an answer, ``check`` marks each as found in the sources or
+not (``Span.found``). A sentence without such spans (a paraphrase) is not checked; README says so.
+
+How a span is looked up: texts are compared lower-cased, with typographic quotes and dashes made plain and runs of
+whitespace as one space; paths, URLs and file names also with every space removed (PDF extraction breaks
+``https://www. debian.org``); a number with its unit by value and unit (``1 GB``, ``1GB`` and ``1 gigabyte`` are one);
+a command line without its prompt (``$``, ``#``, ``sudo``), whole, else word by word: the words of a command the
+sources do not hold are what is flagged (``dd if=x.iso of=/dev/sdX bs=4M`` -> ``bs=4M``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+KINDS = ("command", "flag", "path", "url", "file", "setting", "number", "version", "label", "key")
+DANGEROUS = ("command", "flag", "path", "url", "file", "setting")  # what the strict setting drops a sentence for
+
+
+@dataclass
+class Span:
+    text: str                 # as the answer writes it
+    kind: str                 # one of KINDS
+    start: int = 0            # offsets in the text checked
+    end: int = 0
+    found: bool = True        # the sources read hold it
+    missing: list = field(default_factory=list)  # a command's words the sources do not hold (all of it: [text])
+
+
+# --- finding spans ---------------------------------------------------------------------------------------------
+FENCE = re.compile(r"^\s*(```|~~~)")
+INLINE_CODE = re.compile(r"`([^`\n]+)`")
+URL = re.compile(r"\b(?:https?|ftp)://[^\s<>\"'`)\]]+")
+PATH = re.compile(r"(?<![\w/.:~-])(?:~|\.{1,2})?/(?:[\w.+@%-]+/?)+|\b[A-Za-z]:\\[\w\\.-]+")
+FLAG = re.compile(r"(?<![\w/-])--?[A-Za-z][\w-]*(?:=[^\s,;`'\")]+)?")
+SETTING = re.compile(r"(?<![\w/=.-])[A-Za-z_][\w.-]*=[^\s,;`'\")]+")
+FILE = re.compile(r"(?<![\w/.@-])[A-Za-z0-9_][\w+-]*(?:\.[A-Za-z0-9_+-]+)+")
+UNITS = {"kb": "kb", "kib": "kib", "kilobyte": "kb", "kilobytes": "kb", "k": "k",
+         "mb": "mb", "mib": "mib", "megabyte": "mb", "megabytes": "mb", "m": "m",
+         "gb": "gb", "gib": "gib", "gigabyte": "gb", "gigabytes": "gb", "g": "g",
+         "tb": "tb", "tib": "tib", "terabyte": "tb", "terabytes": "tb", "t": "t",
+         "byte": "b", "bytes": "b", "b": "b", "bit": "bit", "bits": "bit",
+         "hz": "hz", "khz": "khz", "mhz": "mhz", "ghz": "ghz",
+         "ms": "ms", "millisecond": "ms", "milliseconds": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s",
+         "seconds": "s", "min": "min", "mins": "min", "minute": "min", "minutes": "min", "h": "h", "hour": "h",
+         "hours": "h", "day": "day", "days": "day", "%": "%", "percent": "%",
+         "v": "v", "volt": "v", "volts": "v", "w": "w", "watt": "w", "watts": "w", "ma": "ma",
+         "px": "px", "dpi": "dpi", "rpm": "rpm", "cores": "core", "core": "core", "cpus": "cpu", "cpu": "cpu"}
+_UNIT_ALT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
+NUMBER = re.compile(rf"(?<![\w.])(\d+(?:[.,]\d+)*)\s?({_UNIT_ALT})(?![\w])", re.I)
+VERSION = re.compile(r"(?<![\w.])(?:v|version\s+)?\d+(?:\.\d+){2,}\b|\b(?:[Vv]ersion|[Rr]elease)\s+\d+(?:\.\d+)*\b"
+                     r"|(?<![\w.])v\d+(?:\.\d+)+\b")
+QUOTED = re.compile(r"\"([^\"\n]{2,60})\"|“([^”\n]{2,60})”")
+BOLD = re.compile(r"\*\*([^*\n]{2,60})\*\*|__([^_\n]{2,60})__")
+KEY = re.compile(r"\b(?:Ctrl|Control|Alt|AltGr|Shift|Super|Cmd|Command|Meta|Fn|Win)(?:\s*[+-]\s*(?:F\d{1,2}|[A-Z][a-z]*|[A-Z0-9]))+"
+                 r"|\bF(?:[1-9]|1[0-2])\b"
+                 r"|\b(?:the\s+)?(?:Ctrl|Control|Alt|AltGr|Shift|Super|Enter|Return|Esc|Escape|Tab|Delete|Del|Backspace|"
+                 r"Space|Insert|Home|End|PgUp|PgDn|Page Up|Page Down|Print Screen|SysRq|Windows|Option)\s+key\b"
+                 r"|\b[Pp]ress(?:ing)?\s+(?:Enter|Return|Esc|Escape|Tab|Space|Delete|Backspace|[A-Z])\b")
+PROMPT = re.compile(r"^\s*(?:[$#>]\s+|sudo\s+)+")
+COMMAND_LINE = re.compile(r"^\s*(?:\$\s+|#\s+(?=[a-z][\w.+-]*(?:\s|$))|sudo\s+)\S")
+# command names that are no English word: such a name anywhere is a command span
+COMMAND_WORDS = re.compile(
+    r"(?<![\w/.-])(?:lsblk|blkid|fdisk|gdisk|sfdisk|cfdisk|parted|gparted|mkfs(?:\.\w+)?|mkswap|swapon|swapoff|dd|"
+    r"umount|fsck(?:\.\w+)?|e2fsck|tune2fs|resize2fs|lvcreate|vgcreate|pvcreate|cryptsetup|mdadm|grub-install|"
+    r"update-grub|grub-mkconfig|efibootmgr|debootstrap|dpkg(?:-\w+)*|apt-get|apt-cache|aptitude|systemctl|journalctl|"
+    r"chroot|chmod|chown|chgrp|wget|curl|rsync|scp|sha256sum|sha512sum|md5sum|gpg|ssh-keygen|modprobe|lsmod|"
+    r"insmod|rmmod|lspci|lsusb|dmesg|ifconfig|iwconfig|dhclient|nmcli|usermod|useradd|passwd|visudo|"
+    r"update-initramfs|mkinitramfs|zpool|zfs|btrfs|isohybrid|xorriso|genisoimage|syslinux|extlinux|"
+    r"debconf-set-selections|debconf-get-selections|preseed|anna-install|kill|pkill|reboot|shutdown)(?![\w-])")
+ABBREVIATIONS = {"e.g", "i.e", "etc", "vs", "cf", "a.m", "p.m", "no", "fig", "approx", "u.s", "ph.d", "et.al"}
+LABEL_STOP = {"note", "warning", "important", "tip", "caution", "example", "step", "steps", "summary", "answer",
+              "source", "sources", "yes", "no", "optional", "required", "recommended", "danger"}
+
+
+def _add(out: list, text: str, kind: str, start: int, taken: list) -> None:
+    end = start + len(text)
+    text = text.rstrip(".,;:!?")
+    end = start + len(text)
+    if len(text.strip()) < 2 or any(start < b and end > a for a, b in taken):
+        return
+    taken.append((start, end))
+    out.append(Span(text, kind, start, end))
+
+
+def spans(text: str, in_code: bool = False) -> list[Span]:
+    """The checkable spans of ``text`` (a line, a sentence or a whole answer), in order. ``in_code``: the text
+    starts inside a fenced code block (a streamed answer checked line by line)."""
+    out: list[Span] = []
+    taken: list[tuple[int, int]] = []
+    at = 0
+    for line in text.splitlines(keepends=True):
+        if FENCE.match(line):
+            in_code = not in_code
+        elif in_code or COMMAND_LINE.match(line):
+            body = line.strip()
+            if body:
+                _add(out, body, "command", at + line.index(body), taken)
+        else:
+            _line_spans(line, at, out, taken)
+        at += len(line)
+    out.sort(key=lambda s: s.start)
+    return out
+
+
+def _line_spans(line: str, at: int, out: list, taken: list) -> None:
+    for m in INLINE_CODE.finditer(line):
+        body = m.group(1).strip()
+        if body:
+            _add(out, body, _kind_of(body), at + m.start(1) + m.group(1).index(body), taken)
+    for m in URL.finditer(line):
+        _add(out, m.group(0), "url", at + m.start(), taken)
+    for m in PATH.finditer(line):
+        if m.group(0).count("/") + m.group(0).count("\\") >= 1 and len(m.group(0)) > 2 and not _fraction(m.group(0)):
+            _add(out, m.group(0), "path", at + m.start(), taken)
+    for m in SETTING.finditer(line):
+        _add(out, m.group(0), "setting", at + m.start(), taken)
+    for m in FLAG.finditer(line):
+        if _flag_like(line, m):
+            _add(out, m.group(0), "flag", at + m.start(), taken)
+    for m in KEY.finditer(line):
+        _add(out, m.group(0), "key", at + m.start(), taken)
+    for m in NUMBER.finditer(line):
+        if _unit_ok(line, m):
+            _add(out, m.group(0), "number", at + m.start(), taken)
+    for m in VERSION.finditer(line):
+        _add(out, m.group(0), "version", at + m.start(), taken)
+    for m in FILE.finditer(line):
+        word = m.group(0).rstrip(".")
+        if _file_like(word):
+            _add(out, word, "file", at + m.start(), taken)
+    for m in COMMAND_WORDS.finditer(line):
+        _add(out, m.group(0), "command", at + m.start(), taken)
+    for pattern in (QUOTED, BOLD):
+        for m in pattern.finditer(line):
+            g = 1 if m.group(1) is not None else 2
+            label = m.group(g).strip()
+            if _label_like(label):
+                _add(out, label, "label", at + m.start(g) + m.group(g).index(label), taken)
+
+
+def _kind_of(code: str) -> str:
+    """An inline code span's kind, by its shape."""
+    for kind, pattern in (("url", URL), ("path", PATH), ("flag", FLAG), ("setting", SETTING)):
+        m = pattern.fullmatch(code)
+        if m:
+            return kind
+    if NUMBER.fullmatch(code):
+        return "number"
+    return "command"
+
+
+def _fraction(text: str) -> bool:
+    return bool(re.fullmatch(r"\d+/\d+", text)) or text.startswith("//")
+
+
+def _flag_like(line: str, m: re.Match) -> bool:
+    word = m.group(0)
+    if word.startswith("--"):
+        return len(word) > 3
+    before = line[:m.start()]
+    # "-x" only where a command option is written: after a word that is not a list bullet, and short
+    return len(word) <= 4 and bool(before.strip()) and not re.search(r"(?:^|\s)[-*•]\s*$", before)
+
+
+def _unit_ok(line: str, m: re.Match) -> bool:
+    """A number with a one-letter unit (``4M``, ``5 s``) only when written close together or a known pair."""
+    unit = m.group(2).lower()
+    if len(unit) == 1 and unit not in ("%",):
+        if " " in m.group(0):
+            return False
+        if unit in ("s", "h", "v", "w", "b") and not re.fullmatch(r"\d+(?:\.\d+)?[sShHvVwWbB]", m.group(0)):
+            return False
+    return True
+
+
+def _file_like(word: str) -> bool:
+    parts = word.split(".")
+    if len(parts) < 2 or word.lower().rstrip(".") in ABBREVIATIONS or word.lower() in ABBREVIATIONS:
+        return False
+    if all(p.isdigit() for p in parts):  # 1.5, 2.5.3: a number or a version
+        return False
+    if any(not p for p in parts) or len(parts[-1]) < 2 and not parts[-1].isdigit():
+        return False
+    if re.fullmatch(r"\d+(?:\.\d+)*[A-Za-z]{0,3}", word):  # 2.5GHz
+        return False
+    return any(c.isalpha() for c in parts[0]) and any(c.isalnum() for c in parts[-1])
+
+
+def _label_like(label: str) -> bool:
+    words = label.split()
+    if not words or len(words) > 8 or label.lower().rstrip(":. ") in LABEL_STOP:
+        return False
+    if re.match(r"(?i)step\s+\d+", label) or label.endswith(":"):
+        return False
+    return True
+
+
+# --- looking spans up ------------------------------------------------------------------------------------------
+_PLAIN = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'", "–": "-", "—": "-", "‐": "-", "‑": "-", "−": "-",
+                        "\u00ad": None, "\u00a0": " ", "\u2009": " ", "\u202f": " "})
+
+
+def plain(text: str) -> str:
+    """Lower case, typographic quotes and dashes plain, whitespace runs one space."""
+    return " ".join(text.translate(_PLAIN).lower().split())
+
+
+class SourceText:
+    """The text an answer is checked against (the sources it read), prepared once for many lookups."""
+
+    def __init__(self, texts: list[str]):
+        joined = "\n".join(texts)
+        self.plain = plain(joined)
+        self.tight = _squeeze(self.plain)
+        self.numbers = {_number_key(m) for m in NUMBER.finditer(joined.translate(_PLAIN))}
+        self.words = set(re.findall(r"[\w./=:+@~%-]+", self.plain))
+
+    def holds(self, text: str, tight: bool = False) -> bool:
+        """``text`` is in the sources (``tight``: also with the spaces beside signs removed from both, for a path or URL
+        that extraction broke; only for a text of 4+ characters holding a sign)."""
+        p = plain(text)
+        if not p:
+            return True
+        if _has(self.plain, p):
+            return True
+        squeezed = _squeeze(p)
+        return tight and len(squeezed) >= 4 and not squeezed.isalnum() and _has(self.tight, squeezed)
+
+
+def _squeeze(text: str) -> str:
+    """Spaces beside a path's or URL's signs removed (``https://www. debian.org/`` as PDF extraction breaks it)."""
+    return re.sub(r"\s*([/.:=_~-])\s*", r"\1", text)
+
+
+def _has(hay: str, p: str) -> bool:
+    """``p`` in ``hay``, not as a piece of a longer word (``/dev/sda`` is not found in ``/dev/sdab``)."""
+    start = 0
+    while True:
+        i = hay.find(p, start)
+        if i < 0:
+            return False
+        before = hay[i - 1] if i else " "
+        after = hay[i + len(p)] if i + len(p) < len(hay) else " "
+        if not (_inner(before) and _inner(p[0])) and not (_inner(after) and _inner(p[-1])):
+            return True
+        start = i + 1
+
+
+def _inner(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _number_key(m: re.Match) -> tuple:
+    value = m.group(1).replace(",", "")
+    try:
+        value = f"{float(value):g}"
+    except ValueError:
+        pass
+    return value, UNITS.get(m.group(2).lower(), m.group(2).lower())
+
+
+def command_words(command: str) -> list[str]:
+    """A command line's words worth looking up (its prompt and ``sudo`` left out, quotes kept off)."""
+    body = PROMPT.sub("", command.strip())
+    return [w.strip("'\"") for w in re.split(r"\s+", body) if w.strip("'\"") and w not in ("&&", "||", "|", ";", "\\")]
+
+
+def lookup(span: Span, src: SourceText) -> Span:
+    """``span`` marked found or not in ``src``; a command not found whole lists the words that are not."""
+    kind, text = span.kind, span.text
+    if kind == "number":
+        m = NUMBER.fullmatch(text) or NUMBER.search(text)
+        span.found = bool(m) and _number_key(m) in src.numbers or src.holds(text)
+    elif kind == "command":
+        parts = [p for p in re.split(r"\s*(?:&&|\|\||;|\|)\s*", PROMPT.sub("", text)) if p.strip()]
+        missing = []
+        for part in parts:
+            if src.holds(part, tight=True):
+                continue
+            words = [w for w in command_words(part) if not src.holds(w, tight=True)]
+            missing.extend(words or [part.strip()])
+        span.missing = missing
+        span.found = not missing
+    elif kind == "key":
+        key = re.sub(r"(?i)^(?:the\s+|press(?:ing)?\s+)|\s+key$", "", text)
+        span.found = src.holds(key) or src.holds(key.replace("+", "-"), tight=True) or src.holds(key.replace("-", "+"), tight=True)
+    else:
+        span.found = src.holds(text, tight=kind in ("path", "url", "file", "setting", "flag", "version"))
+    if not span.found and not span.missing:
+        span.missing = [text]
+    return span
+
+
+def check(text: str, sources: list[str], in_code: bool = False) -> list[Span]:
+    """``text``'s checkable spans, each looked up in ``sources`` (the texts the model read)."""
+    src = sources if isinstance(sources, SourceText) else SourceText(sources)
+    return [lookup(s, src) for s in spans(text, in_code)]
+
+
+def unsupported(checked: list[Span]) -> list[Span]:
+    return [s for s in checked if not s.found]
+
+
+def not_found_words(checked: list[Span]) -> list[str]:
+    """What a person is shown under an answer: each unsupported span (a command's missing words), once, in order."""
+    out: list[str] = []
+    for s in checked:
+        for w in (s.missing if not s.found else []):
+            if w not in out:
+                out.append(w)
+    return out
+
+
+def marked(text: str, checked: list[Span], mark: str = " [?]") -> str:
+    """``text`` with ``mark`` after every unsupported span (offsets as ``check`` gave them)."""
+    out, at = [], 0
+    for s in sorted((s for s in checked if not s.found), key=lambda s: s.start):
+        end = s.end
+        while end < len(text) and text[end] in "`*_\"”'":  # after the code, bold or quote that holds it
+            end += 1
+        out.append(text[at:end] + mark)
+        at = end
+    return "".join(out) + text[at:]
+
+
+# --- a streamed answer, checked as it comes -------------------------------------------------------------------
+SENTENCE_BREAK = re.compile(r"[.!?](?:\s*\[[\d,; ]+\])*[\"')\]]*[ \t]+(?=\S)")
+_SHORT_END = re.compile(r"(?:^|\s)(?:\d{1,3}|[a-zA-Z]|e\.g|i\.e|etc|vs|cf|approx|No|Fig)\.$")
+
+
+class CheckedStream:
+    """A model's streamed text checked a segment at a time. Pieces are held until a line or a sentence ends; then
+    that segment's spans are looked up in the sources and ``emit`` gets it with ``MARK`` after each span the sources
+    do not hold. ``strict``: a sentence holding a command, flag, path, URL, file name or setting the sources do not
+    hold is not emitted (it is listed in ``dropped``). ``text`` is what was kept, ``checked`` its spans (offsets in
+    ``text``)."""
+
+    MARK = " [?]"
+
+    def __init__(self, sources, emit=None, strict: bool = False):
+        self.src = sources if isinstance(sources, SourceText) else SourceText(sources)
+        self.emit, self.strict = emit, strict
+        self.buf, self.text, self.in_code = "", "", False
+        self.checked: list[Span] = []
+        self.dropped: list[dict] = []
+
+    def feed(self, piece: str) -> None:
+        self.buf += piece
+        while True:
+            cut = self._cut()
+            if cut is None:
+                return
+            seg, self.buf = self.buf[:cut], self.buf[cut:]
+            self._segment(seg)
+
+    def close(self) -> "CheckedStream":
+        if self.buf:
+            seg, self.buf = self.buf, ""
+            self._segment(seg)
+        return self
+
+    def _cut(self) -> int | None:
+        i = self.buf.find("\n")
+        if i >= 0:
+            return i + 1
+        if self.in_code or COMMAND_LINE.match(self.buf):
+            return None
+        for m in SENTENCE_BREAK.finditer(self.buf):
+            head = self.buf[:m.start() + 1]
+            if len(head.split()) >= 3 and not _SHORT_END.search(head):
+                return m.end()
+        return None
+
+    def _segment(self, seg: str) -> None:
+        if FENCE.match(seg):
+            self.in_code = not self.in_code
+            self._keep(seg, [])
+            return
+        found = [lookup(s, self.src) for s in spans(seg, self.in_code)]
+        bad = [s for s in found if not s.found and s.kind in DANGEROUS]
+        if self.strict and bad and seg.strip():
+            self.dropped.append({"text": seg.strip(), "missing": not_found_words(bad)})
+            if seg.endswith("\n") and self.text and not self.text.endswith("\n"):
+                self._keep("\n", [])
+            return
+        self._keep(seg, found)
+
+    def _keep(self, seg: str, found: list[Span]) -> None:
+        for s in found:
+            s.start += len(self.text)
+            s.end += len(self.text)
+        self.text += seg
+        self.checked.extend(found)
+        if self.emit:
+            shift = len(self.text) - len(seg)
+            self.emit(marked(seg, [Span(s.text, s.kind, s.start - shift, s.end - shift, s.found) for s in found],
+                             self.MARK))
+
+
+def citations_hold(text: str, texts_by_n: dict) -> dict:
+    """Citation precision: of the answer's sentences that cite sources ``[n]`` and hold checkable spans, how many
+    cite sources holding every such span (``texts_by_n``: source number -> the text the model read as it)."""
+    from .answer import NUM_RE, _marker_numbers, sentences
+
+    total = held = 0
+    for sent in sentences(text):
+        nums = [n for m in NUM_RE.finditer(sent) for n in _marker_numbers(m)]
+        found = spans(NUM_RE.sub(" ", sent))
+        if not nums or not found:
+            continue
+        src = SourceText([texts_by_n[n] for n in nums if n in texts_by_n])
+        total += 1
+        held += all(lookup(s, src).found for s in found)
+    return {"sentences": total, "held": held}

@@ -1,0 +1,326 @@
+"""The quote: the manual's own words that answer the question, chosen by code from what was read, verbatim.
+
+``units`` cuts a chunk's text into what a quote may hold, each a slice of the text as stored: sentences of a
+paragraph, numbered or bulleted steps (with their continuation lines), code blocks (fenced, indented, or
+command lines after a prompt), and table rows (shown under their header row). ``choose`` scores every unit of
+the sources read against the question with the packaged cross-encoder, keeps the best and those close to it,
+adds what a kept unit needs to be followed (the code block, list or table a sentence ending in ':' leads into,
+the lead-in of a kept code block, the steps between two kept steps of one list), and cuts the rest to a word
+budget. The quote keeps each document's order; each line names its source number, chunk id and page.
+
+The best unit's score is the evidence the sources answer the question: under ``QUOTE_MIN`` the answer path says
+the documents do not answer it and shows the nearest lines as related, not as an answer.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .check import COMMAND_LINE, FENCE
+
+ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+–])\s+\S")
+TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+TABLE_RULE = re.compile(r"^\s*\|?[\s:|+=-]+\|?\s*$")
+MD_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+ABBREV_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Fig|No|approx|Mr|Mrs|Dr|St|Inc|Ltd|Co|Sec|Art)|\b[A-Z])\.$")
+
+
+@dataclass
+class Unit:
+    """One piece a quote may hold: ``text`` is ``chunk_text[start:end]`` exactly."""
+
+    text: str
+    kind: str                 # sentence | step | code | row | heading
+    start: int
+    end: int
+    block: int                # the block it belongs to (a paragraph, a list, a code block, a table)
+    lead: bool = False        # a sentence ending in ':' that leads into the next block
+    header: str = ""          # a table row's header row (as stored)
+    chunk: int = 0            # index of its chunk among the source's chunks
+    source: int = 0           # the source's number [n]
+    order: int = 0            # position among all units of the sources (document order within a source)
+    score: float = float("-inf")
+
+
+@dataclass
+class QuoteLine:
+    """One quoted piece as shown: its text (verbatim), source number, chunk id and page."""
+
+    text: str
+    kind: str
+    source: int
+    chunk_id: str
+    pages: str
+    score: float
+    header: str = ""
+    doc_name: str = ""
+
+    def shown(self) -> str:
+        """The text as a person reads it: prose on one line, code, steps and rows with their lines."""
+        if self.kind == "sentence":
+            return " ".join(self.text.split())
+        body = self.text.strip("\n")
+        if self.kind == "row" and self.header:
+            return self.header.strip("\n") + "\n" + body
+        return body
+
+
+@dataclass
+class Quote:
+    lines: list = field(default_factory=list)   # QuoteLine, grouped by source, document order
+    best: float | None = None                   # the best unit's cross-encoder logit (None: nothing to score)
+    units: int = 0                              # units scored
+    seconds: float = 0.0
+    note: str = ""                              # why there is no quote (the cross-encoder could not load)
+
+    @property
+    def words(self) -> int:
+        return sum(len(x.text.split()) for x in self.lines)
+
+    def text(self) -> str:
+        return "\n".join(x.shown() for x in self.lines)
+
+
+# --- cutting a chunk into units ---------------------------------------------------------------------------------
+def _lines(text: str) -> list[tuple[int, str]]:
+    out, at = [], 0
+    for line in text.splitlines(keepends=True):
+        out.append((at, line))
+        at += len(line)
+    return out
+
+
+def _code_line(line: str, in_list: bool) -> bool:
+    if COMMAND_LINE.match(line):
+        return True
+    indent = len(line) - len(line.lstrip(" "))
+    return not in_list and (indent >= 4 or line.startswith("\t")) and bool(line.strip())
+
+
+HEADING_LINE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|(?:(?:Chapter|Appendix|Part|Section|Article)\s+[\w.]+|[A-Z]?\d+(?:\.\d+)*\.?|"
+                          r"[A-Z]\.\d+(?:\.\d+)*\.?)\s+[A-Z\"“(].{0,120})$")
+
+
+def _heading_line(line: str) -> bool:
+    """A section title standing on its own line ("2.5 Memory and Disk Space Requirements", "## Install"): no
+    sentence of its own, at most 14 words, no closing full stop."""
+    s = line.strip()
+    if MD_HEADING.match(s) and not COMMAND_LINE.match(s):
+        return True
+    return bool(HEADING_LINE.match(s)) and len(s.split()) <= 14 and not s.endswith((".", ":", ";", ","))
+
+
+def _continues(line: str, nxt: str) -> bool:
+    """``nxt`` carries on the paragraph of ``line`` (a wrapped line): no sentence end before it, lower case after."""
+    return bool(nxt.strip()) and not line.rstrip().endswith((".", "!", "?", ":")) and nxt.lstrip()[:1].islower()
+
+
+def units(text: str) -> list[Unit]:
+    """``text`` cut into quotable units, in order; every unit's ``text`` is ``text[start:end]``. Stored chunks hold a
+    block per line (loaders reflow paragraphs), so a line is a paragraph unless the next one plainly continues it."""
+    lines = _lines(text)
+    out: list[Unit] = []
+    block, i, n = 0, 0, len(lines)
+    in_list, cur_list = False, None
+    while i < n:
+        at, line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        block += 1
+        if not ITEM.match(line) and not (cur_list is not None and _code_line(line, False)):
+            cur_list = None
+        if FENCE.match(line):
+            j = i + 1
+            while j < n and not FENCE.match(lines[j][1]):
+                j += 1
+            last = lines[min(j, n - 1)]
+            _unit(out, text, "code", at, last[0] + len(last[1]), block)
+            i, in_list = j + 1, False
+        elif TABLE_ROW.match(line):
+            j = i
+            while j < n and TABLE_ROW.match(lines[j][1]):
+                j += 1
+            rows = [(a, ln) for a, ln in lines[i:j] if not TABLE_RULE.match(ln)]
+            header = ""
+            if len(rows) > 1:
+                rule = next((ln for a, ln in lines[i:j] if TABLE_RULE.match(ln)), "")
+                header, rows = rows[0][1] + rule, rows[1:]
+            for a, ln in rows:
+                _unit(out, text, "row", a, a + len(ln), block, header=header)
+            i, in_list = j, False
+        elif _code_line(line, in_list):
+            j = i
+            while j < n and (_code_line(lines[j][1], in_list) or (not lines[j][1].strip() and j + 1 < n
+                                                                 and _code_line(lines[j + 1][1], in_list))):
+                j += 1
+            _unit(out, text, "code", at, lines[j - 1][0] + len(lines[j - 1][1]), block)
+            i = j
+        elif ITEM.match(line):
+            j = i + 1
+            while j < n and lines[j][1].strip() and lines[j][1][:1] in " \t" and not ITEM.match(lines[j][1]) \
+                    and not _code_line(lines[j][1], False):
+                j += 1
+            if cur_list is not None:
+                block -= 1
+                item_block = cur_list  # the next item of the same list (code under a step stays inside it)
+            else:
+                item_block = cur_list = block
+            in_list = not _leads(lines[j - 1][1])  # a step that leads into indented lines: they are its code
+            _unit(out, text, "step", at, lines[j - 1][0] + len(lines[j - 1][1]), item_block, lead=_leads(lines[j - 1][1]))
+            i = j
+        elif _heading_line(line):
+            _unit(out, text, "heading", at, at + len(line), block)
+            i, in_list = i + 1, False
+        else:
+            j = i + 1
+            while j < n and _continues(lines[j - 1][1], lines[j][1]) and not any(
+                    p.match(lines[j][1]) for p in (ITEM, TABLE_ROW, FENCE)) and not _code_line(lines[j][1], False):
+                j += 1
+            _sentences(out, text, at, lines[j - 1][0] + len(lines[j - 1][1]), block)
+            i, in_list = j, False
+    return out
+
+
+def _leads(line: str) -> bool:
+    return line.rstrip().endswith(":")
+
+
+def _unit(out: list, text: str, kind: str, start: int, end: int, block: int, lead: bool = False, header: str = "") -> None:
+    while start < end and text[start] in "\r\n":
+        start += 1
+    while end > start and text[end - 1] in " \t\r\n":
+        end -= 1
+    if end > start:
+        out.append(Unit(text[start:end], kind, start, end, block, lead=lead, header=header))
+
+
+def _sentences(out: list, text: str, start: int, end: int, block: int) -> None:
+    para, at = text[start:end], 0
+    cuts = [m.start() for m in SENTENCE_END.finditer(para) if not ABBREV_END.search(para[:m.start()].rstrip())]
+    for cut in cuts + [len(para)]:
+        piece = para[at:cut]
+        if piece.strip():
+            s = start + at + (len(piece) - len(piece.lstrip()))
+            _unit(out, text, "sentence", s, start + cut, block, lead=_leads(piece))
+        at = cut
+    if out and out[-1].block == block and out[-1].kind == "sentence":
+        out[-1].lead = _leads(out[-1].text)
+
+
+# --- choosing ---------------------------------------------------------------------------------------------------
+@dataclass
+class QuoteSettings:
+    margin: float = 3.0       # keep units whose logit is within this of the best one's
+    floor: float = -2.0       # ... and at least this (a unit under it is never quoted beside the best)
+    words: int = 120          # word budget of a quote (the best unit and what it needs always stay)
+    max_units: int = 6        # units chosen by score (before what they need is added)
+
+
+def source_units(sources: list) -> list[Unit]:
+    """Every unit of the numbered sources, each chunk's once (a walk source's chunks repeat the sentences they
+    overlap: the first keeps them), with its source number, chunk index and order."""
+    out: list[Unit] = []
+    for src in sources:
+        seen: set = set()
+        texts = src.chunk_texts or [src.text]
+        for ci, text in enumerate(texts):
+            for u in units(text):
+                key = " ".join(u.text.split())
+                if key in seen:
+                    continue
+                seen.add(key)
+                u.chunk, u.source, u.order = ci, src.n, len(out)
+                u.block = u.block + 10000 * (ci + 1) + 10 ** 6 * src.n
+                out.append(u)
+    return out
+
+
+def scored_text(u: Unit, heading: str) -> str:
+    """What the cross-encoder reads of a unit: its section heading, a table row under its header row."""
+    body = (u.header.strip() + "\n" if u.kind == "row" and u.header else "") + u.text
+    return f"{heading}\n{' '.join(body.split())}" if heading else " ".join(body.split())
+
+
+def score_units(question: str, sources: list, logits: Callable[[str, list[str]], np.ndarray]) -> list[Unit]:
+    """The sources' units, each with the cross-encoder's logit for (question, unit); headings are not scored."""
+    us = [u for u in source_units(sources) if u.kind != "heading"]
+    heading = {s.n: s.heading for s in sources}
+    if us:
+        vals = logits(question, [scored_text(u, heading.get(u.source, "")) for u in us])
+        for u, v in zip(us, vals):
+            u.score = float(v)
+    return us
+
+
+def _needs(u: Unit, us: list[Unit]) -> list[Unit]:
+    """What ``u`` needs to be followed: the block a lead-in sentence or step introduces, a code block's lead-in."""
+    i = us.index(u)
+    out: list[Unit] = []
+    if u.lead and i + 1 < len(us) and us[i + 1].source == u.source:
+        nxt = us[i + 1]
+        out += [x for x in us[i + 1:] if x.block == nxt.block and x.source == u.source]
+    if u.kind in ("code", "row") and i > 0 and us[i - 1].lead and us[i - 1].source == u.source:
+        out.append(us[i - 1])
+        if u.kind == "row":  # a table introduced by a sentence: the rows are read under it
+            pass
+    return out
+
+
+def _between(kept: list[Unit], us: list[Unit]) -> list[Unit]:
+    """The steps of one list lying between two kept steps (no hole inside a procedure)."""
+    out = []
+    by_block: dict = {}
+    for u in kept:
+        if u.kind == "step":
+            by_block.setdefault(u.block, []).append(u.order)
+    for block, orders in by_block.items():
+        if len(orders) > 1:
+            out += [x for x in us if x.block == block and min(orders) < x.order < max(orders)]
+    return out
+
+
+def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings()) -> list[Unit]:
+    """The units a quote holds, in order: the best, those within ``margin`` of it (and over ``floor``), each with
+    what it needs, while the words fit ``words`` (the best and what it needs always)."""
+    if not scored:
+        return []
+    ranked = sorted(scored, key=lambda u: -u.score)
+    best = ranked[0].score
+    picked: list[Unit] = []
+    used = 0
+    for rank, u in enumerate(ranked[:cfg.max_units]):
+        if rank and (u.score < best - cfg.margin or u.score < cfg.floor):
+            break
+        if u in picked:
+            continue
+        group = [u] + [x for x in _needs(u, scored) if x not in picked and x is not u]
+        words = sum(len(x.text.split()) for x in group)
+        if rank and used + words > cfg.words:
+            continue
+        picked += group
+        used += words
+    for x in _between(picked, scored):
+        if x not in picked:
+            picked.append(x)
+    return sorted(picked, key=lambda u: u.order)
+
+
+def quote_lines(chosen: list[Unit], sources: list) -> list[QuoteLine]:
+    by_n = {s.n: s for s in sources}
+    out = []
+    for u in chosen:
+        src = by_n[u.source]
+        ci = min(u.chunk, len(src.chunk_ids) - 1)
+        pages = src.chunk_pages[ci] if src.chunk_pages and ci < len(src.chunk_pages) else src.pages
+        out.append(QuoteLine(u.text, u.kind, u.source, src.chunk_ids[ci], pages or src.pages, round(u.score, 3),
+                             header=u.header, doc_name=src.doc_name))
+    # grouped by source, the source holding the best line first; document order inside a source
+    rank = {}
+    for x in sorted(out, key=lambda x: -x.score):
+        rank.setdefault(x.source, len(rank))
+    return sorted(out, key=lambda x: rank[x.source])
