@@ -14,7 +14,8 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 from conftest import DOCS, REPO, machine_free_env, write  # noqa: E402
 
-READ_ONLY = {"list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents"}
+READ_ONLY = {"list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents",
+             "quote_answer"}
 WRITES = {"index_new_document", "pre_heat_summaries"}
 
 
@@ -117,6 +118,12 @@ def test_read_only_server_serves_real_content_and_clean_errors(store, tmp_path):
         sentences = [s for s in re.split(r"(?<=[.:])\s", window["text"]) if len(s) > 40]
         assert sentences and any(_norm(s) in manual for s in sentences), window["text"]  # the manual's own words
         assert window["rendered"] and window["text"][:40] in window["rendered"]
+
+        res = await client.call_tool("quote_answer", {"question": "how do I pre-heat the summaries?"})
+        assert not res.is_error and not res.structured_content["refused"], _text(res)
+        quoted = res.structured_content["quote"]
+        assert quoted and all(_norm(x["text"]) in manual for x in quoted), quoted  # verbatim, no model
+        assert all(re.fullmatch(r"DOC\d+_\d{3}", x["chunk_id"]) for x in quoted)
 
         res = await client.call_tool("nested_retrieve", {"query": "context windows and summaries", "limit": 2})
         assert not res.is_error and 1 <= len(res.structured_content["hits"]) <= 2, _text(res)

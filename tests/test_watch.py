@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, machine_free_env, write
-from thread_rag.watch import ADDED, DELETED, MODIFIED, Action, Debouncer, ignored, plan, run_watch
+from thread_rag.watch import ADDED, DELETED, MODIFIED, Action, Debouncer, Watcher, ignored, plan, run_watch
 
 ROOT = "/w"
 
@@ -561,3 +561,42 @@ def test_a_move_seen_from_its_new_name_first_keeps_the_document(tmp_path, make_e
     w.remove(str(old))  # the removal's event, late: nothing under that path any more
     assert out.getvalue().splitlines() == [f"moved DOC1 {new} (from {old})"]
     assert [(x.doc_id, x.path) for x in engine.documents()] == [("DOC1", str(new))]
+
+
+def test_an_emptied_or_unmounted_folder_keeps_its_documents_unless_pruned(tmp_path):
+    """Issue 47: two indexed files moved out of the watched folder, then `watch` on it: `2 removed` (an unmounted
+    share or USB disk looks the same). Now: none removed, one warning; --prune removes them."""
+    d = tmp_path / "share"
+    engine = FakeEngine()
+    for name in ("a.md", "b.md"):
+        engine.index_file(write(d / name, f"{name}\n"))
+        (d / name).unlink()
+    err = io.StringIO()
+    w = Watcher(engine, [str(d)], out=io.StringIO(), err=err)
+    counts = w.catch_up()
+    assert counts["removed"] == 0 and counts["kept"] == 2 and len(engine.documents()) == 2
+    assert "the files of 2 documents are missing (it holds no supported file any more" in err.getvalue()
+    assert Watcher(engine, [str(d)], out=io.StringIO(), err=io.StringIO(), prune=True).catch_up()["removed"] == 2
+    assert engine.documents() == []
+
+
+def test_many_files_gone_at_once_are_held_back_a_few_are_removed(tmp_path):
+    d = tmp_path / "docs"
+    engine = FakeEngine()
+    paths = [write(d / f"f{i}.md", f"file {i}\n") for i in range(10)]
+    for p in paths:
+        engine.index_file(p)
+    out, err = io.StringIO(), io.StringIO()
+    w = Watcher(engine, [str(d)], out=out, err=err)
+    for p in paths[:7]:  # 7 of 10 at once: more than PRUNE_MAX and more than half
+        p.unlink()
+    w.apply(plan([(DELETED, str(p)) for p in paths[:7]], [str(d)], w.library()))
+    assert len(engine.documents()) == 10 and "7 of its 10 documents went at once" in err.getvalue()
+    w.apply(plan([(DELETED, str(paths[0]))], [str(d)], w.library()))  # one at a time: a deletion
+    assert len(engine.documents()) == 9 and out.getvalue().splitlines() == [f"removed DOC1 {paths[0]}"]
+
+
+def test_names_starting_with_hash_or_tilde_are_watched():
+    """`#1 install.md` and `~draft.md` were ignored as editor temporaries; Emacs' `#x#` and Office's `~$x` still are."""
+    assert not ignored(f"{ROOT}/#1 install.md", [ROOT]) and not ignored(f"{ROOT}/~draft.md", [ROOT])
+    assert ignored(f"{ROOT}/#notes.md#", [ROOT]) and ignored(f"{ROOT}/~$report.docx", [ROOT])

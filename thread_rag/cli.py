@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="DIR")
     p.add_argument("--debounce", type=float, default=1.0,
                    help="seconds a file must be quiet before it is (re)indexed (default 1.0)")
+    p.add_argument("--prune", action="store_true",
+                   help="remove documents whose files are missing even when a folder looks unmounted (all of its "
+                        "files, or more than half and more than 5, gone at once)")
     cmd("docs", "list indexed documents")
     p = cmd("delete", "delete a document")
     p.add_argument("doc_id")
@@ -197,7 +200,7 @@ def _dispatch(args) -> int:
     if args.cmd == "watch":
         from .watch import run_watch
 
-        return run_watch(engine, args.paths, as_json=args.json, quiet=args.debounce)
+        return run_watch(engine, args.paths, as_json=args.json, quiet=args.debounce, prune=args.prune)
     if args.cmd == "docs":
         res = tools.list_available_documents(engine)
         if args.json:  # the user's own terminal is told each file (the tool keeps home folders from models)
@@ -316,6 +319,7 @@ def _cmd_ask(engine, args, out) -> int:
                 out.print(line)
             if data.get("note"):
                 out.print(styled((f"({data['note']})", "dim")))
+            out.file.flush()  # into a pipe too, the quote is there before the model loads
         elif kind == "answer_start" and not args.json:
             out.print(styled(("explanation:", "bold")))
 
@@ -324,6 +328,7 @@ def _cmd_ask(engine, args, out) -> int:
     def token(text: str) -> None:
         streamed.append(text)
         out.print(marked(text), end="")
+        out.file.flush()
 
     ans = Agent(engine, on_event=event).ask(args.question, on_token=None if args.json else token,
                                             doc_id=args.doc_id)

@@ -24,7 +24,8 @@ from . import __version__
 from .agent.tools import DESCRIPTIONS, SCHEMAS, call_tool, make_tools, result_errors
 from .errors import ThreadRagError, counted
 
-READ_TOOLS = ("list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents")
+READ_TOOLS = ("list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents",
+              "quote_answer")
 WRITE_TOOLS = ("index_new_document", "pre_heat_summaries")
 
 

@@ -38,6 +38,28 @@ def packaged_onnx_dir(name: str) -> Path:
     return path
 
 
+_SESSIONS: dict = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _session(path: Path, threads: int):
+    """One onnxruntime session per model file and thread count in a process (stage 3 and the quote share the
+    cross-encoder's; a test suite's many engines load it once). Sessions are safe to run from several threads."""
+    with _SESSIONS_LOCK:
+        key = (str(path), threads)
+        if key not in _SESSIONS:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            try:
+                _SESSIONS[key] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # noqa: BLE001 - any load failure is one line
+                raise ModelUnavailableError(f"cannot load {path}: {exc}") from exc
+        return _SESSIONS[key]
+
+
 class OnnxEncoder:
     """A BERT-style INT8 ONNX graph with its ``tokenizer.json``, run one text (or pair) at a time.
 
@@ -66,16 +88,7 @@ class OnnxEncoder:
     def session(self):
         with self._lock:
             if self._session is None:
-                import onnxruntime as ort
-
-                opts = ort.SessionOptions()
-                opts.intra_op_num_threads = self._threads
-                opts.inter_op_num_threads = 1
-                try:
-                    self._session = ort.InferenceSession(str(self.path / "model.onnx"), opts,
-                                                         providers=["CPUExecutionProvider"])
-                except Exception as exc:  # noqa: BLE001 - any load failure is one line
-                    raise ModelUnavailableError(f"cannot load {self.path / 'model.onnx'}: {exc}") from exc
+                self._session = _session(self.path / "model.onnx", self._threads)
                 self._inputs = {i.name for i in self._session.get_inputs()}
             return self._session
 

@@ -98,7 +98,7 @@ class Repl:
             try:
                 model = self.engine.chat_model
                 getattr(model, "llama", None)
-                warm_prefix(model)  # the answer prompt's fixed head, evaluated before the first question
+                warm_prefix(model, self.engine.settings.EXPLAIN_FROM)  # the answer prompt's fixed head
             except Exception:  # noqa: BLE001 - silent by design; the real call reports it
                 pass
 

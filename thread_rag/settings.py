@@ -199,6 +199,8 @@ class Settings:
                                             # (mark) | its sentence left out when it is a command, flag, path, URL,
                                             # file name or setting (drop)
     QUOTE_WORDS: int = 120                  # a quote's word budget (its best line and what that needs always stay)
+    EXPLAIN_WORDS: int = 250                # EXPLAIN_FROM = quote: the explanation reads the quote, then the next-best
+                                            # lines of what was read, up to this many words
     QUOTE_MARGIN: float = 3.0               # lines within this cross-encoder logit of the best one are quoted too
     QUOTE_MIN: float = -100.0               # no line scores this (cross-encoder logit): the documents do not answer;
                                             # the nearest lines are shown as related, no LLM call
@@ -267,6 +269,7 @@ class Settings:
         need(self.EXPLAIN_FROM in ("quote", "sources"), "EXPLAIN_FROM", "use quote or sources")
         need(self.UNSUPPORTED in ("mark", "drop"), "UNSUPPORTED", "use mark or drop")
         need(self.QUOTE_WORDS > 0, "QUOTE_WORDS", "must be > 0")
+        need(self.EXPLAIN_WORDS > 0, "EXPLAIN_WORDS", "must be > 0")
         need(self.QUOTE_MARGIN >= 0, "QUOTE_MARGIN", "must be >= 0")
         need(16 <= self.QUOTE_TOKENS <= 512, "QUOTE_TOKENS", "must be between 16 and 512")
         need(0 <= self.TEMPERATURE <= 2, "TEMPERATURE", "must be between 0 and 2")

@@ -1,4 +1,4 @@
-"""The seven tool functions: plain Python, JSON-able results, one thin call into the Engine each.
+"""The eight tool functions: plain Python, JSON-able results, one thin call into the Engine each.
 
 Every front door (REPL, agent, scripted sessions, CLI) goes through these, so behaviour is the
 same everywhere. Errors raise :class:`~thread_rag.errors.ThreadRagError` with one-line messages.
@@ -70,6 +70,22 @@ def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> d
 
 def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0) -> dict:
     return to_dict(engine.nested.retrieve(query, limit=limit, doc_id=doc_id, offset=offset))
+
+
+def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
+    """The documents' own lines that answer ``question``: the answer path's search, walk and quote, no language model
+    (``ask --quote``; ``ANSWER_MODE = "quote"``). ``refused``: the relevance floor, or no line under the evidence floor
+    (``related``: the nearest lines are then in ``quote``)."""
+    from .agent.loop import Agent
+
+    if not isinstance(question, str) or not question.strip():
+        raise ThreadRagError("question is empty: ask something about the documents")
+    agent = Agent(engine)
+    agent.settings = engine.settings.replace(ANSWER_MODE="quote", CONDENSE_FOLLOWUPS=False)
+    ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER)
+    return {"question": question, "answer": ans.answer, "refused": ans.refused, "related": ans.related,
+            "quote": ans.quote, "quote_best": ans.quote_best, "relevance": ans.relevance,
+            "unmentioned": ans.unmentioned, "timings": ans.timings}
 
 
 def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, explain: bool = False,

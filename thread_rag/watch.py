@@ -34,7 +34,10 @@ ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); pla
 
 # Editor and download temporaries. Names starting with "." (hidden files, ".#x" Emacs locks, ".x.swp" Vim swap
 # files, ".~lock.x#" LibreOffice locks) are ignored by the hidden-name rule, at any depth below a watched folder.
-_TEMPORARY = re.compile(r"^(~|#)|(~|#|\.sw[a-p]|\.te?mp|\.part|\.crdownload|\.bak|\.orig)$", re.IGNORECASE)
+_TEMPORARY = re.compile(r"^~\$|^#.*#$|(~|\.sw[a-p]|\.te?mp|\.part|\.crdownload|\.bak|\.orig)$", re.IGNORECASE)
+# (Office's "~$report.docx" owner files and Emacs' "#notes.md#" autosaves; "#1 install.md" and "~draft.md" are files)
+PRUNE_MAX = 5  # more missing documents than this at once, and more than half of a watched folder's, are not removed
+#                without --prune: an unmounted drive or share looks like a folder whose files were all deleted
 
 
 def ignored(path: str, roots: Iterable[str]) -> bool:
@@ -153,9 +156,11 @@ def _stamp(path: str) -> tuple | None:
 class Watcher:
     """Applies actions through the Engine and prints one line per change (``--json``: one JSON object)."""
 
-    def __init__(self, engine, roots: Iterable[str], *, as_json: bool = False, out=None, err=None):
+    def __init__(self, engine, roots: Iterable[str], *, as_json: bool = False, out=None, err=None,
+                 prune: bool = False):
         self.engine = engine
         self.roots = [os.path.realpath(r) for r in roots]
+        self.prune = prune  # remove however many documents went missing at once
         self.as_json = as_json
         self.out = out or sys.stdout
         self.err = err or sys.stderr
@@ -261,9 +266,43 @@ class Watcher:
                 self._index_copies(rec.doc_id)  # a copy with the same bytes still exists: it becomes its own document
         return removed
 
+    def held_back(self, paths: list[str]) -> set[str]:
+        """Of the documents stored at ``paths`` (files gone, or folders holding them), those a watched folder keeps
+        because it looks unmounted, not emptied: its folder is gone or unreadable, it holds no supported file any
+        more, or more than ``PRUNE_MAX`` and more than half of its documents went at once (one warning line per
+        folder; ``--prune`` removes them all the same)."""
+        if self.prune:
+            return set()
+        own = [rec.path for rec in self.engine.own_documents()]
+        kept: set[str] = set()
+        for root in self.roots:
+            held = [p for p in own if _under(p, root)]
+            gone = [p for p in held if any(p == x or _under(p, x) for x in paths)]
+            if not gone:
+                continue
+            if not _readable(root):
+                why = "the folder is gone or cannot be read"
+            elif not any(supported(f) for f in self.files(root)):
+                why = "it holds no supported file any more"
+            elif len(gone) > PRUNE_MAX and 2 * len(gone) > len(held):
+                why = f"{len(gone)} of its {counted(len(held), 'document')} went at once"
+            else:
+                continue
+            kept.update(gone)
+            self.note(f"warning: {shown(root)}: the files of {counted(len(gone), 'document')} are missing ({why}: an "
+                      f"unmounted drive or share?); none removed. `thread-rag watch --prune` removes them, "
+                      f"`thread-rag delete DOCn` one at a time")
+        return kept
+
     def apply(self, actions: Iterable[Action]) -> None:
+        actions = list(actions)
+        kept = self.held_back([a.path for a in actions if a.kind == "remove"])
         for a in actions:
-            if a.kind in ("remove", "forget"):
+            if a.kind == "remove" and kept:
+                for rec in self.engine.own_documents():
+                    if (rec.path == a.path or _under(rec.path, a.path)) and rec.path not in kept:
+                        self.remove(rec.path, exact=True)
+            elif a.kind in ("remove", "forget"):
                 self.remove(a.path, exact=a.kind == "forget")
             elif a.kind == "scan":
                 for f in self.files(a.path):
@@ -275,11 +314,15 @@ class Watcher:
         """What changed while nobody watched: documents whose file under a watched folder is gone are removed
         (first, so a renamed file indexes under its new name), then every file is indexed (a no-op if
         unchanged)."""
-        counts = {"removed": 0, "indexed": 0, "replaced": 0, "unchanged": 0, "failed": 0}
-        for rec in self.engine.own_documents():  # of a shared library: this data dir's (paths are this machine's)
-            gone = os.path.islink(rec.path) or not os.path.isfile(rec.path)  # or a folder or a link now
-            if any(_under(rec.path, r) for r in self.roots) and gone:
-                counts["removed"] += self.remove(rec.path, exact=True)
+        counts = {"removed": 0, "indexed": 0, "replaced": 0, "unchanged": 0, "failed": 0, "kept": 0}
+        gone = [rec.path for rec in self.engine.own_documents()  # a shared library: this data dir's (this machine's)
+                if any(_under(rec.path, r) for r in self.roots)
+                and (os.path.islink(rec.path) or not os.path.isfile(rec.path))]  # or a folder or a link now
+        kept = self.held_back(gone)
+        counts["kept"] = len(kept)
+        for path in gone:
+            if path not in kept:
+                counts["removed"] += self.remove(path, exact=True)
         files = {}  # each file once: folders may overlap, and a link may sit beside its file
         for root in self.roots:
             for f in self.files(root):
@@ -306,15 +349,24 @@ def _watch(w: Watcher, watchfiles, roots: list[str], pending: Debouncer, stop_ev
             started = True
             c = w.catch_up()
             w.note(f"watching {', '.join(roots)}: {c['unchanged']} up to date, {c['indexed']} indexed, "
-                   f"{c['replaced']} updated, {c['removed']} removed, {c['failed']} failed (Ctrl-C to stop)")
+                   f"{c['replaced']} updated, {c['removed']} removed, {c['failed']} failed"
+                   + (f", {c['kept']} missing kept" if c["kept"] else "") + " (Ctrl-C to stop)")
             continue
         settled = pending.ready(now)
         if settled:
             w.apply(plan(settled, roots, w.library()))
 
 
+def _readable(folder: str) -> bool:
+    try:
+        os.listdir(folder)
+        return True
+    except OSError:
+        return False
+
+
 def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | None = None, as_json: bool = False,
-              quiet: float = 1.0, out=None, err=None) -> int:
+              quiet: float = 1.0, out=None, err=None, prune: bool = False) -> int:
     """Catch up, then watch until ``stop_event`` is set, Ctrl-C or SIGTERM; returns 0."""
     import logging
 
@@ -332,7 +384,7 @@ def run_watch(engine, paths: Iterable[str], *, stop_event: threading.Event | Non
             raise ThreadRagError(f"{p}: {why}")
         roots.append(os.path.realpath(p))
     roots = list(dict.fromkeys(roots))
-    w = Watcher(engine, roots, as_json=as_json, out=out, err=err)
+    w = Watcher(engine, roots, as_json=as_json, out=out, err=err, prune=prune)
     pending = Debouncer(quiet=quiet)
     stop_event = stop_event or threading.Event()
 

@@ -37,7 +37,7 @@ from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_so
                      holding_chunks, parse_json_lenient, quote_sources, said_not_in_docs, sentences, stream_answer,
                      written_citations)
 from .check import CheckedStream, SourceText, citations_hold, unsupported
-from .quote import Quote, QuoteSettings, choose, quote_lines, score_units
+from .quote import Quote, QuoteSettings, choose, quote_lines, reading, score_units
 from .intent import recognise
 from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
                       walk_sources)
@@ -153,6 +153,8 @@ class Answer:
     sources: list = field(default_factory=list)  # the numbered sources the model read (fast path)
     quote: list = field(default_factory=list)    # the quote: the lines of the sources that answer (QuoteLine dicts)
     quote_best: float | None = None              # the best line's cross-encoder logit (the evidence floor's score)
+    read_lines: list = field(default_factory=list)  # what the explanation reads (EXPLAIN_FROM = quote): the quote, then
+                                                 # the next-best lines up to EXPLAIN_WORDS
     related: bool = False                        # refused because no line answers: the quote shows related lines
     checked: int = 0                             # spans of the explanation looked up in the sources
     unsupported: list = field(default_factory=list)  # ... of those, the ones the sources do not hold
@@ -366,7 +368,7 @@ class Agent:
         s = self.settings
         may_refuse = s.weak_match(match) and s.WEAK_MATCH == "refuse"
         reads = s.EXPLAIN_FROM if quote.lines else "sources"
-        read = quote_sources(quote.lines, sources, self._count) if reads == "quote" else sources
+        read = quote_sources(quote.reading, sources, self._count) if reads == "quote" else sources
         msgs = answer_messages(question, read, may_refuse=may_refuse, reads=reads)
         self.on_event("answer_start", {})
         checker = CheckedStream(SourceText([x.text for x in sources]), emit=on_token, strict=s.UNSUPPORTED == "drop")
@@ -403,13 +405,14 @@ class Agent:
         try:
             ce = self.engine.retriever.cross_encoder
             scored = score_units(question, sources, lambda q, ps: ce.logits(q, ps, s.QUOTE_TOKENS))
-            quote = Quote(quote_lines(choose(scored, QuoteSettings(margin=s.QUOTE_MARGIN, words=s.QUOTE_WORDS)), sources),
-                          best=max((u.score for u in scored), default=None), units=len(scored))
+            quoted = choose(scored, QuoteSettings(margin=s.QUOTE_MARGIN, words=s.QUOTE_WORDS))
+            quote = Quote(quote_lines(quoted, sources), best=max((u.score for u in scored), default=None),
+                          units=len(scored), reading=quote_lines(reading(scored, quoted, s.EXPLAIN_WORDS), sources))
         except ModelUnavailableError as exc:  # no cross-encoder: no quote, the explanation reads the sources
             quote = Quote(note=f"no quote: {exc}")
         quote.seconds = round(time.perf_counter() - t, 3)
         base.update(quote=[to_dict(x) for x in quote.lines], quote_best=None if quote.best is None else round(quote.best, 3),
-                    timings={"quote_s": round(time.perf_counter() - t0, 3)})
+                    read_lines=[to_dict(x) for x in quote.reading], timings={"quote_s": round(time.perf_counter() - t0, 3)})
         return quote
 
     def _related(self, base: dict, quote, on_token, t0: float) -> Answer:

@@ -76,6 +76,7 @@ class Quote:
     units: int = 0                              # units scored
     seconds: float = 0.0
     note: str = ""                              # why there is no quote (the cross-encoder could not load)
+    reading: list = field(default_factory=list)  # QuoteLine: what the explanation reads (the quote and more)
 
     @property
     def words(self) -> int:
@@ -284,15 +285,16 @@ def _between(kept: list[Unit], us: list[Unit]) -> list[Unit]:
     return out
 
 
-def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings()) -> list[Unit]:
+def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings(), start: list[Unit] = ()) -> list[Unit]:
     """The units a quote holds, in order: the best, those within ``margin`` of it (and over ``floor``), each with
-    what it needs, while the words fit ``words`` (the best and what it needs always)."""
+    what it needs, while the words fit ``words`` (the best and what it needs always). ``start``: units already
+    held (their words count)."""
     if not scored:
         return []
     ranked = sorted(scored, key=lambda u: -u.score)
     best = ranked[0].score
-    picked: list[Unit] = []
-    used = 0
+    picked: list[Unit] = list(start)
+    used = sum(len(x.text.split()) for x in picked)
     for rank, u in enumerate(ranked[:cfg.max_units]):
         if rank and (u.score < best - cfg.margin or u.score < cfg.floor):
             break
@@ -308,6 +310,13 @@ def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings()) -> list[Uni
         if x not in picked:
             picked.append(x)
     return sorted(picked, key=lambda u: u.order)
+
+
+def reading(scored: list[Unit], quoted: list[Unit], words: int) -> list[Unit]:
+    """What the explanation reads: the quote, then the next-best units of the sources (each with what it needs),
+    while the words fit ``words``; in order."""
+    return choose(scored, QuoteSettings(margin=float("inf"), floor=float("-inf"), words=words,
+                                        max_units=len(scored)), start=quoted)
 
 
 def quote_lines(chosen: list[Unit], sources: list) -> list[QuoteLine]:

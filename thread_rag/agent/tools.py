@@ -1,4 +1,4 @@
-"""The seven agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
+"""The eight agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
 
 Each wraps a plain function of :mod:`thread_rag.tools`. ``call_tool`` is the single entry point
 used by the agent loop and scripted sessions: unknown tools, wrong or missing arguments and tool
@@ -75,6 +75,11 @@ class CompareArgs(_Args):
                                  "rows (same rows are counted, not listed); omit for every row")
 
 
+class QuoteArgs(_Args):
+    question: str = Field(min_length=1, max_length=4000, description="the question, in plain words")
+    doc_id: Optional[str] = Field(default=None, description="limit to one document, e.g. DOC1")
+
+
 class NestedArgs(_Args):
     query: str = Field(min_length=1, max_length=10000, description="what to look for")
     limit: int = Field(default=3, ge=1, le=MAX_LIMIT, description="how many non-overlapping passages")
@@ -92,11 +97,14 @@ DESCRIPTIONS = {
     "nested_retrieve": "Find several non-overlapping passages of adaptive size from the document tree.",
     "compare_documents": "Compare two versions of a document step by step: which sections are the same, changed, "
                          "or only in one version, with the changed words (optionally only about a topic).",
+    "quote_answer": "ANSWER WITH QUOTES: search, walk and return the documents' own lines that answer the question "
+                    "(sentences, whole steps, code blocks, table rows), verbatim, each with its chunk id and page; "
+                    "refused (with related lines) when no line answers. No language model is called.",
 }
 
 SCHEMAS = {"list_available_documents": NoArgs, "index_new_document": IndexArgs, "rag_search": SearchArgs,
            "fetch_chunks_by_id": FetchArgs, "pre_heat_summaries": PreheatArgs, "nested_retrieve": NestedArgs,
-           "compare_documents": CompareArgs}
+           "compare_documents": CompareArgs, "quote_answer": QuoteArgs}
 
 
 def make_tools(engine) -> dict[str, StructuredTool]:
@@ -111,6 +119,7 @@ def make_tools(engine) -> dict[str, StructuredTool]:
             engine, query, limit=limit, doc_id=doc_id, offset=offset),
         "compare_documents": lambda doc_a, doc_b, topic=None, limit=None: T.compare_documents(
             engine, doc_a, doc_b, topic=topic, limit=limit),
+        "quote_answer": lambda question, doc_id=None: T.quote_answer(engine, question, doc_id=doc_id),
     }
     return {name: StructuredTool.from_function(func=fn, name=name, description=DESCRIPTIONS[name],
                                                args_schema=SCHEMAS[name]) for name, fn in fns.items()}
@@ -213,6 +222,13 @@ def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
         return "\n\n".join(parts)[:max_chars]
     if outcome.tool == "compare_documents":
         return compare_summary(r, max_chars=max_chars)
+    if outcome.tool == "quote_answer":
+        from ..render import quote_lines
+        from .quote import QuoteLine
+
+        lines = [QuoteLine(**x) for x in r["quote"]]
+        head = [r["answer"]] if r["refused"] else []
+        return "\n".join(head + [t.plain for t in quote_lines(lines, related=r["related"])])[:max_chars]
     if outcome.tool == "nested_retrieve":
         return "\n\n".join(f"<<< {h['first_chunk']}..{h['last_chunk']} {h['pages_label']}\n{h['text'][:1500]}\n>>>"
                            for h in r["hits"])[:max_chars]

@@ -85,6 +85,12 @@ def run_routing_bench(settings, args) -> dict:
             "backend": describe(agent.model), "machine": machine(), "rows": rows}
 
 
+LATENCY_CONFIGS = {  # name -> (reader, settings): what the model reads, everything else shared
+    "topk": ("topk", {"EXPLAIN_FROM": "sources"}),        # the hits' own texts (plain RAG)
+    "walk": ("walk", {"EXPLAIN_FROM": "sources"}),        # every source the walk read (the answer before the quote)
+    "explain": ("walk", {"EXPLAIN_FROM": "quote"}),       # the quote's lines only
+    "routed": (None, {"AGENT_MODE": "routed"}),           # the model-driven loop
+}
 LATENCY_QUESTIONS = [
     "How much RAM and disk space does a desktop installation need at minimum?",
     "How do I write the installer image to a USB stick?",
@@ -135,24 +141,32 @@ def run_latency_bench(settings, args) -> dict:
     from .retrieval import STEPS_SETTINGS, machine, search_settings
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-lat-"))
-    readers = args.configs.split(",") if args.configs else ["topk", "walk"]
+    readers = args.configs.split(",") if args.configs else ["topk", "walk", "explain"]
+    unknown = [r for r in readers if r not in LATENCY_CONFIGS]
+    if unknown:
+        from ..errors import ThreadRagError
+
+        raise ThreadRagError(f"bench latency: unknown configuration {unknown[0]!r} ({', '.join(LATENCY_CONFIGS)})")
     try:
         e = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache"), MODEL_DIR=str(settings.model_dir)))
         e.index_file(args.file or str(settings.shared_data /
                                       "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
         agent = Agent(e)
-        routed = Agent(e, chat_model=agent.model)
-        routed.settings = e.settings.replace(AGENT_MODE="routed")
+        agents = {}
+        for r in readers:
+            agents[r] = Agent(e, chat_model=agent.model)
+            agents[r].settings = e.settings.replace(**LATENCY_CONFIGS[r][1])
         _ = agent.model.invoke([HumanMessage("hi")], **limit(agent.model, 1))  # load the model outside the timings
         rows = []
         for q in LATENCY_QUESTIONS[: args.limit or 5]:
             for r in readers:
-                who = routed if r == "routed" else agent
+                who = agents[r]
                 who.clear()
                 reset_prompt_cache(agent.model)
-                warm_prefix(agent.model)
-                a = who.ask(q) if r == "routed" else who.ask(q, reader=r)
-                rows.append({"question": q, "reader": r, "first_token_s": a.timings["first_token_s"],
+                warm_prefix(agent.model, who.settings.EXPLAIN_FROM)
+                a = who.ask(q, reader=LATENCY_CONFIGS[r][0])
+                rows.append({"question": q, "reader": r, "quote_s": a.timings.get("quote_s"),
+                             "first_token_s": a.timings["first_token_s"],
                              "total_s": a.timings["total_s"], "refused": a.refused, "llm_calls": a.llm_calls,
                              "prompt_tokens": a.tokens.get("in"), "mode": a.mode,
                              "citations": [f"{c.chunk_id}:{c.how}" for c in a.citations], "answer": a.answer[:300]})
@@ -167,9 +181,13 @@ def run_latency_bench(settings, args) -> dict:
         med = {r: round(float(np.median([x["first_token_s"] for x in rows if x["reader"] == r and x["first_token_s"]]
                                         or [np.nan])), 2) for r in readers}
         tot = {r: round(float(np.median([x["total_s"] for x in rows if x["reader"] == r])), 2) for r in readers}
+        quote = {r: round(float(np.median([x["quote_s"] for x in rows if x["reader"] == r and x["quote_s"]]
+                                          or [np.nan])), 2) for r in readers}
         ratio = {r: round(med[r] / med["topk"], 2) for r in readers if "topk" in med and med["topk"]}
         return {"backend": agent.backend, "machine": machine(), "questions": len(LATENCY_QUESTIONS[: args.limit or 5]),
-                "first_token_s_median": med, "total_s_median": tot, "first_token_ratio_vs_topk": ratio,
+                "quote_s_median": quote, "first_token_s_median": med, "total_s_median": tot,
+                "first_token_ratio_vs_topk": ratio,
+                "configs": {r: {"reader": LATENCY_CONFIGS[r][0], **LATENCY_CONFIGS[r][1]} for r in readers},
                 "off_topic": off, "first_token_curve": curve,
                 "prompt_cache": "reset per question, then the answer prompt's fixed head evaluated (as the REPL does "
                                 "at model load)",

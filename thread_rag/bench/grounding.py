@@ -34,7 +34,7 @@ from ..records import to_dict
 from .metrics import bootstrap_ci, paired_rows, token_coverage, token_f1
 
 CONFIGS = ("quote", "explain", "sources")
-QUOTE_SETTINGS = ("QUOTE_WORDS", "QUOTE_MARGIN", "QUOTE_TOKENS")
+QUOTE_SETTINGS = ("QUOTE_WORDS", "QUOTE_MARGIN", "QUOTE_TOKENS", "EXPLAIN_WORDS")
 DEBIAN_QUESTIONS = ["How do I write the installer image to a USB stick from Linux?"]
 
 
@@ -91,8 +91,10 @@ def answer_row(qid: str, config: str, a, answers: list[str], name: str | None = 
                                                                    else "") for s in a.sources]}
     if name == "quote":
         read = "\n".join(s["text"] for s in a.sources)
+        lines = "\n".join(line["text"] for line in a.read_lines)
         row.update(text=quote, **best_gold(quote, answers), read_words=len(read.split()),
-                   **{f"read_{k}": v for k, v in best_gold(read, answers).items()})
+                   **{f"read_{k}": v for k, v in best_gold(read, answers).items()},
+                   lines_words=len(lines.split()), **{f"lines_{k}": v for k, v in best_gold(lines, answers).items()})
         return row
     model = "" if a.refused else a.answer
     row.update(text=model, words=len(model.split()), **_span_stats(a))
@@ -110,7 +112,7 @@ def _mean(rows: list[dict], key: str):
 def summarise(rows: list[dict], base: list[dict] | None) -> dict:
     """Means (and 95% CIs) of a configuration's rows; paired differences against ``base`` (the sources rows)."""
     out: dict = {"questions": len(rows)}
-    for key in ("f1", "recall", "model_f1", "model_recall", "shown_f1", "shown_recall", "read_recall"):
+    for key in ("f1", "recall", "model_f1", "model_recall", "shown_f1", "shown_recall", "read_recall", "lines_recall"):
         vals = [r[key] for r in rows if r.get(key) is not None]
         if not vals:
             continue
@@ -127,6 +129,7 @@ def summarise(rows: list[dict], base: list[dict] | None) -> dict:
     out["quote_words_median"] = float(np.median(words)) if words else None
     out["quote_words_mean"] = _mean(rows, "quote_words")
     out["read_words_mean"] = _mean(rows, "read_words")
+    out["lines_words_mean"] = _mean(rows, "lines_words")
     out["quote_s_median"] = round(float(np.median([r["quote_s"] for r in rows if r["quote_s"] is not None] or [np.nan])), 3)
     if any("checked" in r for r in rows):
         checked = sum(r.get("checked", 0) for r in rows)
@@ -208,7 +211,8 @@ def run_grounding_bench(settings, args) -> dict:
     out.update(meta)
     out.update(machine=machine(), command=command_line(),
                settings={k: getattr(shared, k) for k in ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "QUOTE_WORDS",
-                                                          "QUOTE_MARGIN", "QUOTE_TOKENS", "RELEVANCE_MIN", "READER")})
+                                                          "QUOTE_MARGIN", "QUOTE_TOKENS", "EXPLAIN_WORDS",
+                                                          "RELEVANCE_MIN", "READER")})
     return out
 
 
