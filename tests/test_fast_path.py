@@ -28,6 +28,7 @@ def cite_one(messages):
 
 def test_plain_question_costs_one_llm_call_and_cites_what_it_read(manual_engine):
     agent, model = agent_with(manual_engine, answer=cite_one)
+    agent.settings = agent.settings.replace(EXPLAIN_FROM="sources")  # the model reads every source the walk read
     ans = agent.ask("how do I pre-heat summaries?")
     assert not ans.refused and ans.mode == "fast/walk"
     assert len(model.calls) == 1 and ans.llm_calls == 1          # no intent call, no routing, no gate
@@ -570,7 +571,7 @@ def test_a_weak_match_says_so_and_may_let_the_model_refuse(manual_engine):
     floor (its entry chunks share "Dell", "laptop", "BIOS") while the cross-encoder gave its best entry chunk 0.011;
     the 1.5B model invented reset steps and named three sources after them. Under MATCH_MIN the answer carries a
     note; with WEAK_MATCH = "refuse" the answer prompt also lets the model say the documents do not answer."""
-    from thread_rag.agent.answer import MAY_REFUSE
+    from thread_rag.agent.answer import EXPLAIN_PROMPT, MAY_REFUSE
     from thread_rag.render import answer_notes
 
     note = ("(the documents match this question weakly: the cross-encoder gives its best source 0.010, under "
@@ -585,7 +586,7 @@ def test_a_weak_match_says_so_and_may_let_the_model_refuse(manual_engine):
     agent, model = agent_with(weak, answer=lambda m: "NOT IN DOCUMENTS")
     shown = []
     ans = agent.ask("how do I pre-heat summaries?", on_token=shown.append)
-    assert model.calls[0]["last"].startswith("Answer the question") and len(model.calls) == 1
+    assert model.calls[0]["last"].startswith(EXPLAIN_PROMPT.split("\n")[0]) and len(model.calls) == 1
     assert model.calls[0]["tail"].endswith(MAY_REFUSE)
     assert ans.refused and ans.answer == REFUSAL and ans.citations == [] and ans.llm_calls == 1
     assert "".join(shown) == REFUSAL  # the marker itself never reaches the screen

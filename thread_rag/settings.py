@@ -198,7 +198,7 @@ class Settings:
     UNSUPPORTED: str = "mark"               # a span of the explanation the sources do not hold: marked [?] and listed
                                             # (mark) | its sentence left out when it is a command, flag, path, URL,
                                             # file name or setting (drop)
-    QUOTE_WORDS: int = 120                  # a quote's word budget (its best line and what that needs always stay)
+    QUOTE_WORDS: int = 200                  # a quote's word budget (its best line and what that needs always stay)
     EXPLAIN_WORDS: int = 250                # EXPLAIN_FROM = quote: the explanation reads the quote, then the next-best
                                             # lines of what was read, up to this many words
     QUOTE_MARGIN: float = 3.0               # lines within this cross-encoder logit of the best one are quoted too

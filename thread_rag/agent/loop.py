@@ -220,6 +220,7 @@ class _HoldBack:
 
 
 class Agent:
+    before_model = None  # called before the model is used (the chat: wait for its background load)
     ROUTED_TOOLS = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
                     "index_new_document", "pre_heat_summaries", "compare_documents"]
 
@@ -228,7 +229,7 @@ class Agent:
         self.engine = engine
         self.settings = engine.settings
         self._model = chat_model  # the engine's is reached for at the first call (a bad question is named first)
-        self.before_model = before_model  # called before the model is used (the chat: wait for its background load)
+        self.before_model = before_model
         self.tools = make_tools(engine)
         self.history: list[tuple[str, str]] = []  # (question, answer)
         self.on_event = on_event or (lambda kind, data: None)

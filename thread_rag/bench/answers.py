@@ -42,7 +42,8 @@ from . import command_line
 
 READERS = _READERS + ("decide", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
-SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH",
+SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH", "EXPLAIN_FROM",
+                   "QUOTE_MIN",
                    "WALK_MAX", "WALK_THRESHOLD", "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK", "RERANK_CONTEXT",
                    "STAGE3_LEXICAL_FLOOR", "STAGE3_K", "RERANK_MAX_TOKENS") + HOP_SETTINGS + STEPS_SETTINGS  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
@@ -141,8 +142,11 @@ def shared_settings(settings) -> dict:
 
 
 def bench_settings(settings, k: int = K):
-    """The settings every strategy shares in a run (the equal terms)."""
-    return settings.replace(READ_K=k, MAX_ANSWER_TOKENS=ANSWER_TOKENS, INTENTS=False, CONDENSE_FOLLOWUPS=False)
+    """The settings every strategy shares in a run (the equal terms). The model reads each strategy's own sources
+    (``EXPLAIN_FROM = "sources"``: a reading is what is compared here; ``bench grounding`` compares the quote), and no
+    question is refused for want of a quoted line (the evidence floor off)."""
+    return settings.replace(READ_K=k, MAX_ANSWER_TOKENS=ANSWER_TOKENS, INTENTS=False, CONDENSE_FOLLOWUPS=False,
+                            EXPLAIN_FROM="sources", QUOTE_MIN=-100.0)
 
 
 def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=None, model=None) -> dict:

@@ -32,7 +32,7 @@ SUITE_STRATEGIES = ["topk", "walk"]
 SUITE_K = 3
 BASE_CHECK = 3
 # shared settings older results did not record, at the value they had then: the retrieval files' ones, and WALK_BACK
-RECORDED_LATER = {"WALK_BACK": 0, **RETRIEVAL_RECORDED_LATER}
+RECORDED_LATER = {"WALK_BACK": 0, "EXPLAIN_FROM": "sources", "QUOTE_MIN": -100.0, **RETRIEVAL_RECORDED_LATER}
 
 
 class BaseMismatch(ThreadRagError):
