@@ -593,27 +593,84 @@ def _page_lines(page) -> tuple[list[str], set[int]]:
 
 
 def _pdf_table_rows(page, lines: list[str]) -> list[str]:
-    """``lines`` with the rows of each captioned table as pipe rows: the layout-mode lines after a caption that
-    stand in columns (two or more gaps of 3+ spaces), matched to the default lines they are the same words as."""
+    """``lines`` with each captioned table's lines replaced by its rows as pipe rows (``| cell | cell |``). The rows
+    come from pypdf's layout mode, where columns stand apart (``_layout_tables``); the default lines they replace
+    are those the table's words make up (``_table_span``)."""
     try:
         layout = page.extract_text(extraction_mode="layout") or ""
     except Exception:  # noqa: BLE001 - the plain lines stand
         return lines
-    rows: dict[str, str] = {}
-    in_table = False
-    for ln in layout.split("\n"):
+    out = list(lines)
+    for caption, rows in _layout_tables(layout.split("\n")).items():
+        span = _table_span(out, caption, rows)
+        if span is not None:
+            out[span[0]:span[1]] = ["| " + " | ".join(row) + " |" for row in rows]
+    return out
+
+
+def _layout_tables(layout: list[str]) -> dict[str, list[list[str]]]:
+    """Caption line (words joined by single spaces) -> its table's rows of cells, read from layout-mode lines: the
+    first line after a caption with two or more cells (gaps of 3+ spaces) is the header and sets the columns; a line
+    with a cell in the first column starts a row, one without adds its cells to the row above (a wrapped cell; before
+    the first row's first cell, to that row: a first cell set beside the middle of its wrapped neighbour); the table
+    ends at two blank lines, or at prose again (a line starting left of the first column, or one long cell)."""
+    tables: dict[str, list[list[str]]] = {}
+    caption, starts, rows, pending, blanks = None, [], [], None, 0
+    for ln in layout + ["", ""]:
         s = ln.strip()
         if _CAPTION.match(s):
-            in_table = True
+            if rows:
+                tables[caption] = rows
+            caption, starts, rows, pending, blanks = " ".join(s.split()), [], [], None, 0
             continue
-        if not in_table or not s:
+        if caption is None:
             continue
-        cells = [c.strip() for c in re.split(r"\s{3,}", s) if c.strip()]
-        if len(cells) >= 3 or (len(cells) == 2 and rows):
-            rows[" ".join(s.split())] = "| " + " | ".join(cells) + " |"
-        elif rows:
-            in_table = False
-    return [rows.get(" ".join(ln.split()), ln) for ln in lines]
+        if not s:
+            blanks += 1
+            if blanks >= 2 and rows:
+                tables[caption], caption = rows, None
+            continue
+        blanks = 0
+        cells = [(m.start(), m.group(0)) for m in re.finditer(r"\S+(?:\s{1,2}\S+)*", ln)]
+        if not starts:
+            if len(cells) < 2:
+                caption = None  # no columns after the caption: not a table this reader can follow
+                continue
+            starts, rows = [a for a, _ in cells], [[c for _, c in cells]]
+            continue
+        if cells[0][0] < starts[0] - 1 or (len(cells) == 1 and len(cells[0][1]) > 60 and cells[0][0] <= starts[0] + 2):
+            tables[caption], caption = rows, None  # prose again
+            continue
+        col = [max([k for k, a in enumerate(starts) if a <= at + 2] or [0]) for at, _ in cells]
+        if col[0] == 0:
+            rows.append(pending or [""] * len(starts))
+            pending = None
+            target = rows[-1]
+        elif len(rows) == 1:
+            pending = target = pending or [""] * len(starts)
+        else:
+            target = rows[-1]
+        for k, (_, text) in zip(col, cells):
+            target[k] = (target[k] + " " + text).strip()
+    return tables
+
+
+def _table_span(lines: list[str], caption: str, rows: list[list[str]]) -> tuple[int, int] | None:
+    """The default lines a table's words make up: from its header row's line (else the line after its caption) on,
+    while each line's words are among the table's words not used yet."""
+    from collections import Counter
+
+    flat = [" ".join(ln.split()) for ln in lines]
+    header = " ".join(" ".join(rows[0]).split())
+    at = flat.index(header) if header in flat else (flat.index(caption) + 1 if caption in flat else None)
+    if at is None:
+        return None
+    words = Counter(w for row in rows for cell in row for w in cell.split())
+    end = at
+    while end < len(lines) and lines[end].split() and not Counter(lines[end].split()) - words:
+        words -= Counter(lines[end].split())
+        end += 1
+    return (at, end) if end > at else None
 
 
 def _header_key(line: str) -> str:
