@@ -51,16 +51,22 @@ def score(expected: list[list[str]], got: list[list[str]]) -> dict:
             "share": round(right / cells, 3) if cells else None}
 
 
-def old_loader():
-    src = subprocess.run(["git", "show", "HEAD~20:thread_rag/ingest/loaders.py"], capture_output=True, text=True).stdout
-    return src
+BEFORE = "d0af498"  # the last commit with LOADER_VERSION 4
+
+
+def old_load_document():
+    """LOADER_VERSION 4's ``load_document``, from git, run beside today's."""
+    src = subprocess.run(["git", "show", f"{BEFORE}:thread_rag/ingest/loaders.py"], capture_output=True, text=True,
+                         check=True).stdout
+    ns = {"__name__": "loaders_v4"}
+    exec(compile(src.replace("from ..", "from thread_rag."), "loaders_v4", "exec"), ns)
+    return ns["load_document"]
 
 
 def main() -> None:
-    from importlib import import_module
-
     sys.path.insert(0, ".")
-    out = {"command": "PYTHONPATH=. python bench_results/probes/pdf_tables_probe.py", "files": []}
+    out = {"command": "PYTHONPATH=. python bench_results/probes/pdf_tables_probe.py", "before": BEFORE, "files": []}
+    before = old_load_document()
     for pdf in sorted((FIXTURES / "sources").glob("*.pdf")):
         gt = (FIXTURES / "groundtruth" / (pdf.stem + ".md"))
         expected = md_rows(gt.read_text(encoding="utf-8")) if gt.is_file() else []
@@ -69,7 +75,8 @@ def main() -> None:
         t = time.perf_counter()
         doc = load_document(pdf)
         out["files"].append({"file": pdf.name, "seconds": round(time.perf_counter() - t, 2),
-                             **score(expected, extracted_rows(doc.blocks))})
+                             **score(expected, extracted_rows(doc.blocks)),
+                             "before": score(expected, extracted_rows(before(pdf).blocks))})
     t = time.perf_counter()
     doc = load_document(DEBIAN)
     text = "\n".join(b.text for b in doc.blocks)
@@ -77,6 +84,11 @@ def main() -> None:
                      **score([[norm(c) for c in r] for r in DEBIAN_TABLES], extracted_rows(doc.blocks)),
                      "usb_commands_as_lines": "# cp debian.iso /dev/sdX\n# sync" in text,
                      "multi_line_blocks": sum("\n" in b.text for b in doc.blocks)}
+    old = before(DEBIAN)
+    old_text = "\n".join(b.text for b in old.blocks)
+    out["debian"]["before"] = {**score([[norm(c) for c in r] for r in DEBIAN_TABLES], extracted_rows(old.blocks)),
+                               "usb_commands_as_lines": "# cp debian.iso /dev/sdX\n# sync" in old_text,
+                               "multi_line_blocks": sum("\n" in b.text for b in old.blocks)}
     print(json.dumps(out, indent=1))
 
 
