@@ -121,3 +121,29 @@ def test_the_quote_tool_serves_scripts_and_mcp_without_a_model(manual_engine):
     assert out.ok and out.result["quote"] and not out.result["refused"], out.error
     bad = call_tool(make_tools(manual_engine), "quote_answer", {"question": ""})
     assert not bad.ok and "question" in bad.error
+
+
+def test_a_failed_explanation_keeps_the_quote_and_an_unquotable_reading_is_a_refusal(manual_engine, monkeypatch):
+    """Review: with the model down after the quote, `ask --json` printed nothing (the quote was lost); in quote mode a
+    reading with nothing to quote (no cross-encoder) answered "" as if that were an answer."""
+    from thread_rag.errors import ModelUnavailableError
+
+    def down(messages):
+        raise ModelUnavailableError("Ollama is not reachable at http://127.0.0.1:9")
+
+    agent, _ = agent_with(manual_engine, answer=down)
+    ans = agent.ask(QUESTION)
+    assert not ans.refused and ans.quote and ans.answer.startswith(ans.quote[0]["text"].split("\n")[0][:30])
+    assert ans.note == "no explanation: Ollama is not reachable at http://127.0.0.1:9"
+
+    def no_cross_encoder(self):
+        raise ModelUnavailableError("packaged model ms-marco-MiniLM-L-12-v2 not installed")
+
+    from thread_rag.retrieve.pipeline import Retriever
+
+    monkeypatch.setattr(Retriever, "cross_encoder", property(no_cross_encoder))
+    agent, model = agent_with(manual_engine)
+    agent.settings = agent.settings.replace(ANSWER_MODE="quote")
+    ans = agent.ask(QUESTION)
+    assert ans.refused and ans.answer == REFUSAL and ans.quote == [] and model.calls == []
+    assert ans.note == "no quote: packaged model ms-marco-MiniLM-L-12-v2 not installed"

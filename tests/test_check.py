@@ -83,3 +83,25 @@ def test_the_stream_is_checked_segment_by_segment_and_strict_drops_the_right_sen
 def test_citation_precision_counts_sentences_whose_cited_source_holds_their_spans():
     text = "Copy it with `cp debian.iso /dev/sdX` [1]. Then run `sync` [2]. Nothing to check here [1]."
     assert citations_hold(text, {1: SOURCE, 2: "another source"}) == {"sentences": 2, "held": 1}
+
+
+def test_review_findings_commands_in_parts_mid_line_sudo_inline_code_and_comments():
+    """A maintainer's review: `sudo a && sudo b` flagged b (only the line's first sudo was taken off); a sentence in
+    the middle of a line that starts with "sudo" was read as a command line to its end; the stream was cut inside
+    inline code; a comment's words were looked up as a command's; "kill" and "reboot" are words, not commands."""
+    src = ["# apt-get install grub-efi-amd64\n# apt-get update"]
+    assert check("sudo apt-get update && sudo apt-get install grub-efi-amd64", src)[0].found
+    answer = ("First do this. sudo apt-get update is what refreshes them. Then run `find . -name x` now.\n"
+              "```\n# refresh the package lists\napt-get update  # refreshes the lists\n```\n")
+    for strict in (False, True):
+        shown = []
+        stream = CheckedStream(src, shown.append, strict=strict)
+        for i in range(0, len(answer), 4):
+            stream.feed(answer[i:i + 4])
+        stream.close()
+        assert not any("refreshes" in w or "package" in w for s in stream.checked for w in s.missing)
+        assert not any(d["text"].startswith("First") or "sudo apt-get update is" in d["text"] for d in stream.dropped)
+        assert all(x.count("`") % 2 == 0 for x in shown if not x.startswith("```"))  # never cut inside inline code
+    assert [s.text for s in stream.checked if not s.found] == []  # strict: the `find` sentence left out
+    assert stream.dropped[0]["missing"] == ["find", "-name", "x"]
+    assert spans("You can kill the process and reboot the machine.") == []

@@ -437,3 +437,23 @@ def test_restructuredtext_titles_overlined_and_in_any_adornment(tmp_path):
         "Level surface.": ("Sensor Calibration", "Overview", "Preparing the Bench"),
         "Below 0.05 degrees.": ("Sensor Calibration", "Overview", "Preparing the Bench", "Checking the Result"),
         "Reset it.": ("Sensor Calibration", "Troubleshooting")}, paths
+
+
+@needs_shared
+def test_pdf_commands_and_captioned_table_rows_are_lines_of_their_own(debian_pdf):
+    """Issue 43: the Debian guide's `# cp debian.iso /dev/sdX` and `# sync` (set in a monospaced font) ran into the
+    paragraph around them, and Table 3.2's rows ran together as one line; its desktop row lost its columns (the README
+    example's wrong half). Each command and each row is now a line; the table's header names its columns."""
+    text = "\n".join(b.text for b in debian_pdf.blocks)
+    assert "# cp debian.iso /dev/sdX\n# sync" in text
+    table = next(b.text for b in debian_pdf.blocks if b.text.startswith("| Install Type"))
+    assert table.splitlines() == ["| Install Type | RAM (minimum) | RAM (recommended) | Hard Drive |",
+                                  "| No desktop | 256 megabytes | 512 megabytes | 4 gigabytes |",
+                                  "| With Desktop | 1 gigabytes | 2 gigabytes | 10 gigabytes |"]
+    assert text.count("With Desktop") == 1  # replaced, not added beside the plain line
+    hardware = next(b.text for b in debian_pdf.blocks if b.text.startswith("| Hardware"))
+    assert hardware.splitlines()[1].startswith("| Hard Drives | How many you have. Their order on the system.")
+    from thread_rag.ingest.loaders import _CAPTION
+
+    assert _CAPTION.match("Table 2-1   FUNCTION_USAGE view") and _CAPTION.match("Table 1. HPO performed")
+    assert not _CAPTION.match("Table 2-1 describes the columns")  # prose naming a table is no caption

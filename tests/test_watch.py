@@ -600,3 +600,25 @@ def test_names_starting_with_hash_or_tilde_are_watched():
     """`#1 install.md` and `~draft.md` were ignored as editor temporaries; Emacs' `#x#` and Office's `~$x` still are."""
     assert not ignored(f"{ROOT}/#1 install.md", [ROOT]) and not ignored(f"{ROOT}/~draft.md", [ROOT])
     assert ignored(f"{ROOT}/#notes.md#", [ROOT]) and ignored(f"{ROOT}/~$report.docx", [ROOT])
+
+
+def test_the_last_file_deleted_goes_and_prune_does_not_disarm_the_live_guard(tmp_path):
+    """Review: deleting a folder's only file kept its document forever ("no supported file any more"), and --prune
+    turned the guard off while watching too (an unmount then wiped the library)."""
+    d = tmp_path / "one"
+    engine = FakeEngine()
+    only = write(d / "only.md", "the only file\n")
+    engine.index_file(only)
+    w = Watcher(engine, [str(d)], out=io.StringIO(), err=io.StringIO(), prune=True)
+    only.unlink()
+    w.apply(plan([(DELETED, str(only))], [str(d)], w.library()))
+    assert engine.documents() == []
+    e = tmp_path / "many"
+    paths = [write(e / f"f{i}.md", f"file {i}\n") for i in range(8)]
+    for p in paths:
+        engine.index_file(p)
+    w = Watcher(engine, [str(e)], out=io.StringIO(), err=io.StringIO(), prune=True)
+    for p in paths:
+        p.unlink()
+    w.apply(plan([(DELETED, str(p)) for p in paths], [str(e)], w.library()))
+    assert len(engine.documents()) == 8  # while watching, --prune does not remove a whole folder's documents

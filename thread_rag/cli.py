@@ -56,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debounce", type=float, default=1.0,
                    help="seconds a file must be quiet before it is (re)indexed (default 1.0)")
     p.add_argument("--prune", action="store_true",
-                   help="remove documents whose files are missing even when a folder looks unmounted (all of its "
-                        "files, or more than half and more than 5, gone at once)")
+                   help="at start, remove documents whose files are missing even when a folder looks unmounted (all "
+                        "of its files, or more than half and more than 5, gone); while watching they are still kept")
     cmd("docs", "list indexed documents")
     p = cmd("delete", "delete a document")
     p.add_argument("doc_id")
@@ -306,7 +306,7 @@ def _dispatch(args) -> int:
 def _cmd_ask(engine, args, out) -> int:
     """The quote as soon as it is chosen (before the model loads), then the explanation as it streams, checked."""
     from .agent.loop import Agent
-    from .render import answer_notes, marked, quote_lines, sources_line, styled
+    from .render import answer_notes, marked_text, quote_block, sources_line, styled
 
     if not engine.documents():  # the agent says so too, but with the chat's /index, not this door's command
         raise ThreadRagError(no_documents(engine, args))
@@ -315,7 +315,7 @@ def _cmd_ask(engine, args, out) -> int:
 
     def event(kind: str, data: dict) -> None:
         if kind in ("quote", "related") and not args.json:
-            for line in quote_lines(data["lines"], related=kind == "related"):
+            for line in quote_block(data["lines"], related=kind == "related"):
                 out.print(line)
             if data.get("note"):
                 out.print(styled((f"({data['note']})", "dim")))
@@ -327,7 +327,7 @@ def _cmd_ask(engine, args, out) -> int:
 
     def token(text: str) -> None:
         streamed.append(text)
-        out.print(marked(text), end="")
+        out.print(marked_text(text), end="", soft_wrap=True)
         out.file.flush()
 
     ans = Agent(engine, on_event=event).ask(args.question, on_token=None if args.json else token,

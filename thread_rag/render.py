@@ -133,6 +133,8 @@ def render_nested(out: Console, res: dict) -> None:
 def answer_notes(ans, settings) -> list[str]:
     """What a person should know about how an answer ended (printed after it, dim)."""
     notes = []
+    if getattr(ans, "note", ""):
+        notes.append(f"({ans.note})")
     if getattr(ans, "cut", False):
         notes.append(f"(the answer stopped at a token limit: MAX_ANSWER_TOKENS = {settings.MAX_ANSWER_TOKENS}, or the "
                      f"model's context)")
@@ -156,7 +158,7 @@ def answer_notes(ans, settings) -> list[str]:
     return notes
 
 
-def quote_lines(lines: list, related: bool = False) -> list[Text]:
+def quote_block(lines: list, related: bool = False) -> list[Text]:
     """The quote as a person reads it: a title, then each source's lines under ``[n] DOC1_099 name p.28``, verbatim
     (prose on one line, code, steps and table rows as their lines), indented. ``related``: the nearest lines of a
     question the documents do not answer."""
@@ -174,7 +176,7 @@ def quote_lines(lines: list, related: bool = False) -> list[Text]:
     return out
 
 
-def marked(text: str) -> Text:
+def marked_text(text: str) -> Text:
     """Explanation text with its ``[?]`` marks (spans the sources do not hold) in red."""
     from .agent.check import CheckedStream
 

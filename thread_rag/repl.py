@@ -17,7 +17,7 @@ from rich.console import Console
 from . import tools
 from .errors import ThreadRagError, counted, one_line, shown
 from .records import PAGES_EXPECTED, page_range
-from .render import (answer_notes, index_line, make_console, marked, preheat_notes, progress_bar, quote_lines,
+from .render import (answer_notes, index_line, make_console, marked_text, preheat_notes, progress_bar, quote_block,
                      render_nested, render_search, render_windows, sources_line, styled)
 
 COMMANDS = {
@@ -133,7 +133,7 @@ class Repl:
             c.print(styled((f"  {data.get('tool')} {arg!r:.60} " if arg else f"  {data.get('tool')} ", "dim"), mark,
                            (f" {res_s or data.get('error') or ''}", "dim")))
         elif kind in ("quote", "related"):
-            for line in quote_lines(data["lines"], related=kind == "related"):
+            for line in quote_block(data["lines"], related=kind == "related"):
                 c.print(line)
             if data.get("note"):
                 c.print(styled((f"  ({data['note']})", "dim yellow")))
@@ -318,7 +318,7 @@ class Repl:
 
     def answer(self, question: str) -> None:
         c = self.console
-        ans = self.agent.ask(question, on_token=lambda t: c.print(marked(t), end=""))
+        ans = self.agent.ask(question, on_token=lambda t: c.print(marked_text(t), end="", soft_wrap=True))
         c.out("")
         if ans.interrupted:
             c.print(styled(("(stopped)", "yellow")))

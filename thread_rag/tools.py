@@ -81,11 +81,12 @@ def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
     if not isinstance(question, str) or not question.strip():
         raise ThreadRagError("question is empty: ask something about the documents")
     agent = Agent(engine)
-    agent.settings = engine.settings.replace(ANSWER_MODE="quote", CONDENSE_FOLLOWUPS=False)
+    agent.settings = engine.settings.replace(ANSWER_MODE="quote", CONDENSE_FOLLOWUPS=False, QUESTION_STEPS=0,
+                                             DECIDE=False)  # nothing on this path may call a model
     ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER)
     return {"question": question, "answer": ans.answer, "refused": ans.refused, "related": ans.related,
             "quote": ans.quote, "quote_best": ans.quote_best, "relevance": ans.relevance,
-            "unmentioned": ans.unmentioned, "timings": ans.timings}
+            "unmentioned": ans.unmentioned, "note": ans.note, "timings": ans.timings}
 
 
 def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, explain: bool = False,

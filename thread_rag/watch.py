@@ -160,7 +160,7 @@ class Watcher:
                  prune: bool = False):
         self.engine = engine
         self.roots = [os.path.realpath(r) for r in roots]
-        self.prune = prune  # remove however many documents went missing at once
+        self.prune = prune  # at start: remove however many documents went missing (an unmount while watching is kept)
         self.as_json = as_json
         self.out = out or sys.stdout
         self.err = err or sys.stderr
@@ -266,12 +266,12 @@ class Watcher:
                 self._index_copies(rec.doc_id)  # a copy with the same bytes still exists: it becomes its own document
         return removed
 
-    def held_back(self, paths: list[str]) -> set[str]:
+    def held_back(self, paths: list[str], prune: bool = False) -> set[str]:
         """Of the documents stored at ``paths`` (files gone, or folders holding them), those a watched folder keeps
-        because it looks unmounted, not emptied: its folder is gone or unreadable, it holds no supported file any
-        more, or more than ``PRUNE_MAX`` and more than half of its documents went at once (one warning line per
-        folder; ``--prune`` removes them all the same)."""
-        if self.prune:
+        because it looks unmounted, not emptied: its folder is gone or unreadable, two or more went and it holds no
+        supported file any more, or more than ``PRUNE_MAX`` and more than half of its documents went at once (one
+        warning line per folder). ``prune`` (``--prune``, at start only) removes them all the same."""
+        if prune:
             return set()
         own = [rec.path for rec in self.engine.own_documents()]
         kept: set[str] = set()
@@ -282,7 +282,7 @@ class Watcher:
                 continue
             if not _readable(root):
                 why = "the folder is gone or cannot be read"
-            elif not any(supported(f) for f in self.files(root)):
+            elif len(gone) > 1 and not any(supported(f) for f in self.files(root)):
                 why = "it holds no supported file any more"
             elif len(gone) > PRUNE_MAX and 2 * len(gone) > len(held):
                 why = f"{len(gone)} of its {counted(len(held), 'document')} went at once"
@@ -318,7 +318,7 @@ class Watcher:
         gone = [rec.path for rec in self.engine.own_documents()  # a shared library: this data dir's (this machine's)
                 if any(_under(rec.path, r) for r in self.roots)
                 and (os.path.islink(rec.path) or not os.path.isfile(rec.path))]  # or a folder or a link now
-        kept = self.held_back(gone)
+        kept = self.held_back(gone, prune=self.prune)  # --prune: what went while nobody watched
         counts["kept"] = len(kept)
         for path in gone:
             if path not in kept:

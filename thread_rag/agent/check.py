@@ -16,14 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-KINDS = ("command", "flag", "path", "url", "file", "setting", "number", "version", "label", "key")
 DANGEROUS = ("command", "flag", "path", "url", "file", "setting")  # what the strict setting drops a sentence for
 
 
 @dataclass
 class Span:
     text: str                 # as the answer writes it
-    kind: str                 # one of KINDS
+    kind: str                 # command | flag | path | url | file | setting | number | version | label | key
     start: int = 0            # offsets in the text checked
     end: int = 0
     found: bool = True        # the sources read hold it
@@ -70,7 +69,7 @@ COMMAND_WORDS = re.compile(
     r"chroot|chmod|chown|chgrp|wget|curl|rsync|scp|sha256sum|sha512sum|md5sum|gpg|ssh-keygen|modprobe|lsmod|"
     r"insmod|rmmod|lspci|lsusb|dmesg|ifconfig|iwconfig|dhclient|nmcli|usermod|useradd|passwd|visudo|"
     r"update-initramfs|mkinitramfs|zpool|zfs|btrfs|isohybrid|xorriso|genisoimage|syslinux|extlinux|"
-    r"debconf-set-selections|debconf-get-selections|preseed|anna-install|kill|pkill|reboot|shutdown)(?![\w-])")
+    r"debconf-set-selections|debconf-get-selections|anna-install|pkill)(?![\w-])")
 ABBREVIATIONS = {"e.g", "i.e", "etc", "vs", "cf", "a.m", "p.m", "no", "fig", "approx", "u.s", "ph.d", "et.al"}
 LABEL_STOP = {"note", "warning", "important", "tip", "caution", "example", "step", "steps", "summary", "answer",
               "source", "sources", "yes", "no", "optional", "required", "recommended", "danger"}
@@ -86,17 +85,23 @@ def _add(out: list, text: str, kind: str, start: int, taken: list) -> None:
     out.append(Span(text, kind, start, end))
 
 
-def spans(text: str, in_code: bool = False) -> list[Span]:
+COMMENT = re.compile(r"(?:^|\s)#\s.*$")
+PROSE_COMMENT = re.compile(r"^\s*#\s+[A-Za-z][a-z]*(?:\s+[a-z][a-z']*){2,}[.:]?\s*$")  # "# refresh the lists"
+
+
+def spans(text: str, in_code: bool = False, line_start: bool = True) -> list[Span]:
     """The checkable spans of ``text`` (a line, a sentence or a whole answer), in order. ``in_code``: the text
-    starts inside a fenced code block (a streamed answer checked line by line)."""
+    starts inside a fenced code block; ``line_start``: it starts a line (a streamed answer is checked a sentence at
+    a time: a sentence in the middle of a line is no command line for starting with "sudo")."""
     out: list[Span] = []
     taken: list[tuple[int, int]] = []
     at = 0
-    for line in text.splitlines(keepends=True):
+    for i, line in enumerate(text.splitlines(keepends=True)):
+        starts = line_start or i > 0
         if FENCE.match(line):
             in_code = not in_code
-        elif in_code or COMMAND_LINE.match(line):
-            body = line.strip()
+        elif in_code or (starts and COMMAND_LINE.match(line)):
+            body = _code(line)
             if body:
                 _add(out, body, "command", at + line.index(body), taken)
         else:
@@ -104,6 +109,19 @@ def spans(text: str, in_code: bool = False) -> list[Span]:
         at += len(line)
     out.sort(key=lambda s: s.start)
     return out
+
+
+def _code(line: str) -> str:
+    """A code line without its comment ("# tftp client address" inside a block, or after a command); a line that is
+    nothing but a comment in words is no command."""
+    if PROSE_COMMENT.match(line):
+        return ""
+    head, tail = line.strip(), ""
+    m = COMMENT.search(head[1:] if head.startswith("#") else head)  # a leading "# " is a root prompt, not a comment
+    if m:
+        cut = m.start() + (1 if head.startswith("#") else 0)
+        head, tail = head[:cut].rstrip(), head[cut:]
+    return head
 
 
 def _line_spans(line: str, at: int, out: list, taken: list) -> None:
@@ -217,7 +235,6 @@ class SourceText:
         self.plain = plain(joined)
         self.tight = _squeeze(self.plain)
         self.numbers = {_number_key(m) for m in NUMBER.finditer(joined.translate(_PLAIN))}
-        self.words = set(re.findall(r"[\w./=:+@~%-]+", self.plain))
 
     def holds(self, text: str, tight: bool = False) -> bool:
         """``text`` is in the sources (``tight``: also with the spaces beside signs removed from both, for a path or URL
@@ -266,7 +283,7 @@ def _number_key(m: re.Match) -> tuple:
 def command_words(command: str) -> list[str]:
     """A command line's words worth looking up (its prompt and ``sudo`` left out, quotes kept off)."""
     body = PROMPT.sub("", command.strip())
-    return [w.strip("'\"") for w in re.split(r"\s+", body) if w.strip("'\"") and w not in ("&&", "||", "|", ";", "\\")]
+    return [w.strip("'\"") for w in re.split(r"\s+", body) if any(c.isalnum() for c in w)]
 
 
 def lookup(span: Span, src: SourceText) -> Span:
@@ -276,9 +293,9 @@ def lookup(span: Span, src: SourceText) -> Span:
         m = NUMBER.fullmatch(text) or NUMBER.search(text)
         span.found = bool(m) and _number_key(m) in src.numbers or src.holds(text)
     elif kind == "command":
-        parts = [p for p in re.split(r"\s*(?:&&|\|\||;|\|)\s*", PROMPT.sub("", text)) if p.strip()]
+        parts = [PROMPT.sub("", p) for p in re.split(r"\s*(?:&&|\|\||;|\|)\s*", text)]  # each part's own "sudo"
         missing = []
-        for part in parts:
+        for part in (p for p in parts if p.strip()):
             if src.holds(part, tight=True):
                 continue
             words = [w for w in command_words(part) if not src.holds(w, tight=True)]
@@ -367,20 +384,23 @@ class CheckedStream:
         i = self.buf.find("\n")
         if i >= 0:
             return i + 1
-        if self.in_code or COMMAND_LINE.match(self.buf):
+        if self.in_code or (self._line_start() and COMMAND_LINE.match(self.buf)):
             return None
         for m in SENTENCE_BREAK.finditer(self.buf):
             head = self.buf[:m.start() + 1]
-            if len(head.split()) >= 3 and not _SHORT_END.search(head):
-                return m.end()
+            if len(head.split()) >= 3 and not _SHORT_END.search(head) and head.count("`") % 2 == 0:
+                return m.end()  # a sentence's end, not inside inline code
         return None
+
+    def _line_start(self) -> bool:
+        return not self.text or self.text.endswith("\n")
 
     def _segment(self, seg: str) -> None:
         if FENCE.match(seg):
             self.in_code = not self.in_code
             self._keep(seg, [])
             return
-        found = [lookup(s, self.src) for s in spans(seg, self.in_code)]
+        found = [lookup(s, self.src) for s in spans(seg, self.in_code, line_start=self._line_start())]
         bad = [s for s in found if not s.found and s.kind in DANGEROUS]
         if self.strict and bad and seg.strip():
             self.dropped.append({"text": seg.strip(), "missing": not_found_words(bad)})

@@ -160,6 +160,7 @@ class Answer:
     unsupported: list = field(default_factory=list)  # ... of those, the ones the sources do not hold
     dropped: list = field(default_factory=list)  # sentences left out for them (UNSUPPORTED = "drop")
     citations_held: dict = field(default_factory=dict)  # sentences citing [n] with spans, and those [n] holds
+    note: str = ""                               # why part of the answer is missing (no quote, no explanation)
     llm_calls: int = 0
     mode: str = "fast"
 
@@ -359,8 +360,17 @@ class Agent:
             return self._related(base, quote, on_token, t0)
         self.on_event("quote", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": quote.note})
         if s.ANSWER_MODE == "quote":
+            if not quote.lines:  # nothing could be quoted (no cross-encoder, or nothing but headings read)
+                return self._refusal({**base, "note": quote.note or "no line of what was read could be quoted"},
+                                     on_token, t0, calls)
             return self._answer(base, quote.text(), sources, t0, calls, timings={"first_token_s": None})
-        return self._explain(standalone, sources, quote, match, base, on_token, t0, t_read)
+        try:
+            return self._explain(standalone, sources, quote, match, base, on_token, t0, t_read)
+        except ThreadRagError as exc:  # the model failed (Ollama down, a model that does not load): the quote stands
+            if not quote.lines:
+                raise
+            return self._answer({**base, "note": f"no explanation: {exc}"}, quote.text(), sources, t0, calls,
+                                timings={"first_token_s": None})
 
     def _explain(self, question: str, sources: list, quote, match, base: dict, on_token, t0: float,
                  t_read: float) -> Answer:
@@ -372,7 +382,8 @@ class Agent:
         read = quote_sources(quote.reading, sources, self._count) if reads == "quote" else sources
         msgs = answer_messages(question, read, may_refuse=may_refuse, reads=reads)
         self.on_event("answer_start", {})
-        checker = CheckedStream(SourceText([x.text for x in sources]), emit=on_token, strict=s.UNSUPPORTED == "drop")
+        checker = CheckedStream(SourceText([x.header() + "\n" + "\n".join(x.chunk_texts or [x.text]) for x in sources]),
+                                emit=on_token, strict=s.UNSUPPORTED == "drop")  # what was read, not window summaries
         t_ans = time.perf_counter()
         raw, t_first, interrupted, cut = self._stream(msgs, checker.feed, may_refuse)
         if (not raw.strip() or (may_refuse and said_not_in_docs(raw))) and not interrupted:

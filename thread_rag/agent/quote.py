@@ -78,10 +78,6 @@ class Quote:
     note: str = ""                              # why there is no quote (the cross-encoder could not load)
     reading: list = field(default_factory=list)  # QuoteLine: what the explanation reads (the quote and more)
 
-    @property
-    def words(self) -> int:
-        return sum(len(x.text.split()) for x in self.lines)
-
     def text(self) -> str:
         return "\n".join(x.shown() for x in self.lines)
 
@@ -102,8 +98,8 @@ def _code_line(line: str, in_list: bool) -> bool:
     return not in_list and (indent >= 4 or line.startswith("\t")) and bool(line.strip())
 
 
-HEADING_LINE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|(?:(?:Chapter|Appendix|Part|Section|Article)\s+[\w.]+|[A-Z]?\d+(?:\.\d+)*\.?|"
-                          r"[A-Z]\.\d+(?:\.\d+)*\.?)\s+[A-Z\"“(].{0,120})$")
+HEADING_LINE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|(?:(?:Chapter|Appendix|Part|Section|Article)\s+[\w.]+|\d+(?:\.\d+)+\.?|\d+\.|"
+                          r"[A-Z]\.\d+(?:\.\d+)*\.?)\s+[A-Z\"“(].{0,120})$")  # "2.5 Memory ...", "B.2.2 Using ..."
 
 
 def _heading_line(line: str) -> bool:
@@ -147,10 +143,10 @@ def units(text: str) -> list[Unit]:
             while j < n and TABLE_ROW.match(lines[j][1]):
                 j += 1
             rows = [(a, ln) for a, ln in lines[i:j] if not TABLE_RULE.match(ln)]
+            ruled = j > i + 1 and bool(TABLE_RULE.match(lines[i + 1][1]))
             header = ""
-            if len(rows) > 1:
-                rule = next((ln for a, ln in lines[i:j] if TABLE_RULE.match(ln)), "")
-                header, rows = rows[0][1] + rule, rows[1:]
+            if len(rows) > 1 and (ruled or at > 0):  # a table that starts the chunk may go on from the one before
+                header, rows = rows[0][1] + (lines[i + 1][1] if ruled else ""), rows[1:]
             for a, ln in rows:
                 _unit(out, text, "row", a, a + len(ln), block, header=header)
             i, in_list = j, False
@@ -216,25 +212,25 @@ def _sentences(out: list, text: str, start: int, end: int, block: int) -> None:
 # --- choosing ---------------------------------------------------------------------------------------------------
 @dataclass
 class QuoteSettings:
-    margin: float = 3.0       # keep units whose logit is within this of the best one's
-    floor: float = -2.0       # ... and at least this (a unit under it is never quoted beside the best)
-    words: int = 120          # word budget of a quote (the best unit and what it needs always stay)
+    margin: float = 3.0       # keep units whose logit is within this of the best one's (QUOTE_MARGIN)
+    floor: float = -2.0       # ... and at least this: beside a weak best unit, weaker ones are not quoted
+    words: int = 200          # word budget of a quote; the best unit and what it needs always stay (QUOTE_WORDS)
     max_units: int = 6        # units chosen by score (before what they need is added)
 
 
 def source_units(sources: list) -> list[Unit]:
-    """Every unit of the numbered sources, each chunk's once (a walk source's chunks repeat the sentences they
-    overlap: the first keeps them), with its source number, chunk index and order."""
+    """Every unit of the numbered sources with its source number, chunk index and order; of a chunk that begins
+    with the sentences ending the chunk before it (the overlap), those are left out (the chunk before has them)."""
+    from ..threads.passages import strip_overlap
+
     out: list[Unit] = []
     for src in sources:
-        seen: set = set()
         texts = src.chunk_texts or [src.text]
         for ci, text in enumerate(texts):
+            skip = len(text) - len(strip_overlap(texts[ci - 1], text)) if ci else 0
             for u in units(text):
-                key = " ".join(u.text.split())
-                if key in seen:
+                if u.start < skip:
                     continue
-                seen.add(key)
                 u.chunk, u.source, u.order = ci, src.n, len(out)
                 u.block = u.block + 10000 * (ci + 1) + 10 ** 6 * src.n
                 out.append(u)
@@ -258,22 +254,26 @@ def score_units(question: str, sources: list, logits: Callable[[str, list[str]],
     return us
 
 
-def _needs(u: Unit, us: list[Unit]) -> list[Unit]:
-    """What ``u`` needs to be followed: the block a lead-in sentence or step introduces, a code block's lead-in."""
+def _needs(u: Unit, us: list[Unit], words: int) -> list[Unit]:
+    """What ``u`` needs to be followed: the block a lead-in sentence or step introduces (its units in order while
+    they fit ``words``, the first always), a code block's or table row's lead-in."""
     i = us.index(u)
     out: list[Unit] = []
     if u.lead and i + 1 < len(us) and us[i + 1].source == u.source:
-        nxt = us[i + 1]
-        out += [x for x in us[i + 1:] if x.block == nxt.block and x.source == u.source]
+        block, used = us[i + 1].block, 0
+        for x in us[i + 1:]:
+            if x.block != block or x.source != u.source or (out and used + len(x.text.split()) > words):
+                break
+            out.append(x)
+            used += len(x.text.split())
     if u.kind in ("code", "row") and i > 0 and us[i - 1].lead and us[i - 1].source == u.source:
         out.append(us[i - 1])
-        if u.kind == "row":  # a table introduced by a sentence: the rows are read under it
-            pass
     return out
 
 
 def _between(kept: list[Unit], us: list[Unit]) -> list[Unit]:
-    """The steps of one list lying between two kept steps (no hole inside a procedure)."""
+    """What lies between two kept steps of one list: its steps and the code under them (no hole inside a
+    procedure)."""
     out = []
     by_block: dict = {}
     for u in kept:
@@ -281,7 +281,7 @@ def _between(kept: list[Unit], us: list[Unit]) -> list[Unit]:
             by_block.setdefault(u.block, []).append(u.order)
     for block, orders in by_block.items():
         if len(orders) > 1:
-            out += [x for x in us if x.block == block and min(orders) < x.order < max(orders)]
+            out += [x for x in us if min(orders) < x.order < max(orders) and x.kind in ("step", "code")]
     return out
 
 
@@ -300,7 +300,7 @@ def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings(), start: list
             break
         if u in picked:
             continue
-        group = [u] + [x for x in _needs(u, scored) if x not in picked and x is not u]
+        group = [u] + [x for x in _needs(u, scored, cfg.words) if x not in picked and x is not u]
         words = sum(len(x.text.split()) for x in group)
         if rank and used + words > cfg.words:
             continue

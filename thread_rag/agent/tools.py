@@ -223,12 +223,12 @@ def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
     if outcome.tool == "compare_documents":
         return compare_summary(r, max_chars=max_chars)
     if outcome.tool == "quote_answer":
-        from ..render import quote_lines
+        from ..render import quote_block
         from .quote import QuoteLine
 
         lines = [QuoteLine(**x) for x in r["quote"]]
         head = [r["answer"]] if r["refused"] else []
-        return "\n".join(head + [t.plain for t in quote_lines(lines, related=r["related"])])[:max_chars]
+        return "\n".join(head + [t.plain for t in quote_block(lines, related=r["related"])])[:max_chars]
     if outcome.tool == "nested_retrieve":
         return "\n\n".join(f"<<< {h['first_chunk']}..{h['last_chunk']} {h['pages_label']}\n{h['text'][:1500]}\n>>>"
                            for h in r["hits"])[:max_chars]

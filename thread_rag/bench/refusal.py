@@ -28,7 +28,7 @@ from ..agent.loop import best_match
 from ..agent.reading import best_similarity
 
 GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
-QUOTE_GRID = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.5, -3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 1.0, 2.0]  # QUOTE_MIN
+QUOTE_GRID = [-12.0, -11.0, -10.0, -9.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.5, -3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 1.0, 2.0]  # QUOTE_MIN
 RERANK_GRID = [0.0, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2]  # cross-encoder probabilities
 
 

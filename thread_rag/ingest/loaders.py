@@ -560,7 +560,8 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
 
 _TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
 _PIPE_ROW = re.compile(r"^\|.*\|$")
-_CAPTION = re.compile(r"^\s*Table\s+[A-Z]?\d+(?:[.-]\d+)*\b")
+_CAPTION = re.compile(r"^\s*Table\s+[A-Z]?\d+(?:[.-]\d+)*[.:]?\s+[A-Z(\"“]")  # "Table 3.2 Recommended ...", not
+#                                                                               "Table 2-1 describes ..."
 _MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)
 _COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
 
@@ -579,33 +580,33 @@ def _page_lines(page) -> tuple[list[str], set[int]]:
     txt = page.extract_text(visitor_text=visit) or ""
     joined = "".join(t for t, _ in pieces)
     mono = [m for t, m in pieces for _ in t] if joined == txt else []  # the visitor's pieces make up the text
-    lines, code, at = [], set(), 0
-    for i, ln in enumerate(txt.split("\n")):
-        flags = mono[at:at + len(ln)] if mono else []
-        inked = [f for ch, f in zip(ln, flags) if not ch.isspace()]
-        if len(inked) >= 2 and sum(inked) >= 0.9 * len(inked):
-            code.add(i)
-        lines.append(ln.replace("\r", "").rstrip())
+    lines, flags, at = [], [], 0
+    for ln in txt.replace("\r", "\n").split("\n"):  # same length: the flags stay in step
+        inked = [f for ch, f in zip(ln, mono[at:at + len(ln)]) if not ch.isspace()] if mono else []
+        flags.append(len(inked) >= 2 and sum(inked) >= 0.9 * len(inked))
+        lines.append(ln.rstrip())
         at += len(ln) + 1
     if any(_CAPTION.match(ln) for ln in lines):
-        lines = _pdf_table_rows(page, lines)
-    return lines, code
+        lines, flags = _pdf_table_rows(page, lines, flags)
+    return lines, {i for i, f in enumerate(flags) if f}
 
 
-def _pdf_table_rows(page, lines: list[str]) -> list[str]:
-    """``lines`` with each captioned table's lines replaced by its rows as pipe rows (``| cell | cell |``). The rows
-    come from pypdf's layout mode, where columns stand apart (``_layout_tables``); the default lines they replace
-    are those the table's words make up (``_table_span``)."""
+def _pdf_table_rows(page, lines: list[str], flags: list[bool]) -> tuple[list[str], list[bool]]:
+    """``lines`` (and their monospaced flags) with each captioned table's lines replaced by its rows as pipe rows
+    (``| cell | cell |``). The rows come from pypdf's layout mode, where columns stand apart (``_layout_tables``); the
+    default lines they replace are those the table's words make up (``_table_span``), and only when those lines hold
+    the whole table (else the plain lines stand: never a row twice)."""
     try:
         layout = page.extract_text(extraction_mode="layout") or ""
     except Exception:  # noqa: BLE001 - the plain lines stand
-        return lines
-    out = list(lines)
+        return lines, flags
+    out, marks = list(lines), list(flags)
     for caption, rows in _layout_tables(layout.split("\n")).items():
         span = _table_span(out, caption, rows)
         if span is not None:
             out[span[0]:span[1]] = ["| " + " | ".join(row) + " |" for row in rows]
-    return out
+            marks[span[0]:span[1]] = [False] * len(rows)
+    return out, marks
 
 
 def _layout_tables(layout: list[str]) -> dict[str, list[list[str]]]:
@@ -670,7 +671,7 @@ def _table_span(lines: list[str], caption: str, rows: list[list[str]]) -> tuple[
     while end < len(lines) and lines[end].split() and not Counter(lines[end].split()) - words:
         words -= Counter(lines[end].split())
         end += 1
-    return (at, end) if end > at else None
+    return (at, end) if end > at and not words else None
 
 
 def _header_key(line: str) -> str:

@@ -60,10 +60,10 @@ class EmbeddedChatModel(BaseChatModel):
         return self._llama
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` to this model: with the loaded weights' vocabulary, or, before they are loaded, a
-        vocabulary-only load of the same file (counting never waits for the weights)."""
-        vocab = self._llama if self._llama is not None else load_vocab(self.settings, self.model_name)
-        return len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
+        """Tokens of ``text`` to this model, from a vocabulary-only load of its file: counting never waits for the
+        weights, and never uses the weights' instance, which another thread may be running (the chat's background
+        load evaluates the prompt head)."""
+        return len(load_vocab(self.settings, self.model_name).tokenize(text.encode("utf-8"), add_bos=False))
 
     def _params(self, messages, stop, kwargs) -> dict:
         p: dict = {"messages": to_openai_messages(messages), "temperature": self.temperature,

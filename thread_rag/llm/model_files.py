@@ -252,8 +252,10 @@ def load_vocab(settings, name: str):
     """A cached ``llama_cpp.Llama`` holding only the model's vocabulary (~0.4 s against ~2 s for the weights): token
     counts before the weights are needed (what the answer reads is cut to a budget in the model's tokens, and the
     quote is on screen before the model loads)."""
-    from llama_cpp import Llama
-
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise ModelUnavailableError("llama-cpp-python is not installed (pip install -r requirements.txt)") from None
     quiet_llama_cpp()
     with _vocab_lock:  # not the weights' lock: counting goes on while the chat loads the weights in the background
         path = model_path(settings, name)
