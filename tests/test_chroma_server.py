@@ -407,3 +407,87 @@ def test_a_writer_killed_mid_reindex_on_a_shared_library(server, make_engine, tm
     assert again.status == "replaced" and a.document("DOC1").generation == 3  # above the abandoned claim
     assert "Grind" in " ".join(c.text for c in b.thread("DOC1").chunks)
     assert a.check_consistency() == [] and a.store.generations() == {(1, 3)}
+
+
+class TokenProxy:
+    """A reverse proxy on loopback that forwards to ``target`` only requests with ``Authorization: Bearer <token>``
+    (what an nginx or Caddy in front of a Chroma server would do); 401 otherwise."""
+
+    def __init__(self, target: str, token: str):
+        import http.client
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                if self.headers.get("Authorization") != f"Bearer {token}":
+                    proxy.refused += 1
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                conn = http.client.HTTPConnection(target, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")}
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "content-length", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                proxy.forwarded += 1
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
+
+        self.refused = self.forwarded = 0
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = f"127.0.0.1:{self.httpd.server_address[1]}"
+        import threading
+
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_server_on_another_machine_needs_a_token_and_one_behind_a_token_proxy_works(server, tmp_path):
+    """Issue 47: README suggested `chroma run --host 0.0.0.0`, whose server checks no one. A CHROMA_HOST on another
+    machine with no token is refused at start (unless CHROMA_INSECURE), and a token is sent to the proxy in front of
+    the server: indexed and searched through a real token-checking proxy; a wrong token is one line."""
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    base = {"RERANKER": "none"}
+    with pytest.raises(SettingsError, match="CHROMA_HOST=10.1.2.3:8000 is another machine"):
+        load_settings({**base, "CHROMA_HOST": "10.1.2.3:8000"}, env={}, config_file=False)
+    for ok in ({"CHROMA_TOKEN": "s3cret"}, {"CHROMA_INSECURE": True}):  # neither connects at start
+        load_settings({**base, "CHROMA_HOST": "https://chroma.example.org:443", **ok}, env={}, config_file=False)
+    load_settings({**base, "CHROMA_HOST": "localhost:8000"}, env={}, config_file=False)  # loopback: a tunnel's end
+
+    proxy = TokenProxy(server.host, "s3cret")
+    try:
+        home = tmp_path / "home"
+        settings = load_settings({**base, "HOME": str(home), "CACHE_PATH": str(tmp_path / "cache"),
+                                  "CHROMA_HOST": proxy.host, "CHROMA_TOKEN": "s3cret"}, env={}, config_file=False)
+        with Engine(settings) as e:
+            e.index_file(write(tmp_path / "guide.md", GUIDE))
+            hits = e.retriever.search("how do I restore a volume?", k=2).hits
+        assert hits and proxy.forwarded > 0 and proxy.refused == 0
+        wrong = settings.replace(CHROMA_TOKEN="guess")
+        with pytest.raises(ModelUnavailableError, match="refused the request .HTTP 401.: CHROMA_TOKEN is not the token"):
+            Engine(wrong).documents()
+        from thread_rag.doctor import checks
+
+        access = next(c for c in checks(settings) if c["check"] == "chroma access")
+        assert access["ok"] and "a token is sent" not in access["detail"]  # loopback proxy
+    finally:
+        proxy.close()

@@ -144,16 +144,25 @@ def store_checks(settings) -> list[dict]:
     def add(name, ok, detail, fix=""):
         out.append({"check": name, "ok": bool(ok), "detail": detail, "fix": "" if ok else fix})
 
+    if host:
+        from .store.chunk_store import is_loopback
+
+        open_door = not is_loopback(host) and not settings.CHROMA_TOKEN.strip()  # only CHROMA_INSECURE lets it be
+        add("chroma access", not open_door,
+            f"{host}: another machine, reached with no token (CHROMA_INSECURE): anyone who reaches it reads, changes "
+            f"or deletes every library on it" if open_door else
+            f"{host}: " + ("this machine (loopback)" if is_loopback(host) else "a token is sent (CHROMA_TOKEN)"),
+            "put the server behind a proxy that checks a token and set CHROMA_TOKEN, or reach it through an SSH tunnel")
     # a data dir with no library on the server yet: opening it would record one, so only ask the server
     no_library = bool(host) and not library.exists() and not (home / "chroma" / "chroma.sqlite3").exists()
     if not has_store or no_library:
         if host:
             try:
-                from .store.chunk_store import _heartbeat, parse_chroma_host
+                from .store.chunk_store import _heartbeat, auth_headers, parse_chroma_host
 
                 h, port, ssl = parse_chroma_host(host)
                 url = f"{'https' if ssl else 'http'}://{h}:{port}"
-                _heartbeat(url)
+                _heartbeat(url, headers=auth_headers(settings.CHROMA_TOKEN))
                 add("chroma", True, f"{url}: answers; no library for this data dir yet (made on first index)")
             except Exception as exc:  # noqa: BLE001
                 add("chroma", False, str(exc), "start the Chroma server (`chroma run`), or unset CHROMA_HOST")
@@ -197,7 +206,7 @@ def store_checks(settings) -> list[dict]:
 
         if host is None and not (home / "chroma").is_dir():
             raise FileNotFoundError(f"{home / 'chroma'} is missing but {home / 'catalog.json'} exists")
-        store = ChunkStore(home / "chroma", host=host)
+        store = ChunkStore(home / "chroma", host=host, token=settings.CHROMA_TOKEN)
         n = store.count()
         where = (f"library {store.library_id} on {store.url} (other data dirs join it with CHROMA_LIBRARY="
                  f"{store.library_id})" if host else str(home / "chroma"))

@@ -264,7 +264,8 @@ class Engine:
     def store(self) -> ChunkStore:
         if self._store is None:
             self._store = ChunkStore(self.home / "chroma", host=self.settings.CHROMA_HOST.strip() or None,
-                                     join=self.settings.CHROMA_LIBRARY.strip() or None)
+                                     join=self.settings.CHROMA_LIBRARY.strip() or None,
+                                     token=self.settings.CHROMA_TOKEN)
         return self._store
 
     @property

@@ -89,6 +89,9 @@ class Settings:
     ALLOWED_ROOTS: list = field(default_factory=list)  # index_new_document roots ([] = cwd + HOME)
     CHROMA_HOST: str = ""                   # Chroma server for chunks/vectors, host:port or http://host:port ("" = <HOME>/chroma)
     CHROMA_LIBRARY: str = ""                # with CHROMA_HOST: the id of a shared library to join ("" = this data dir's own)
+    CHROMA_TOKEN: str = ""                  # with CHROMA_HOST: sent as "Authorization: Bearer <token>" to the proxy in
+                                            # front of the server (a Chroma server itself checks no one)
+    CHROMA_INSECURE: bool = False           # allow a CHROMA_HOST on another machine with no token
     # --- embedder -------------------------------------------------------------------------
     EMBEDDER_MODEL: str = "packaged:all-MiniLM-L6-v2"  # | packaged:bge-small-en-v1.5 | a local sentence-transformers path
     EMBEDDER_DTYPE: str = "auto"            # auto | float32 | bfloat16
@@ -290,6 +293,9 @@ class Settings:
                 parse_chroma_host(self.CHROMA_HOST)
             except ValueError as exc:
                 raise SettingsError(f"invalid setting CHROMA_HOST={self.CHROMA_HOST!r}: {exc}") from None
+            from .store.chunk_store import check_remote
+
+            check_remote(self.CHROMA_HOST, self.CHROMA_TOKEN, self.CHROMA_INSECURE)
         if self.OLLAMA_HOST.strip():
             try:
                 ollama_url(self.OLLAMA_HOST)

@@ -53,10 +53,11 @@ def record_id(serial: int, position: int, generation: int) -> str:
 class ChunkStore:
     COLLECTION = "chunks"  # the local store's collection; on a server: collection_name(library id)
 
-    def __init__(self, path: Path, host: str | None = None, join: str | None = None):
+    def __init__(self, path: Path, host: str | None = None, join: str | None = None, token: str | None = None):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.host = host or None
+        self.headers = auth_headers(token)  # CHROMA_TOKEN: for the proxy in front of the server
         self.join = join or None  # a library id to join (CHROMA_LIBRARY), server only
         library = self.path / LIBRARY_FILE
         if self.host is None:
@@ -94,11 +95,11 @@ class ChunkStore:
             raise SettingsError(f"CHROMA_HOST is set but {self.path.parent} holds a local Chroma store; its documents "
                                 f"would not be on the server. Unset CHROMA_HOST for this data dir, or use a new "
                                 f"--data-dir for the server library")
-        _heartbeat(self.url)
+        _heartbeat(self.url, headers=self.headers)
         with _server_errors(self.url):
             # the full URL as host: chromadb reads any host starting with "http" as a URL (a host named
             # "httpd" would otherwise lose its port)
-            self._client = chromadb.HttpClient(host=self.url, port=port, ssl=ssl,
+            self._client = chromadb.HttpClient(host=self.url, port=port, ssl=ssl, headers=self.headers or None,
                                                settings=ChromaSettings(anonymized_telemetry=False))
             if self.join and not library.exists():  # joining: the library must exist (a typo makes no new one)
                 names = {getattr(c, "name", c) for c in self._client.list_collections()}
@@ -235,14 +236,44 @@ def _unreachable(url: str, exc: BaseException) -> ModelUnavailableError:
                                  f"({type(exc).__name__}{': ' + first if first else ''}); is it running?")
 
 
-def _heartbeat(url: str, timeout: float = 5.0) -> None:
+def auth_headers(token: str | None) -> dict:
+    """The header a token goes in: ``Authorization: Bearer <token>`` (what a reverse proxy checks; chromadb's own
+    server ignores it)."""
+    return {"Authorization": f"Bearer {token.strip()}"} if token and token.strip() else {}
+
+
+LOOPBACK = ("127.", "localhost", "::1", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """``CHROMA_HOST`` names this machine (reached by no one else: a server there, or an SSH tunnel's end)."""
+    name, _, _ = parse_chroma_host(host)
+    return name.lower().startswith(LOOPBACK) or name.lower() == "::1"
+
+
+def check_remote(host: str, token: str, insecure: bool) -> None:
+    """SettingsError for a Chroma server on another machine reached with no token: the server has no authentication
+    of its own (chromadb 1.x's auth hook does nothing), so anyone who reaches its port reads, rewrites or deletes
+    every library on it."""
+    if host.strip() and not is_loopback(host) and not token.strip() and not insecure:
+        raise SettingsError(f"CHROMA_HOST={host.strip()} is another machine, and a Chroma server checks no one: anyone "
+                            f"who reaches that port reads, changes or deletes every library on it. Put it behind a "
+                            f"proxy that checks a token and set CHROMA_TOKEN, reach it through an SSH tunnel "
+                            f"(ssh -L 8000:127.0.0.1:8000 host; CHROMA_HOST=127.0.0.1:8000), or set "
+                            f"CHROMA_INSECURE=true on a network you trust")
+
+
+def _heartbeat(url: str, timeout: float = 5.0, headers: dict | None = None) -> None:
     """One bounded request before the client (whose own requests never time out)."""
     import httpx
 
     try:
-        resp = httpx.get(f"{url}/api/v2/heartbeat", timeout=timeout)
+        resp = httpx.get(f"{url}/api/v2/heartbeat", timeout=timeout, headers=headers or None)
     except httpx.HTTPError as exc:
         raise _unreachable(url, exc) from None
+    if resp.status_code in (401, 403):
+        raise ModelUnavailableError(f"{url} (CHROMA_HOST) refused the request (HTTP {resp.status_code}): "
+                                    f"{'CHROMA_TOKEN is not the token it expects' if headers else 'set CHROMA_TOKEN'}")
     if resp.status_code != 200 or "nanosecond heartbeat" not in resp.text:
         raise ModelUnavailableError(f"{url} (CHROMA_HOST) does not answer as a Chroma server "
                                     f"(GET /api/v2/heartbeat: HTTP {resp.status_code}); it needs chromadb 1.x")
