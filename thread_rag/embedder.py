@@ -232,6 +232,10 @@ class SentenceTransformerEmbedder:
                 if self._threads:
                     torch.set_num_threads(self._threads)
                 try:
+                    from .model_check import verify
+
+                    for weights in Path(self.model_path).glob("*.safetensors"):
+                        verify(weights)  # a packaged model's weights are the ones its package installed
                     m = SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
                 except Exception as exc:  # noqa: BLE001 - report any load failure in one line
                     raise ModelUnavailableError(f"cannot load embedder from {self.model_path}: {exc}") from exc

@@ -50,6 +50,9 @@ def _session(path: Path, threads: int):
         if key not in _SESSIONS:
             import onnxruntime as ort
 
+            from .model_check import verify
+
+            verify(path)  # the file its package installed (one line naming the reinstall otherwise)
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
             opts.inter_op_num_threads = 1
@@ -75,7 +78,9 @@ class OnnxEncoder:
 
         self.path = Path(path)
         self.max_tokens = max_tokens
-        self.tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        from .model_check import verify
+
+        self.tokenizer = Tokenizer.from_file(str(verify(self.path / "tokenizer.json")))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=max_tokens)
         self._other_lengths: dict = {}  # max_tokens -> a copy of the tokenizer truncating to it
