@@ -312,7 +312,7 @@ def test_one_line_errors():
     assert "raise LLM_CTX" in one_line(ValueError("Requested tokens (9000) exceed context window of 8192"))
     assert "ollama serve" in one_line(type("ConnectError", (Exception,), {})("refused"))
     line = one_line(RuntimeError("boom\nsecond line"))
-    assert line == "unexpected RuntimeError: boom" and "\n" not in line
+    assert line == "unexpected RuntimeError: boom (run again with --debug, or THREAD_RAG_DEBUG=1, for where it happened)"
 
 
 def test_cli_prints_one_line_for_unexpected_errors(monkeypatch, capsys, tmp_path):
@@ -322,9 +322,15 @@ def test_cli_prints_one_line_for_unexpected_errors(monkeypatch, capsys, tmp_path
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(cli, "_dispatch", boom)
+    monkeypatch.delenv("THREAD_RAG_DEBUG", raising=False)
     assert cli.main(["--data-dir", str(tmp_path), "docs"]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "error: file system error: Input/output error"
+    # issue 46: --debug (or THREAD_RAG_DEBUG=1) adds where it happened, for a bug report
+    assert cli.main(["--debug", "--data-dir", str(tmp_path), "docs"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == "error: file system error: Input/output error"
+    assert lines[1] == "Traceback (most recent call last):" and "in boom" in "\n".join(lines) and lines[-1].startswith("OSError")
 
 
 def test_repl_loads_the_llm_in_the_background(manual_engine, monkeypatch, capsys):

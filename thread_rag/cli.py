@@ -36,6 +36,8 @@ def _common(p: argparse.ArgumentParser, top: bool) -> None:
                    "runner.py in a checkout, else the per-user data dir; env THREAD_RAG_HOME)")
     p.add_argument("--json", dest="json", action="store_true", default=False if top else argparse.SUPPRESS,
                    help="print JSON")
+    p.add_argument("--debug", dest="debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                   help="after an error's one line, print its traceback (also THREAD_RAG_DEBUG=1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--data-dir is empty: give a folder, or leave the option out for the default data dir")
     if args.cmd is None:
         args.cmd = "chat"
+    if args.debug:
+        os.environ["THREAD_RAG_DEBUG"] = "1"  # the chat and the tool doors read it too
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
@@ -167,9 +171,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:  # noqa: BLE001 - every error a user can cause is one line, never a traceback
-        from .errors import one_line
+        from .errors import debugging, one_line, trace
 
         print(f"error: {one_line(exc)}", file=sys.stderr)
+        if debugging():
+            print(trace(exc), file=sys.stderr)
         return 1
 
 

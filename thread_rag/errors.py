@@ -92,6 +92,20 @@ class CorruptFileError(ThreadRagError):
     """A stored file that cannot be read (it is set aside, never silently emptied)."""
 
 
+def debugging() -> bool:
+    """``--debug`` or ``THREAD_RAG_DEBUG=1``: a door prints the traceback of an error after its one line."""
+    import os
+
+    return os.environ.get("THREAD_RAG_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def trace(exc: BaseException) -> str:
+    """The traceback of ``exc`` as text (for ``--debug``)."""
+    import traceback
+
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+
+
 def one_line(exc: BaseException) -> str:
     """Any exception as the one line a front door prints (a ThreadRagError's own message; for the rest, what
     went wrong and what to do, never a traceback)."""
@@ -114,7 +128,7 @@ def one_line(exc: BaseException) -> str:
         return f"the disk is full (the store said: {first}); free some space and try again"
     if name in ("ConnectError", "ConnectTimeout", "ReadTimeout", "ResponseError", "RequestError"):
         return f"the model server failed ({name}: {first}); is `ollama serve` running? or set CHAT_BACKEND=embedded"
-    return f"unexpected {name}: {first}"
+    return f"unexpected {name}: {first} (run again with --debug, or THREAD_RAG_DEBUG=1, for where it happened)"
 
 
 def why_missing(path: Path, what: str = "file") -> str:

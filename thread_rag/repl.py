@@ -221,6 +221,10 @@ class Repl:
             self.answer(line)
         except Exception as exc:  # noqa: BLE001 - one line, and the session goes on
             c.print(styled((f"\nerror: {one_line(exc)}", "red")))
+            from .errors import debugging, trace
+
+            if debugging():
+                c.print(styled((trace(exc), "dim")))
         return True
 
     def command(self, line: str) -> bool:
