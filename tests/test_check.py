@@ -105,3 +105,10 @@ def test_review_findings_commands_in_parts_mid_line_sudo_inline_code_and_comment
     assert [s.text for s in stream.checked if not s.found] == []  # strict: the `find` sentence left out
     assert stream.dropped[0]["missing"] == ["find", "-name", "x"]
     assert spans("You can kill the process and reboot the machine.") == []
+
+
+def test_a_bold_title_of_a_step_is_no_label():
+    """The model writes its own step titles in bold ("**Identify the USB device**: ..."): they were flagged as UI labels
+    the sources lack (the Debian grounding run)."""
+    answer = '1. **Identify the USB device**: run it. 2. Press **Continue** or choose "Guided".'
+    assert [s.text for s in spans(answer)] == ["Continue", "Guided"]

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python bench_results/probes/checker_score.py > bench_results/checker-labels/score.json
 
-``sample.jsonl`` (checker_sample.py) holds each answer and its sources; ``labels.json`` the spans a reader marked in
+``sample.jsonl`` (grounding_spans.py sample) holds each answer and its sources; ``labels.json`` the spans a reader marked in
 each answer, blind to the checker: ``{"<id>": [{"text": ..., "kind": ..., "in_sources": true|false}, ...]}``. A
 labelled span and a checker span match when one's text holds the other's (case and spacing aside). Reported: of the
 spans the checker flags, how many a reader also found unsupported (precision); of the spans a reader found
@@ -12,7 +12,7 @@ the checker find what a reader would check).
 import json
 from pathlib import Path
 
-from thread_rag.agent.check import check
+from thread_rag.agent.check import CheckedStream, SourceText
 
 DIR = Path("bench_results/checker-labels")
 
@@ -32,7 +32,9 @@ def main() -> None:
     found = flagged = flagged_right = unsupported = unsupported_caught = labelled = labelled_found = 0
     misses, false_flags = [], []
     for it in items:
-        spans = check(it["answer"], it["sources"])
+        stream = CheckedStream(SourceText(it["sources"]))  # as the answer path checks a stream
+        stream.feed(it["answer"])
+        spans = stream.close().checked
         mine = labels.get(it["id"], [])
         labelled += len(mine)
         labelled_found += sum(any(same(s.text, m["text"]) for s in spans) for m in mine)

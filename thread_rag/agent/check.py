@@ -156,6 +156,8 @@ def _line_spans(line: str, at: int, out: list, taken: list) -> None:
         for m in pattern.finditer(line):
             g = 1 if m.group(1) is not None else 2
             label = m.group(g).strip()
+            if pattern is BOLD and line[m.end():m.end() + 1] == ":":  # "**Identify the device**:" titles a step
+                continue
             if _label_like(label):
                 _add(out, label, "label", at + m.start(g) + m.group(g).index(label), taken)
 
