@@ -185,6 +185,7 @@ def run_latency_bench(settings, args) -> dict:
                                           or [np.nan])), 2) for r in readers}
         ratio = {r: round(med[r] / med["topk"], 2) for r in readers if "topk" in med and med["topk"]}
         return {"backend": agent.backend, "machine": machine(), "questions": len(LATENCY_QUESTIONS[: args.limit or 5]),
+                "chunks": sum(d.chunk_count for d in e.documents()),
                 "quote_s_median": quote, "first_token_s_median": med, "total_s_median": tot,
                 "first_token_ratio_vs_topk": ratio,
                 "configs": {r: {"reader": LATENCY_CONFIGS[r][0], **LATENCY_CONFIGS[r][1]} for r in readers},

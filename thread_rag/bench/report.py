@@ -149,12 +149,15 @@ def answers_table(x: dict) -> str:
 
 def latency_table(x: dict) -> str:
     m = x["machine"]
-    lines = [f"*Debian installation guide (535 chunks), {x['questions']} questions; {x['backend']}; {m['cpu']}, "
+    chunks = f" ({x['chunks']} chunks)" if x.get("chunks") else ""
+    lines = [f"*Debian installation guide{chunks}, {x['questions']} questions; {x['backend']}; {m['cpu']}, "
              f"{m['cores']} cores; llama.cpp prompt cache: {x.get('prompt_cache', 'reset before every question')}.*", "",
-             "| reading | first token s (median) | ratio to top-k | total s (median) |", "|---|---|---|---|"]
+             "| reading | quote s (median) | first token s (median) | ratio to top-k | total s (median) |",
+             "|---|---|---|---|---|"]
     for r, v in x["first_token_s_median"].items():
-        lines.append(f"| {r} | {v:.1f} | {x['first_token_ratio_vs_topk'].get(r, float('nan')):.2f} | "
-                     f"{x['total_s_median'][r]:.1f} |")
+        q = (x.get("quote_s_median") or {}).get(r)
+        lines.append(f"| {r} | {'-' if q is None else f'{q:.1f}'} | {v:.1f} | "
+                     f"{x['first_token_ratio_vs_topk'].get(r, float('nan')):.2f} | {x['total_s_median'][r]:.1f} |")
     lines += ["", "| off-topic question | refused | seconds | LLM calls | best cosine |", "|---|---|---|---|---|"]
     for r in x["off_topic"]:
         lines.append(f"| {r['question']} | {r['refused']} | {r['seconds']:.2f} | {r['llm_calls']} | {r['relevance']:.2f} |")
@@ -200,6 +203,69 @@ def readers_report(suite: dict, readers: dict) -> str:
             continue
         mean, (lo, hi), n = paired_rows(walk, rows, "f1")
         lines.append(f"- walk minus {name}, token F1 paired over {n} questions: {mean:+.3f} ({lo:+.3f} to {hi:+.3f})")
+    return "\n".join(lines)
+
+
+GROUNDING_ROWS = (("quote", "", "(a) the quote alone"), ("explain", "shown_", "(b) the quote + the explanation"),
+                  ("explain", "model_", "(b') the explanation alone"), ("sources", "model_", "(c) the model reading every "
+                                                                                          "source (the answer before)"))
+
+
+def grounding_table(x: dict) -> str:
+    """``bench grounding``: what a user is shown, scored against the gold answers, and what it cost."""
+    m = x.get("machine") or {}
+    cs, st = x["configs"], x.get("settings", {})
+    lines = [f"*{x['dataset']} ({x.get('corpus', '')}{'; ' + str(x['chunks']) + ' chunks' if x.get('chunks') else ''}), "
+             f"{cs[next(iter(cs))]['questions']} questions; READ_K={st.get('READ_K')}, READ_BUDGET={st.get('READ_BUDGET')}, "
+             f"QUOTE_WORDS={st.get('QUOTE_WORDS')}, EXPLAIN_WORDS={st.get('EXPLAIN_WORDS')}, "
+             f"{st.get('MAX_ANSWER_TOKENS')} answer tokens; {x.get('backend')}; {m.get('cpu', '?')}"
+             f"{', ' + m['vector'] if m.get('vector') else ''}.*", "",
+             "| what is shown | gold recall (95% CI) | minus (c), paired (95% CI) | token F1 (95% CI) | minus (c) (95% CI) "
+             "| words | prompt tokens | quote s (median) | first model token s (median) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for config, pre, label in GROUNDING_ROWS:
+        r = cs.get(config)
+        if r is None or r.get(f"{pre}recall") is None:
+            continue
+        words = r.get("quote_words_mean") if config == "quote" else r.get("words_mean")
+        if pre == "shown_":
+            words = (r.get("quote_words_mean") or 0) + (r.get("words_mean") or 0)
+        base = config == "sources"
+        lines.append(f"| {label} | {_ci(r[pre + 'recall'], r[pre + 'recall_ci95'])} | "
+                     f"{'-' if base else _ci(r.get(pre + 'recall_minus_sources'), r.get(pre + 'recall_minus_sources_ci95'), True)} | "
+                     f"{_ci(r[pre + 'f1'], r[pre + 'f1_ci95'])} | "
+                     f"{'-' if base else _ci(r.get(pre + 'f1_minus_sources'), r.get(pre + 'f1_minus_sources_ci95'), True)} | "
+                     f"{_num(words)} | {'-' if config == 'quote' else _num(r.get('prompt_tokens_mean'))} | "
+                     f"{r['quote_s_median']:.1f} | {'-' if config == 'quote' else _num(r.get('first_token_s_median'))} |")
+    return "\n".join(lines)
+
+
+def spans_table(x: dict) -> str:
+    """``grounding_spans.py recheck``: the span check over every model answer, per set and configuration."""
+    lines = ["| set | model reads | answers | checkable spans | not in the sources | answers with one | with an unsupported "
+             "command, flag, path, file or setting | cited sentences with spans | citation precision |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, per in x["sets"].items():
+        for config, r in per.items():
+            lines.append(f"| {name} | {'the quote + next lines' if config == 'explain' else 'every source'} | "
+                         f"{r['answers']} | {r['checked_spans']} | {r['unsupported_spans']} "
+                         f"({_num(r['unsupported_rate'])}) | {r['answers_with_unsupported']} | "
+                         f"{r['answers_with_unsupported_command']} | {r['cited_sentences_with_spans']} | "
+                         f"{_num(r['citation_precision'])} |")
+    return "\n".join(lines)
+
+
+def quote_floor_table(x: dict, floor: float) -> str:
+    """``bench refusal``: the evidence floor (QUOTE_MIN) beside the cosine floor alone, per group of questions."""
+    scores = x["quote_scores"]  # None: refused by the cosine floor before any line was scored
+    groups = [g for g in ("answerable", "in_domain_unanswerable", "off_domain") if x["questions"].get(g)]
+    lines = [f"*{x['dataset']} ({x['split']} split): " + ", ".join(f"{g.replace('_', ' ')} {x['questions'][g]}"
+                                                                   for g in groups) + ".*", "",
+             "| refused by | " + " | ".join(g.replace("_", " ") for g in groups) + " |", "|---|" + "---|" * len(groups)]
+    for label, t in (("the cosine floor alone (RELEVANCE_MIN)", None),
+                     (f"that, or no line scoring {floor:g} (QUOTE_MIN)", floor)):
+        share = [sum(b is None or (t is not None and b < t) for b in scores[g]) / len(scores[g]) for g in groups]
+        lines.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in share) + " |")
     return "\n".join(lines)
 
 
@@ -324,6 +390,18 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", refusal_table(x), ""]
+    from ..settings import Settings as _S
+
+    for p in sorted(d.glob("refusal-quote-*.json")):
+        x = json.loads(p.read_text())
+        out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", quote_floor_table(x, _S.QUOTE_MIN), ""]
+    for name in ("grounding-aws-docs-qa", "grounding-leval-legal", "grounding-musique"):
+        x = _load(d, name)
+        if x:
+            out += [f"### {name}", "", f"`{x.get('command', '')}`", "", grounding_table(x), ""]
+    x = _load(d, "grounding-spans")
+    if x:
+        out += ["### grounding-spans", "", f"`{x.get('command', '')}`", "", spans_table(x), ""]
     for p in sorted(d.glob("band-*.json")):
         x = json.loads(p.read_text())
         out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", band_table(x), ""]

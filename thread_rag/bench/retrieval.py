@@ -308,12 +308,15 @@ def paired(per_query: dict, a: str, b: str, metric: str = "ndcg@10") -> tuple[fl
 def machine() -> dict:
     import os
 
-    cpu = "unknown"
+    cpu, flags = "unknown", set()
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
+            if line.startswith("model name") and cpu == "unknown":
                 cpu = line.split(":", 1)[1].strip()
-                break
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
+    vector = ("AVX-512 with BF16" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags else
+              "AVX2" if "avx2" in flags else "unknown")  # prompt reading runs ~2.5x faster with AVX-512 BF16
+    return {"cpu": cpu, "vector": vector, "cores": os.cpu_count(), "python": platform.python_version()}
