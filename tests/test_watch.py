@@ -622,3 +622,21 @@ def test_the_last_file_deleted_goes_and_prune_does_not_disarm_the_live_guard(tmp
         p.unlink()
     w.apply(plan([(DELETED, str(p)) for p in paths], [str(e)], w.library()))
     assert len(engine.documents()) == 8  # while watching, --prune does not remove a whole folder's documents
+
+
+def test_doctor_says_when_every_indexed_file_is_missing(make_engine, tmp_path):
+    """Issue 47: doctor reports a library whose files are all missing (an unmounted drive) and changes nothing."""
+    from thread_rag.doctor import checks
+
+    engine = make_engine()
+    files = [write(tmp_path / "share" / f"{n}.md", f"# {n}\n\nThe {n} valve opens first.\n") for n in ("a", "b")]
+    for f in files:
+        engine.index_file(f)
+    row = lambda: next(c for c in checks(engine.settings) if c["check"] == "source files")  # noqa: E731
+    assert row()["ok"] and row()["detail"] == "2 indexed files in place"
+    files[0].unlink()
+    assert row()["detail"] == f"1 of 2 indexed files are missing ({tmp_path / 'share'})"
+    files[1].unlink()
+    got = row()
+    assert not got["ok"] and got["detail"].startswith("all 2 indexed files are missing") and "unmounted" in got["detail"]
+    assert len(engine.documents()) == 2

@@ -251,9 +251,29 @@ def store_checks(settings) -> list[dict]:
         add("store consistency", not problems, detail, "run `thread-rag doctor --repair` (rebuilds from the stored chunks, "
             "indexes documents whose chunks the store lost again from their files, removes orphans); a document it "
             "cannot repair is named with what to do")
+        out.append(source_files_check(e.own_documents()))
     except Exception as exc:  # noqa: BLE001
         add("store consistency", False, str(exc), "see the message above")
     return out
+
+
+def source_files_check(docs) -> dict:
+    """The indexed documents' files: all missing looks like an unmounted drive or share (watch keeps such documents;
+    nothing is removed here), some missing is named."""
+    import os
+
+    files = [d for d in docs if "://" not in d.path]  # benchmark corpora are keyed bench://...
+    gone = [d for d in files if not os.path.isfile(d.path)]
+    if not gone:
+        return {"check": "source files", "ok": True, "detail": f"{counted(len(files), 'indexed file')} in place", "fix": ""}
+    folders = sorted({os.path.dirname(d.path) for d in gone})
+    where = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more folders" if len(folders) > 3 else "")
+    every = len(gone) == len(files)
+    return {"check": "source files", "ok": False,
+            "detail": (f"{'the only indexed file is' if len(gone) == 1 else f'all {len(gone)} indexed files are'} missing "
+                       f"({where}): an unmounted drive or share?" if every else
+                       f"{len(gone)} of {counted(len(files), 'indexed file')} are missing ({where})"),
+            "fix": "mount the drive again; `thread-rag watch` keeps such documents, `thread-rag delete DOCn` removes one"}
 
 
 def summary_cache_check(settings) -> dict:
