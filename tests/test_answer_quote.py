@@ -147,3 +147,18 @@ def test_a_failed_explanation_keeps_the_quote_and_an_unquotable_reading_is_a_ref
     ans = agent.ask(QUESTION)
     assert ans.refused and ans.answer == REFUSAL and ans.quote == [] and model.calls == []
     assert ans.note == "no quote: packaged model ms-marco-MiniLM-L-12-v2 not installed"
+
+
+def test_the_chat_shows_the_quote_then_the_explanation_with_its_marks(manual_engine):
+    from thread_rag.repl import Repl
+
+    buf = io.StringIO()
+    repl = Repl(manual_engine, console=Console(file=buf, width=200), preload=False)
+    model = ScriptedChatModel(answer=lambda m: "Run `thread-rag preheat` [1], then `thread-rag warm` [1].")
+    model.calls, model.metadata = [], {"backend": "fake", "model": "scripted", "ctx": 0}
+    repl.agent.model = model
+    repl.answer(QUESTION)
+    out = buf.getvalue()
+    assert out.index("from the manual (quoted):") < out.index("explanation:") < out.index("Run `thread-rag preheat`")
+    assert "then `thread-rag warm` [?] [1]." in out and "(not in the sources: `warm`;" in out
+    assert out.index("(not in the sources") < out.index("sources: [1]")

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p, False)
         return p
 
-    p = cmd("index", "index files or directories (PDF, DOCX, TXT, Markdown)")
+    p = cmd("index", "index files or directories (PDF, DOCX, TXT, Markdown, reStructuredText, HTML)")
     p.add_argument("paths", nargs="+")
     p = cmd("watch", "keep folders indexed: index new and edited files, remove deleted ones (Ctrl-C to stop)")
     p.add_argument("paths", nargs="+", metavar="DIR")

@@ -191,8 +191,8 @@ class Repl:
         if self.engine.documents():
             return
         c = self.console
-        c.print(styled("No documents indexed yet. Index yours with ", ("/index PATH", "bold"), " (a PDF, DOCX, TXT or "
-                       "Markdown file, or a folder), or run ", ("thread-rag index PATH", "bold"), " in a shell."))
+        c.print(styled("No documents indexed yet. Index yours with ", ("/index PATH", "bold"), " (a PDF, DOCX, TXT, "
+                       "Markdown or HTML file, or a folder), or run ", ("thread-rag index PATH", "bold"), " in a shell."))
         if offer and DEMO_DIR.is_dir():
             reply = ask(f"Index the THREAD-RAG user manual ({DEMO_DIR}) as a demo corpus? [Y/n] ")
             if reply is None or reply.strip().lower() in ("", "y", "yes"):

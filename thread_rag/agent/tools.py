@@ -39,7 +39,7 @@ class NoArgs(_Args):
 
 
 class IndexArgs(_Args):
-    file_path: str = Field(description="path of a PDF, DOCX, TXT or Markdown file (or folder) to index")
+    file_path: str = Field(description="path of a PDF, DOCX, TXT, Markdown or HTML file (or folder) to index")
 
 
 # arguments the CLI's flags set, for scripts and MCP clients; the routed model's grammar leaves them out

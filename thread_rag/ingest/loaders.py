@@ -1,8 +1,9 @@
 """Loaders: one function per format, each returning a :class:`LoadedDocument` of blocks in reading order.
 
-PDF (pypdf: page numbers per block, headings from the outline), DOCX (python-docx: paragraphs,
-headings and tables in body order), TXT/Markdown (encoding detection, Markdown heading paths; plain text's
-numbered section lines as headings, box-drawn tables as pipe rows).
+PDF (pypdf: page numbers per block, headings from the outline, lines in a monospaced font and captioned tables' rows
+as lines), DOCX (python-docx: paragraphs, headings and tables in body order), TXT/Markdown (encoding detection,
+Markdown heading paths; plain text's numbered section lines as headings, box-drawn tables as pipe rows), HTML
+(``html.py``: h1-h6 heading paths, pre blocks, lists, tables as pipe rows, navigation left out).
 Every failure is an :class:`IngestError` naming the file and the reason in one line.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ LOADER_VERSION = 5  # part of the index recipe: a changed loader re-indexes on t
 #                    lines in a monospaced font and its captioned tables' rows are lines of their own)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
-                      ".markdown": "markdown", ".rst": "text"}
+                      ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html"}
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
@@ -60,6 +61,10 @@ def _load_document(p: Path, password: str | None) -> LoadedDocument:
             doc = _load_pdf(p, password)
         elif kind == "docx":
             doc = _load_docx(p)
+        elif kind == "html":
+            from .html import load_html  # here: html.py reads text with this module's decoder
+
+            doc = load_html(p)
         else:
             doc = _load_text(p, markdown=(kind == "markdown"))
     except IngestError:
