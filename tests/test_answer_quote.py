@@ -159,6 +159,6 @@ def test_the_chat_shows_the_quote_then_the_explanation_with_its_marks(manual_eng
     repl.agent.model = model
     repl.answer(QUESTION)
     out = buf.getvalue()
-    assert out.index("from the manual (quoted):") < out.index("explanation:") < out.index("Run `thread-rag preheat`")
+    assert out.index("from the manual (quoted):") < out.index("explanation:") < out.index("Run `thread-rag preheat` [1], then")
     assert "then `thread-rag warm` [?] [1]." in out and "(not in the sources: `warm`;" in out
     assert out.index("(not in the sources") < out.index("sources: [1]")

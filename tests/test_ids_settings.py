@@ -58,6 +58,8 @@ def test_a_misspelt_environment_setting_is_refused_like_one_in_the_config_file()
     # the names that are not settings: the config file's path, the crash-point switch and the suite's own
     load_settings(env={"THREAD_RAG_CONFIG": "", "THREAD_RAG_CRASH_AT": "x", "THREAD_RAG_KILL_TRIALS": "3",
                        "THREAD_RAG_TEST_SHARED": "/x", "OTHER_THREAD_RAG_X": "1"}, config_file=False)
+    # THREAD_RAG_DEBUG=1 (the traceback switch, issue 46) was refused as an unknown setting by every command
+    load_settings(env={"THREAD_RAG_DEBUG": "1"}, config_file=False)
 
 
 def test_an_infinite_number_is_refused_like_nan():

@@ -523,7 +523,7 @@ def _removed(name: str) -> str:
     return f" ({REMOVED[name]})" if name in REMOVED else ""
 
 
-NOT_SETTINGS = ("CONFIG", "CRASH_AT", "KILL_TRIALS", "TEST_SHARED")  # THREAD_RAG_ names read elsewhere
+NOT_SETTINGS = ("CONFIG", "CRASH_AT", "DEBUG", "KILL_TRIALS", "TEST_SHARED")  # THREAD_RAG_ names read elsewhere
 
 
 def _refuse_unknown_env(env: Mapping[str, str]) -> None:
