@@ -162,3 +162,15 @@ def test_the_chat_shows_the_quote_then_the_explanation_with_its_marks(manual_eng
     assert out.index("from the manual (quoted):") < out.index("explanation:") < out.index("Run `thread-rag preheat` [1], then")
     assert "then `thread-rag warm` [?] [1]." in out and "(not in the sources: `warm`;" in out
     assert out.index("(not in the sources") < out.index("sources: [1]")
+
+
+def test_the_ollama_question_is_answered_by_the_manual_s_own_settings(manual_engine):
+    """Issue 43: asked how to make the chat use Ollama, the model once invented `--ollama-host ... --chat-backend`
+    flags; the quote, with no model, holds the three settings the manual names."""
+    agent, model = agent_with(manual_engine)
+    agent.settings = agent.settings.replace(ANSWER_MODE="quote")
+    ans = agent.ask("how do I make the chat use an Ollama model instead?")
+    quoted = _quoted(ans)
+    assert model.calls == [] and not ans.refused
+    assert all(name in quoted for name in ("OLLAMA_HOST", "MAIN_MODEL", "CHAT_BACKEND")), quoted
+    assert "--ollama-host" not in quoted

@@ -8,8 +8,9 @@ The answers do not depend on the checker (with UNSUPPORTED = "mark" it only mark
 again here, every set with the same checker, against the same sources: each row's `read` ranges rebuilt into the
 numbered sources the answer path made (the benchmark corpora in bench_out/ as the runs indexed them; the Debian guide
 indexed again), checked as the answer path checks a stream (check.CheckedStream, segment by segment).
-The sample: every Debian answer, and a seeded draw of 8 aws-docs-qa, 6 leval-legal and 6 musique answers (explain and
-sources configurations alike, refusals left out), drawn before any label was written.
+The sample: every Debian answer, and a seeded draw of 20 aws-docs-qa answers (explain and sources configurations
+alike, refusals left out), drawn before any label was written. Only the sets whose grounding run has model answers are
+read (the leval-legal and musique runs of 2026-12-04 measured the quote alone).
 """
 import json
 import random
@@ -23,8 +24,15 @@ from thread_rag.engine import Engine
 from thread_rag.ids import ChunkId
 from thread_rag.settings import load_settings
 
-SETS = ("debian", "aws-docs-qa", "leval-legal", "musique")
-DRAW = {"aws-docs-qa": 8, "leval-legal": 6, "musique": 6}
+DRAW = {"aws-docs-qa": 20, "leval-legal": 6, "musique": 6}
+
+
+def _answered(name: str) -> bool:
+    p = Path(f"bench_results/grounding-{name}.json")
+    return p.exists() and any(json.loads(p.read_text())["rows"].get(c) for c in ("explain", "sources"))
+
+
+SETS = tuple(n for n in ("debian", *DRAW) if _answered(n))
 
 
 def engines() -> dict:
@@ -36,7 +44,7 @@ def engines() -> dict:
     deb = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache")))
     deb.index_file(str(settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
     out = {"debian": (deb, {})}
-    for name in DRAW:
+    for name in (n for n in DRAW if n in SETS):
         ds = load_dataset(name, settings.shared_data, limit=60, seed=13, split="test")  # the runs' sample and corpus
         out[name] = (open_corpus_engine(settings, ds)[0], {q.qid: q.text for q in ds.queries})
     return out
