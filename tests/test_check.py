@@ -112,3 +112,15 @@ def test_a_bold_title_of_a_step_is_no_label():
     the sources lack (the Debian grounding run)."""
     answer = '1. **Identify the USB device**: run it. 2. Press **Continue** or choose "Guided".'
     assert [s.text for s in spans(answer)] == ["Continue", "Guided"]
+
+
+def test_binary_units_written_out_are_numbers_with_their_unit():
+    """The hand-checked sample (bench_results/checker-labels) found '1000 gibibytes' unflagged: the word was no unit,
+    so the number was never checked. It is the same value and unit as '1000 GiB'."""
+    from thread_rag.agent.check import SourceText, check, spans
+
+    assert [(s.text, s.kind) for s in spans("Up to 1000 gibibytes of storage.")] == [("1000 gibibytes", "number")]
+    got = check("Up to 1000 gibibytes [1].", SourceText(["The maximum is 1000 GiB."]))
+    assert [s.found for s in got] == [True]
+    got = check("Up to 1000 gibibytes [1].", SourceText(["Storage is given in gibibytes."]))
+    assert [s.found for s in got] == [False]

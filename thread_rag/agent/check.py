@@ -37,10 +37,10 @@ PATH = re.compile(r"(?<![\w/.:~-])(?:~|\.{1,2})?/(?:[\w.+@%-]+/?)+|\b[A-Za-z]:\\
 FLAG = re.compile(r"(?<![\w/-])--?[A-Za-z][\w-]*(?:=[^\s,;`'\")]+)?")
 SETTING = re.compile(r"(?<![\w/=.-])[A-Za-z_][\w.-]*=[^\s,;`'\")]+")
 FILE = re.compile(r"(?<![\w/.@-])[A-Za-z0-9_][\w+-]*(?:\.[A-Za-z0-9_+-]+)+")
-UNITS = {"kb": "kb", "kib": "kib", "kilobyte": "kb", "kilobytes": "kb", "k": "k",
-         "mb": "mb", "mib": "mib", "megabyte": "mb", "megabytes": "mb", "m": "m",
-         "gb": "gb", "gib": "gib", "gigabyte": "gb", "gigabytes": "gb", "g": "g",
-         "tb": "tb", "tib": "tib", "terabyte": "tb", "terabytes": "tb", "t": "t",
+UNITS = {"kb": "kb", "kib": "kib", "kilobyte": "kb", "kilobytes": "kb", "kibibyte": "kib", "kibibytes": "kib", "k": "k",
+         "mb": "mb", "mib": "mib", "megabyte": "mb", "megabytes": "mb", "mebibyte": "mib", "mebibytes": "mib", "m": "m",
+         "gb": "gb", "gib": "gib", "gigabyte": "gb", "gigabytes": "gb", "gibibyte": "gib", "gibibytes": "gib", "g": "g",
+         "tb": "tb", "tib": "tib", "terabyte": "tb", "terabytes": "tb", "tebibyte": "tib", "tebibytes": "tib", "t": "t",
          "byte": "b", "bytes": "b", "b": "b", "bit": "bit", "bits": "bit",
          "hz": "hz", "khz": "khz", "mhz": "mhz", "ghz": "ghz",
          "ms": "ms", "millisecond": "ms", "milliseconds": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s",

@@ -218,7 +218,7 @@ def grounding_table(x: dict) -> str:
     lines = [f"*{x['dataset']} ({x.get('corpus', '')}{'; ' + str(x['chunks']) + ' chunks' if x.get('chunks') else ''}), "
              f"{cs[next(iter(cs))]['questions']} questions; READ_K={st.get('READ_K')}, READ_BUDGET={st.get('READ_BUDGET')}, "
              f"QUOTE_WORDS={st.get('QUOTE_WORDS')}, EXPLAIN_WORDS={st.get('EXPLAIN_WORDS')}, "
-             f"{st.get('MAX_ANSWER_TOKENS')} answer tokens; {x.get('backend')}; {m.get('cpu', '?')}"
+             f"{st.get('MAX_ANSWER_TOKENS')} answer tokens; {x.get('backend') or 'no model'}; {m.get('cpu', '?')}"
              f"{', ' + m['vector'] if m.get('vector') else ''}.*", "",
              "| what is shown | gold recall (95% CI) | minus (c), paired (95% CI) | token F1 (95% CI) | minus (c) (95% CI) "
              "| words | prompt tokens | quote s (median) | first model token s (median) |",
@@ -395,7 +395,8 @@ def report(directory: str | None = None) -> str:
     for p in sorted(d.glob("refusal-quote-*.json")):
         x = json.loads(p.read_text())
         out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", quote_floor_table(x, _S.QUOTE_MIN), ""]
-    for name in ("grounding-aws-docs-qa", "grounding-leval-legal", "grounding-musique"):
+    for name in ("grounding-aws-docs-qa", "grounding-leval-legal", "grounding-musique", "grounding-quote-leval-legal",
+                 "grounding-quote-musique"):
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", grounding_table(x), ""]
