@@ -147,20 +147,22 @@ def test_very_long_lines_and_big_file(make_engine, tmp_path):
 
 
 @pytest.mark.slow
-def test_fifty_megabyte_text_file_is_loaded_and_chunked(tmp_path, embedder):
+def test_twenty_megabyte_text_file_is_loaded_and_chunked(tmp_path, embedder):
+    """A big plain text loads and chunks in time linear in its size (joining lines was quadratic once); 20 MB shows a
+    quadratic step as plainly as the 50 MB this test used to write, in 40% of the time."""
     from thread_rag.ingest.chunker import SentenceChunker
     from thread_rag.ingest.loaders import load_document
 
     line = "Step {i}: tighten bolt number {i} to the torque in table 4 before moving on.\n"
     with (tmp_path / "big.txt").open("w") as fh:
         i = 0
-        while fh.tell() < 50 * 1024 * 1024:
+        while fh.tell() < 20 * 1024 * 1024:
             fh.write("".join(line.format(i=i + j) for j in range(1000)) + "\n")
             i += 1000
     doc = load_document(tmp_path / "big.txt")
-    assert len(doc.full_text) > 40_000_000
+    assert len(doc.full_text) > 16_000_000
     chunks = SentenceChunker(embedder.count_tokens).chunk(doc)
-    assert len(chunks) > 10_000
+    assert len(chunks) > 4_000
 
 
 BIG_INDEX = """
