@@ -491,3 +491,18 @@ def test_a_server_on_another_machine_needs_a_token_and_one_behind_a_token_proxy_
         assert access["ok"] and "a token is sent" not in access["detail"]  # loopback proxy
     finally:
         proxy.close()
+
+
+def test_only_this_machine_counts_as_loopback():
+    """is_loopback matched by prefix: CHROMA_HOST=localhost.example.org:8000 (another machine) or [::10]:8000 passed as
+    this machine, so a server there was reached with no token and no refusal."""
+    from thread_rag.settings import load_settings
+    from thread_rag.store.chunk_store import is_loopback
+
+    for host in ("127.0.0.1:8000", "127.3.4.5:8000", "localhost:8000", "LOCALHOST:8000", "http://[::1]:8000"):
+        assert is_loopback(host), host
+    for host in ("localhost.example.org:8000", "localhostile.net:8000", "[::10]:8000", "10.0.0.1:8000",
+                 "127.example.org:8000", "chroma.example.org:443"):
+        assert not is_loopback(host), host
+    with pytest.raises(SettingsError, match="is another machine"):
+        load_settings({"RERANKER": "none", "CHROMA_HOST": "localhost.example.org:8000"}, env={}, config_file=False)

@@ -242,13 +242,18 @@ def auth_headers(token: str | None) -> dict:
     return {"Authorization": f"Bearer {token.strip()}"} if token and token.strip() else {}
 
 
-LOOPBACK = ("127.", "localhost", "::1", "[::1]")
-
-
 def is_loopback(host: str) -> bool:
-    """``CHROMA_HOST`` names this machine (reached by no one else: a server there, or an SSH tunnel's end)."""
-    name, _, _ = parse_chroma_host(host)
-    return name.lower().startswith(LOOPBACK) or name.lower() == "::1"
+    """``CHROMA_HOST`` names this machine (reached by no one else: a server there, or an SSH tunnel's end): the name
+    ``localhost`` or a loopback address (127.0.0.0/8, ::1), compared whole (``localhost.example.org`` is not)."""
+    import ipaddress
+
+    name = parse_chroma_host(host)[0].lower().strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def check_remote(host: str, token: str, insecure: bool) -> None:
