@@ -63,7 +63,7 @@ def sources(engine, read: list[str]) -> list:
 
 
 def checked(answer: str, srcs: list) -> dict:
-    stream = CheckedStream(SourceText([x.header() + "\n" + "\n".join(x.chunk_texts or [x.text]) for x in srcs]))
+    stream = CheckedStream(SourceText([x.read_text() for x in srcs]))  # what the answer path checks against
     stream.feed(answer)
     stream.close()
     bad = [s for s in stream.checked if not s.found]

@@ -116,12 +116,10 @@ def _code(line: str) -> str:
     nothing but a comment in words is no command."""
     if PROSE_COMMENT.match(line):
         return ""
-    head, tail = line.strip(), ""
-    m = COMMENT.search(head[1:] if head.startswith("#") else head)  # a leading "# " is a root prompt, not a comment
-    if m:
-        cut = m.start() + (1 if head.startswith("#") else 0)
-        head, tail = head[:cut].rstrip(), head[cut:]
-    return head
+    head = line.strip()
+    prompt = 1 if head.startswith("#") else 0  # a leading "# " is a root prompt, not a comment
+    m = COMMENT.search(head[prompt:])
+    return head[:m.start() + prompt].rstrip() if m else head
 
 
 def _line_spans(line: str, at: int, out: list, taken: list) -> None:

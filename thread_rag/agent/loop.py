@@ -382,8 +382,8 @@ class Agent:
         read = quote_sources(quote.reading, sources, self._count) if reads == "quote" else sources
         msgs = answer_messages(question, read, may_refuse=may_refuse, reads=reads)
         self.on_event("answer_start", {})
-        checker = CheckedStream(SourceText([x.header() + "\n" + "\n".join(x.chunk_texts or [x.text]) for x in sources]),
-                                emit=on_token, strict=s.UNSUPPORTED == "drop")  # what was read, not window summaries
+        checker = CheckedStream(SourceText([x.read_text() for x in sources]), emit=on_token,
+                                strict=s.UNSUPPORTED == "drop")
         t_ans = time.perf_counter()
         raw, t_first, interrupted, cut = self._stream(msgs, checker.feed, may_refuse)
         if (not raw.strip() or (may_refuse and said_not_in_docs(raw))) and not interrupted:
