@@ -92,16 +92,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("--quote", action="store_true", help="the quoted lines only, no LLM call (ANSWER_MODE = quote)")
     p.add_argument("--doc", dest="doc_id", help="only this document, e.g. DOC1")
+    p = cmd("eval", "how well search (and answers) work on your own documents: questions made from them, scored")
+    p.add_argument("doc_ids", nargs="*", metavar="DOC", help="only these documents (default: all)")
+    p.add_argument("--questions", type=int, default=100, help="questions made from headings, procedures, table "
+                   "rows and defined terms (default 100)")
+    p.add_argument("--model-questions", dest="model_questions", type=int, default=0,
+                   help="also N questions written by the chat model for sampled chunks (slow: ~10 s each on 2 cores)")
+    p.add_argument("--probes", type=int, default=None, help="unanswerable probes (default a fifth of --questions)")
+    p.add_argument("--answers", nargs="?", const="quote", choices=["quote", "full"], default=None,
+                   help="also answer every question: quote (no model, the default) or full (as ask does)")
+    p.add_argument("--set", dest="set_path", default=None,
+                   help="the question set (JSONL; default <data dir>/eval/questions.jsonl, reused and resumed)")
+    p.add_argument("--out", default=None, help="the run file (default <data dir>/eval/run-<time>.json)")
+    p.add_argument("--compare", default=None, metavar="RUN.json",
+                   help="an earlier run's file: paired differences on the same questions")
+    p.add_argument("--seed", type=int, default=13)
     p = cmd("script", "run a JSONL file of tool calls and questions")
     p.add_argument("file", help="the JSONL file, or - to read standard input")
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",
-                                      "coldstart", "scale", "reading", "band", "grounding"])
+                                      "coldstart", "scale", "reading", "band", "grounding", "eval"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "
-                   "split, over the full corpus")
+                   "split, over the full corpus; eval: synthetic structure questions (default 100)")
+    p.add_argument("--model-questions", dest="model_questions", type=int, default=0,
+                   help="eval: also N questions written by the chat model")
     p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
     p.add_argument("--out", default=None, help="suite: folder for the JSON results (default bench_results)")
     p.add_argument("--base", default=None, help="suite: folder of an earlier suite run whose top-k answers stand as "
@@ -293,6 +310,8 @@ def _dispatch(args) -> int:
         return 1 if res["failed"] else 0
     if args.cmd == "ask":
         return _cmd_ask(engine, args, out)
+    if args.cmd == "eval":
+        return _cmd_eval(engine, args, out)
     if args.cmd == "script":
         from .agent.script import run_script
 
@@ -348,6 +367,26 @@ def _cmd_ask(engine, args, out) -> int:
         out.print(styled((note, "dim")))
     if ans.citations and not ans.refused:
         out.print(styled(f"sources: {sources_line(ans)}"))
+    return 0
+
+
+def _cmd_eval(engine, args, out) -> int:
+    from .evaluate.run import EvalOptions, run_eval
+    from .render import make_console, progress_bar
+
+    opts = EvalOptions(args.doc_ids, questions=args.questions, model_questions=args.model_questions,
+                       probes=args.probes, answers=args.answers, set_path=args.set_path, out=args.out,
+                       compare=args.compare, seed=args.seed)
+    if not engine.documents():
+        raise ThreadRagError(no_documents(engine, args))
+    with progress_bar(make_console(stderr=True), disable=args.json) as bar:
+        run = run_eval(engine, opts, progress=bar)
+    if args.json:
+        _print_json({k: v for k, v in run.items() if k != "rows"} | {"rows": run["rows"]})
+        return 0
+    from .evaluate.view import render_run
+
+    render_run(out, run)
     return 0
 
 

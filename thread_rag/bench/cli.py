@@ -122,6 +122,13 @@ def run_bench(args) -> int:
 
         print(json.dumps(run_contextual_bench(settings, args), indent=1))
         return 0
+    if args.kind == "eval":
+        from .eval_validity import run_eval_validity
+
+        out = run_eval_validity(settings, args)
+        out["command"] = command_line()
+        print(json.dumps(out, indent=1, ensure_ascii=False))
+        return 0
     if args.kind == "grounding":
         from .grounding import run_grounding_bench
 

@@ -1,0 +1,260 @@
+"""``thread-rag eval``: questions made from a real indexed document (each with the chunk that answers it), the model's
+questions filtered (a scripted model), scores against known gold, the report, resuming the set and ``--compare``."""
+from __future__ import annotations
+
+import json
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import write
+
+MANUAL = """# Widget 3000 manual
+
+## Installing the widget
+
+Unpack the box and place the widget on a flat surface.
+
+To mount the widget on a wall:
+
+1. Drill two holes 80 mm apart.
+2. Insert the wall plugs.
+3. Hang the widget on the screws.
+
+## Power requirements
+
+| Model | Voltage | Current |
+|-------|---------|---------|
+| Widget 3000 | 230 V | 2 A |
+| Widget 3000 Pro | 110 V | 4 A |
+| Widget Mini | 12 V | 1 A |
+
+## Glossary
+
+A flux capacitor is a component that stores temporal charge between two plates of the widget.
+
+## Overview
+
+General words.
+"""
+
+
+@pytest.fixture
+def widget(make_engine, tmp_path):
+    engine = make_engine()
+    engine.index_paths([write(tmp_path / "widget.md", MANUAL)])
+    return engine
+
+
+def _structure(engine):
+    from thread_rag.evaluate.questions import structure_questions
+
+    return structure_questions([engine.thread(d.serial) for d in engine.documents()])
+
+
+def test_structure_questions_carry_the_chunk_that_answers_them(widget):
+    pools = _structure(widget)
+    texts = {k: [q.text for q in v] for k, v in pools.items()}
+    assert "What are the steps for installing the widget?" in texts["heading"]
+    assert "What should I know about power requirements?" in texts["heading"]
+    assert not any("Overview" in t or "overview" in t for t in texts["heading"])  # asks nothing
+    assert texts["procedure"] == ["How do I mount the widget on a wall?"]
+    assert "What is a flux capacitor?" in texts["term"]
+    assert len(pools["table"]) >= 1 and all(t.startswith("In Power requirements, what is the ") for t in texts["table"])
+
+    def gold_text(q):
+        return "\n".join(widget.chunk(c).text for c in q.gold)
+
+    step = pools["procedure"][0]
+    assert "Drill two holes" in gold_text(step)
+    term = next(q for q in pools["term"] if q.text == "What is a flux capacitor?")
+    assert "stores temporal charge" in gold_text(term)
+    for q in pools["table"]:  # the row and the asked cell are in the gold chunk
+        row = q.source.split(" | ")
+        assert row[0] in gold_text(q) and q.extra["answer"] in gold_text(q)
+    assert _structure(widget) == pools  # deterministic
+
+
+@pytest.mark.parametrize("heading,question", [
+    ("Configuring the network<a name=\"net\"></a>", "What are the steps for configuring the network?"),
+    ("6.3.2 How to partition disks", "How do I partition disks?"),
+    ("Install the \\(optional\\) tools", "How do I install the (optional) tools?"),
+    ("Amazon S3 buckets", "What should I know about Amazon S3 buckets?"),
+    ("Overview", None), ("Partitions", None), ("What is a VPC?", "What is a VPC?"),
+])
+def test_heading_question(heading, question):
+    from thread_rag.evaluate.questions import heading_question
+
+    assert heading_question(heading) == question
+
+
+def test_markdown_table_split_from_its_header_asks_nothing():
+    from thread_rag.evaluate.questions import tables
+
+    cut = "| c3.large | 2 x 16 GB | SSD |\n| c3.xlarge | 2 x 40 GB | SSD |\n| c3.2xlarge | 2 x 80 GB | SSD |"
+    assert tables(cut, markdown=True) == []  # its first row is data, not the header
+    assert tables(cut)[0][0] == ["c3.large", "2 x 16 GB", "SSD"]  # rows the loaders wrote: first row is the header
+    whole = "| Type | Size |\n|---|---|\n| a | 1 |\n| b | 2 |"
+    assert tables(whole, markdown=True) == [(["Type", "Size"], [["a", "1"], ["b", "2"]])]
+
+
+def test_model_questions_that_copy_or_are_not_answered_are_dropped(widget):
+    from thread_rag.evaluate.model_questions import model_questions
+
+    threads = [widget.thread(d.serial) for d in widget.documents()]
+    chunk = next(c for c in threads[0].chunks if "Drill two holes" in c.text)
+    one = [SimpleNamespace(record=threads[0].record, chunks=[chunk])]
+    replies = iter(["Question: Drill two holes 80 mm apart and insert the wall plugs?",  # copies the passage
+                    "Sure! Here is a question.",                                          # no question
+                    "How far apart should the holes for wall mounting be?"])              # kept
+    tries: list = []
+    kept = []
+    for _ in range(3):
+        got = list(model_questions(one, lambda prompt: next(replies), lambda q, t: 2.0, 1, tried=tries.append))
+        kept += got
+        tries_ids = {t["chunk_id"] for t in tries if not t["kept"]}
+        if got:
+            break
+        one = [SimpleNamespace(record=threads[0].record, chunks=[chunk])]  # the same chunk tried again
+        assert tries_ids == {chunk.chunk_id}
+    assert [t["why"] for t in tries] == ["copies the passage", "no question in the reply", None]
+    assert [q.text for q in kept] == ["How far apart should the holes for wall mounting be?"]
+    assert kept[0].gold == [chunk.chunk_id] and kept[0].kind == "model"
+    # the cross-encoder says the passage does not answer it: dropped
+    tries.clear()
+    got = list(model_questions(one, lambda p: "What colour is the box?", lambda q, t: -3.0, 1, tried=tries.append))
+    assert got == [] and tries[0]["why"] == "the passage does not answer it"
+
+
+def test_rare_word_filter():
+    from collections import Counter
+
+    from thread_rag.evaluate.model_questions import filter_reason, longest_shared_run
+
+    text = "The zorbulator recalibrates the quuxifier using flimflam settings and gribble ratios every week."
+    df = Counter({w: 50 for w in ("the", "using", "settings", "and", "every", "week", "ratios")})
+    assert longest_shared_run("when does the zorbulator recalibrate", text) == 2
+    assert filter_reason("What do zorbulator, quuxifier and flimflam do?", text, df, 100) == \
+        "made of the passage's rare words"
+    assert filter_reason("How often is the device tuned?", text, df, 100) is None
+
+
+def test_scores_against_known_gold():
+    from thread_rag.evaluate.score import Scored, compare_runs, rank_of, summarize
+
+    hit = lambda cid: SimpleNamespace(chunk_id=cid, doc_id=cid.rsplit("_", 1)[0])
+    hits = [hit("DOC2_001"), hit("DOC1_004"), hit("DOC1_007")]
+    assert rank_of(hits, {"DOC1_007"}) == (3, 2, "DOC1_004")
+    assert rank_of(hits, {"DOC2_001"}) == (1, 1, None)
+    assert rank_of(hits, {"DOC3_000"}) == (None, None, "DOC2_001")
+    rows = [Scored("a", "heading", "DOC1", "S", True, True, 1), Scored("b", "table", "DOC1", "S", True, True, 3),
+            Scored("c", "table", "DOC2", "T", True, True, None)]
+    s = summarize(rows)
+    assert s["retrieval"]["hit@1"]["mean"] == pytest.approx(1 / 3, abs=1e-4)
+    assert s["retrieval"]["hit@5"]["mean"] == pytest.approx(2 / 3, abs=1e-4)
+    assert s["retrieval"]["mrr@10"]["mean"] == pytest.approx((1 + 1 / 3) / 3, abs=1e-4)
+    assert s["by_kind"]["table"] == {"questions": 2, "hit@1": 0.0, "hit@5": 0.5, "mrr@10": pytest.approx(1 / 6, abs=1e-4)}
+    before = [r.row() for r in rows]
+    now = [r.row() for r in [Scored("a", "heading", "DOC1", "S", True, True, 1),
+                             Scored("b", "table", "DOC1", "S", True, True, 1),
+                             Scored("c", "table", "DOC2", "T", True, True, 2),
+                             Scored("d", "term", "DOC2", "T", True, True, 1)]]
+    c = compare_runs(now, before)
+    assert c["paired"] == 3 and c["only_now"] == 1 and c["changed"] == 2
+    assert c["hit@1"]["diff"] == pytest.approx(1 / 3, abs=1e-4)
+    assert c["hit@5"]["diff"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_weak_section_reasons():
+    from thread_rag.evaluate.score import reason
+
+    assert reason("a b c", "", None, None, "", set()) == "no heading"
+    boiler = "Copyright 2024 Example Corp all rights\nSee the docs for more info"
+    assert reason(boiler, "S", None, None, "", {"Copyright 2024 Example Corp all rights",
+                                                "See the docs for more info"}).startswith("mostly boilerplate")
+    flat = " ".join(["Desktop 1 GB 10 GB Server 512 MB 4 GB"] * 4)
+    assert reason(flat, "Requirements", None, None, "", set()).startswith("table flattened")
+    text = "To mount the widget drill two holes 80 mm apart and insert the wall plugs then hang it."
+    assert reason(text, "S", text + " Done.", "DOC9_001", "", set()) == "near-duplicate passage elsewhere (DOC9_001)"
+    assert reason(text, "S", "something else entirely", "DOC9_001", "Other", set()) == "outranked by DOC9_001 (Other)"
+
+
+def test_eval_command_reports_resumes_and_compares(widget, tmp_path, capsys, monkeypatch):
+    from thread_rag.cli import main
+
+    home = str(widget.home)
+    widget.close()
+    assert main(["--data-dir", home, "eval", "--questions", "6", "--probes", "2", "--answers"]) == 0
+    shown = capsys.readouterr().out
+    assert "questions (" in shown and "by kind of question" in shown and "probes refused" in shown
+    runs = sorted((tmp_path / "home" / "eval").glob("run-*.json"))
+    first = json.loads(runs[-1].read_text())
+    assert sum(first["questions"].values()) == 8 and first["questions"]["probe"] == 2
+    assert all(r["rank"] is None or 1 <= r["rank"] <= 10 for r in first["rows"])
+    searched = [r for r in first["rows"] if r["searched"]]
+    assert len(searched) == 6 and all(r["refused"] is not None for r in first["rows"])
+    set_lines = (tmp_path / "home" / "eval" / "questions.jsonl").read_text().splitlines()
+    assert len(set_lines) == 8
+    # the same set again, under another setting, against the first run: paired on the same questions
+    monkeypatch.setenv("THREAD_RAG_FUSION", "bm25")
+    out = tmp_path / "second.json"
+    assert main(["--data-dir", home, "--json", "eval", "--questions", "6", "--probes", "2", "--out", str(out),
+                 "--compare", str(runs[-1])]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert {r["qid"] for r in second["rows"] if r["searched"]} == {r["qid"] for r in searched}
+    assert second["compare"]["paired"] == 6 and second["compare"]["settings_changed"] == {}  # FUSION: search spec
+    assert second["search"].startswith("bm25_only") and json.loads(out.read_text())["search"] == second["search"]
+
+
+def test_a_changed_document_gets_new_questions(make_engine, tmp_path):
+    from thread_rag.evaluate.run import EvalOptions, load_set, run_eval
+
+    path = write(tmp_path / "widget.md", MANUAL)
+    engine = make_engine()
+    engine.index_paths([path])
+    run_eval(engine, EvalOptions([], questions=4, probes=0))
+    before, _ = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
+    write(path, MANUAL.replace("## Glossary", "## Glossary of terms"))
+    engine.index_paths([path])
+    run_eval(engine, EvalOptions([], questions=4, probes=0))
+    after, _ = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
+    new_hash = engine.documents()[0].content_hash
+    assert all(q.content_hash == new_hash for q in after) and len(after) == 4
+    assert {q.content_hash for q in before} != {new_hash}
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["eval", "--questions", "0"], "--questions 0: must be 1 or more"),
+    (["eval", "--compare", "/nonexistent/run.json"], "no such run file"),
+    (["eval", "DOC99"], "DOC99"),
+])
+def test_eval_bad_options_are_one_line(widget, capsys, argv, says):
+    from thread_rag.cli import main
+
+    home = str(widget.home)
+    widget.close()
+    assert main(["--data-dir", home] + argv) == 1
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_a_file_that_is_not_a_question_set_is_one_line(widget, tmp_path, capsys):
+    from thread_rag.cli import main
+
+    bad = write(tmp_path / "set.jsonl", "not json\n")
+    home = str(widget.home)
+    widget.close()
+    assert main(["--data-dir", home, "eval", "--set", str(bad)]) == 1
+    assert "line 1 is not an eval question" in capsys.readouterr().err
+    assert bad.read_text() == "not json\n"  # left as it was
+
+
+def test_sample_mix_takes_kinds_in_turn():
+    from thread_rag.evaluate.questions import EvalQuestion, sample_mix
+
+    doc = SimpleNamespace(doc_id="DOC1", content_hash="h")
+    pools = {"heading": [EvalQuestion.make("heading", f"h{i}?", doc, [], "", "") for i in range(5)],
+             "table": [EvalQuestion.make("table", f"t{i}?", doc, [], "", "") for i in range(1)]}
+    got = sample_mix(pools, 4, seed=random.Random(1).randint(0, 9))
+    assert sorted(q.kind for q in got) == ["heading", "heading", "heading", "table"]

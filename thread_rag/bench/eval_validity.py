@@ -1,0 +1,191 @@
+"""``thread-rag bench eval``: is ``thread-rag eval``'s made-up question set a good stand-in for real questions?
+
+On a data set with real questions and gold documents, the set ``eval`` makes from the corpus alone (structure
+questions, and the model's with ``--model-questions``) and the real questions are searched under the same retrieval
+configurations over the same index. Reported: each configuration's MRR@10 and hit@5 (document level, as ``bench
+retrieval`` scores the real questions: the rank of the gold chunk's document), Kendall's tau between the two
+orderings of the configurations, the Spearman correlation of per-document hit@5 where documents have 2+ real
+questions, and the answer path's refusals (quote mode, no model) on real answerable questions, real in-domain
+unanswerable ones (questions whose gold document is not in the shrunk corpus, as ``bench refusal``), the synthetic
+questions and the probes.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+CONFIGS = ("dense_only", "bm25_only", "stage1_rrf", "stage1_2")
+
+
+def _doc_scores(ranked: list[str], gold: set) -> tuple[float, float]:
+    from .metrics import mrr_at_k, recall_at_k
+
+    return recall_at_k(ranked, gold, 5), mrr_at_k(ranked, gold, 10)
+
+
+def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> dict:
+    from .retrieval import doc_ranking
+
+    rows = []
+    for q in questions:
+        hits = retriever.search(q.text, k=50, pipeline=name).hits
+        ranked = doc_ranking(hits, keymap)
+        gold = {keymap[q.doc_id]}
+        hit5, mrr = _doc_scores(ranked, gold)
+        chunk_rank = next((i + 1 for i, h in enumerate(hits[:10]) if h.chunk_id in set(q.gold)), None)
+        rows.append({"qid": q.qid, "kind": q.kind, "doc": keymap[q.doc_id], "hit5": hit5, "mrr": mrr,
+                     "chunk_hit5": float(bool(chunk_rank and chunk_rank <= 5)),
+                     "chunk_mrr": 1.0 / chunk_rank if chunk_rank else 0.0})
+    return {"hit@5": round(float(np.mean([r["hit5"] for r in rows])), 4),
+            "mrr@10": round(float(np.mean([r["mrr"] for r in rows])), 4),
+            "chunk_hit@5": round(float(np.mean([r["chunk_hit5"] for r in rows])), 4),
+            "chunk_mrr@10": round(float(np.mean([r["chunk_mrr"] for r in rows])), 4), "rows": rows}
+
+
+def _refused(engine, texts: list[str]) -> list[bool]:
+    from .. import tools
+
+    return [bool(tools.quote_answer(engine, t)["refused"]) for t in texts]
+
+
+def kendall(a: list[float], b: list[float]) -> float | None:
+    from scipy.stats import kendalltau
+
+    tau = kendalltau(a, b).statistic
+    return None if tau != tau else round(float(tau), 4)
+
+
+def run_eval_validity(settings, args, progress=None) -> dict:
+    from ..evaluate.questions import probe_questions, sample_mix, structure_questions
+    from .corpus import open_corpus_engine
+    from .datasets import check_disjoint, load_dataset
+    from .retrieval import default_spec, machine, parse_config, run_retrieval, search_settings
+
+    import random
+    from pathlib import Path
+
+    name, limit, split = args.dataset or "aws-docs-qa", args.limit or 60, args.split or "test"
+    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split=split)
+    if split == "test":
+        check_disjoint(ds, Path(args.out or "bench_results"))
+    engine, keymap, _ = open_corpus_engine(settings, ds, progress=progress)
+    threads = [engine.thread(d.serial) for d in engine.documents()]
+    t0 = time.perf_counter()
+    pools = structure_questions(threads, args.seed)
+    synth = sample_mix(pools, args.questions or 100, args.seed)
+    structure_s = time.perf_counter() - t0
+    model_info = {}
+    if getattr(args, "model_questions", 0):
+        from ..evaluate.model_questions import model_questions
+        from ..evaluate.run import _model
+
+        tries: list = []
+        t1 = time.perf_counter()
+        written = list(model_questions(threads, *_model(engine), args.model_questions, args.seed, tried=tries.append))
+        model_info = {"written": len(written), "tries": len(tries), "seconds": round(time.perf_counter() - t1, 1),
+                      "rejected": {w: sum(t["why"] == w for t in tries) for w in {t["why"] for t in tries if t["why"]}}}
+        synth += written
+    default = default_spec(settings)
+    configs = list(CONFIGS) + [default]
+    real = run_retrieval(engine, keymap, ds, configs)
+    retriever, base = engine.retriever, engine.retriever.settings
+    synthetic = {}
+    try:
+        for spec in configs:
+            pipe, over = parse_config(spec)
+            retriever.settings = base.replace(**over)
+            synthetic[spec] = _search_synthetic(retriever, keymap, synth, pipe)
+            for kind in sorted({q.kind for q in synth}):
+                rows = [r for r in synthetic[spec]["rows"] if r["kind"] == kind]
+                synthetic[spec].setdefault("by_kind", {})[kind] = {
+                    "questions": len(rows), "mrr@10": round(float(np.mean([r["mrr"] for r in rows])), 4),
+                    "hit@5": round(float(np.mean([r["hit5"] for r in rows])), 4)}
+    finally:
+        retriever.settings = base
+    real_mrr = [real["configs"][c]["mrr@10"] for c in configs]
+    real_hit5 = [real["configs"][c]["recall@5"] for c in configs]
+    validity = {"kendall_tau_mrr@10": kendall(real_mrr, [synthetic[c]["mrr@10"] for c in configs]),
+                "kendall_tau_hit@5": kendall(real_hit5, [synthetic[c]["hit@5"] for c in configs])}
+    for kind in sorted({q.kind for q in synth}):
+        validity[f"kendall_tau_mrr@10_{kind}"] = kendall(real_mrr, [synthetic[c]["by_kind"][kind]["mrr@10"]
+                                                                    for c in configs])
+    validity["per_document"] = _per_document(ds, real, synthetic[default], default)
+    validity["real_self_tau_mrr@10"] = _self_tau(ds, engine, keymap, configs, real)
+    probes = probe_questions(synth, "\n".join(c.text for t in threads for c in t.chunks), max(5, len(synth) // 5),
+                             random.Random(args.seed), {t.record.doc_id: t.record for t in threads})
+    refusal = _refusals(engine, ds, name, split, limit, args.seed, synth, probes)
+    for spec in synthetic:
+        synthetic[spec]["rows"] = [{k: r[k] for k in ("qid", "hit5", "mrr")} for r in synthetic[spec]["rows"]]
+    return {"dataset": ds.name, "split": split, "corpus": "shrunk", "corpus_docs": len(threads),
+            "chunks": sum(len(t.chunks) for t in threads), "real_questions": len(ds.queries),
+            "synthetic_questions": {k: sum(q.kind == k for q in synth) for k in sorted({q.kind for q in synth})},
+            "structure_s": round(structure_s, 2), "model_questions": model_info, "configs": configs,
+            "default_config": default, "validity": validity,
+            "real": {c: {"mrr@10": real["configs"][c]["mrr@10"], "hit@5": real["configs"][c]["recall@5"]}
+                     for c in configs},
+            "synthetic": synthetic, "refusal": refusal, "qids": [q.qid for q in ds.queries],
+            "synthetic_set": [{"qid": q.qid, "kind": q.kind, "text": q.text, "gold": q.gold} for q in synth],
+            "machine": machine(), "models": {"embedder": settings.EMBEDDER_MODEL, "reranker": settings.RERANKER},
+            "settings": search_settings(settings)}
+
+
+def _self_tau(ds, engine, keymap: dict, configs: list, real: dict, n: int = 200, seed: int = 13) -> dict:
+    """How stable the real questions' own ordering of the configurations is: Kendall's tau between the ordering on
+    all real questions and on bootstrap resamples of them (median and 5th percentile). A synthetic set cannot agree
+    with the real ordering more reliably than the real ordering agrees with itself."""
+    per = {c: np.asarray(real["per_query"][c]["ndcg@10"]) for c in configs}  # per-question, paired
+    base = [float(per[c].mean()) for c in configs]
+    rng = np.random.default_rng(seed)
+    taus = []
+    for _ in range(n):
+        idx = rng.integers(0, len(ds.queries), len(ds.queries))
+        t = kendall(base, [float(per[c][idx].mean()) for c in configs])
+        taus.append(0.0 if t is None else t)
+    return {"metric": "ndcg@10 (per question, as bench retrieval keeps it)", "median": round(float(np.median(taus)), 3),
+            "p05": round(float(np.percentile(taus, 5)), 3), "resamples": n}
+
+
+def _per_document(ds, real: dict, synth_default: dict, default: str) -> dict:
+    """Per-document hit@5 of real and synthetic questions under the default configuration, over documents with 2+
+    real questions and 1+ synthetic ones; Spearman's rho when there are 5+ such documents."""
+    from scipy.stats import spearmanr
+
+    real_by: dict = {}
+    for q, v in zip(ds.queries, real["per_query"][default]["recall@5"]):
+        if len(q.gold_docs) == 1:
+            real_by.setdefault(next(iter(q.gold_docs)), []).append(v)
+    syn_by: dict = {}
+    for r in synth_default["rows"]:
+        syn_by.setdefault(r["doc"], []).append(r["hit5"])
+    docs = sorted(d for d in real_by if len(real_by[d]) >= 2 and d in syn_by)
+    out = {"documents": len(docs)}
+    if len(docs) >= 5:
+        rho = spearmanr([np.mean(real_by[d]) for d in docs], [np.mean(syn_by[d]) for d in docs]).statistic
+        out["spearman_hit@5"] = None if rho != rho else round(float(rho), 4)
+        if rho != rho:
+            out["note"] = "one side's per-document hit@5 is the same for every document: no correlation defined"
+    else:
+        out["spearman_hit@5"] = None
+        out["note"] = "fewer than 5 documents with 2+ real questions: no correlation reported"
+    return out
+
+
+def _refusals(engine, ds, name: str, split: str, limit: int, seed: int, synth: list, probes: list) -> dict:
+    from .datasets import load_dataset
+
+    in_corpus = {d.key for d in ds.corpus}
+    full = load_dataset(name, engine.settings.shared_data, split=split)
+    rng = np.random.default_rng(seed)
+    near = [q for q in full.queries if not (q.gold_docs & in_corpus)]
+    near = [near[i] for i in sorted(rng.choice(len(near), size=min(30, len(near)), replace=False))] if near else []
+    t = time.perf_counter()
+    groups = {"real_answerable": [q.text for q in ds.queries], "real_in_domain_unanswerable": [q.text for q in near],
+              "synthetic_answerable": [q.text for q in synth], "probes": [q.text for q in probes]}
+    out = {}
+    for g, texts in groups.items():
+        r = _refused(engine, texts)
+        out[g] = {"questions": len(r), "refused": sum(r)}
+    out["seconds"] = round(time.perf_counter() - t, 1)
+    out["path"] = "tools.quote_answer (the answer path in quote mode: relevance floor, then QUOTE_MIN)"
+    return out

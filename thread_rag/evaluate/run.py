@@ -1,0 +1,252 @@
+"""``thread-rag eval``: make (or reuse) the question set of the library, search each question, optionally answer
+each through the answer path, and write the run (``<data dir>/eval/run-*.json`` unless ``--out``).
+
+The set lives in ``<data dir>/eval/questions.jsonl`` (or ``--set``): one question a line, plus the model's tries
+(``{"tried": ...}``) so a later run resumes instead of asking the model again. Questions of a document whose content
+changed since are stale and dropped (their gold chunk ids may point elsewhere); the structure questions of its new
+content are made again.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ThreadRagError
+from ..records import to_dict
+from .questions import EvalQuestion, probe_questions, sample_mix, structure_questions
+from .score import (K, common_lines, compare_runs, score_answers, score_retrieval, summarize, weakest_sections)
+
+ANSWER_MODES = ("quote", "full")
+
+
+@dataclass
+class EvalOptions:
+    docs: list
+    questions: int = 100
+    model_questions: int = 0
+    probes: int | None = None      # default: a fifth of the questions, at least 5
+    answers: str | None = None     # quote | full
+    set_path: Path | None = None
+    out: Path | None = None
+    compare: Path | None = None
+    seed: int = 13
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.questions, int) or self.questions < 1:
+            raise ThreadRagError(f"--questions {self.questions}: must be 1 or more")
+        if not isinstance(self.model_questions, int) or self.model_questions < 0:
+            raise ThreadRagError(f"--model-questions {self.model_questions}: must be 0 or more")
+        if self.probes is not None and self.probes < 0:
+            raise ThreadRagError(f"--probes {self.probes}: must be 0 or more")
+        if self.answers is not None and self.answers not in ANSWER_MODES:
+            raise ThreadRagError(f"--answers {self.answers}: quote (no model) or full (as ask answers)")
+        if self.compare is not None and not Path(self.compare).is_file():
+            raise ThreadRagError(f"--compare {self.compare}: no such run file (eval writes one per run)")
+
+    @property
+    def n_probes(self) -> int:
+        return max(5, self.questions // 5) if self.probes is None else self.probes
+
+
+# --- the set on disk ---------------------------------------------------------------------------------------------
+def load_set(path: Path) -> tuple[list[EvalQuestion], list[dict]]:
+    """The saved questions and the model's tries; a file that is not a question set is one clear line."""
+    if not path.exists():
+        return [], []
+    qs, tries = [], []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            if "tried" in d:
+                tries.append(d["tried"])
+            else:
+                qs.append(EvalQuestion(**d))
+        except (ValueError, TypeError) as exc:
+            raise ThreadRagError(f"{path}: line {n} is not an eval question ({exc.__class__.__name__}); "
+                                 f"move the file away to make a new set") from None
+    return qs, tries
+
+
+def save_set(path: Path, qs: list[EvalQuestion], tries: list[dict]) -> None:
+    from ..atomic import atomic_write_bytes
+
+    lines = [json.dumps(to_dict(q), ensure_ascii=False) for q in qs]
+    lines += [json.dumps({"tried": t}, ensure_ascii=False) for t in tries]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+# --- making the set ----------------------------------------------------------------------------------------------
+def build_set(threads: list, saved: list[EvalQuestion], tries: list[dict], opts: EvalOptions, model=None,
+              on_saved=None, progress=None) -> tuple[list[EvalQuestion], list[dict], dict]:
+    """The questions for ``threads``: saved ones still current are kept; structure questions fill up to
+    ``opts.questions``, the model writes up to ``opts.model_questions`` (``model``: (ask, answers) callables),
+    probes up to ``opts.n_probes``. Returns (questions, tries, seconds by kind)."""
+    current = {t.record.doc_id: t.record.content_hash for t in threads}
+    keep = [q for q in saved if current.get(q.doc_id) == q.content_hash]
+    tries = [t for t in tries if current.get(t["chunk_id"].rsplit("_", 1)[0], t.get("content_hash")) == t.get("content_hash")]
+    timings = {}
+    t0 = time.perf_counter()
+    have = [q for q in keep if q.kind not in ("model", "probe")]
+    if len(have) < opts.questions:
+        pools = structure_questions(threads, opts.seed)
+        known = {q.qid for q in have}
+        pools = {k: [q for q in v if q.qid not in known] for k, v in pools.items()}
+        have += sample_mix(pools, opts.questions - len(have), opts.seed)
+    have = have[:opts.questions]
+    timings["structure_s"] = round(time.perf_counter() - t0, 3)
+    written = [q for q in keep if q.kind == "model"][:opts.model_questions]
+    if len(written) < opts.model_questions:
+        if model is None:
+            raise ThreadRagError("model questions need the chat model (none could be made)")
+        from .model_questions import model_questions
+
+        ask, answers = model
+        hash_of = {t.record.doc_id: t.record.content_hash for t in threads}
+        chunk_doc = {c.chunk_id: t.record.doc_id for t in threads for c in t.chunks}
+
+        def tried(r: dict) -> None:
+            tries.append({**r, "content_hash": hash_of[chunk_doc[r["chunk_id"]]]})
+            if progress:
+                progress("model questions", len(written), opts.model_questions)
+
+        t1 = time.perf_counter()
+        skip = {t["chunk_id"] for t in tries}
+        for q in model_questions(threads, ask, answers, opts.model_questions - len(written), opts.seed, skip, tried):
+            written.append(q)
+            if on_saved:
+                on_saved(have + written, tries)  # resumable: every kept question is on disk at once
+        timings["model_s"] = round(time.perf_counter() - t1, 3)
+        timings["model_tries"] = len([t for t in tries if t.get("chunk_id")])
+    n_probes = min(opts.n_probes, max(5, len(have + written) // 5)) if opts.probes is None else opts.n_probes
+    probes = [q for q in keep if q.kind == "probe"][:n_probes]
+    if len(probes) < n_probes:
+        docs = {t.record.doc_id: t.record for t in threads}
+        text = "\n".join(c.text for t in threads for c in t.chunks)
+        known = {q.qid for q in probes}
+        more = probe_questions(have + written, text, n_probes * 2, random.Random(opts.seed), docs)
+        probes += [q for q in more if q.qid not in known][:n_probes - len(probes)]
+    return have + written + probes, tries, timings
+
+
+# --- the run -----------------------------------------------------------------------------------------------------
+def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
+    """The whole command on ``engine``'s library; returns the run (also written to its file)."""
+    from ..bench.retrieval import default_spec, machine, search_settings
+
+    docs = [engine.document(d) for d in opts.docs] if opts.docs else engine.documents()
+    if not docs:
+        raise ThreadRagError("no documents indexed yet: index some first (thread-rag index PATH)")
+    threads = [engine.thread(d.serial) for d in docs]
+    set_path = Path(opts.set_path) if opts.set_path else Path(engine.home) / "eval" / "questions.jsonl"
+    saved, tries = load_set(set_path)
+    model = _model(engine) if opts.model_questions else None
+    others = [q for q in saved if q.doc_id not in {d.doc_id for d in docs}]  # documents not evaluated this time
+    questions, tries, timings = build_set(threads, saved, tries, opts, model,
+                                          on_saved=lambda qs, ts: save_set(set_path, others + qs, ts), progress=progress)
+    save_set(set_path, others + questions, tries)
+    engine.retriever.search("warm up", k=K)  # models load outside the timed searches
+    t = time.perf_counter()
+    rows = score_retrieval(questions, lambda text: engine.retriever.search(text, k=K).hits, progress)
+    timings["search_s"] = round(time.perf_counter() - t, 3)
+    if opts.answers:
+        t = time.perf_counter()
+        rows = score_answers(questions, rows, _answerer(engine, opts.answers), progress)
+        timings["answer_s"] = round(time.perf_counter() - t, 3)
+    by_q = {q.qid: q for q in questions}
+    chunks = {c.chunk_id: c for th in threads for c in th.chunks}
+    common = common_lines([c.text for c in chunks.values()])
+
+    def text_of(cid):
+        c = chunks.get(cid) or _chunk(engine, cid)
+        return c.text if c else None
+
+    def section_of(cid):
+        from .questions import section_of as sec
+
+        c = chunks.get(cid) or _chunk(engine, cid)
+        return sec(c) if c else ""
+
+    run = {"kind": "thread-rag eval run", "set": str(set_path), "search": default_spec(engine.settings),
+           "answers": opts.answers, "documents": {d.doc_id: {"name": d.name, "content_hash": d.content_hash} for d in docs},
+           "questions": {k: sum(q.kind == k for q in questions) for k in sorted({q.kind for q in questions})},
+           "summary": summarize(rows), "weakest": weakest_sections(rows, by_q, text_of, section_of, common),
+           "timings": timings, "rows": [{**r.row(), "text": by_q[r.qid].text} for r in rows],
+           "settings": search_settings(engine.settings), "models": {"embedder": engine.settings.EMBEDDER_MODEL,
+                                                                     "reranker": engine.settings.RERANKER},
+           "machine": machine(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if opts.compare:
+        run["compare"] = _compare(run, Path(opts.compare))
+    out = Path(opts.out) if opts.out else Path(engine.home) / "eval" / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    from ..atomic import atomic_write_json
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out, run)
+    run["written_to"] = str(out)
+    return run
+
+
+def _chunk(engine, cid: str):
+    try:
+        return engine.chunk(cid)
+    except ThreadRagError:  # a hit of a document deleted meanwhile
+        return None
+
+
+def _compare(run: dict, path: Path) -> dict:
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+        rows = before["rows"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ThreadRagError(f"--compare {path}: not an eval run file") from None
+    out = compare_runs(run["rows"], rows)
+    out["before"] = {"file": str(path), "search": before.get("search"), "settings": before.get("settings"),
+                     "written_at": before.get("written_at")}
+    changed = {k: (v, run["settings"].get(k)) for k, v in (before.get("settings") or {}).items()
+               if run["settings"].get(k) != v}
+    out["settings_changed"] = {k: {"before": a, "now": b} for k, (a, b) in changed.items()}
+    moved = [d for d, info in (before.get("documents") or {}).items()
+             if d in run["documents"] and run["documents"][d]["content_hash"] != info.get("content_hash")]
+    out["documents_changed"] = moved
+    return out
+
+
+def _model(engine):
+    """(ask, answers): the chat model writing one question, and the cross-encoder's logit of a pair."""
+    from langchain_core.messages import HumanMessage
+
+    from ..llm.backends import limit
+
+    chat = engine.chat_model
+    tokens = engine.settings.QUOTE_TOKENS
+
+    def ask(prompt: str) -> str:
+        r = chat.invoke([HumanMessage(prompt)], **limit(chat, 60))
+        return r.content if isinstance(r.content, str) else str(r.content)
+
+    def answers(question: str, text: str) -> float:
+        return float(engine.retriever.cross_encoder.logits(question, [text], tokens)[0])
+
+    return ask, answers
+
+
+def _answerer(engine, mode: str):
+    """``answer(text) -> dict``: the quote path with no model (``quote``), or the whole answer as ``ask`` gives it."""
+    from .. import tools
+
+    if mode == "quote":
+        return lambda text: tools.quote_answer(engine, text)
+    from ..agent.loop import Agent
+
+    agent = Agent(engine)
+
+    def full(text: str) -> dict:
+        agent.clear()  # each question stands alone: no follow-up condensation
+        return to_dict(agent.ask(text))
+
+    return full
