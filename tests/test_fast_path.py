@@ -745,3 +745,42 @@ def test_an_empty_library_can_be_filled_from_a_chat_message(make_engine, tmp_pat
         agent.ask("how do I prime the pump?")
     ans = agent.ask("index ./pump.md")
     assert ans.mode == "action/index_new_document" and [d.name for d in engine.documents()] == ["pump.md"], ans.answer
+
+
+def test_the_walk_leaves_no_hole_when_the_budget_cuts_it():
+    """A walked chunk nearer the question than the one between it and the entry chunk must not be kept without it
+    (step 2 and step 4 of a procedure with step 3 left out): the budget cuts a walk from its far end."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    texts = ["entry chunk with step one", "step two is here", "step three then follows", "unrelated tail"]
+    from thread_rag.records import Chunk
+
+    thread = SimpleNamespace(chunks=[Chunk(f"DOC1_{i:03d}", "DOC1", i, t) for i, t in enumerate(texts)],
+                             record=SimpleNamespace(name="guide.md"))
+    vectors = np.asarray([[0.8, 0.6, 0], [0.3, 0.95, 0], [0.6, 0.8, 0], [0, 0, 1]], np.float32)
+
+    class Index:
+        row_of = {(1, i): i for i in range(4)}
+
+        def __init__(self):
+            self.vectors = vectors
+
+        def generation_of(self, serial):
+            return None
+
+    class Thread:
+        chunks, record = thread.chunks, thread.record
+
+        def __len__(self):
+            return 4
+
+    hits = [SimpleNamespace(chunk_id="DOC1_000", generation=None)]
+    qvec = np.asarray([1, 0, 0], np.float32)
+    words = lambda t: len(t.split())
+    budget = words(texts[0]) + words(texts[2]) + 1  # room for the entry and one more chunk (of either size)
+    got = walk_sources(hits, 1, lambda s: Thread(), Index(), qvec, words, budget=budget, walk_threshold=0.35,
+                       walk_query_min=0.2)
+    kept = [cid for s in got for cid in s.chunk_ids]
+    assert kept == ["DOC1_000", "DOC1_001"], kept  # not DOC1_000 + DOC1_002 (a hole at step two)

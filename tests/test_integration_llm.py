@@ -94,6 +94,29 @@ def test_question_steps_with_the_real_model(debian):
     assert "DOC1_002" in [h.chunk_id for h in merged[:2]], (trace, [h.chunk_id for h in merged])  # the river
 
 
+def test_eval_model_questions_with_the_real_model(debian):
+    """``thread-rag eval --model-questions``: the embedded model writes a question for a Debian chunk; the reply is
+    read as one question, the copy filters and the cross-encoder's check run on it (two chunks at most)."""
+    from types import SimpleNamespace
+
+    from thread_rag.evaluate.model_questions import model_questions
+    from thread_rag.evaluate.run import _model
+
+    doc = next(d for d in debian.documents())
+    thread = debian.thread(doc.serial)
+    picked = [c for c in thread.chunks if "debian.iso /dev/sdX" in c.text][:1]
+    picked += [c for c in thread.chunks if "Memory and Disk Space" in " ".join(c.heading_path)][:1]
+    one = SimpleNamespace(record=thread.record, chunks=picked)
+    tries: list = []
+    kept = list(model_questions([one], *_model(debian), 1, tried=tries.append))
+    print(tries)
+    assert 1 <= len(tries) <= 2 and any(t["question"] for t in tries), tries
+    for t in tries:
+        assert t["kept"] == (t["why"] is None) and (t["question"] is None or t["question"].endswith("?"))
+    for q in kept:
+        assert q.kind == "model" and q.gold[0] in {c.chunk_id for c in picked} and q.extra["logit"] >= 0
+
+
 LOAD_WHILE_PRINTING = """
 import sys, threading, time
 sys.path[:0] = [sys.argv[1]]

@@ -96,8 +96,10 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
                 q_sim = float(b @ qvec)
                 if float(a @ b) < walk_threshold or q_sim < walk_query_min:
                     break
+                # never above the chunk it was reached through: the budget cuts a walk from its far end
+                prio = min(q_sim, picked[(serial, pos)] - 1e-6)
                 pos += step
-                picked[(serial, pos)] = max(picked.get((serial, pos), -99.0), q_sim)
+                picked[(serial, pos)] = max(picked.get((serial, pos), -99.0), prio)
     kept = _fit(picked, thread_of, count, budget)
     return number(_runs(kept, order, thread_of, count, frame))
 
@@ -155,9 +157,14 @@ def _entries(hits: list, k: int) -> tuple[dict, list]:
 
 
 def _fit(picked: dict, thread_of: Callable, count: Callable[[str], int], budget: int) -> set:
-    """Chunks by priority while their texts fit the budget (the first always stays)."""
+    """Chunks by priority while their texts fit the budget (the first always stays). A neighbour is kept only
+    next to a chunk already kept (neighbours' priorities fall away from their entry chunk), so the budget never
+    leaves a hole between an entry chunk and a neighbour read beyond it (step 2 and step 4 without step 3)."""
     kept, used = set(), 0
     for key in sorted(picked, key=lambda x: -picked[x]):
+        entry = picked[key] > ENTRY / 2
+        if not entry and (key[0], key[1] - 1) not in kept and (key[0], key[1] + 1) not in kept:
+            continue
         t = count(thread_of(key[0]).chunks[key[1]].text)
         if kept and used + t > budget:
             continue
