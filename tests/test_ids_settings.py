@@ -195,3 +195,20 @@ def test_an_empty_path_variable_is_refused_like_an_empty_data_dir_option():
             load_settings(env={f"THREAD_RAG_{name}": " "}, config_file=False)
         # an option given for it wins (`THREAD_RAG_HOME= thread-rag --data-dir /x stats`)
         assert getattr(load_settings({name: "/x"}, env={f"THREAD_RAG_{name}": ""}, config_file=False), name) == "/x"
+
+
+def test_a_setting_that_does_nothing_on_this_path_is_named(tmp_path, capsys, monkeypatch, no_env):
+    """HYDE, LOST_IN_MIDDLE and MAX_STEPS act in the routed agent only; the second hop's settings only with HOP_K > 0:
+    set without what makes them act, one note line says so at every command (and doctor lists them)."""
+    from thread_rag.cli import main
+    from thread_rag.settings import Settings, inert_settings
+
+    assert inert_settings(Settings()) == []
+    assert [n.split()[0] for n in inert_settings(Settings(HYDE=True, MAX_STEPS=6, HOP_PICKS=3))] == \
+        ["HYDE", "MAX_STEPS", "HOP_PICKS"]
+    assert inert_settings(Settings(HYDE=True, AGENT_MODE="routed")) == []
+    assert inert_settings(Settings(HOP_PICKS=3, HOP_K=10)) == []
+    monkeypatch.setenv("THREAD_RAG_HYDE", "true")
+    assert main(["--data-dir", str(tmp_path / "d"), "stats"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ['note: HYDE does nothing: it acts only with AGENT_MODE = "routed"'], err

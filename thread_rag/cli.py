@@ -151,9 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _engine(args):
     from .engine import Engine
-    from .settings import load_settings
+    from .settings import inert_settings, load_settings
 
-    return Engine(load_settings({"HOME": args.data_dir} if args.data_dir else None))
+    settings = load_settings({"HOME": args.data_dir} if args.data_dir else None)
+    for line in inert_settings(settings):  # a setting the user moved that this path ignores: said, once
+        print(f"note: {line}", file=sys.stderr)
+    return Engine(settings)
 
 
 def no_documents(engine, args) -> str:

@@ -20,6 +20,11 @@ def checks(settings, env=None) -> list[dict]:
         out.append({"check": name, "ok": bool(ok), "detail": detail, "fix": "" if ok else fix})
 
     out.extend(path_checks(settings, env))
+    from .settings import inert_settings
+
+    inert = inert_settings(settings)
+    add("settings that act", not inert, "; ".join(inert) or "every setting moved from its default acts on this path",
+        "remove them, or set what they need")
     try:
         from .embedder import resolve_model_path
 

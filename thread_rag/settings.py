@@ -380,6 +380,25 @@ class Settings:
 
 _FIELD_TYPES = {f.name: f.type for f in fields(Settings)}
 
+# settings that act only when another one is set: name -> (does it act under these settings?, what makes it act)
+_ROUTED = (lambda s: s.AGENT_MODE == "routed", 'AGENT_MODE = "routed"')
+_HOP = (lambda s: _hop_runs(s), "HOP_K > 0 and the packaged cross-encoder as RERANKER")
+ACTS_ONLY_WITH = {"HYDE": _ROUTED, "LOST_IN_MIDDLE": _ROUTED, "MAX_STEPS": _ROUTED,
+                  **{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")}}
+
+
+def _hop_runs(s) -> bool:
+    from .retrieve.pipeline import hop_runs
+
+    return hop_runs(s)
+
+
+def inert_settings(settings: Settings) -> list[str]:
+    """One line for each setting moved from its default that does nothing under ``settings`` (``ACTS_ONLY_WITH``)."""
+    default = Settings()
+    return [f"{name} does nothing: it acts only with {needs}" for name, (acts, needs) in ACTS_ONLY_WITH.items()
+            if getattr(settings, name) != getattr(default, name) and not acts(settings)]
+
 # --- where things live by default --------------------------------------------------------------
 APP_NAME = "thread-rag"
 CHECKOUT_HOME = "local_rag_db"   # the checkout's default data dir, beside runner.py
