@@ -167,17 +167,23 @@ def test_scores_against_known_gold():
 
 
 def test_weak_section_reasons():
-    from thread_rag.evaluate.score import reason
+    from thread_rag.evaluate.score import common_lines, reason
 
-    assert reason("a b c", "", None, None, "", set()) == "no heading"
+    assert reason("a b c", "DOC1", "", None, None, "", set()) == "no heading"
     boiler = "Copyright 2024 Example Corp all rights\nSee the docs for more info"
-    assert reason(boiler, "S", None, None, "", {"Copyright 2024 Example Corp all rights",
-                                                "See the docs for more info"}).startswith("mostly boilerplate")
+    common = common_lines([("DOC1", boiler + f"\nline {i} here now") for i in range(4)] + [("DOC2", boiler)])
+    assert common["DOC1"] == {"Copyright 2024 Example Corp all rights", "See the docs for more info"}
+    assert common["DOC2"] == set()  # once in its own document: not boilerplate there
+    assert reason(boiler, "DOC1", "S", None, None, "", common["DOC1"]).startswith("mostly boilerplate")
     flat = " ".join(["Desktop 1 GB 10 GB Server 512 MB 4 GB"] * 4)
-    assert reason(flat, "Requirements", None, None, "", set()).startswith("table flattened")
+    assert reason(flat, "DOC1", "Requirements", None, None, "", set()).startswith("table flattened")
     text = "To mount the widget drill two holes 80 mm apart and insert the wall plugs then hang it."
-    assert reason(text, "S", text + " Done.", "DOC9_001", "", set()) == "near-duplicate passage elsewhere (DOC9_001)"
-    assert reason(text, "S", "something else entirely", "DOC9_001", "Other", set()) == "outranked by DOC9_001 (Other)"
+    assert reason(text, "DOC1", "S", text + " Done.", "DOC9_001", "", set()) == \
+        "near-duplicate passage elsewhere (DOC9_001)"
+    assert reason(text, "DOC1", "Guide > Mounting", "other words", "DOC2_004", "Guide > Mounting", set()) == \
+        "the same section in another document ranked first (DOC2_004)"
+    assert reason(text, "DOC1", "S", "something else entirely", "DOC9_001", "Other", set()) == \
+        "outranked by DOC9_001 (Other)"
 
 
 def test_eval_command_reports_resumes_and_compares(widget, tmp_path, capsys, monkeypatch):
@@ -258,3 +264,22 @@ def test_sample_mix_takes_kinds_in_turn():
              "table": [EvalQuestion.make("table", f"t{i}?", doc, [], "", "") for i in range(1)]}
     got = sample_mix(pools, 4, seed=random.Random(1).randint(0, 9))
     assert sorted(q.kind for q in got) == ["heading", "heading", "heading", "table"]
+
+
+def test_bench_eval_agreement_and_its_table():
+    """``bench eval``: Kendall's tau of two orderings, and the report's table from a run's numbers."""
+    from thread_rag.bench.eval_validity import kendall
+    from thread_rag.bench.report import eval_validity_table
+
+    assert kendall([0.1, 0.2, 0.3], [0.5, 0.6, 0.9]) == 1.0
+    assert kendall([0.1, 0.2, 0.3], [0.9, 0.6, 0.5]) == -1.0
+    assert kendall([0.1, 0.2, 0.3, 0.4], [0.2, 0.1, 0.3, 0.4]) == pytest.approx(0.6667, abs=1e-4)
+    x = {"real_questions": 2, "synthetic_questions": {"heading": 3}, "corpus": "shrunk", "corpus_docs": 4, "chunks": 9,
+         "configs": ["bm25_only"], "real": {"bm25_only": {"mrr@10": 0.5, "hit@5": 1.0}},
+         "synthetic": {"bm25_only": {"mrr@10": 0.75, "hit@5": 1.0, "chunk_hit@5": 0.6667}},
+         "validity": {"kendall_tau_mrr@10": None, "kendall_tau_hit@5": None, "kendall_tau_mrr@10_heading": None,
+                      "per_document": {"documents": 0}, "real_self_tau_mrr@10": {"median": 1.0, "p05": 1.0}},
+         "refusal": {"real_answerable": {"questions": 2, "refused": 1}, "probes": {"questions": 0, "refused": 0}}}
+    table = eval_validity_table(x)
+    assert "| `bm25_only` | 0.500 | 0.750 | 1.000 | 1.000 | 0.667 |" in table
+    assert "real answerable 1/2" in table and "probes" not in table  # a group with no questions is left out

@@ -25,6 +25,7 @@ def _doc_scores(ranked: list[str], gold: set) -> tuple[float, float]:
 
 
 def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> dict:
+    from .metrics import ndcg_at_k
     from .retrieval import doc_ranking
 
     rows = []
@@ -35,6 +36,7 @@ def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> di
         hit5, mrr = _doc_scores(ranked, gold)
         chunk_rank = next((i + 1 for i, h in enumerate(hits[:10]) if h.chunk_id in set(q.gold)), None)
         rows.append({"qid": q.qid, "kind": q.kind, "doc": keymap[q.doc_id], "hit5": hit5, "mrr": mrr,
+                     "ndcg": ndcg_at_k(ranked, gold, 10),
                      "chunk_hit5": float(bool(chunk_rank and chunk_rank <= 5)),
                      "chunk_mrr": 1.0 / chunk_rank if chunk_rank else 0.0})
     return {"hit@5": round(float(np.mean([r["hit5"] for r in rows])), 4),
@@ -147,27 +149,31 @@ def _self_tau(ds, engine, keymap: dict, configs: list, real: dict, n: int = 200,
 
 
 def _per_document(ds, real: dict, synth_default: dict, default: str) -> dict:
-    """Per-document hit@5 of real and synthetic questions under the default configuration, over documents with 2+
-    real questions and 1+ synthetic ones; Spearman's rho when there are 5+ such documents."""
+    """Per-document scores of real and synthetic questions under the default configuration, over documents with 2+
+    real questions and 1+ synthetic ones: Spearman's rho of mean hit@5 and of mean nDCG@10 (the finer one) when there
+    are 5+ such documents."""
     from scipy.stats import spearmanr
 
     real_by: dict = {}
-    for q, v in zip(ds.queries, real["per_query"][default]["recall@5"]):
+    for i, q in enumerate(ds.queries):
         if len(q.gold_docs) == 1:
-            real_by.setdefault(next(iter(q.gold_docs)), []).append(v)
+            real_by.setdefault(next(iter(q.gold_docs)), []).append(
+                (real["per_query"][default]["recall@5"][i], real["per_query"][default]["ndcg@10"][i]))
     syn_by: dict = {}
     for r in synth_default["rows"]:
-        syn_by.setdefault(r["doc"], []).append(r["hit5"])
+        syn_by.setdefault(r["doc"], []).append((r["hit5"], r["ndcg"]))
     docs = sorted(d for d in real_by if len(real_by[d]) >= 2 and d in syn_by)
-    out = {"documents": len(docs)}
-    if len(docs) >= 5:
-        rho = spearmanr([np.mean(real_by[d]) for d in docs], [np.mean(syn_by[d]) for d in docs]).statistic
-        out["spearman_hit@5"] = None if rho != rho else round(float(rho), 4)
-        if rho != rho:
-            out["note"] = "one side's per-document hit@5 is the same for every document: no correlation defined"
-    else:
-        out["spearman_hit@5"] = None
+    out: dict = {"documents": len(docs)}
+    if len(docs) < 5:
         out["note"] = "fewer than 5 documents with 2+ real questions: no correlation reported"
+        return out
+    for j, name in ((0, "hit@5"), (1, "ndcg@10")):
+        a = [np.mean([v[j] for v in real_by[d]]) for d in docs]
+        b = [np.mean([v[j] for v in syn_by[d]]) for d in docs]
+        rho = spearmanr(a, b).statistic
+        out[f"spearman_{name}"] = None if rho != rho else round(float(rho), 4)
+        if rho != rho:
+            out[f"note_{name}"] = "one side is the same for every document: no correlation defined"
     return out
 
 
@@ -187,5 +193,7 @@ def _refusals(engine, ds, name: str, split: str, limit: int, seed: int, synth: l
         r = _refused(engine, texts)
         out[g] = {"questions": len(r), "refused": sum(r)}
     out["seconds"] = round(time.perf_counter() - t, 1)
+    if not near:
+        out["note"] = "every question's gold document is in the shrunk corpus: no in-domain unanswerable questions"
     out["path"] = "tools.quote_answer (the answer path in quote mode: relevance floor, then QUOTE_MIN)"
     return out

@@ -410,6 +410,9 @@ def report(directory: str | None = None) -> str:
         x = json.loads(p.read_text())
         at = f" (commit {x['commit']})" if x.get("commit") else ""
         out += [f"### {p.stem}", "", f"`{x.get('command', '')}`{at}", "", scale_table(x), ""]
+    for p in sorted(d.glob("eval-validity-*.json")):
+        x = json.loads(p.read_text())
+        out += [f"### {p.stem}", "", f"`{x.get('command', '')}`", "", eval_validity_table(x), ""]
     suite = [x for x in (_load(d, f"suite-{n}") for n in ("aws-docs-qa", "leval-legal", "musique")) if x]
     if suite:
         out.append(suite_report(suite))
@@ -420,6 +423,39 @@ def report(directory: str | None = None) -> str:
                 out += ["", f"### {x['dataset']}: further readings ({sub.name}/, `bench suite --base`)", "",
                         readers_report(x, y)]
     return "\n".join(out)
+
+
+def eval_validity_table(x: dict) -> str:
+    """``bench eval``: each configuration's scores on the real and the made-up questions, the agreement of the two
+    orderings, and refusals."""
+    kinds = ", ".join(f"{k} {v}" for k, v in x["synthetic_questions"].items())
+    lines = [f"{x['real_questions']} real questions, {sum(x['synthetic_questions'].values())} made up ({kinds}); "
+             f"{x['corpus']} corpus of {x['corpus_docs']} documents, {x['chunks']} chunks; document-level scores",
+             "", "| configuration | real MRR@10 | made-up MRR@10 | real recall@5 | made-up hit@5 | made-up chunk hit@5 |",
+             "|---|---|---|---|---|---|"]
+    for c in x["configs"]:
+        r, s = x["real"][c], x["synthetic"][c]
+        lines.append(f"| `{c}` | {r['mrr@10']:.3f} | {s['mrr@10']:.3f} | {r['hit@5']:.3f} | {s['hit@5']:.3f} | "
+                     f"{s['chunk_hit@5']:.3f} |")
+    v = x["validity"]
+    per_kind = ", ".join(f"{k.rsplit('_', 1)[1]} {_num(t)}" for k, t in v.items()
+                         if k.startswith("kendall_tau_mrr@10_"))
+    self_tau = v.get("real_self_tau_mrr@10") or {}
+    pd = v["per_document"]
+    lines += ["", f"Kendall tau, made-up vs real ordering: MRR@10 {_num(v['kendall_tau_mrr@10'])} (by kind: {per_kind}), "
+              f"recall@5 vs hit@5 {_num(v['kendall_tau_hit@5'])}; the real questions' own ordering on bootstrap resamples "
+              f"(nDCG@10): median tau {self_tau.get('median')}, 5th percentile {self_tau.get('p05')}. Per document: "
+              f"{pd['documents']} documents with 2+ real questions, Spearman hit@5 {_num(pd.get('spearman_hit@5'))}, "
+              f"nDCG@10 {_num(pd.get('spearman_ndcg@10'))}."]
+    ref = x["refusal"]
+    lines += ["", "Refused by the answer path (quote mode): " + ", ".join(
+        f"{g.replace('_', ' ')} {v['refused']}/{v['questions']}" for g, v in ref.items() if isinstance(v, dict) and v["questions"])
+              + "."]
+    m = x.get("model_questions") or {}
+    if m:
+        lines += ["", f"Model-written: {m['written']} kept of {m['tries']} tried in {m['seconds']} s "
+                      f"(dropped: {', '.join(f'{k} {n}' for k, n in m['rejected'].items()) or 'none'})."]
+    return "\n".join(lines)
 
 
 def scale_table(x: dict) -> str:

@@ -53,7 +53,10 @@ VERBS = {"install", "configure", "set", "create", "add", "remove", "delete", "en
          "sign", "register", "upload", "share", "attach", "detach", "grant", "revoke", "rotate", "reset", "resize",
          "scale", "schedule", "tag", "track", "turn", "understand", "avoid", "fix", "recover", "replace", "partition",
          "format", "encrypt", "decrypt", "log", "list", "read", "print", "send", "receive", "apply", "assign"}
-_VAGUE = {"following", "so", "as", "above", "below", "example", "result", "default", "same", "next", "first", "last"}
+_VAGUE = {"following", "so", "as", "above", "below", "example", "result", "default", "same", "next", "first", "last",
+          "also", "even", "if", "then", "when", "where", "while", "now", "only", "just", "not", "both", "either",
+          "neither", "many", "most", "more", "less", "very", "often", "sometimes", "always", "never", "however",
+          "thus", "therefore", "but", "or", "and", "because", "since", "although", "there", "here", "again", "still"}
 _PRONOUN = {"this", "that", "it", "these", "those", "there", "they", "he", "she", "we", "you", "i", "here", "such",
             "each", "which", "what", "other", "some", "any", "all", "one", "its"}
 
@@ -251,8 +254,11 @@ def term_questions(thread) -> list[EvalQuestion]:
         for m in _DEFINES.finditer(c.text):
             term, verb = m.group("term").strip(), m.group("verb")
             words = term.split()
-            if (words[0].lower() in _PRONOUN or len(term) < 3 or term.lower() in seen or len(words) > 4
-                    or {w.lower() for w in words} & _VAGUE):
+            half = len(words) // 2
+            if len(words) % 2 == 0 and words[:half] == words[half:]:  # a title run into its first sentence
+                term, words = " ".join(words[:half]), words[:half]
+            if (len(term) < 3 or term.lower() in seen or len(words) > 4 or {w.lower() for w in words} & _NOT_A_TERM
+                    or words[0].lower().endswith("ly")):
                 continue
             if words[0] in ("A", "An", "The") and len(words) > 1:
                 term = _lower_first(term)
@@ -262,6 +268,9 @@ def term_questions(thread) -> list[EvalQuestion]:
             sentence = m.group(0).strip()[:200]
             out.append(EvalQuestion.make("term", text, doc, [c.chunk_id], section_of(c), sentence))
     return out
+
+
+_NOT_A_TERM = _VAGUE | _PRONOUN
 
 
 # --- probes ------------------------------------------------------------------------------------------------------

@@ -137,8 +137,10 @@ def build_set(threads: list, saved: list[EvalQuestion], tries: list[dict], opts:
 # --- the run -----------------------------------------------------------------------------------------------------
 def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
     """The whole command on ``engine``'s library; returns the run (also written to its file)."""
+    from ..bench import command_line
     from ..bench.retrieval import default_spec, machine, search_settings
 
+    t_start = time.perf_counter()
     docs = [engine.document(d) for d in opts.docs] if opts.docs else engine.documents()
     if not docs:
         raise ThreadRagError("no documents indexed yet: index some first (thread-rag index PATH)")
@@ -158,9 +160,10 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
         t = time.perf_counter()
         rows = score_answers(questions, rows, _answerer(engine, opts.answers), progress)
         timings["answer_s"] = round(time.perf_counter() - t, 3)
+    timings["total_s"] = round(time.perf_counter() - t_start, 3)  # opening the library to the scores
     by_q = {q.qid: q for q in questions}
     chunks = {c.chunk_id: c for th in threads for c in th.chunks}
-    common = common_lines([c.text for c in chunks.values()])
+    common = common_lines([(c.doc_id, c.text) for c in chunks.values()])
 
     def text_of(cid):
         c = chunks.get(cid) or _chunk(engine, cid)
@@ -179,7 +182,7 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
            "timings": timings, "rows": [{**r.row(), "text": by_q[r.qid].text} for r in rows],
            "settings": search_settings(engine.settings), "models": {"embedder": engine.settings.EMBEDDER_MODEL,
                                                                      "reranker": engine.settings.RERANKER},
-           "machine": machine(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+           "machine": machine(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": command_line()}
     if opts.compare:
         run["compare"] = _compare(run, Path(opts.compare))
     out = Path(opts.out) if opts.out else Path(engine.home) / "eval" / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"

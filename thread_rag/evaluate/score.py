@@ -144,39 +144,45 @@ def _shingles(text: str) -> set:
     return {" ".join(w[i:i + 3]) for i in range(max(len(w) - 2, 1))}
 
 
-def reason(gold_text: str, section: str, beaten_text: str | None, beaten_id: str | None, beaten_section: str,
-           common_lines: set) -> str:
-    """What the code can see about a missed question's gold chunk, the first that applies: no heading, mostly
-    boilerplate (lines found in 3+ other chunks), a table flattened (numbers without rows), a near-duplicate
-    passage elsewhere, else the chunk that outranked it."""
+def reason(gold_text: str, gold_doc: str, section: str, beaten_text: str | None, beaten_id: str | None,
+           beaten_section: str, common_lines: set) -> str:
+    """What the code can see about a missed question's gold chunk, the first that applies: a near-duplicate passage
+    ranked above it, the same section in another document ranked above it (another edition of the manual), mostly
+    boilerplate (lines found in 3+ other chunks of its document), a table flattened (numbers without rows), no
+    heading, else the chunk that outranked it."""
     lines = [ln.strip() for ln in gold_text.split("\n") if ln.strip()]
     tokens = gold_text.split()
-    if lines and sum(ln in common_lines for ln in lines) / len(lines) >= 0.5:
-        return "mostly boilerplate (its lines recur in 3+ other chunks)"
-    numeric = sum(bool(re.fullmatch(r"[\d.,%/x:-]+[A-Za-z]{0,3}", t)) for t in tokens)
-    if len(tokens) >= 20 and numeric / len(tokens) >= 0.3 and "|" not in gold_text:
-        return "table flattened (numbers without rows)"
     if beaten_text is not None:
         a, b = _shingles(gold_text), _shingles(beaten_text)
         if a and b and len(a & b) / len(a | b) >= 0.5:
             return f"near-duplicate passage elsewhere ({beaten_id})"
+    last = lambda sec: sec.rsplit(" > ", 1)[-1].strip()
+    if beaten_id and section and beaten_section and last(section).lower() == last(beaten_section).lower() \
+            and beaten_id.rsplit("_", 1)[0] != gold_doc:
+        return f"the same section in another document ranked first ({beaten_id})"
+    if lines and sum(ln in common_lines for ln in lines) / len(lines) >= 0.5:
+        return "mostly boilerplate (its lines recur in 3+ other chunks of its document)"
+    numeric = sum(bool(re.fullmatch(r"[\d.,%/x:-]+[A-Za-z]{0,3}", t)) for t in tokens)
+    if len(tokens) >= 20 and numeric / len(tokens) >= 0.3 and "|" not in gold_text:
+        return "table flattened (numbers without rows)"
     if not section:
         return "no heading"
     if beaten_id:
-        return f"outranked by {beaten_id}" + (f" ({beaten_section})" if beaten_section else "")
+        return f"outranked by {beaten_id}" + (f" ({last(beaten_section)})" if beaten_section else "")
     return ""
 
 
-def common_lines(texts: list[str], times: int = 4) -> set:
-    """Lines (of 3+ words) that occur in at least ``times`` chunks: boilerplate."""
-    c: Counter = Counter()
-    for t in texts:
-        c.update({ln.strip() for ln in t.split("\n") if len(ln.split()) >= 3})
-    return {ln for ln, n in c.items() if n >= times}
+def common_lines(chunks: list, times: int = 4) -> dict:
+    """Per document, its lines (of 3+ words) found in at least ``times`` of its chunks: boilerplate (running
+    headers, footers, notices). ``chunks``: (doc id, text) pairs."""
+    by_doc: dict = defaultdict(Counter)
+    for doc, t in chunks:
+        by_doc[doc].update({ln.strip() for ln in t.split("\n") if len(ln.split()) >= 3})
+    return {doc: {ln for ln, n in c.items() if n >= times} for doc, c in by_doc.items()}
 
 
 def weakest_sections(rows: list[Scored], questions: dict, chunk_text: Callable[[str], str | None],
-                     chunk_section: Callable[[str], str], common: set, limit: int = 10) -> list[dict]:
+                     chunk_section: Callable[[str], str], common: dict, limit: int = 10) -> list[dict]:
     """Sections with a question whose gold chunk is not in the top 5, worst first (hit@5, then MRR), each with the
     reason of its first miss."""
     by_section: dict = defaultdict(list)
@@ -193,8 +199,9 @@ def weakest_sections(rows: list[Scored], questions: dict, chunk_text: Callable[[
         gold_text = chunk_text(q.gold[0]) or ""
         beaten_text = chunk_text(m.beaten_by) if m.beaten_by else None
         out.append({"doc_id": doc, "section": section, **_group(rs), "missed": len(missed),
-                    "example": q.text, "reason": reason(gold_text, section, beaten_text, m.beaten_by,
-                                                        chunk_section(m.beaten_by) if m.beaten_by else "", common)})
+                    "example": q.text,
+                    "reason": reason(gold_text, doc, section, beaten_text, m.beaten_by,
+                                     chunk_section(m.beaten_by) if m.beaten_by else "", common.get(doc, set()))})
     out.sort(key=lambda x: (x["hit@5"], x["mrr@10"], -x["questions"], x["doc_id"], x["section"]))
     return out[:limit]
 

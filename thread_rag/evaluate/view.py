@@ -5,6 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..errors import counted
 from ..render import styled
 
 
@@ -19,7 +20,7 @@ def _ci(d: dict) -> str:
 def render_run(out: Console, run: dict) -> None:
     qs = run["questions"]
     made = ", ".join(f"{k} {v}" for k, v in qs.items())
-    out.print(styled((f"{sum(qs.values())} questions ({made}) over {len(run['documents'])} documents; "
+    out.print(styled((f"{sum(qs.values())} questions ({made}) over {counted(len(run['documents']), 'document')}; "
                      f"search {run['search']}", "bold")))
     summ = run["summary"]
     ret = summ.get("retrieval")
@@ -40,7 +41,8 @@ def render_run(out: Console, run: dict) -> None:
     if run.get("weakest"):
         t = Table("section", "q", "hit@5", "why (what the code can see)", "e.g.", title="weakest sections")
         for w in run["weakest"]:
-            t.add_row(Text(f"{w['doc_id']} {w['section'] or '(no heading)'}"), str(w["questions"]), _pct(w["hit@5"]),
+            where = " > ".join(w["section"].split(" > ")[-2:]) or "(no heading)"  # its last two levels
+            t.add_row(Text(f"{w['doc_id']} {where}"), str(w["questions"]), _pct(w["hit@5"]),
                       Text(w["reason"]), Text(w["example"]))
         out.print(t)
     ans = summ.get("answers")
