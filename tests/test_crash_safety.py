@@ -182,7 +182,7 @@ MERGE_SCRIPT = """
 import sys
 sys.path.insert(0, {repo!r})
 from thread_rag.retrieve import search_index
-search_index.COMPACT_MIN = 0  # every change outgrows the base: the next open merges
+search_index.COMPACT_MIN = search_index.COMPACT_RATIO = 0  # every change outgrows the base: the next open merges
 from thread_rag.settings import load_settings
 from thread_rag.engine import Engine
 e = Engine(load_settings({{"HOME": {home!r}, "CACHE_PATH": {cache!r}}}, env={{}}, config_file=False))
@@ -220,6 +220,7 @@ def test_kill_during_an_index_merge_while_another_process_reads(tmp_path, embedd
                           capture_output=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
     monkeypatch.setattr(search_index, "COMPACT_MIN", 0)  # the reader merges too, after the killed writer
+    monkeypatch.setattr(search_index, "COMPACT_RATIO", 0)
     after = consistent(reader, "how are summaries cached")  # the same engine, its index updated
     assert "DOC3" in {h.doc_id for h in after}  # the committed document is searchable
     fresh = check(home, embedder)
