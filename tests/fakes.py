@@ -12,7 +12,7 @@ from pydantic import ConfigDict
 from thread_rag.agent.answer import DECIDE_PROMPT, SOURCES_PROMPT
 from thread_rag.agent.intent import INTENT_PROMPT
 from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
-from thread_rag.agent.steps import ANSWER_SYSTEM, SPLIT_SYSTEM
+from thread_rag.agent.steps import LOOKUP_SYSTEM, SPLIT_SYSTEM
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -47,7 +47,7 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
                            "stop": kwargs.get("stop")})
         if messages[0].content == SPLIT_SYSTEM:
             return self.lookups if isinstance(self.lookups, str) else json.dumps({"steps": self.lookups or [last]})
-        if messages[0].content == ANSWER_SYSTEM:
+        if messages[0].content == LOOKUP_SYSTEM:
             return self.lookup_answers.pop(0) if self.lookup_answers else ""
         if last == ROUTE:  # step 1 of routing: the tool
             r = self.routes.pop(0) if self.routes else {"tool": "answer"}

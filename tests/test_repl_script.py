@@ -223,7 +223,7 @@ def test_question_steps_over_ollama_end_each_answer_at_a_newline(manual_engine, 
     """ChatOllama drops its ``stop`` when ``options`` are given (the output cap travels there): the lookups' answers
     must carry ``options.stop``, or on Ollama they ran on for their whole token cap."""
     from thread_rag.agent.loop import Agent
-    from thread_rag.agent.steps import ANSWER_SYSTEM, SPLIT_SYSTEM
+    from thread_rag.agent.steps import LOOKUP_SYSTEM, SPLIT_SYSTEM
     from thread_rag.llm.backends import make_chat_model
 
     s = manual_engine.settings.replace(CHAT_BACKEND="ollama", OLLAMA_HOST=standin, QUESTION_STEPS=4)
@@ -234,7 +234,7 @@ def test_question_steps_over_ollama_end_each_answer_at_a_newline(manual_engine, 
     assert step["ok"] and step["lookups"] == ["Which command pre-heats?", "How do I run #1?"], step
     chats = [b for p, b in OllamaStandIn.requests if p == "/api/chat"]
     split = [b for b in chats if b["messages"][0]["content"] == SPLIT_SYSTEM]
-    answers = [b for b in chats if b["messages"][0]["content"] == ANSWER_SYSTEM]
+    answers = [b for b in chats if b["messages"][0]["content"] == LOOKUP_SYSTEM]
     assert len(split) == 1 and split[0]["format"]["properties"]["steps"]["maxItems"] == 4
     assert len(answers) == 2 and all(b["options"]["stop"] == ["\n"] and b["options"]["num_predict"] == 16
                                      for b in answers), answers

@@ -22,7 +22,7 @@ from thread_rag.llm.backends import make_chat_model
 from thread_rag.settings import load_settings
 
 # the prompts this probe chose are the product's now (one home): thread_rag/agent/steps.py
-from thread_rag.agent.steps import ANSWER_ASK, ANSWER_SYSTEM, SPLIT_ASK, SPLIT_SYSTEM, split_schema
+from thread_rag.agent.steps import LOOKUP_ASK, LOOKUP_SYSTEM, SPLIT_ASK, SPLIT_SYSTEM, split_schema
 
 SPLIT_SCHEMA = split_schema(4)
 
@@ -38,7 +38,7 @@ def fill(step, answers):
 
 def answer(llm, q, hits):
     p = "\n".join(f"[{i + 1}] {' '.join(h.text.split()[:90])}" for i, h in enumerate(hits[:2]))
-    out = llm.invoke([SystemMessage(ANSWER_SYSTEM), HumanMessage(ANSWER_ASK.format(p=p, q=q))], max_tokens=16,
+    out = llm.invoke([SystemMessage(LOOKUP_SYSTEM), HumanMessage(LOOKUP_ASK.format(p=p, q=q))], max_tokens=16,
                      stop=["\n"]).content
     return out.strip().strip('."').strip()
 

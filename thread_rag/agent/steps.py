@@ -37,8 +37,8 @@ SPLIT_ASK = ("Example:\nQuestion: Who founded the company that makes the Foo 300
              "Example:\nQuestion: When was the mayor of Springfield born?\n"
              '{{"steps": ["Who is the mayor of Springfield?", "When was #1 born?"]}}\n\n'
              "Question: {q}\n")
-ANSWER_SYSTEM = "Answer from the passages with a name or a short phrase only, no sentence."
-ANSWER_ASK = "Passages:\n{p}\n\nQuestion: {q}\nAnswer:"
+LOOKUP_SYSTEM = "Answer from the passages with a name or a short phrase only, no sentence."
+LOOKUP_ASK = "Passages:\n{p}\n\nQuestion: {q}\nAnswer:"
 PASSAGES, PASSAGE_WORDS, ANSWER_TOKENS, SPLIT_TOKENS = 2, 90, 16, 120
 
 Search = Callable[[str, int], list]  # (query, k) -> hits with .chunk_id and .text, best first
@@ -117,7 +117,7 @@ class QuestionSteps:
         p = "\n".join(f"[{i + 1}] {' '.join(h.text.split()[:PASSAGE_WORDS])}" for i, h in enumerate(hits[:PASSAGES]))
         if not p:
             return ""
-        msgs = [SystemMessage(ANSWER_SYSTEM), HumanMessage(ANSWER_ASK.format(p=p, q=lookup))]
+        msgs = [SystemMessage(LOOKUP_SYSTEM), HumanMessage(LOOKUP_ASK.format(p=p, q=lookup))]
         trace.calls += 1
         out = str(self.model.invoke(msgs, **limit(self.model, ANSWER_TOKENS, stop=["\n"])).content)
         first = next((line for line in out.splitlines() if line.strip()), "")  # one line, whatever the backend
