@@ -208,6 +208,7 @@ def test_eval_command_reports_resumes_and_compares(widget, tmp_path, capsys, mon
 
 
 def test_a_changed_document_gets_new_questions(make_engine, tmp_path):
+    from thread_rag.evaluate.questions import doc_key
     from thread_rag.evaluate.run import EvalOptions, load_set, run_eval
 
     path = write(tmp_path / "widget.md", MANUAL)
@@ -219,9 +220,17 @@ def test_a_changed_document_gets_new_questions(make_engine, tmp_path):
     engine.index_paths([path])
     run_eval(engine, EvalOptions([], questions=4, probes=0))
     after, _ = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
-    new_hash = engine.documents()[0].content_hash
-    assert all(q.content_hash == new_hash for q in after) and len(after) == 4
-    assert {q.content_hash for q in before} != {new_hash}
+    new_key = doc_key(engine.documents()[0])
+    assert all(q.doc_key == new_key for q in after) and len(after) == 4
+    assert {q.doc_key for q in before} != {new_key}
+    engine.close()
+    # the same file cut into other chunks: the gold chunk ids mean other text, so the questions are made again
+    other = make_engine(CHUNK_TOKENS=64, CHUNK_OVERLAP=8)
+    other.delete("DOC1")
+    other.index_paths([path])
+    run_eval(other, EvalOptions([], questions=4, probes=0))
+    rechunked, _ = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
+    assert {q.doc_key for q in rechunked} == {doc_key(other.documents()[0])} != {new_key}
 
 
 @pytest.mark.parametrize("argv,says", [
@@ -253,7 +262,7 @@ def test_a_file_that_is_not_a_question_set_is_one_line(widget, tmp_path, capsys)
 def test_sample_mix_takes_kinds_in_turn():
     from thread_rag.evaluate.questions import EvalQuestion, sample_mix
 
-    doc = SimpleNamespace(doc_id="DOC1", content_hash="h")
+    doc = SimpleNamespace(doc_id="DOC1", content_hash="h", content_key="k")
     pools = {"heading": [EvalQuestion.make("heading", f"h{i}?", doc, [], "", "") for i in range(5)],
              "table": [EvalQuestion.make("table", f"t{i}?", doc, [], "", "") for i in range(1)]}
     got = sample_mix(pools, 4, seed=random.Random(1).randint(0, 9))
@@ -270,10 +279,77 @@ def test_bench_eval_agreement_and_its_table():
     assert kendall([0.1, 0.2, 0.3, 0.4], [0.2, 0.1, 0.3, 0.4]) == pytest.approx(0.6667, abs=1e-4)
     x = {"real_questions": 2, "synthetic_questions": {"heading": 3}, "corpus": "shrunk", "corpus_docs": 4, "chunks": 9,
          "configs": ["bm25_only"], "real": {"bm25_only": {"mrr@10": 0.5, "hit@5": 1.0}},
-         "synthetic": {"bm25_only": {"mrr@10": 0.75, "hit@5": 1.0, "chunk_hit@5": 0.6667}},
+         "synthetic": {"bm25_only": {"mrr@10": 0.75, "hit@5": 1.0, "chunk_hit@5": 0.6667, "chunk_mrr@10": 0.5}},
          "validity": {"kendall_tau_mrr@10": None, "kendall_tau_hit@5": None, "kendall_tau_mrr@10_heading": None,
                       "per_document": {"documents": 0}, "real_self_tau_mrr@10": {"median": 1.0, "p05": 1.0}},
          "refusal": {"real_answerable": {"questions": 2, "refused": 1}, "probes": {"questions": 0, "refused": 0}}}
     table = eval_validity_table(x)
     assert "| `bm25_only` | 0.500 | 0.750 | 1.000 | 1.000 | 0.667 |" in table
     assert "real answerable 1/2" in table and "probes" not in table  # a group with no questions is left out
+
+
+def test_model_questions_stay_in_the_set_when_a_run_asks_for_none(widget, tmp_path):
+    """A plain run after a run with model questions keeps them (and their tries) in the set, asks none of them, and
+    a later run that asks for them again gets them back without calling the model."""
+    from thread_rag.evaluate.run import EvalOptions, load_set, run_eval
+
+    replies = iter(["How far apart should the holes for wall mounting be?"] + ["What is in the box?"] * 20)
+    calls = []
+
+    def fake_model(engine):
+        def ask(prompt):
+            calls.append(prompt)
+            return next(replies)
+        return ask, lambda q, t: 2.0
+
+    import thread_rag.evaluate.run as run_mod
+
+    original = run_mod._model
+    run_mod._model = fake_model
+    try:
+        first = run_eval(widget, EvalOptions([], questions=3, model_questions=1, probes=0))
+        assert first["questions"].get("model") == 1 and len(calls) == 1
+        plain = run_eval(widget, EvalOptions([], questions=3, probes=0))
+        assert "model" not in plain["questions"]
+        saved, tries = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
+        assert [q.kind for q in saved].count("model") == 1 and len(tries) == 1
+        again = run_eval(widget, EvalOptions([], questions=3, model_questions=1, probes=0))
+        assert again["questions"].get("model") == 1 and len(calls) == 1  # from the set, not the model
+    finally:
+        run_mod._model = original
+
+
+def test_a_run_file_without_rows_to_pair_is_one_line(widget, tmp_path, capsys):
+    from thread_rag.cli import main
+
+    home = str(widget.home)
+    widget.close()
+    for bad in ('{"rows": null}', '{"rows": [1, 2]}', '{"rows": [{"qid": "a"}]}', "[]"):
+        f = write(tmp_path / "bad.json", bad)
+        assert main(["--data-dir", home, "eval", "--questions", "2", "--compare", str(f)]) == 1
+        err = capsys.readouterr().err
+        assert "not an eval run file" in err and err.count("\n") == 1, err
+
+
+def test_probes_name_only_products_the_library_never_names():
+    from thread_rag.evaluate.questions import EvalQuestion, probe_questions
+
+    doc = SimpleNamespace(doc_id="DOC1", content_hash="h", content_key="k")
+    base = [EvalQuestion.make("heading", f"How do I install part {i}?", doc, ["DOC1_000"], "S", "") for i in range(30)]
+    text = "Runs on Solaris, BeOS and NetWare. " + " ".join(str(i) for i in range(100))
+    probes = probe_questions(base, text, 30, random.Random(3), {"DOC1": doc})
+    named = {q.extra["product"] for q in probes}
+    assert named and not named & {"Solaris 2.6", "BeOS 5", "NetWare 4"}, named
+    assert all(not q.answerable and q.gold == [] and q.text.endswith(f" on {q.extra['product']}?") for q in probes)
+
+
+def test_a_library_with_nothing_to_ask_about_is_one_line(make_engine, tmp_path, capsys):
+    from thread_rag.cli import main
+
+    engine = make_engine()
+    engine.index_paths([write(tmp_path / "plain.txt", "just some words without any structure at all\n")])
+    home = str(engine.home)
+    engine.close()
+    assert main(["--data-dir", home, "eval"]) == 1
+    err = capsys.readouterr().err
+    assert "no question could be made" in err and err.count("\n") == 1

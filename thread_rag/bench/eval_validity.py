@@ -113,7 +113,8 @@ def run_eval_validity(settings, args, progress=None) -> dict:
         validity[f"kendall_tau_mrr@10_{kind}"] = kendall(real_mrr, [synthetic[c]["by_kind"][kind]["mrr@10"]
                                                                     for c in configs])
     validity["per_document"] = _per_document(ds, real, synthetic[default], default)
-    validity["real_self_tau_mrr@10"] = _self_tau(ds, engine, keymap, configs, real)
+    validity["real_self_tau_ndcg@10"] = _self_tau(ds, engine, keymap, configs, real)
+    validity["kendall_tau_chunk_mrr@10"] = kendall(real_mrr, [synthetic[c]["chunk_mrr@10"] for c in configs])
     probes = probe_questions(synth, "\n".join(c.text for t in threads for c in t.chunks), max(5, len(synth) // 5),
                              random.Random(args.seed), {t.record.doc_id: t.record for t in threads})
     refusal = _refusals(engine, ds, name, split, limit, args.seed, synth, probes)

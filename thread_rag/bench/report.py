@@ -440,10 +440,16 @@ def eval_validity_table(x: dict) -> str:
     v = x["validity"]
     per_kind = ", ".join(f"{k.rsplit('_', 1)[1]} {_num(t)}" for k, t in v.items()
                          if k.startswith("kendall_tau_mrr@10_"))
-    self_tau = v.get("real_self_tau_mrr@10") or {}
+    self_tau = v.get("real_self_tau_ndcg@10") or v.get("real_self_tau_mrr@10") or {}  # (older files: nDCG all the same)
     pd = v["per_document"]
-    lines += ["", f"Kendall tau, made-up vs real ordering: MRR@10 {_num(v['kendall_tau_mrr@10'])} (by kind: {per_kind}), "
-              f"recall@5 vs hit@5 {_num(v['kendall_tau_hit@5'])}; the real questions' own ordering on bootstrap resamples "
+    chunk_tau = v.get("kendall_tau_chunk_mrr@10")
+    if chunk_tau is None:  # files from before it was recorded: from their own per-configuration scores
+        from .eval_validity import kendall
+
+        chunk_tau = kendall([x["real"][c]["mrr@10"] for c in x["configs"]],
+                            [x["synthetic"][c]["chunk_mrr@10"] for c in x["configs"]])
+    lines += ["", f"Kendall tau, made-up vs real ordering (document level): MRR@10 {_num(v['kendall_tau_mrr@10'])} "
+              f"(by kind: {per_kind}), made-up chunk-level MRR@10 vs real {_num(chunk_tau)}; the real questions' own ordering on bootstrap resamples "
               f"(nDCG@10): median tau {self_tau.get('median')}, 5th percentile {self_tau.get('p05')}. Per document: "
               f"{pd['documents']} documents with 2+ real questions, Spearman hit@5 {_num(pd.get('spearman_hit@5'))}, "
               f"nDCG@10 {_num(pd.get('spearman_ndcg@10'))}."]

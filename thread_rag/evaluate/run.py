@@ -16,10 +16,11 @@ from pathlib import Path
 
 from ..errors import ThreadRagError
 from ..records import to_dict
-from .questions import EvalQuestion, probe_questions, sample_mix, structure_questions
+from .questions import EvalQuestion, doc_key, probe_questions, sample_mix, structure_questions
 from .score import (K, common_lines, compare_runs, score_answers, score_retrieval, summarize, weakest_sections)
 
 ANSWER_MODES = ("quote", "full")
+ROW_KEYS = {"qid", "searched", "answerable", "rank", "hit1", "hit5", "mrr", "refused"}  # what --compare reads of a row
 
 
 @dataclass
@@ -83,55 +84,62 @@ def save_set(path: Path, qs: list[EvalQuestion], tries: list[dict]) -> None:
 
 # --- making the set ----------------------------------------------------------------------------------------------
 def build_set(threads: list, saved: list[EvalQuestion], tries: list[dict], opts: EvalOptions, model=None,
-              on_saved=None, progress=None) -> tuple[list[EvalQuestion], list[dict], dict]:
-    """The questions for ``threads``: saved ones still current are kept; structure questions fill up to
+              on_saved=None, progress=None) -> tuple[list[EvalQuestion], list[EvalQuestion], list[dict], dict]:
+    """The questions for ``threads``: saved ones still current come first; structure questions fill up to
     ``opts.questions``, the model writes up to ``opts.model_questions`` (``model``: (ask, answers) callables),
-    probes up to ``opts.n_probes``. Returns (questions, tries, seconds by kind)."""
-    current = {t.record.doc_id: t.record.content_hash for t in threads}
-    keep = [q for q in saved if current.get(q.doc_id) == q.content_hash]
-    tries = [t for t in tries if current.get(t["chunk_id"].rsplit("_", 1)[0], t.get("content_hash")) == t.get("content_hash")]
+    probes up to their count. Returns (this run's questions, every current question to keep in the set (more than
+    this run asks when an earlier run asked for more), tries, seconds by kind)."""
+    current = {t.record.doc_id: doc_key(t.record) for t in threads}
+    keep = [q for q in saved if current.get(q.doc_id) == q.doc_key]
+    tries = [t for t in tries if current.get(t["chunk_id"].rsplit("_", 1)[0], t.get("doc_key")) == t.get("doc_key")]
     timings = {}
     t0 = time.perf_counter()
-    have = [q for q in keep if q.kind not in ("model", "probe")]
-    if len(have) < opts.questions:
-        pools = structure_questions(threads, opts.seed)
-        known = {q.qid for q in have}
-        pools = {k: [q for q in v if q.qid not in known] for k, v in pools.items()}
-        have += sample_mix(pools, opts.questions - len(have), opts.seed)
-    have = have[:opts.questions]
+    structure = [q for q in keep if q.kind not in ("model", "probe")]
+    if len(structure) < opts.questions:
+        known = {q.qid for q in structure}
+        pools = {k: [q for q in v if q.qid not in known] for k, v in structure_questions(threads, opts.seed).items()}
+        structure += sample_mix(pools, opts.questions - len(structure), opts.seed)
+    have = structure[:opts.questions]
     timings["structure_s"] = round(time.perf_counter() - t0, 3)
-    written = [q for q in keep if q.kind == "model"][:opts.model_questions]
+    written = [q for q in keep if q.kind == "model"]
     if len(written) < opts.model_questions:
-        if model is None:
-            raise ThreadRagError("model questions need the chat model (none could be made)")
-        from .model_questions import model_questions
-
-        ask, answers = model
-        hash_of = {t.record.doc_id: t.record.content_hash for t in threads}
-        chunk_doc = {c.chunk_id: t.record.doc_id for t in threads for c in t.chunks}
-
-        def tried(r: dict) -> None:
-            tries.append({**r, "content_hash": hash_of[chunk_doc[r["chunk_id"]]]})
-            if progress:
-                progress("model questions", len(written), opts.model_questions)
-
-        t1 = time.perf_counter()
-        skip = {t["chunk_id"] for t in tries}
-        for q in model_questions(threads, ask, answers, opts.model_questions - len(written), opts.seed, skip, tried):
-            written.append(q)
-            if on_saved:
-                on_saved(have + written, tries)  # resumable: every kept question is on disk at once
-        timings["model_s"] = round(time.perf_counter() - t1, 3)
-        timings["model_tries"] = len([t for t in tries if t.get("chunk_id")])
-    n_probes = min(opts.n_probes, max(5, len(have + written) // 5)) if opts.probes is None else opts.n_probes
-    probes = [q for q in keep if q.kind == "probe"][:n_probes]
+        written += _write(threads, tries, opts, model, written, structure, on_saved, progress, timings)
+    written_now = written[:opts.model_questions]
+    n_probes = min(opts.n_probes, max(5, len(have + written_now) // 5)) if opts.probes is None else opts.n_probes
+    probes = [q for q in keep if q.kind == "probe"]
     if len(probes) < n_probes:
         docs = {t.record.doc_id: t.record for t in threads}
         text = "\n".join(c.text for t in threads for c in t.chunks)
         known = {q.qid for q in probes}
-        more = probe_questions(have + written, text, n_probes * 2, random.Random(opts.seed), docs)
+        more = probe_questions(have + written_now, text, n_probes * 2, random.Random(opts.seed), docs)
         probes += [q for q in more if q.qid not in known][:n_probes - len(probes)]
-    return have + written + probes, tries, timings
+    return have + written_now + probes[:n_probes], structure + written + probes, tries, timings
+
+
+def _write(threads, tries: list, opts: EvalOptions, model, written: list, structure: list, on_saved, progress,
+           timings: dict) -> list[EvalQuestion]:
+    """The model's new questions (each saved at once: a stopped run resumes), its tries appended to ``tries``."""
+    from .model_questions import model_questions
+
+    ask, answers = model
+    key_of = {t.record.doc_id: doc_key(t.record) for t in threads}
+    chunk_doc = {c.chunk_id: t.record.doc_id for t in threads for c in t.chunks}
+    new: list = []
+
+    def tried(r: dict) -> None:
+        tries.append({**r, "doc_key": key_of[chunk_doc[r["chunk_id"]]]})
+        if progress:
+            progress("model questions", len(written) + len(new) + int(r["kept"]), opts.model_questions)
+
+    t1 = time.perf_counter()
+    skip = {t["chunk_id"] for t in tries}
+    for q in model_questions(threads, ask, answers, opts.model_questions - len(written), opts.seed, skip, tried):
+        new.append(q)
+        if on_saved:
+            on_saved(structure + written + new, tries)
+    timings["model_s"] = round(time.perf_counter() - t1, 3)
+    timings["model_tries"] = len(tries) - len(skip)
+    return new
 
 
 # --- the run -----------------------------------------------------------------------------------------------------
@@ -148,17 +156,23 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
     set_path = Path(opts.set_path) if opts.set_path else Path(engine.home) / "eval" / "questions.jsonl"
     saved, tries = load_set(set_path)
     model = _model(engine) if opts.model_questions else None
-    others = [q for q in saved if q.doc_id not in {d.doc_id for d in docs}]  # documents not evaluated this time
-    questions, tries, timings = build_set(threads, saved, tries, opts, model,
-                                          on_saved=lambda qs, ts: save_set(set_path, others + qs, ts), progress=progress)
-    save_set(set_path, others + questions, tries)
+    answer = _answerer(engine, opts.answers) if opts.answers else None  # a model that does not load: said now
+    library = {d.doc_id for d in engine.documents()}
+    # documents not evaluated this time keep their questions; deleted documents' questions go
+    others = [q for q in saved if q.doc_id in library and q.doc_id not in {d.doc_id for d in docs}]
+    questions, kept, tries, timings = build_set(threads, saved, tries, opts, model, progress=progress,
+                                                on_saved=lambda qs, ts: save_set(set_path, others + qs, ts))
+    save_set(set_path, others + kept, tries)
+    if not any(q.answerable for q in questions):
+        raise ThreadRagError("no question could be made from these documents: they have no headings, 'To ...' "
+                             "procedures, tables or defined terms (--model-questions N has the model write some)")
     engine.retriever.search("warm up", k=K)  # models load outside the timed searches
     t = time.perf_counter()
     rows = score_retrieval(questions, lambda text: engine.retriever.search(text, k=K).hits, progress)
     timings["search_s"] = round(time.perf_counter() - t, 3)
     if opts.answers:
         t = time.perf_counter()
-        rows = score_answers(questions, rows, _answerer(engine, opts.answers), progress)
+        rows = score_answers(questions, rows, answer, progress)
         timings["answer_s"] = round(time.perf_counter() - t, 3)
     timings["total_s"] = round(time.perf_counter() - t_start, 3)  # opening the library to the scores
     by_q = {q.qid: q for q in questions}
@@ -176,7 +190,7 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
         return sec(c) if c else ""
 
     run = {"kind": "thread-rag eval run", "set": str(set_path), "search": default_spec(engine.settings),
-           "answers": opts.answers, "documents": {d.doc_id: {"name": d.name, "content_hash": d.content_hash} for d in docs},
+           "answers": opts.answers, "documents": {d.doc_id: {"name": d.name, "doc_key": doc_key(d)} for d in docs},
            "questions": {k: sum(q.kind == k for q in questions) for k in sorted({q.kind for q in questions})},
            "summary": summarize(rows), "weakest": weakest_sections(rows, by_q, text_of, section_of, common),
            "timings": timings, "rows": [{**r.row(), "text": by_q[r.qid].text} for r in rows],
@@ -205,8 +219,11 @@ def _compare(run: dict, path: Path) -> dict:
     try:
         before = json.loads(path.read_text(encoding="utf-8"))
         rows = before["rows"]
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and ROW_KEYS <= r.keys() for r in rows):
+            raise ValueError
     except (OSError, ValueError, KeyError, TypeError):
-        raise ThreadRagError(f"--compare {path}: not an eval run file") from None
+        raise ThreadRagError(f"--compare {path}: not an eval run file (each row needs "
+                             f"{', '.join(sorted(ROW_KEYS))})") from None
     out = compare_runs(run["rows"], rows)
     out["before"] = {"file": str(path), "search": before.get("search"), "settings": before.get("settings"),
                      "written_at": before.get("written_at")}
@@ -214,7 +231,7 @@ def _compare(run: dict, path: Path) -> dict:
                if run["settings"].get(k) != v}
     out["settings_changed"] = {k: {"before": a, "now": b} for k, (a, b) in changed.items()}
     moved = [d for d, info in (before.get("documents") or {}).items()
-             if d in run["documents"] and run["documents"][d]["content_hash"] != info.get("content_hash")]
+             if d in run["documents"] and run["documents"][d]["doc_key"] != info.get("doc_key")]
     out["documents_changed"] = moved
     return out
 
@@ -246,6 +263,7 @@ def _answerer(engine, mode: str):
         return lambda text: tools.quote_answer(engine, text)
     from ..agent.loop import Agent
 
+    engine.chat_model  # the model loads now, or its one line is the error before any search
     agent = Agent(engine)
 
     def full(text: str) -> dict:

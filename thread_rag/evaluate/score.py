@@ -49,7 +49,8 @@ class Scored:
 
 
 def rank_of(hits: list, gold: set) -> tuple[int | None, int | None, str | None]:
-    """(rank of the first gold chunk, rank of its document among the hits' documents, the hit above it)."""
+    """(rank of the first gold chunk, rank of its document among the hits' documents, the hit just above the gold
+    chunk, or the top hit when the gold chunk is not in the top K)."""
     docs: list[str] = []
     rank = doc_rank = None
     gold_docs = {g.rsplit("_", 1)[0] for g in gold}
