@@ -54,6 +54,8 @@ def _refused(engine, texts: list[str]) -> list[bool]:
 def kendall(a: list[float], b: list[float]) -> float | None:
     from scipy.stats import kendalltau
 
+    if len(a) < 2:  # no order to agree on
+        return None
     tau = kendalltau(a, b).statistic
     return None if tau != tau else round(float(tau), 4)
 
