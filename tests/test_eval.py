@@ -353,3 +353,23 @@ def test_a_library_with_nothing_to_ask_about_is_one_line(make_engine, tmp_path, 
     assert main(["--data-dir", home, "eval"]) == 1
     err = capsys.readouterr().err
     assert "no question could be made" in err and err.count("\n") == 1
+
+
+def test_rank_correlations_match_scipy_with_ties():
+    """The bench's Kendall tau-b and Spearman rho, written without scipy (not a dependency), against scipy's."""
+    stats = pytest.importorskip("scipy.stats")
+    import warnings
+
+    import numpy as np
+
+    from thread_rag.bench.eval_validity import kendall, spearman
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 9))
+        a, b = list(rng.integers(0, 4, n).astype(float)), list(rng.integers(0, 4, n).astype(float))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tau, rho = stats.kendalltau(a, b).statistic, stats.spearmanr(a, b).statistic
+        assert (kendall(a, b) is None) == (tau != tau) and (tau != tau or kendall(a, b) == pytest.approx(tau, abs=1e-4))
+        assert (spearman(a, b) is None) == (rho != rho) and (rho != rho or spearman(a, b) == pytest.approx(rho))

@@ -11,6 +11,7 @@ questions and the probes.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -52,12 +53,49 @@ def _refused(engine, texts: list[str]) -> list[bool]:
 
 
 def kendall(a: list[float], b: list[float]) -> float | None:
-    from scipy.stats import kendalltau
-
+    """Kendall's tau-b of two scorings of the same items (ties counted as tau-b counts them); None when either
+    scoring ties everything or there are fewer than two items."""
     if len(a) < 2:  # no order to agree on
         return None
-    tau = kendalltau(a, b).statistic
-    return None if tau != tau else round(float(tau), 4)
+    agree = disagree = only_a = only_b = 0
+    for i in range(len(a)):
+        for j in range(i + 1, len(a)):
+            da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
+            if da == 0 and db == 0:
+                continue
+            if da == 0:
+                only_a += 1
+            elif db == 0:
+                only_b += 1
+            elif da == db:
+                agree += 1
+            else:
+                disagree += 1
+    denom = math.sqrt((agree + disagree + only_a) * (agree + disagree + only_b))
+    return None if denom == 0 else round((agree - disagree) / denom, 4)
+
+
+def ranks(x: list[float]) -> np.ndarray:
+    """1-based ranks, ties given their average rank."""
+    x = np.asarray(x, dtype=np.float64)
+    order = np.argsort(x, kind="mergesort")
+    out = np.empty(len(x))
+    i = 0
+    while i < len(x):
+        j = i
+        while j + 1 < len(x) and x[order[j + 1]] == x[order[i]]:
+            j += 1
+        out[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    """Spearman's rho (Pearson's r of the average ranks); None when either side is constant."""
+    ra, rb = ranks(a), ranks(b)
+    if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
+        return None
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def run_eval_validity(settings, args, progress=None) -> dict:
@@ -155,8 +193,6 @@ def _per_document(ds, real: dict, synth_default: dict, default: str) -> dict:
     """Per-document scores of real and synthetic questions under the default configuration, over documents with 2+
     real questions and 1+ synthetic ones: Spearman's rho of mean hit@5 and of mean nDCG@10 (the finer one) when there
     are 5+ such documents."""
-    from scipy.stats import spearmanr
-
     real_by: dict = {}
     for i, q in enumerate(ds.queries):
         if len(q.gold_docs) == 1:
@@ -173,9 +209,9 @@ def _per_document(ds, real: dict, synth_default: dict, default: str) -> dict:
     for j, name in ((0, "hit@5"), (1, "ndcg@10")):
         a = [np.mean([v[j] for v in real_by[d]]) for d in docs]
         b = [np.mean([v[j] for v in syn_by[d]]) for d in docs]
-        rho = spearmanr(a, b).statistic
-        out[f"spearman_{name}"] = None if rho != rho else round(float(rho), 4)
-        if rho != rho:
+        rho = spearman(a, b)
+        out[f"spearman_{name}"] = None if rho is None else round(rho, 4)
+        if rho is None:
             out[f"note_{name}"] = "one side is the same for every document: no correlation defined"
     return out
 
