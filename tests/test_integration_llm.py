@@ -94,6 +94,19 @@ def test_question_steps_with_the_real_model(debian):
     assert "DOC1_002" in [h.chunk_id for h in merged[:2]], (trace, [h.chunk_id for h in merged])  # the river
 
 
+def test_the_usb_question_is_answered_by_the_guide_s_own_command_lines(debian):
+    """Issue 43's case: asked how to write the installer to a USB stick, the quote (no model) holds the guide's own
+    two command lines, as lines, and names its chunk and page."""
+    from thread_rag.tools import quote_answer
+
+    res = quote_answer(debian, "How do I write the installer image to a USB stick from Linux?")
+    assert not res["refused"], res
+    lines = [ln.strip() for q in res["quote"] for ln in q["text"].splitlines()]
+    assert "# cp debian.iso /dev/sdX" in lines and "# sync" in lines, res["quote"]
+    assert all(q["chunk_id"].startswith("DOC1_") and q["pages"].startswith("p") for q in res["quote"])
+    assert "mkfs" not in res["answer"] and res["timings"]["quote_s"] < 30
+
+
 def test_eval_model_questions_with_the_real_model(debian):
     """``thread-rag eval --model-questions``: the embedded model writes a question for a Debian chunk; the reply is
     read as one question, the copy filters and the cross-encoder's check run on it (two chunks at most)."""
