@@ -380,17 +380,17 @@ class Settings:
 
 _FIELD_TYPES = {f.name: f.type for f in fields(Settings)}
 
-# settings that act only when another one is set: name -> (does it act under these settings?, what makes it act)
-_ROUTED = (lambda s: s.AGENT_MODE == "routed", 'AGENT_MODE = "routed"')
-_HOP = (lambda s: _hop_runs(s), "HOP_K > 0 and the packaged cross-encoder as RERANKER")
-ACTS_ONLY_WITH = {"HYDE": _ROUTED, "LOST_IN_MIDDLE": _ROUTED, "MAX_STEPS": _ROUTED,
-                  **{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")}}
-
-
 def _hop_runs(s) -> bool:
     from .retrieve.pipeline import hop_runs
 
     return hop_runs(s)
+
+
+# settings that act only when another one is set: name -> (does it act under these settings?, what makes it act)
+_ROUTED = (lambda s: s.AGENT_MODE == "routed", 'AGENT_MODE = "routed"')
+_HOP = (_hop_runs, "HOP_K > 0 and the packaged cross-encoder as RERANKER")
+ACTS_ONLY_WITH = {"HYDE": _ROUTED, "LOST_IN_MIDDLE": _ROUTED, "MAX_STEPS": _ROUTED,
+                  **{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")}}
 
 
 def inert_settings(settings: Settings) -> list[str]:

@@ -26,6 +26,7 @@ def _doc_scores(ranked: list[str], gold: set) -> tuple[float, float]:
 
 
 def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> dict:
+    from ..evaluate.score import rank_of
     from .metrics import ndcg_at_k
     from .retrieval import doc_ranking
 
@@ -35,7 +36,7 @@ def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> di
         ranked = doc_ranking(hits, keymap)
         gold = {keymap[q.doc_id]}
         hit5, mrr = _doc_scores(ranked, gold)
-        chunk_rank = next((i + 1 for i, h in enumerate(hits[:10]) if h.chunk_id in set(q.gold)), None)
+        chunk_rank = rank_of(hits, set(q.gold))[0]  # as thread-rag eval ranks it: within the top 10
         rows.append({"qid": q.qid, "kind": q.kind, "doc": keymap[q.doc_id], "hit5": hit5, "mrr": mrr,
                      "ndcg": ndcg_at_k(ranked, gold, 10),
                      "chunk_hit5": float(bool(chunk_rank and chunk_rank <= 5)),
@@ -153,7 +154,7 @@ def run_eval_validity(settings, args, progress=None) -> dict:
         validity[f"kendall_tau_mrr@10_{kind}"] = kendall(real_mrr, [synthetic[c]["by_kind"][kind]["mrr@10"]
                                                                     for c in configs])
     validity["per_document"] = _per_document(ds, real, synthetic[default], default)
-    validity["real_self_tau_ndcg@10"] = _self_tau(ds, engine, keymap, configs, real)
+    validity["real_self_tau_ndcg@10"] = _self_tau(ds, configs, real)
     validity["kendall_tau_chunk_mrr@10"] = kendall(real_mrr, [synthetic[c]["chunk_mrr@10"] for c in configs])
     probes = probe_questions(synth, "\n".join(c.text for t in threads for c in t.chunks), max(5, len(synth) // 5),
                              random.Random(args.seed), {t.record.doc_id: t.record for t in threads})
@@ -173,7 +174,7 @@ def run_eval_validity(settings, args, progress=None) -> dict:
             "settings": search_settings(settings)}
 
 
-def _self_tau(ds, engine, keymap: dict, configs: list, real: dict, n: int = 200, seed: int = 13) -> dict:
+def _self_tau(ds, configs: list, real: dict, n: int = 200, seed: int = 13) -> dict:
     """How stable the real questions' own ordering of the configurations is: Kendall's tau between the ordering on
     all real questions and on bootstrap resamples of them (median and 5th percentile). A synthetic set cannot agree
     with the real ordering more reliably than the real ordering agrees with itself."""

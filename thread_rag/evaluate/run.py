@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ThreadRagError
 from ..records import to_dict
-from .questions import EvalQuestion, doc_key, probe_questions, sample_mix, structure_questions
+from .questions import EvalQuestion, doc_key, probe_questions, sample_mix, section_of, structure_questions
 from .score import (K, common_lines, compare_runs, score_answers, score_retrieval, summarize, weakest_sections)
 
 ANSWER_MODES = ("quote", "full")
@@ -28,7 +28,7 @@ class EvalOptions:
     docs: list
     questions: int = 100
     model_questions: int = 0
-    probes: int | None = None      # default: a fifth of the questions, at least 5
+    probes: int | None = None      # default: a fifth of the questions asked, at least 5
     answers: str | None = None     # quote | full
     set_path: Path | None = None
     out: Path | None = None
@@ -46,10 +46,6 @@ class EvalOptions:
             raise ThreadRagError(f"--answers {self.answers}: quote (no model) or full (as ask answers)")
         if self.compare is not None and not Path(self.compare).is_file():
             raise ThreadRagError(f"--compare {self.compare}: no such run file (eval writes one per run)")
-
-    @property
-    def n_probes(self) -> int:
-        return max(5, self.questions // 5) if self.probes is None else self.probes
 
 
 # --- the set on disk ---------------------------------------------------------------------------------------------
@@ -105,7 +101,7 @@ def build_set(threads: list, saved: list[EvalQuestion], tries: list[dict], opts:
     if len(written) < opts.model_questions:
         written += _write(threads, tries, opts, model, written, structure, on_saved, progress, timings)
     written_now = written[:opts.model_questions]
-    n_probes = min(opts.n_probes, max(5, len(have + written_now) // 5)) if opts.probes is None else opts.n_probes
+    n_probes = max(5, min(opts.questions, len(have + written_now)) // 5) if opts.probes is None else opts.probes
     probes = [q for q in keep if q.kind == "probe"]
     if len(probes) < n_probes:
         docs = {t.record.doc_id: t.record for t in threads}
@@ -183,16 +179,14 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
         c = chunks.get(cid) or _chunk(engine, cid)
         return c.text if c else None
 
-    def section_of(cid):
-        from .questions import section_of as sec
-
+    def section_at(cid):
         c = chunks.get(cid) or _chunk(engine, cid)
-        return sec(c) if c else ""
+        return section_of(c) if c else ""
 
     run = {"kind": "thread-rag eval run", "set": str(set_path), "search": default_spec(engine.settings),
            "answers": opts.answers, "documents": {d.doc_id: {"name": d.name, "doc_key": doc_key(d)} for d in docs},
            "questions": {k: sum(q.kind == k for q in questions) for k in sorted({q.kind for q in questions})},
-           "summary": summarize(rows), "weakest": weakest_sections(rows, by_q, text_of, section_of, common),
+           "summary": summarize(rows), "weakest": weakest_sections(rows, by_q, text_of, section_at, common),
            "timings": timings, "rows": [{**r.row(), "text": by_q[r.qid].text} for r in rows],
            "settings": search_settings(engine.settings), "models": {"embedder": engine.settings.EMBEDDER_MODEL,
                                                                      "reranker": engine.settings.RERANKER},

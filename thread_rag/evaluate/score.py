@@ -23,7 +23,7 @@ class Scored:
     searched: bool = False         # its retrieval was scored (answerable questions)
     rank: int | None = None        # 1-based rank of the first gold chunk in the top K hits (None: not there)
     doc_rank: int | None = None    # rank of the gold chunks' document among the hits' documents
-    beaten_by: str | None = None   # the first hit above the gold chunk
+    beaten_by: str | None = None   # the hit just above the gold chunk (the top hit when it is not in the top K)
     seconds: float = 0.0
     refused: bool | None = None    # --answers: the answer path refused
     quote_gold: bool | None = None  # --answers: a quoted line comes from a gold chunk
@@ -224,9 +224,7 @@ def compare_runs(now: list[dict], before: list[dict]) -> dict:
     out["only_now"] = len({r["qid"] for r in ret_now} - both)
     out["only_before"] = len({r["qid"] for r in ret_before} - both)
     before_by = {r["qid"]: r for r in before}
-    changed = [(r["qid"], before_by[r["qid"]].get("rank"), r.get("rank")) for r in ret_now
-               if r["qid"] in before_by and before_by[r["qid"]].get("rank") != r.get("rank")]
-    out["changed"] = len(changed)
+    out["changed"] = sum(1 for r in ret_now if r["qid"] in before_by and before_by[r["qid"]].get("rank") != r.get("rank"))
     refused = [(r, before_by[r["qid"]]) for r in now if r.get("refused") is not None and r["qid"] in before_by
                and before_by[r["qid"]].get("refused") is not None]
     if refused:
