@@ -457,3 +457,54 @@ def test_pdf_commands_and_captioned_table_rows_are_lines_of_their_own(debian_pdf
 
     assert _CAPTION.match("Table 2-1   FUNCTION_USAGE view") and _CAPTION.match("Table 1. HPO performed")
     assert not _CAPTION.match("Table 2-1 describes the columns")  # prose naming a table is no caption
+
+
+@needs_shared
+def test_docx_tables_are_pipe_rows_with_each_cell_under_its_column():
+    doc = load_document(DOCLING / "docx/sources/word_tables.docx")
+    tables = [b.text.split("\n") for b in doc.blocks if b.text.startswith("| ")]
+    assert tables[0] == ["| Header 0.0 | Header 0.1 | Header 0.2 |", "| Cell 1.0 | Cell 1.1 | Cell 1.2 |",
+                         "| Cell 2.0 | Cell 2.1 | Cell 2.2 |"]
+    # a horizontal span repeats under both columns, so the next cell keeps its column
+    assert "| Cell 1.0 | Merged Cell 1.1 1.2 | Merged Cell 1.1 1.2 | Cell 1.3 |" in tables[2]
+    assert tables[3][1:3] == ["| Cell 1.0 | Merged Cell 1.1 2.1 | Cell 1.2 |",  # a vertical span: in both rows
+                              "| Cell 2.0 | Merged Cell 1.1 2.1 | Cell 2.2 |"]
+    assert ["| Header 0.0 | Header 0.1 |", "|  | Cell 1.1 |"] in tables  # a row starting late keeps its column
+
+
+@needs_shared
+def test_docx_table_in_a_one_cell_box_and_tables_in_content_controls_are_read():
+    text = [b.text for b in load_document(DOCLING / "docx/sources/tablecell.docx").blocks]
+    assert text == ["Hello world1\nHello2", "Some text before", "| Tab1 | Tab2 | Tab3 |\n| A | B | C |\n| D | E | F |",
+                    "Some text after"]
+    # content_control_with_picture.docx keeps its text inside a content control (w:sdt): it was left out
+    truth = set(re.findall(r"\w+", (DOCLING / "docx/groundtruth/content_control_with_picture.docx.md").read_text()))
+    ours = set(re.findall(r"\w+", load_document(DOCLING / "docx/sources/content_control_with_picture.docx").full_text))
+    assert truth - {"image"} <= ours
+
+
+@needs_shared
+def test_docx_list_and_heading_numbers_are_written_as_word_shows_them():
+    lists = [b.text for b in load_document(DOCLING / "docx/sources/docx_list_resumed_numbering.docx").blocks]
+    assert lists[1:] == ["1. First ordered item", "2. Second ordered item", "- bullet one", "- bullet two",
+                         "3. Third ordered item"]
+    doc = load_document(DOCLING / "docx/sources/unit_test_headers_numbered.docx")
+    heads = [b.text for b in doc.blocks if b.is_heading]
+    assert heads[:5] == ["Test Document", "1. Section 1", "1.1. Section 1.1", "1.2. Section 1.2",
+                         "1.2.1. Section 1.2.3"]
+    assert "      2.3.8.1. First sub-item at this level" in [b.text for b in doc.blocks]  # a level down: indented
+
+
+def test_docx_numbering_formats_and_a_restarted_list(tmp_path):
+    """Letters and roman numerals as Word writes them; a list whose numbering restarts (startOverride) starts
+    again; a file without a numbering part numbers nothing and still reads."""
+    from thread_rag.ingest.loaders import _Numbering
+
+    assert [_Numbering._format(n, "lowerLetter") for n in (1, 26, 27)] == ["a", "z", "aa"]
+    assert [_Numbering._format(n, "upperRoman") for n in (4, 9, 14, 1999)] == ["IV", "IX", "XIV", "MCMXCIX"]
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("Plain words")
+    d.save(tmp_path / "plain.docx")
+    assert load_document(tmp_path / "plain.docx").full_text == "Plain words"
