@@ -143,3 +143,45 @@ def _close_engines(monkeypatch):
     yield
     for e in made:
         e.close()
+
+
+def make_epub(path: Path, chapters: list[tuple[str, bytes]], title: str = "A Book", linear_no: tuple = (),
+              extra: dict | None = None, drop: tuple = ()) -> Path:
+    """An EPUB 3 as a reader would get it: mimetype first, container.xml, an OPF in OEBPS/ with each chapter in
+    the manifest and the spine (in the order given; ``linear_no`` names chapters marked linear="no"; ``drop`` names
+    chapters listed but left out of the zip); ``extra`` adds files."""
+    import zipfile
+
+    items = "".join(f'<item id="c{i}" href="{n}" media-type="application/xhtml+xml"/>' for i, (n, _) in
+                    enumerate(chapters))
+    no = ' linear="no"'
+    spine = "".join(f'<itemref idref="c{i}"{no if n in linear_no else ""}/>' for i, (n, _) in enumerate(chapters))
+    opf = (f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+           f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title></metadata>'
+           f'<manifest>{items}</manifest><spine>{spine}</spine></package>')
+    container = ('<?xml version="1.0"?><container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+                 'version="1.0"><rootfiles><rootfile full-path="OEBPS/content.opf" '
+                 'media-type="application/oebps-package+xml"/></rootfiles></container>')
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        zf.writestr("META-INF/container.xml", container)
+        zf.writestr("OEBPS/content.opf", opf)
+        for n, data in chapters:
+            if n not in drop:
+                zf.writestr(f"OEBPS/{n}", data)
+        for n, data in (extra or {}).items():
+            zf.writestr(n, data)
+    return path
+
+
+def debian_html_pages() -> list[Path]:
+    """The Debian guide's HTML edition in reading order: its pages followed by their rel="next" links."""
+    import re
+
+    folder = DATA / "docs-debian-procedural/installation-guide-amd64-en"
+    pages, name = [], "index.html"
+    while name and len(pages) < 500:
+        pages.append(folder / name)
+        m = re.search(r'<link rel="next" href="([^"]+)"', (folder / name).read_text(encoding="utf-8"))
+        name = m.group(1) if m else None
+    return pages

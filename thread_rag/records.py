@@ -39,7 +39,7 @@ class Block:
 @dataclass
 class LoadedDocument:
     path: str
-    kind: str                        # pdf | docx | text | markdown | html
+    kind: str                        # pdf | docx | text | markdown | html | epub
     blocks: list
     pages: int | None = None
     encoding: str | None = None

@@ -27,7 +27,8 @@ LOADER_VERSION = 6  # part of the index recipe: a changed loader re-indexes on t
 #                    and heading numbers written as Word shows them)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
-                      ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html"}
+                      ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html",
+                      ".epub": "epub"}
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
@@ -67,6 +68,10 @@ def _load_document(p: Path, password: str | None) -> LoadedDocument:
             from .html import load_html  # here: html.py reads text with this module's decoder
 
             doc = load_html(p)
+        elif kind == "epub":
+            from .epub import load_epub
+
+            doc = load_epub(p)
         else:
             doc = _load_text(p, markdown=(kind == "markdown"))
     except IngestError:
@@ -716,10 +721,30 @@ def _reflow(lines: list[str]) -> str:
     return out.replace("\xa0", " ")
 
 
+# ----------------------------------------------------------------------------------------- zip containers
+ZIP_ENTRY_MAX = 256 * 2**20  # bytes one entry of a DOCX or EPUB may unpack to
+ZIP_TOTAL_MAX = 1024 * 2**20  # and all of them together
+ZIP_RATIO_MAX = 200  # an entry over 1 MiB that unpacks to 200 times its packed size is a zip bomb
+
+
+def zip_guard(p: Path, zf: zipfile.ZipFile) -> None:
+    """Refuse a zip whose entries would unpack past the limits above, read from its directory before anything is
+    unpacked (a zip bomb is one line, not a machine out of memory)."""
+    total = 0
+    for info in zf.infolist():
+        total += info.file_size
+        bomb = info.file_size > 2**20 and info.file_size > ZIP_RATIO_MAX * max(info.compress_size, 1)
+        if info.file_size > ZIP_ENTRY_MAX or bomb or total > ZIP_TOTAL_MAX:
+            raise IngestError(p, f"refused: {info.filename} would unpack to {info.file_size / 2**20:.0f} MiB from "
+                              f"{info.compress_size / 2**20:.1f} MiB (a zip bomb, or a file too large to read)")
+
+
 # ----------------------------------------------------------------------------------------- docx
 def _load_docx(p: Path) -> LoadedDocument:
     if not zipfile.is_zipfile(p):
         raise IngestError(p, "not a DOCX (not a zip container; corrupt or misnamed file)")
+    with zipfile.ZipFile(p) as zf:
+        zip_guard(p, zf)
     try:
         import docx
         from docx.oxml.ns import qn

@@ -1,0 +1,80 @@
+"""The EPUB loader: books the tests make (zipfile), one of them the Debian guide's HTML edition packed as an EPUB."""
+import zipfile
+
+import pytest
+
+from conftest import DATA, debian_html_pages, make_epub, needs_shared, write
+from thread_rag.errors import IngestError
+from thread_rag.ingest.loaders import SUPPORTED_SUFFIXES, load_document
+
+
+def chapter(title: str, body: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head>'
+            f"<title>{title}</title></head><body>{body}</body></html>").encode()
+
+
+def test_chapters_in_spine_order_with_heading_paths_under_the_title(tmp_path):
+    book = make_epub(tmp_path / "b.epub", [
+        ("text/two.xhtml", chapter("Two", "<h1>Installing</h1><p>Run the installer.</p><h2>USB</h2>"
+                                          "<pre># cp debian.iso /dev/sdX\n# sync</pre>")),
+        ("text/one.xhtml", chapter("One", "<h1>Preface</h1><p>Read this first.</p>")),
+        ("notes.xhtml", chapter("Notes", "<p>A footnote.</p>"))],
+        title="The Guide", linear_no=("notes.xhtml",))
+    doc = load_document(book)
+    assert doc.kind == "epub" and ".epub" in SUPPORTED_SUFFIXES
+    texts = [b.text for b in doc.blocks]
+    assert texts == ["The Guide", "Installing", "Run the installer.", "USB", "# cp debian.iso /dev/sdX\n# sync",
+                     "Preface", "Read this first.", "Notes", "A footnote."]  # spine order; linear="no" last
+    usb = next(b for b in doc.blocks if b.text.startswith("# cp"))
+    assert usb.heading_path == ("The Guide", "Installing", "USB")
+
+
+def test_a_missing_spine_item_is_a_warning_and_the_rest_is_read(tmp_path):
+    book = make_epub(tmp_path / "b.epub", [("a.xhtml", chapter("A", "<p>First chapter.</p>")),
+                                           ("b.xhtml", chapter("B", "<p>Lost.</p>")),
+                                           ("c.xhtml", chapter("C", "<p>Third chapter.</p>"))], drop=("b.xhtml",))
+    doc = load_document(book)
+    assert "First chapter." in doc.full_text and "Third chapter." in doc.full_text
+    assert doc.warnings == ["spine item OEBPS/b.xhtml is missing from the book: skipped"]
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p: write(p, b"plain words, not a zip"), "not an EPUB (not a zip container"),
+    (lambda p: zipfile.ZipFile(p, "w").writestr("mimetype", "application/epub+zip") or p, "no package file"),
+    (lambda p: make_epub(p, [("a.xhtml", chapter("A", "<p>x</p>"))], extra={
+        "META-INF/encryption.xml": '<encryption xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData>'
+                                   '<enc:CipherData><enc:CipherReference URI="OEBPS/a.xhtml"/></enc:CipherData>'
+                                   '</enc:EncryptedData></encryption>'}), "encrypted EPUB (DRM)"),
+    (lambda p: make_epub(p, [("a.xhtml", b"\x00\x01\x02" * 200)]), "no text content"),
+])
+def test_bad_books_are_one_line(tmp_path, make, reason):
+    p = tmp_path / "bad.epub"
+    make(p)
+    with pytest.raises(IngestError, match=reason.replace("(", r"\(").replace(")", r"\)")) as exc:
+        load_document(p)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path):
+    p = tmp_path / "bomb.epub"
+    make_epub(p, [("a.xhtml", chapter("A", "<p>x</p>"))], extra={"OEBPS/big.xhtml": b"\0" * (300 * 2**20)})
+    with pytest.raises(IngestError, match="would unpack to 300 MiB"):
+        load_document(p)
+    d = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(d, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("word/document.xml", b" " * (100 * 2**20))  # 100 MiB of spaces pack to ~100 KiB
+    with pytest.raises(IngestError, match="zip bomb"):
+        load_document(d)
+
+
+@needs_shared
+def test_the_debian_guide_packed_as_an_epub_reads_like_its_html_edition(tmp_path):
+    pages = debian_html_pages()
+    book = make_epub(tmp_path / "debian.epub", [(p.name, p.read_bytes()) for p in pages],
+                     title="Debian GNU/Linux Installation Guide")
+    epub = load_document(book)
+    html = [b for p in pages for b in load_document(p).blocks]
+    assert [b.text for b in epub.blocks[1:]] == [b.text for b in html]  # every page's blocks, in reading order
+    assert "# cp debian.iso /dev/sdX\n# sync" in epub.full_text
+    usb = next(b for b in epub.blocks if b.text.startswith("# cp debian.iso"))
+    assert usb.heading_path[0] == "Debian GNU/Linux Installation Guide" and len(usb.heading_path) >= 2
