@@ -46,9 +46,19 @@ def _size(path: Path) -> int:
 
 
 def _folder_progress(progress: Progress, name: str, before: int, size: int, total: int) -> Progress:
-    """A file's stages as a share of its size on the folder's bar (embedding is the part that takes time)."""
+    """A file's stages as a share of its size on the folder's bar (embedding is the part that takes time; a file
+    read by OCR spends its first half on that)."""
+    ocr = []
+
     def update(stage: str, done: int, of: int) -> None:
-        share = done / max(of, 1) if stage == "embed" else 0.0 if stage == "load" else 1.0
+        share = done / max(of, 1)
+        if stage.startswith("OCR"):
+            ocr.append(1)
+            share /= 2
+        elif stage == "embed":
+            share = (1 + share) / 2 if ocr else share
+        else:
+            share = 0.0 if stage == "load" else 1.0
         progress(f"{name}: {stage} {done}/{of}", before + int(size * share), total)
     return update
 
@@ -777,7 +787,7 @@ class Engine:
         if progress:
             progress("load", 0, 1)
         t_load = time.perf_counter()
-        doc = load_document(resolved, shown=p)
+        doc = load_document(resolved, shown=p, ocr=self.settings.OCR != "off", progress=progress)
         load_s = round(time.perf_counter() - t_load, 3)
         ready = self._prepare(doc, str(resolved), resolved.name, content_hash, progress, str(p), t0)
         ready.timings["load_s"] = load_s
@@ -1030,7 +1040,8 @@ class Engine:
         s = self.settings
         from .ingest.loaders import LOADER_VERSION
 
-        return {"chunk_strategy": f"{s.CHUNK_STRATEGY}:{s.CHUNK_TOKENS}/{s.CHUNK_OVERLAP}:L{LOADER_VERSION}",
+        ocr = "" if s.OCR == "auto" else f":ocr-{s.OCR}"  # turning OCR on reads a scanned page it skipped
+        return {"chunk_strategy": f"{s.CHUNK_STRATEGY}:{s.CHUNK_TOKENS}/{s.CHUNK_OVERLAP}:L{LOADER_VERSION}{ocr}",
                 "embedder": s.EMBEDDER_MODEL}
 
     def _unchanged(self, path: str, content_hash: str, recipe: dict) -> DocumentRecord | None:

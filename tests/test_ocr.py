@@ -1,0 +1,75 @@
+"""OCR of pages with no text layer, with the PP-OCRv4 models packaged in rapidocr-onnxruntime (the real models on one
+rendered page of the Debian guide), and the line and space rules it applies to what the models return."""
+import pytest
+
+from conftest import DATA, needs_shared, write
+from thread_rag.errors import IngestError
+from thread_rag.ingest import ocr
+from thread_rag.ingest.loaders import load_document
+
+DEBIAN_PDF = DATA / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"
+
+
+@pytest.fixture(scope="module")
+def usb_page_image():
+    return ocr.render_pdf_page(DEBIAN_PDF, 27)  # p.28: the USB stick procedure, '# cp debian.iso /dev/sdX'
+
+
+@needs_shared
+def test_a_scanned_pdf_page_is_read_by_the_packaged_models(tmp_path, usb_page_image):
+    scan = tmp_path / "scan.pdf"
+    usb_page_image.save(scan, resolution=144)  # an image-only PDF, as a scanner writes it (JPEG inside)
+    seen = []
+    doc = load_document(scan, progress=lambda *a: seen.append(a))
+    assert doc.ocr_pages == [1] and doc.pages == 1 and all(b.page == 1 for b in doc.blocks)
+    assert doc.warnings == ["1 page had no text layer and was read by OCR (page 1): check what is quoted from it "
+                            "against the page"]
+    lines = [ln for b in doc.blocks for ln in b.text.split("\n")]
+    assert any(ln.startswith("# cp debian.iso /dev/sd") for ln in lines)  # the command, a line of its own
+    assert "# sync" in lines
+    assert "The procedures described in this section" in doc.full_text  # spaces put back (the model ran these together)
+    assert seen[0] == ("OCR page 1", 0, 1) and seen[-1] == ("OCR", 1, 1)
+
+
+def test_ocr_off_or_a_blank_image_is_one_line(tmp_path):
+    from PIL import Image
+
+    scan = tmp_path / "blank.pdf"
+    Image.new("RGB", (600, 800), "white").save(scan)
+    with pytest.raises(IngestError, match=r"no extractable text \(a scanned page\? OCR is off: set OCR=auto\)"):
+        load_document(scan, ocr=False)
+    with pytest.raises(IngestError, match=r"no extractable text \(OCR read nothing on its pages\)"):
+        load_document(scan)
+    png = tmp_path / "blank.png"
+    Image.new("RGB", (300, 200), "white").save(png)
+    with pytest.raises(IngestError, match=r"no text found in the image \(OCR read nothing on it\)"):
+        load_document(png)
+    with pytest.raises(IngestError, match="not an image this reader knows"):
+        load_document(write(tmp_path / "fake.jpg", b"\xff\xd8 not really a jpeg" * 10))
+
+
+def test_boxes_on_one_line_join_left_to_right_and_a_gap_parts_paragraphs():
+    box = lambda x, y, h=20: [[x, y], [x + 100, y], [x + 100, y + h], [x, y + h]]  # noqa: E731
+    result = [(box(300, 102), "column", 0.9), (box(10, 100), "Hardware", 0.9), (box(10, 130), "Network", 0.9),
+              (box(10, 200), "Next paragraph.", 0.9), (box(10, 230), " ", 0.9)]
+    assert ocr.page_lines(result) == ["Hardware column", "Network", "", "Next paragraph."]
+
+
+def test_spaces_the_model_left_out_are_put_back_from_the_character_columns():
+    # "Theprocedures described": letters 2 columns apart, then a jump of 5 before "p"
+    chars = list("Theprocedures")
+    cols = [1, 3, 5, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28]
+    info = [100, [chars, list("described")], [cols, [32, 34, 36, 38, 40, 42, 44, 46, 48]], [], []]
+    assert ocr.spaced(info) == "The procedures described"
+    # a wide letter stands further from its neighbours without a space: "method" stays one word
+    assert ocr.spaced([40, [list("method")], [[1, 5, 7, 9, 11, 13]], [], []]) == "method"
+
+
+def test_the_ocr_model_files_are_checked_against_their_package(monkeypatch):
+    from thread_rag import model_check
+
+    checked = []
+    monkeypatch.setattr(model_check, "verify", lambda p: checked.append(p.name) or p)
+    monkeypatch.setattr(ocr, "_engine", None)
+    ocr._ocr_engine()
+    assert sorted(checked) == sorted(n.split("/")[-1] for n in ocr.MODEL_FILES)
