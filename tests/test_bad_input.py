@@ -343,3 +343,34 @@ def test_a_query_that_is_not_valid_utf8_is_searched_not_a_crash(manual_engine, t
         assert tools.rag_search(manual_engine, text)["hits"]
         assert tools.nested_retrieve(manual_engine, text, limit=1)["hits"]
         assert tools.compare_documents(manual_engine, "DOC1", "DOC4", topic=text)["rows"]  # compare's topic too
+
+
+def test_a_folder_of_new_formats_with_bad_files_indexes_the_rest(make_engine, tmp_path):
+    """Broken HTML is read as far as it goes; an HTML file that is binary, an image with no text and a corrupt
+    image are one line each; an EPUB missing a chapter is indexed with a warning; nothing of a refused file is
+    stored and the library stays consistent."""
+    from PIL import Image
+
+    from conftest import make_epub
+
+    src = tmp_path / "site"
+    write(src / "good.html", "<html><head><title>Pump</title></head><body><h1>Pump</h1><p>Hold the red button "
+                             "for ten seconds.<p>Unclosed <b>bold <div>and a div")
+    write(src / "binary.html", bytes(range(256)) * 40)
+    make_epub(src / "book.epub", [("a.xhtml", b"<html><body><h1>Fan</h1><p>Turn the blue knob.</p></body></html>"),
+                                  ("b.xhtml", b"<html><body><p>Lost chapter.</p></body></html>")], drop=("b.xhtml",))
+    Image.new("RGB", (200, 100), "white").save(src / "blank.png")
+    write(src / "broken.jpg", b"\xff\xd8\xff not an image at all" * 20)
+    e = make_engine()
+    res = {r.path.rsplit("/", 1)[-1]: r for r in e.index_paths([src])}
+    assert {n: r.status for n, r in res.items()} == {"binary.html": "failed", "blank.png": "failed",
+                                                   "book.epub": "indexed", "broken.jpg": "failed",
+                                                   "good.html": "indexed"}
+    assert res["binary.html"].error.endswith("binary.html: not an HTML file (binary content)")
+    assert res["blank.png"].error.endswith("blank.png: no text found in the image (OCR read nothing on it)")
+    assert res["broken.jpg"].error.endswith("broken.jpg: not an image this reader knows (corrupt or misnamed file)")
+    assert res["book.epub"].warnings == ["spine item OEBPS/b.xhtml is missing from the book: skipped"]
+    assert all("\n" not in r.error for r in res.values() if r.error)
+    assert sorted(d.name for d in e.documents()) == ["book.epub", "good.html"] and e.check_consistency() == []
+    text = " ".join(c.text for d in e.documents() for c in e.thread(d.serial).chunks)
+    assert "red button" in text and "and a div" in text and "blue knob" in text

@@ -309,3 +309,78 @@ def test_two_processes_search_while_a_third_indexes_and_replaces(tmp_path, embed
         assert r["searches"] >= 10 and r["checked"] > 0 and r["mismatched"] == 0, r
         assert r["documents"] == 5 and {"DOC3", "DOC4"} & set(r["last_round"]), r
     assert check(home, embedder).check_consistency() == []
+
+
+def _engine_here(home, embedder):
+    from thread_rag.engine import Engine
+    from thread_rag.settings import load_settings
+
+    return Engine(load_settings({"HOME": str(home), "CACHE_PATH": str(home) + "-cache", "NESTED_MIN_CHUNKS": 1},
+                                env={}, config_file=False), embedder=embedder)
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_full_disk_at_each_write_step_of_a_replace_loses_nothing(tmp_path, embedder, monkeypatch, point):
+    """Issue 47: the disk fills (ENOSPC) at each write step of replacing a document, and the process goes on: the
+    error is one OSError, readers in that process see the old version or the new one whole (the new one only once
+    committed), a search still answers, and once there is room the same process finishes the work."""
+    f = write(tmp_path / "g.md", (DOCS / "03-searching.md").read_text())
+    assert index_here(tmp_path / "h", embedder, [f]) == ["indexed"]
+    write(f, (DOCS / "05-agent-and-chat.md").read_text())
+    with _engine_here(tmp_path / "h", embedder) as e:
+        monkeypatch.setenv("THREAD_RAG_FULL_AT", point)
+        with pytest.raises(OSError, match="No space left on device"):
+            e.index_file(f)
+        monkeypatch.delenv("THREAD_RAG_FULL_AT")
+        e.refresh()
+        text = " ".join(c.text for c in e.thread("DOC1").chunks)
+        old, new = "three stages" in text, "Slash commands" in text
+        assert old != new and new == (point in ("after_commit", "after_cleanup"))
+        assert e.retriever.search("slash commands in the chat" if new else "three stages of search").hits
+        assert e.index_file(f).status in ("replaced", "unchanged")
+        assert "Slash commands" in " ".join(c.text for c in e.thread("DOC1").chunks)
+    e = check(tmp_path / "h", embedder)
+    assert not any((tmp_path / "h/pending").iterdir()) and len(e.documents()) == 1
+
+
+@pytest.mark.parametrize("point", ["delete_after_remove", "preheat_after_flush", "merge_before_replace"])
+def test_a_full_disk_while_deleting_pre_heating_or_merging_loses_nothing(tmp_path, embedder, monkeypatch, point):
+    """The other write points: a delete half done is finished by the next write, a pre-heat keeps the summaries it
+    flushed, a search-index merge that cannot write keeps the index it had (the search still answers)."""
+    from thread_rag.retrieve import search_index
+
+    docs = [DOCS / "04-windows-and-summaries.md", DOCS / "03-searching.md"]
+    assert index_here(tmp_path / "h", embedder, docs) == ["indexed"] * 2
+    monkeypatch.setattr(search_index, "COMPACT_MIN", 0)
+    monkeypatch.setattr(search_index, "COMPACT_RATIO", 0.0)
+    with _engine_here(tmp_path / "h", embedder) as e:
+        monkeypatch.setenv("THREAD_RAG_FULL_AT", point)
+        if point == "delete_after_remove":
+            with pytest.raises(OSError, match="No space left on device"):
+                e.delete_document("DOC1")
+        elif point == "preheat_after_flush":
+            from thread_rag.threads.preheat import preheat
+
+            with pytest.raises(OSError, match="No space left on device"):
+                preheat(e.library, lambda: e.summarizer, e.settings.cache_path, "DOC1", flush_every=2)
+        else:
+            try:
+                hits = e.retriever.search("how are summaries cached").hits
+            except OSError:
+                hits = None  # the merge's error reached the search: it must answer once there is room
+        monkeypatch.delenv("THREAD_RAG_FULL_AT")
+        e.refresh()
+        assert e.retriever.search("how are summaries cached").hits
+        if point == "delete_after_remove":
+            write(tmp_path / "x.md", "A note written after the disk had room again.\n")
+            assert e.index_file(tmp_path / "x.md").status == "indexed"  # the next write finishes the delete
+            assert [d.doc_id for d in e.documents()] == ["DOC2", "DOC3"]
+        elif point == "preheat_after_flush":
+            from thread_rag.threads.preheat import preheat
+
+            r = preheat(e.library, lambda: e.summarizer, e.settings.cache_path, "DOC1")
+            assert r.cached >= 2 and r.cached + r.made == e.document("DOC1").chunk_count  # the flushed ones kept
+        else:
+            assert hits is None or hits
+    e = check(tmp_path / "h", embedder)
+    assert not any((tmp_path / "h/pending").iterdir())

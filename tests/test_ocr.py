@@ -55,6 +55,18 @@ def test_boxes_on_one_line_join_left_to_right_and_a_gap_parts_paragraphs():
     assert ocr.page_lines(result) == ["Hardware column", "Network", "", "Next paragraph."]
 
 
+def test_a_page_in_two_columns_is_read_column_by_column():
+    box = lambda x, y, w=200: [[x, y], [x + w, y], [x + w, y + 20], [x, y + 20]]  # noqa: E731
+    result = [(box(10, 10, 500), "A TITLE ACROSS BOTH COLUMNS", 0.9)]
+    result += [(box(10, 40 + 25 * i), f"left {i}", 0.9) for i in range(5)]
+    result += [(box(300, 40 + 25 * i), f"right {i}", 0.9) for i in range(5)]
+    result += [(box(190, 91, 40), "1", 0.9)]  # a small mark over the gutter: its column's, no new band
+    lines = [ln for ln in ocr.page_lines(result) if ln]
+    assert lines[0] == "A TITLE ACROSS BOTH COLUMNS"
+    assert lines[1:6] == ["left 0", "left 1", "left 2 1", "left 3", "left 4"]
+    assert lines[6:] == [f"right {i}" for i in range(5)]
+
+
 def test_spaces_the_model_left_out_are_put_back_from_the_character_columns():
     # "Theprocedures described": letters 2 columns apart, then a jump of 5 before "p"
     chars = list("Theprocedures")
@@ -73,3 +85,11 @@ def test_the_ocr_model_files_are_checked_against_their_package(monkeypatch):
     monkeypatch.setattr(ocr, "_engine", None)
     ocr._ocr_engine()
     assert sorted(checked) == sorted(n.split("/")[-1] for n in ocr.MODEL_FILES)
+
+
+def test_words_run_together_are_parted_into_known_words_but_paths_and_names_stay():
+    pages = [["copy it to /boot/newinstall/ once thestickisunmounted --preseedfile=x",
+              "Debian netinst and Debian netinst: the Debiannetinstimage", "unetbootin stays unetbootin"]]
+    assert ocr.respace(pages) == [["copy it to /boot/newinstall/ once the stick is un mounted --preseedfile=x",
+                                   "Debian netinst and Debian netinst: the Debian netinst image",
+                                   "unetbootin stays unetbootin"]]

@@ -117,3 +117,25 @@ def test_cold_cli_search_does_not_import_torch(manual_engine):
     res = json.loads(r.stdout)
     assert res["hits"] and "stage3" in res["stages_run"]
     assert res["hits"][0]["doc_id"] == "DOC4"  # 04-windows-and-summaries.md, where pre-heating is explained
+
+
+@needs_onnx_minilm
+def test_cold_index_of_one_small_file_does_not_import_torch_and_its_chunks_are_found(manual_engine, tmp_path):
+    """``thread-rag index note.txt`` in a fresh process, into a library the torch MiniLM indexed: the note is
+    embedded by the INT8 ONNX MiniLM (no torch on the way), and a search finds its chunk first. A folder of files
+    keeps the torch model (SMALL_INDEX_CHUNKS applies to a job of one file)."""
+    note = tmp_path / "note.txt"
+    note.write_text("Resetting the garden pump\n\nHold the red button for ten seconds until the lamp blinks twice, "
+                    "then release it and wait for the pump to restart.\n", encoding="utf-8")
+    env = machine_free_env()
+    env.update(THREAD_RAG_QUERY_EMBEDDER="auto", THREAD_RAG_TORCH_THREADS="2")
+    home = str(manual_engine.home)
+    manual_engine.close()
+    r = subprocess.run([sys.executable, "-c", PROBE, "--data-dir", home, "index", str(note)], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=120)
+    probe = json.loads(r.stderr.split("PROBE ", 1)[1]) if "PROBE " in r.stderr else None
+    assert probe is not None and probe["rc"] == 0 and probe["heavy"] == [], (probe, r.stdout, r.stderr[-2000:])
+    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", home, "--json", "search",
+                        "how do I reset the pump?"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    hits = json.loads(r.stdout)["hits"]
+    assert "red button" in hits[0]["text"], hits[0]

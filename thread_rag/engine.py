@@ -716,7 +716,7 @@ class Engine:
                 labelled = None if progress is None else _folder_progress(
                     progress, f"[{i + 1}/{len(files)}] {f.name}", before, kib[i], total_kib)
                 before += kib[i]
-                yield self._pending_file(f, labelled, check)
+                yield self._pending_file(f, labelled, check, single=len(files) == 1)
 
         for r in self._in_groups(items()):  # each as its group commits: a Ctrl-C leaves what was said true
             yield dataclasses.replace(r, error=r.error + self._kept_version(r.path)) if r.status == "failed" else r
@@ -724,7 +724,7 @@ class Engine:
     def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
         try:
             p, resolved, content_hash, t0 = self._identify(path)
-            ready = self._prepare_file(p, resolved, content_hash, t0, progress)
+            ready = self._prepare_file(p, resolved, content_hash, t0, progress, single=True)
             return ready if isinstance(ready, IndexResult) else self._store_one(ready)
         except ThreadRagError as exc:  # as index_paths says it of a failed file
             exc.noting(self._kept_version(path))
@@ -738,7 +738,8 @@ class Engine:
             return ""
         return f"; {rec.doc_id} keeps the version indexed {rec.indexed_at}" if rec else ""
 
-    def _pending_file(self, f: Path, progress: Progress | None, check=None) -> "_Pending | IndexResult":
+    def _pending_file(self, f: Path, progress: Progress | None, check=None,
+                      single: bool = False) -> "_Pending | IndexResult":
         """The file identified (checked, its bytes hashed) with its preparation to come, or its failed result."""
         try:
             if check is not None:
@@ -749,7 +750,7 @@ class Engine:
         identify_s = time.perf_counter() - t0  # its clock restarts when it is prepared (a group may be stored first)
         return _Pending(str(resolved), content_hash, str(p),
                         lambda: self._prepare_file(p, resolved, content_hash, time.perf_counter() - identify_s,
-                                                   progress))
+                                                   progress, single))
 
     def _identify(self, path: str | Path) -> tuple[Path, Path, str, float]:
         """(path as given, resolved path, SHA-256 of the bytes, start time), or IngestError."""
@@ -776,7 +777,7 @@ class Engine:
         return p, resolved, hashlib.sha256(raw).hexdigest(), t0
 
     def _prepare_file(self, p: Path, resolved: Path, content_hash: str, t0: float,
-                      progress: Progress | None) -> "IndexResult | _Ready":
+                      progress: Progress | None, single: bool = False) -> "IndexResult | _Ready":
         """The file loaded, chunked and embedded, or its ``unchanged`` result (checked before loading)."""
         self.refresh()
         same = self._unchanged(str(resolved), content_hash, self._recipe())
@@ -789,7 +790,7 @@ class Engine:
         t_load = time.perf_counter()
         doc = load_document(resolved, shown=p, ocr=self.settings.OCR != "off", progress=progress)
         load_s = round(time.perf_counter() - t_load, 3)
-        ready = self._prepare(doc, str(resolved), resolved.name, content_hash, progress, str(p), t0)
+        ready = self._prepare(doc, str(resolved), resolved.name, content_hash, progress, str(p), t0, single)
         ready.timings["load_s"] = load_s
         return ready
 
@@ -816,8 +817,9 @@ class Engine:
         return self._in_groups((pending(d) for d in docs), group_chunks)
 
     def _prepare(self, doc, key: str, name: str, content_hash: str, progress: Progress | None = None,
-                 shown_path: str | None = None, t0: float | None = None) -> "_Ready":
-        """Chunk and embed outside the write lock (token vectors go to a staging area on disk)."""
+                 shown_path: str | None = None, t0: float | None = None, single: bool = False) -> "_Ready":
+        """Chunk and embed outside the write lock (token vectors go to a staging area on disk). ``single``: the
+        document is all the job indexes (``_indexing_embedder``)."""
         t0 = time.perf_counter() if t0 is None else t0
         t_chunk = time.perf_counter()
         chunker = make_chunker(self.settings, self.embedder.count_tokens,
@@ -828,7 +830,7 @@ class Engine:
         staged = self.token_cache.stage()  # token vectors go to disk per batch, never all in memory
         try:
             t_embed = time.perf_counter()
-            vectors = self._embed(texts, staged, progress)
+            vectors = self._embed(texts, staged, progress, single)
             timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
         except BaseException:
             staged.discard()
@@ -836,21 +838,38 @@ class Engine:
         return _Ready(doc, key, name, content_hash, self._recipe(), drafts, vectors, staged, shown_path or key,
                       time.perf_counter() - t0, timings, progress)
 
-    def _embed(self, texts: list[str], staged, progress: Progress | None = None):
+    def _embed(self, texts: list[str], staged, progress: Progress | None = None, single: bool = False):
         """Embed ``texts`` 64 at a time with the indexing model: token vectors go to ``staged`` (the token cache's
         stage), the chunk vectors are returned (n x dim)."""
         import numpy as np
 
+        embedder = self._indexing_embedder(len(texts)) if single else self.embedder
         vectors, step = [], 64
         for i in range(0, len(texts), step):
             if progress:
                 progress("embed", i, len(texts))
-            v, t = self.embedder.embed_with_tokens(texts[i:i + step])
+            v, t = embedder.embed_with_tokens(texts[i:i + step])
             vectors.append(v)
             staged.add(t)
         if progress:
             progress("embed", len(texts), len(texts))
         return np.concatenate(vectors)
+
+    def _indexing_embedder(self, chunks: int):
+        """The embedder for a job that indexes one document (``index note.txt``, the watcher's and the chat's
+        files): the indexing model, except for a document of at most ``SMALL_INDEX_CHUNKS`` chunks while that model
+        is not loaded: then the query embedder, where it is the same MiniLM as INT8 ONNX
+        (``embedder.OnnxMiniLMQueryEmbedder``), so a cold one-page index never imports torch. Its vectors are those
+        queries are already embedded with (cosine to the torch model's >= 0.999 on the Debian guide's chunks);
+        folders and benchmark corpora keep the torch model. Measured in BENCHMARKS.md (issue 44)."""
+        emb = self.embedder
+        if (chunks > self.settings.SMALL_INDEX_CHUNKS or not getattr(emb, "from_settings", False)
+                or getattr(emb, "_model", None) is not None):
+            return emb
+        from .embedder import OnnxMiniLMQueryEmbedder
+
+        query = self.query_embedder
+        return query if isinstance(query, OnnxMiniLMQueryEmbedder) else emb
 
     # -- storing: groups of prepared documents, each its own transaction --------------------------
     def _store_one(self, ready: "_Ready") -> IndexResult:

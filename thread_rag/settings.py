@@ -107,6 +107,9 @@ class Settings:
     CHUNK_MIN_TOKENS: int = 48              # a heading starts a new chunk once this many are packed
     PARENT_TOKENS: int = 800                # parent size for parent_child
     SEMANTIC_PERCENTILE: float = 85.0       # breakpoint percentile of neighbour distance
+    SMALL_INDEX_CHUNKS: int = 64            # one file indexed alone, of at most this many chunks, while the torch
+                                            # embedder is not loaded: embedded by the INT8 ONNX MiniLM queries use
+                                            # (no torch import: a one-page file indexes in seconds cold); 0: never
     OCR: str = "auto"                       # auto: PDF pages with no text layer (scans) and image files are read by
                                             # the packaged OCR models (~6 s a page on 2 cores) | off: they are not
     # --- retrieval ------------------------------------------------------------------------
@@ -275,6 +278,7 @@ class Settings:
         need(0 <= self.MATCH_MIN <= 1, "MATCH_MIN", "must be between 0 and 1 (a cross-encoder probability)")
         need(self.WEAK_MATCH in WEAK_MATCHES, "WEAK_MATCH", f"use {', '.join(WEAK_MATCHES)}")
         need(self.OCR in ("auto", "off"), "OCR", "use auto or off")
+        need(self.SMALL_INDEX_CHUNKS >= 0, "SMALL_INDEX_CHUNKS", "must be >= 0")
         need(self.ANSWER_MODE in ANSWER_MODES, "ANSWER_MODE", f"use {', '.join(ANSWER_MODES)}")
         need(self.EXPLAIN_FROM in ("quote", "sources"), "EXPLAIN_FROM", "use quote or sources")
         need(self.UNSUPPORTED in ("mark", "drop"), "UNSUPPORTED", "use mark or drop")
@@ -545,7 +549,7 @@ def _removed(name: str) -> str:
     return f" ({REMOVED[name]})" if name in REMOVED else ""
 
 
-NOT_SETTINGS = ("CONFIG", "CRASH_AT", "DEBUG", "KILL_TRIALS", "TEST_SHARED")  # THREAD_RAG_ names read elsewhere
+NOT_SETTINGS = ("CONFIG", "CRASH_AT", "DEBUG", "FULL_AT", "KILL_TRIALS", "TEST_SHARED")  # THREAD_RAG_ names read elsewhere
 
 
 def _refuse_unknown_env(env: Mapping[str, str]) -> None:

@@ -1,13 +1,19 @@
-"""Issue 44 (HTML, in part): the Debian installation guide in three editions, indexed separately: does the HTML
-edition find the passage the PDF finds, as often as the TXT edition does, and do its chunks carry heading paths?
+"""Issue 44: the Debian installation guide in several editions, indexed separately: does each edition find the
+passage the PDF finds (the HTML edition as often as the TXT edition does), and do its chunks carry heading paths?
 
 The 12 questions are txt_sections_probe.py's (written before any run, 2026-12-03); the PDF's top hit at k=3 is the
-reference; an edition "finds it" when one of its top 3 hits shares at least half of that chunk's words.
+reference; an edition "finds it" when one of its top 3 hits shares at least half of that chunk's words. Editions
+with pages (the PDF rendered to images and read by OCR) are also scored by page: their top hit on a page of the
+PDF's top hit ("same_page_top1"), or one of their top 3 ("same_page_top3").
 
     thread-rag --data-dir P index .../installation-guide-amd64-en/install.en.pdf
     thread-rag --data-dir T index .../installation-guide-amd64-en/install.en.txt
     thread-rag --data-dir H index .../installation-guide-amd64-en/*.html       # the 84 pages of the HTML edition
-    PYTHONPATH=. python bench_results/probes/editions_probe.py P T H > bench_results/editions-debian.json
+    thread-rag --data-dir E index debian.epub      # the HTML pages packed by tests/conftest.py make_epub, in
+                                                   # their rel="next" order (debian_html_pages)
+    thread-rag --data-dir O index debian-scan.pdf  # every page rendered at 144 dpi into an image-only PDF
+    PYTHONPATH=. python bench_results/probes/editions_probe.py P txt=T html=H epub=E ocr=O \
+        > bench_results/editions-debian.json
 """
 import json
 import subprocess
@@ -28,23 +34,35 @@ def heading_share(home: str) -> dict:
             "share": round(sum(bool(c.heading_path) for c in chunks) / len(chunks), 4)}
 
 
-def main(pdf: str, txt: str, html: str) -> None:
-    out = {"command": "PYTHONPATH=. python bench_results/probes/editions_probe.py P T H", "questions": [],
-           "found": {"txt": 0, "html": 0}}
+def main(pdf: str, editions: dict) -> None:
+    out = {"command": "PYTHONPATH=. python bench_results/probes/editions_probe.py P "
+                      + " ".join(f"{k}={k[0].upper()}" for k in editions),
+           "questions": [], "found": {k: 0 for k in editions}, "same_page_top1": {}, "same_page_top3": {}}
     for q in QUESTIONS:
         ref = hits(pdf, q)[0]
         gold = words(ref["text"])
+        pages = set(range(ref["page_start"], (ref.get("page_end") or ref["page_start"]) + 1))
         row = {"question": q, "pdf_top": f"{ref['chunk_id']} p.{ref['page_start']} {' > '.join(ref['heading_path'])}"}
-        for name, home in (("txt", txt), ("html", html)):
+        for name, home in editions.items():
             hs = hits(home, q)
             best = max(len(gold & words(h["text"])) / len(gold) for h in hs)
             out["found"][name] += best >= 0.5
             row[name] = {"found": best >= 0.5, "best_share": round(best, 2),
                          "top": f"{hs[0]['chunk_id']} {' > '.join(hs[0]['heading_path']) or '(no heading)'}"}
+            if hs[0].get("page_start") is not None:
+                on = [bool(pages & set(range(h["page_start"], (h.get("page_end") or h["page_start"]) + 1)))
+                      for h in hs]
+                row[name]["top_page"] = hs[0]["page_start"]
+                out["same_page_top1"][name] = out["same_page_top1"].get(name, 0) + on[0]
+                out["same_page_top3"][name] = out["same_page_top3"].get(name, 0) + any(on)
         out["questions"].append(row)
-    out["headings"] = {"txt": heading_share(txt), "html": heading_share(html), "pdf": heading_share(pdf)}
+    out["headings"] = {**{k: heading_share(v) for k, v in editions.items()}, "pdf": heading_share(pdf)}
     print(json.dumps(out, indent=1, ensure_ascii=False))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    args = sys.argv[1:]
+    if len(args) == 3 and "=" not in "".join(args):  # the first form: P T H
+        main(args[0], {"txt": args[1], "html": args[2]})
+    else:
+        main(args[0], dict(a.split("=", 1) for a in args[1:]))

@@ -31,6 +31,9 @@ SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "
                       ".epub": "epub", ".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image",
                       ".tiff": "image", ".bmp": "image", ".webp": "image"}
 
+TEXT_MAX_BYTES = 64 * 2**20  # a text, Markdown or HTML file past this is refused before it is read (a 200 MB log
+#                              would take hours to embed and gigabytes to hold; split it)
+
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
@@ -62,6 +65,9 @@ def _load_document(p: Path, password: str | None, ocr: bool = True, progress=Non
         raise IngestError(p, f"cannot read ({exc.strerror})") from None
     if size == 0:
         raise IngestError(p, "empty file (0 bytes)")
+    if kind in ("text", "markdown", "html") and size > TEXT_MAX_BYTES:
+        raise IngestError(p, f"too large to index as one text ({size / 2**20:.0f} MiB; the limit is "
+                          f"{TEXT_MAX_BYTES // 2**20} MiB, about 8 million words: split the file)")
     try:
         if kind == "pdf":
             doc = _load_pdf(p, password, ocr, progress)
@@ -111,7 +117,7 @@ def _load_image(p: Path, ocr: bool) -> LoadedDocument:
 
     if not ocr or not ocr_mod.available():
         return LoadedDocument(path=str(p), kind="image", blocks=[], pages=1)
-    lines = ocr_mod.read_image(ocr_mod.load_image(p))
+    lines = ocr_mod.respace([ocr_mod.read_image(ocr_mod.load_image(p))])[0]
     read = any(ln.strip() for ln in lines)
     return LoadedDocument(path=str(p), kind="image", blocks=_line_blocks(lines, 1), pages=1,
                           ocr_pages=[1] if read else [],
@@ -649,6 +655,8 @@ def _ocr_blank_pages(p: Path, reader, page_lines: list, code_lines: list, failed
             page_lines[i] = lines
             code_lines[i] = {j for j, ln in enumerate(lines) if _COMMAND_LINE.match(ln)}
             done.append(i + 1)
+    for i, lines in zip([d - 1 for d in done], ocr_mod.respace([page_lines[d - 1] for d in done])):
+        page_lines[i] = lines
     if progress:
         progress("OCR", len(blank), len(blank))
     return done

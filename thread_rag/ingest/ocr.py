@@ -9,8 +9,10 @@ before the first page (``model_check.verify``). A page is rendered for it at 144
 """
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import IngestError
 
@@ -62,9 +64,72 @@ def read_image(image) -> list[str]:
     if boxes is None or len(boxes) == 0:
         return []
     recognised, _ = engine.text_rec(engine.get_crop_img_list(img, boxes), return_word_box=True)
-    result = [(box.tolist(), spaced(info), score) for box, (_, score, info) in zip(boxes, recognised)
-              if score >= engine.text_score]
-    return page_lines(result)
+    cut = []  # (x0, x1, y0, y1, info): boxes the detector ran across a column gutter split where the model saw it
+    for box, (_, score, info) in zip(boxes, recognised):
+        if score < engine.text_score:
+            continue
+        xs, ys = [pt[0] for pt in box], [pt[1] for pt in box]
+        x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+        for piece, start, end in pieces(info):
+            cut.append((x0 + (x1 - x0) * start, x0 + (x1 - x0) * end, y0, y1, piece))
+    gutter = _gutter([_Box((y0 + y1) / 2, y1 - y0, x0, x1, y0, y1, "") for x0, x1, y0, y1, _ in cut])
+    if gutter is not None:  # and those that still cross the gutter, at the word gap nearest it
+        width = max(x1 for _, x1, _, _, _ in cut) - min(x0 for x0, _, _, _, _ in cut)
+        cut = [part for c in cut for part in _split_at(c, gutter, 0.03 * width)]
+    return page_lines([([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], spaced(info), 1.0) for x0, x1, y0, y1, info in cut])
+
+
+def _split_at(box: tuple, gutter: float, reach: float) -> list[tuple]:
+    """``box`` (x0, x1, y0, y1, info) cut into two at the gap between words nearest ``gutter``, when it crosses the
+    gutter and such a gap lies within ``reach`` of it; else the box as it is."""
+    x0, x1, y0, y1, info = box
+    n, words, cols, _, _ = info
+    if not x0 < gutter < x1 or len(words) < 2:
+        return [box]
+    at = lambda col: x0 + (x1 - x0) * (col + 0.5) / max(float(n), 1.0)  # noqa: E731 - a column's x on the page
+    gaps = [(abs((at(cols[i][-1]) + at(cols[i + 1][0])) / 2 - gutter), i) for i in range(len(words) - 1)
+            if cols[i] and cols[i + 1]]
+    if not gaps or min(gaps)[0] > reach:
+        return [box]
+    i = min(gaps)[1] + 1
+    mid = (at(cols[i - 1][-1]) + at(cols[i][0])) / 2
+    return [(x0, mid, y0, y1, [n, words[:i], cols[:i], [], []]), (mid, x1, y0, y1, [n, words[i:], cols[i:], [], []])]
+
+
+def pieces(info) -> list[tuple[list, float, float]]:
+    """A recognised line cut where two characters stand 4 times the line's usual step apart (and at least 10
+    columns), or where the model read two spaces in a row over twice its usual step: the detector ran the lines of
+    two columns into one box. Each piece: (its ``info``, where it starts and
+    ends as shares of the box's width)."""
+    n, words, cols, _, _ = info
+    chars = [(c, col, w) for w, (ws, cs) in enumerate(zip(words, cols)) for c, col in zip(ws, cs)]
+    if not chars:
+        return [(info, 0.0, 1.0)]
+    steps = sorted(b[1] - a[1] for a, b in zip(chars, chars[1:]))
+    cut = max(10.0, 4 * steps[len(steps) // 2]) if steps else float("inf")
+    step = steps[len(steps) // 2] if steps else 1
+    runs, run = [], [chars[0]]
+    for a, b in zip(chars, chars[1:]):
+        if b[1] - a[1] >= cut or (a[0] == " " and b[2] != a[2] and b[1] - a[1] >= 2 * step):  # or a double space
+            runs.append(run)
+            run = []
+        run.append(b)
+    runs.append(run)
+    if len(runs) == 1:
+        return [(info, 0.0, 1.0)]
+    out = []
+    for r in runs:
+        ws, cs = [], []
+        for c, col, w in r:
+            if not ws or w != last:
+                ws.append([])
+                cs.append([])
+            ws[-1].append(c)
+            cs[-1].append(col)
+            last = w
+        width = max(float(n), 1.0)
+        out.append(([n, ws, cs, [], []], max(0.0, (r[0][1] - 1) / width), min(1.0, (r[-1][1] + 2) / width)))
+    return out
 
 
 def spaced(info) -> str:
@@ -90,29 +155,88 @@ def spaced(info) -> str:
 
 
 def page_lines(result: list) -> list[str]:
-    """RapidOCR's boxes ([corner points, text, score]) as lines: boxes whose vertical middles lie within half a
-    line's height of each other are one line, left to right; a gap of more than 0.8 line heights between lines
-    parts paragraphs."""
+    """RapidOCR's boxes ([corner points, text, score]) as lines in reading order. A page set in two columns (a gutter
+    most boxes leave free, with a quarter of them or more on each side) is read column by column, a wide box
+    spanning the gutter (a title across both) closing the band above it. Within a column, boxes whose vertical
+    middles lie within half a line's height of each other are one line, left to right; a gap of more than 0.8 line
+    heights between lines parts paragraphs ("")."""
     boxes = []
     for points, text, _score in result:
         ys, xs = [pt[1] for pt in points], [pt[0] for pt in points]
         if text.strip():
-            boxes.append(((min(ys) + max(ys)) / 2, max(ys) - min(ys), min(xs), text.strip(), min(ys), max(ys)))
-    boxes.sort()
+            boxes.append(_Box((min(ys) + max(ys)) / 2, max(ys) - min(ys), min(xs), max(xs), min(ys), max(ys),
+                              text.strip()))
+    gutter = _gutter(boxes)
+    if gutter is None:
+        return _lines(boxes)
+    out: list[str] = []
+    band: list = []
+    wide = 0.3 * (max(b.x1 for b in boxes) - min(b.x0 for b in boxes))  # narrower boxes over the gutter: a side's
+
+    def flush() -> None:
+        left = [b for b in band if (b.x0 + b.x1) / 2 < gutter]
+        for side in (left, [b for b in band if (b.x0 + b.x1) / 2 >= gutter]):
+            if side:
+                if out and out[-1]:
+                    out.append("")
+                out.extend(_lines(side))
+        band.clear()
+
+    for b in sorted(boxes, key=lambda b: b.top):
+        if b.x0 < gutter < b.x1 and b.x1 - b.x0 > wide:  # across both columns (a title)
+            flush()
+            if out and out[-1]:
+                out.append("")
+            out.append(b.text)
+        else:
+            band.append(b)
+    flush()
+    return out
+
+
+class _Box(NamedTuple):
+    mid: float
+    height: float
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    text: str
+
+
+def _gutter(boxes: list) -> float | None:
+    """The x of a gutter between two columns: in the middle half of the page, the place fewest boxes cross (at most
+    one in ten), with a quarter of the boxes or more wholly on each side; None for a page in one column."""
+    if len(boxes) < 8:
+        return None
+    left, right = min(b.x0 for b in boxes), max(b.x1 for b in boxes)
+    best = None
+    for i in range(25, 76):
+        x = left + (right - left) * i / 100
+        crossing = sum(b.x0 < x < b.x1 for b in boxes)
+        before, after = sum(b.x1 <= x for b in boxes), sum(b.x0 >= x for b in boxes)
+        if crossing <= len(boxes) / 10 and min(before, after) >= len(boxes) / 4:
+            if best is None or crossing < best[0]:
+                best = (crossing, x)
+    return None if best is None else best[1]
+
+
+def _lines(boxes: list) -> list[str]:
+    boxes = sorted(boxes)
     lines: list[list] = []
     for b in boxes:
-        if lines and abs(b[0] - lines[-1][0][0]) < 0.5 * max(b[1], lines[-1][0][1]):
+        if lines and abs(b.mid - lines[-1][0].mid) < 0.5 * max(b.height, lines[-1][0].height):
             lines[-1].append(b)
         else:
             lines.append([b])
     out: list[str] = []
     last_bottom = None
     for line in lines:
-        top, bottom = min(b[4] for b in line), max(b[5] for b in line)
-        height = max(b[1] for b in line)
+        top, bottom = min(b.top for b in line), max(b.bottom for b in line)
+        height = max(b.height for b in line)
         if last_bottom is not None and top - last_bottom > 0.8 * height and out and out[-1]:
             out.append("")
-        out.append(" ".join(b[3] for b in sorted(line, key=lambda b: b[2])))
+        out.append(" ".join(b.text for b in sorted(line, key=lambda b: b.x0)))
         last_bottom = bottom
     return out
 
@@ -139,3 +263,77 @@ def load_image(path: Path):
             return im.convert("RGB")
     except UnidentifiedImageError:
         raise IngestError(path, "not an image this reader knows (corrupt or misnamed file)") from None
+
+
+_LEXICON: dict | None = None
+_RUN = re.compile(r"[A-Za-z]{8,}")
+_PATHLIKE = frozenset("/\\._-=:~$@%{}<>[]")
+
+
+def _lexicon() -> dict:
+    """English words with a cost that grows with their rarity: the whole words of the packaged MiniLM's vocabulary
+    (word-piece vocabularies list words roughly by frequency), "a" added."""
+    global _LEXICON
+    if _LEXICON is None:
+        import json
+        import math
+
+        from ..embedder import packaged_minilm_path
+
+        vocab = json.loads((packaged_minilm_path() / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+        first = min(i for w, i in vocab.items() if w == "the")
+        _LEXICON = {w: math.log(i - first + 2) for w, i in vocab.items()
+                    if i >= first and w.isascii() and w.isalpha() and not w.startswith("##")}
+        _LEXICON["a"] = 1.0  # "I" is left out: inside run-together lower-case text it is mostly a misread
+    return _LEXICON
+
+
+def respace(pages: list[list[str]]) -> list[list[str]]:
+    """Words the recogniser ran together and ``spaced`` could not part ("thestickisunmounted"), parted by the
+    cheapest split into known words: English words (``_lexicon``) and the words these pages print apart at least
+    twice ("Debian", "netinst"). Only runs of 8 letters or more that are no known word themselves are split, and
+    only into pieces of 3.5 letters on average with no unknown piece, and never a run inside a path, file name,
+    option or variable ("/boot/newinstall/"); the letters and their case stay as read."""
+    own: dict = {}
+    for lines in pages:
+        for w in re.findall(r"[A-Za-z]+", " ".join(lines)):
+            own[w.lower()] = own.get(w.lower(), 0) + 1
+    lexicon = dict(_lexicon())
+    for w, n in own.items():
+        if n >= 2 and 3 <= len(w) <= 12:  # a run-together phrase that recurs is no word of its own
+            lexicon[w] = min(lexicon.get(w, 99.0), 4.0)
+
+    def split(m) -> str:
+        run, text = m.group(0), m.string
+        low = run.lower()
+        if low in lexicon or text[m.start() - 1:m.start()] in _PATHLIKE or text[m.end():m.end() + 1] in _PATHLIKE:
+            return run  # a word, or part of a path, a file name, an option or a variable: as read
+        parts = _segment(low, lexicon)
+        if not parts or len(low) / len(parts) < 3.5:
+            return run
+        out, at = [], 0
+        for p in parts:
+            out.append(run[at:at + len(p)])
+            at += len(p)
+        return " ".join(out)
+
+    return [[_RUN.sub(split, ln) for ln in lines] for lines in pages]
+
+
+def _segment(text: str, lexicon: dict) -> list[str] | None:
+    """The cheapest split of ``text`` into lexicon words (None when there is none)."""
+    import math
+
+    best, back = [0.0] + [math.inf] * len(text), [0] * (len(text) + 1)
+    for j in range(1, len(text) + 1):
+        for i in range(max(0, j - 24), j):
+            c = lexicon.get(text[i:j])
+            if c is not None and best[i] + c < best[j]:
+                best[j], back[j] = best[i] + c, i
+    if best[-1] == math.inf:
+        return None
+    parts, j = [], len(text)
+    while j > 0:
+        parts.append(text[back[j]:j])
+        j = back[j]
+    return parts[::-1]
