@@ -300,7 +300,7 @@ class SearchIndex:
         base, hnsw = load_base(root, hnsw_threshold)
         index = cls._with_parts(committed, base, hnsw, [], root, parts_root, store_load, hnsw_threshold, stamp)
         if base is None or index.needs_compaction():
-            index = index.compact(t0)
+            index = index.compacted(t0)
         return index
 
     def updated(self, committed: Committed, store_load: StoreLoad) -> "SearchIndex":
@@ -315,7 +315,7 @@ class SearchIndex:
             parts = [p for p in self.parts if self._generation_in(p, {s: (g, k) for s, g, k in committed})]
             index = self._with_parts(committed, self.base, self.faiss, parts, self.root, self.parts_root,
                                      store_load, self.hnsw_threshold, self.stamp)
-            return index.compact(time.perf_counter()) if index.needs_compaction() else index
+            return index.compacted(time.perf_counter()) if index.needs_compaction() else index
 
     @staticmethod
     def _generation_in(seg: Segment, generation: dict) -> bool:
@@ -331,6 +331,15 @@ class SearchIndex:
     def needs_compaction(self) -> bool:
         base_live = 0 if self.base is None else int(self._masks[0].sum())
         return self.outside_base > max(COMPACT_MIN, COMPACT_RATIO * base_live)
+
+    def compacted(self, t0: float) -> "SearchIndex":
+        """``compact``, or this index as it is when the merge cannot be written (a full or read-only disk): the
+        search reads the parts unmerged, and a later open merges them once it can."""
+        try:
+            return self.compact(t0)
+        except OSError:
+            shutil.rmtree(self.root.with_name(f".{self.root.name}.{os.getpid()}.tmp"), ignore_errors=True)
+            return self
 
     def compact(self, t0: float) -> "SearchIndex":
         """Merge the live rows into a new base on disk (caller holds ``index.lock``); parts it now holds,
