@@ -374,3 +374,26 @@ def test_a_folder_of_new_formats_with_bad_files_indexes_the_rest(make_engine, tm
     assert sorted(d.name for d in e.documents()) == ["book.epub", "good.html"] and e.check_consistency() == []
     text = " ".join(c.text for d in e.documents() for c in e.thread(d.serial).chunks)
     assert "red button" in text and "and a div" in text and "blue knob" in text
+
+
+def test_hostile_files_are_one_line_each_fast_and_small(tmp_path):
+    """Issue 47: a zip bomb (DOCX, EPUB), PDFs whose page tree holds itself, nests 100,000 deep or names the page
+    as its own contents, a 200 MiB one-line text, NUL bytes, an HTML file that is random bytes: each is refused
+    in one line (or read as far as it goes) in its own fresh process, in seconds, its peak memory under 1 GiB."""
+    from hostile_files import HOSTILE, make_hostile
+
+    files = make_hostile(tmp_path / "hostile")
+    code = ("import json, sys, time\nfrom thread_rag.ingest.loaders import load_document\n"
+            "t = time.perf_counter()\ntry:\n    load_document(sys.argv[1]); said = ''\n"
+            "except Exception as exc:\n    said = f'{type(exc).__name__}: {exc}'\n"
+            "peak = [int(ln.split()[1]) for ln in open('/proc/self/status') if ln.startswith('VmHWM')]\n"
+            "print(json.dumps({'said': said, 's': time.perf_counter() - t, 'peak_kib': peak[0] if peak else 0}))\n")
+    for name, expected in HOSTILE.items():
+        r = subprocess.run([sys.executable, "-c", code, str(files[name])], cwd=REPO, capture_output=True, text=True,
+                           timeout=120)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        if expected:
+            assert out["said"].startswith("IngestError: ") and expected in out["said"], (name, out)
+        else:
+            assert out["said"] == "", (name, out)
+        assert "\n" not in out["said"] and out["s"] < 20 and out["peak_kib"] < 2**20, (name, out)

@@ -99,3 +99,16 @@ def test_debian_pdf_chunks_have_pages(embedder, debian_pdf):
     ch = SentenceChunker(embedder.count_tokens).chunk(debian_pdf)
     assert 300 < len(ch) < 900
     assert all(c.page_start is not None and 1 <= c.page_start <= c.page_end <= 113 for c in ch)
+
+
+def test_a_sentence_of_megabytes_is_cut_at_spaces_before_it_is_tokenised():
+    """A 17 MB line with no full stop was tokenised whole: 36 s and 2.4 GB to chunk. It is cut into pieces of at
+    most LONG_PIECE characters, each after a space, that together are the line."""
+    from thread_rag.ingest.chunker import LONG_PIECE, _spans
+
+    text = ("reset the pump " * 10_000).strip()
+    spans = _spans(text, 0, len(text))
+    assert len(spans) > 1 and all(b - a <= LONG_PIECE for a, b in spans)
+    assert "".join(text[a:b] for a, b in spans) == text and all(text[b - 1] == " " for a, b in spans[:-1])
+    assert _spans("x" * (LONG_PIECE + 5), 0, LONG_PIECE + 5) == [(0, LONG_PIECE), (LONG_PIECE, LONG_PIECE + 5)]
+    assert _spans("short", 0, 5) == [(0, 5)]
