@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from thread_rag.errors import CorruptFileError
+from thread_rag.errors import CorruptFileError, ThreadRagError
 from thread_rag.records import DocumentRecord
 from thread_rag.store import catalog as catalog_module
 from thread_rag.store.catalog import Catalog
@@ -232,3 +232,61 @@ def test_repair_meeting_a_torn_snapshot_does_not_send_the_user_to_repair(tmp_pat
     with pytest.raises(CorruptFileError) as e:
         mend_log(tmp_path / "catalog.json")
     assert "is corrupt" in str(e.value) and "doctor --repair" not in str(e.value)
+
+
+class _LogCollection:
+    """An in-memory stand-in for the catalog's server collection: ``first_wins`` as the Chroma server behaves, or a
+    server that replaces a record added twice."""
+
+    name = "thread_rag_test_catalog"
+
+    def __init__(self, first_wins: bool = True):
+        self.rows, self.first_wins = {}, first_wins
+
+    def add(self, ids, documents, metadatas, embeddings=None):
+        for i, d, m in zip(ids, documents, metadatas):
+            if i not in self.rows or not self.first_wins:
+                self.rows[i] = (d, m)
+
+    def upsert(self, ids, documents, metadatas, embeddings=None):
+        for i, d, m in zip(ids, documents, metadatas):
+            self.rows[i] = (d, m)
+
+    def delete(self, ids):
+        for i in ids:
+            self.rows.pop(i, None)
+
+    def get(self, ids=None, where=None, include=()):
+        if ids is not None:
+            keys = [i for i in ids if i in self.rows]
+        else:
+            floor = where["v"]["$gt"]
+            keys = [i for i, (_, m) in self.rows.items() if m.get("v", -1) > floor]
+        return {"ids": keys, "documents": [self.rows[k][0] for k in keys], "metadatas": [self.rows[k][1] for k in keys]}
+
+
+def test_a_server_that_replaces_a_record_added_twice_is_refused(tmp_path):
+    """Issue 47: the shared catalog orders writers by the server keeping the first add of an id; that is checked
+    once per process, and a server that overwrites is one line, not a log two writers silently overwrite."""
+    from thread_rag.store.server_catalog import ServerCatalog
+
+    good = _LogCollection()
+    cat = ServerCatalog(tmp_path / "a.json", lambda: good, origin="a")
+    assert cat.allocate_serial() == 1 and not any(k.startswith("probe-") for k in good.rows)  # the probe is gone
+    with pytest.raises(ThreadRagError, match="replaces a record added twice under one id"):
+        ServerCatalog(tmp_path / "b.json", lambda: _LogCollection(first_wins=False), origin="b")
+
+
+def test_a_change_another_writer_replaced_is_named_not_merged(tmp_path):
+    """A writer whose appended change was later replaced on the server (a writer that upserts, or a server that
+    stopped keeping the first add) finds out at its next change: one line naming both writers' nonces."""
+    from thread_rag.store.server_catalog import ServerCatalog, _vid
+
+    col = _LogCollection()
+    cat = ServerCatalog(tmp_path / "a.json", lambda: col, origin="a")
+    assert cat.allocate_serial() == 1
+    body, meta = col.rows[_vid(1)]
+    col.upsert(ids=[_vid(1)], documents=[body.replace(cat.nonce_prefix, "intruder")], metadatas=[meta])
+    with pytest.raises(CorruptFileError, match=r"change 1 of the catalog on the server .* was replaced by another "
+                                               r"writer's \(nonce intruder"):
+        cat.allocate_serial()

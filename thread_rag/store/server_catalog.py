@@ -60,13 +60,55 @@ class ServerCatalog(Catalog):
         self._provider, self._collection = collection, None
         self.origin = origin
         self.nonce_prefix = uuid.uuid4().hex[:8]
+        self._won: dict[int, str] = {}  # versions this process appended -> its nonce there (checked on each append)
+        self._checked = False
         super().__init__(path)  # reads the snapshot, then the changes after it
 
     @property
     def collection(self):
         if self._collection is None:
             self._collection = self._provider()
+            if not self._checked:
+                self._check_first_add_wins(self._collection)
+                self._checked = True
         return self._collection
+
+    @staticmethod
+    def _check_first_add_wins(col) -> None:
+        """The log's ordering rests on the server keeping the first record added under an id: checked once per
+        process with a record of its own (added twice, read back, removed). A server that overwrites is refused."""
+        probe = f"probe-{uuid.uuid4().hex}"
+        try:
+            col.add(ids=[probe], documents=["first"], metadatas=[{"probe": 1}], embeddings=[[0.0]])
+            col.add(ids=[probe], documents=["second"], metadatas=[{"probe": 1}], embeddings=[[0.0]])
+            got = col.get(ids=[probe], include=["documents"])
+        finally:
+            col.delete(ids=[probe])
+        if (got.get("documents") or [None])[0] != "first":
+            raise ThreadRagError(f"the Chroma server behind {getattr(col, 'name', 'this library')} replaces a record "
+                                 f"added twice under one id; the shared catalog needs the first add to stay (it is "
+                                 f"how writers take turns), so this library is not opened: use the chromadb server "
+                                 f"version requirements.txt pins")
+
+    def _verify_won(self) -> None:
+        """Each change this process appended (the last 50) still holds its nonce: another writer that replaced one
+        is named, not merged."""
+        recent = sorted(self._won)[-50:]
+        if not recent:
+            return
+        got = self.collection.get(ids=[_vid(v) for v in recent], include=["documents"])
+        held = {i: d for i, d in zip(got.get("ids") or [], got.get("documents") or [])}
+        for v in recent:
+            body = held.get(_vid(v), "")
+            if self._won[v] not in body:
+                try:
+                    other = json.loads(body).get("nonce", "?")
+                except (ValueError, AttributeError):
+                    other = "?"
+                raise CorruptFileError(f"change {v} of the catalog on the server ({self.collection.name}) was "
+                                       f"replaced by another writer's (nonce {other}; this one wrote "
+                                       f"{self._won[v]}): two writers overwrote each other; stop every writer and "
+                                       f"run `thread-rag doctor` on each data dir")
 
     def release(self) -> None:
         """Forget the collection (its client was closed); the next read asks the provider again."""
@@ -97,6 +139,7 @@ class ServerCatalog(Catalog):
     def _append(self, make_op: Callable[[], dict]) -> dict:
         """Append the change ``make_op`` builds from the current state; built again on the newer state when
         another writer took the version first. Returns the change as it was logged."""
+        self._verify_won()
         for _ in range(_RETRIES):
             self.reload()
             op = make_op()
@@ -107,6 +150,7 @@ class ServerCatalog(Catalog):
                                 embeddings=[[0.0]])
             got = self.collection.get(ids=[_vid(op["v"])], include=["documents"])
             if got["documents"] and op["nonce"] in got["documents"][0]:  # the winner's JSON holds its nonce
+                self._won[op["v"]] = op["nonce"]
                 self.reload()  # applies it (and keeps versions contiguous)
                 if op["v"] % SNAPSHOT_EVERY == 0 and self.version >= op["v"]:
                     self._save_snapshot()
