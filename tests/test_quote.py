@@ -147,3 +147,22 @@ def test_review_findings_code_between_steps_repeated_steps_continued_tables_and_
     steps = "Do all of this:\n" + "\n".join(f"{i}. Step number {i} of the long procedure." for i in range(1, 60))
     scored = score_units("q", [_source(steps)], _scorer({"Do all": 6.0}))
     assert 100 < sum(len(u.text.split()) for u in choose(scored, QuoteSettings(words=120))) <= 130
+
+
+def test_two_sources_of_one_document_are_quoted_in_the_documents_order():
+    """Issue 43: the walk's sources are passages; two of one document were quoted best-first, so step 3 (in the
+    later passage, scoring best) came before steps 1 and 2. Sources of one document keep its order; documents
+    come best first."""
+    first = Source(chunk_ids=["DOC1_010"], doc_id="DOC1", doc_name="guide.txt", pages="p.3", heading="Install",
+                   text="1. Insert the USB stick.\n2. Open the installer.", chunk_pages=["p.3"],
+                   chunk_texts=["1. Insert the USB stick.\n2. Open the installer."])
+    later = Source(chunk_ids=["DOC1_011"], doc_id="DOC1", doc_name="guide.txt", pages="p.4", heading="Install",
+                   text="3. Choose the target disk.", chunk_pages=["p.4"], chunk_texts=["3. Choose the target disk."])
+    other = Source(chunk_ids=["DOC2_000"], doc_id="DOC2", doc_name="notes.txt", pages="", heading="Notes",
+                   text="Backups are kept for a week.", chunk_pages=[""], chunk_texts=["Backups are kept for a week."])
+    for n, s in enumerate((later, other, first), start=1):  # the walk numbered the later passage first
+        s.n = n
+    scored = score_units("q", [later, other, first], _scorer({"3. Choose": 6.0, "1. Insert": 5.0, "2. Open": 5.0,
+                                                             "Backups": 4.0}))
+    lines = quote_lines(choose(scored, QuoteSettings(margin=3.0)), [later, other, first])
+    assert [x.text[:2] for x in lines] == ["1.", "2.", "3.", "Ba"]

@@ -328,8 +328,21 @@ def quote_lines(chosen: list[Unit], sources: list) -> list[QuoteLine]:
         pages = src.chunk_pages[ci] if src.chunk_pages and ci < len(src.chunk_pages) else src.pages
         out.append(QuoteLine(u.text, u.kind, u.source, src.chunk_ids[ci], pages or src.pages, round(u.score, 3),
                              header=u.header, doc_name=src.doc_name))
-    # grouped by source, the source holding the best line first; document order inside a source
+    # grouped by document, the document holding the best line first; inside it, its sources in the document's
+    # order (a later passage's step 3 after an earlier one's steps 1 and 2), each source's lines in order
+    doc_of = {n: _doc_and_position(src) for n, src in by_n.items()}
     rank = {}
     for x in sorted(out, key=lambda x: -x.score):
-        rank.setdefault(x.source, len(rank))
-    return sorted(out, key=lambda x: rank[x.source])
+        rank.setdefault(doc_of[x.source][0], len(rank))
+    return sorted(out, key=lambda x: (rank[doc_of[x.source][0]], doc_of[x.source][1], x.source))
+
+
+def _doc_and_position(src) -> tuple[str, int]:
+    """(document, position of the source's first chunk) from its chunk ids; a source without them stands alone."""
+    from ..ids import ChunkId
+
+    try:
+        first = ChunkId.parse(src.chunk_ids[0])
+        return first.doc_id, first.position
+    except Exception:  # noqa: BLE001 - no chunk ids (a test's or a tool's passage): its own group
+        return f"#source{src.n}", 0
