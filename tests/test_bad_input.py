@@ -347,7 +347,7 @@ def test_a_query_that_is_not_valid_utf8_is_searched_not_a_crash(manual_engine, t
 
 def test_a_folder_of_new_formats_with_bad_files_indexes_the_rest(make_engine, tmp_path):
     """Broken HTML is read as far as it goes; an HTML file that is binary, an image with no text and a corrupt
-    image are one line each; an EPUB missing a chapter is indexed with a warning; nothing of a refused file is
+    image (named: a folder walk leaves images out) are one line each; an EPUB missing a chapter is indexed with a warning; nothing of a refused file is
     stored and the library stays consistent."""
     from PIL import Image
 
@@ -362,7 +362,8 @@ def test_a_folder_of_new_formats_with_bad_files_indexes_the_rest(make_engine, tm
     Image.new("RGB", (200, 100), "white").save(src / "blank.png")
     write(src / "broken.jpg", b"\xff\xd8\xff not an image at all" * 20)
     e = make_engine()
-    res = {r.path.rsplit("/", 1)[-1]: r for r in e.index_paths([src])}
+    assert not any(f.suffix in (".png", ".jpg") for f in e.expand_paths([src]))  # a folder's images: left out
+    res = {r.path.rsplit("/", 1)[-1]: r for r in e.index_paths([src, src / "blank.png", src / "broken.jpg"])}
     assert {n: r.status for n, r in res.items()} == {"binary.html": "failed", "blank.png": "failed",
                                                    "book.epub": "indexed", "broken.jpg": "failed",
                                                    "good.html": "indexed"}

@@ -150,10 +150,12 @@ def test_folders_pick_up_html_pages(tmp_path):
         expand_paths = Engine.expand_paths
 
     assert SUPPORTED_SUFFIXES[".html"] == SUPPORTED_SUFFIXES[".htm"] == "html"
-    for name in ("a.html", "b.HTM", "c.png", "sub/d.html"):
+    for name in ("a.html", "b.HTM", "c.png", "c.css", "sub/d.html"):
         write(tmp_path / "site" / name, "<p>x</p>")
+    # a site's images are left out of a folder walk (and of watch); named, an image is indexed (OCR)
     assert [p.name for p in Walker().expand_paths([tmp_path / "site"])] == ["a.html", "b.HTM", "d.html"]
-    assert supported("x/page.htm") and not supported("x/c.png")
+    assert supported("x/page.htm") and not supported("x/c.png") and not supported("x/c.css")
+    assert [p.name for p in Walker().expand_paths([tmp_path / "site" / "c.png"])] == ["c.png"]
 
 
 @needs_shared

@@ -293,7 +293,8 @@ def test_text_encodings(tmp_path):
     ("trunc.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n", "PDF"),
     ("fake.docx", b"PK\x03\x04 not really a zip", "DOCX"),
     ("text.docx", b"plain words", "not a DOCX"),
-    ("image.png", b"\x89PNG....", "unsupported file type"),
+    ("image.png", b"\x89PNG....", "not an image this reader knows"),
+    ("sound.wav", b"RIFF....WAVE", "unsupported file type"),
 ])
 def test_bad_inputs_one_line_errors(tmp_path, name, data, match):
     with pytest.raises(IngestError, match=match) as e:
@@ -493,6 +494,7 @@ def test_docx_list_and_heading_numbers_are_written_as_word_shows_them():
     assert heads[:5] == ["Test Document", "1. Section 1", "1.1. Section 1.1", "1.2. Section 1.2",
                          "1.2.1. Section 1.2.3"]
     assert "      2.3.8.1. First sub-item at this level" in [b.text for b in doc.blocks]  # a level down: indented
+    assert heads[-2:] == ["2.1.1. Section 2.1.1", "2.2. Section 2.1"]  # level 2 shown before an item of its own
 
 
 def test_docx_numbering_formats_and_a_restarted_list(tmp_path):

@@ -93,3 +93,19 @@ def test_words_run_together_are_parted_into_known_words_but_paths_and_names_stay
     assert ocr.respace(pages) == [["copy it to /boot/newinstall/ once the stick is un mounted --preseedfile=x",
                                    "Debian netinst and Debian netinst: the Debian netinst image",
                                    "unetbootin stays unetbootin"]]
+
+
+@needs_shared
+def test_a_scanned_document_remembers_its_ocr_pages_and_its_chunks_say_so(make_engine, tmp_path, usb_page_image):
+    scan = tmp_path / "scan.pdf"
+    usb_page_image.save(scan, resolution=144)
+    e = make_engine()
+    r = e.index_file(scan)
+    assert r.status == "indexed" and "read by OCR (page 1)" in r.warnings[0]
+    rec = e.documents()[0]
+    assert rec.ocr_pages == [1]
+    chunks = e.thread(rec.doc_id).chunks
+    assert chunks and all(c.ocr and c.pages_label == "p.1 (OCR)" for c in chunks)
+    e.close()
+    again = make_engine()  # read back from the catalog by a new engine
+    assert again.documents()[0].ocr_pages == [1] and again.thread("DOC1").chunks[0].pages_label == "p.1 (OCR)"

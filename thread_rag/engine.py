@@ -29,6 +29,7 @@ from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocume
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
+from .ingest.loaders import FOLDER_SUFFIXES
 from .records import Chunk, DocumentRecord, IndexResult, Thread, content_key
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, Library, TokenCache
@@ -671,7 +672,7 @@ class Engine:
 
     def expand_paths(self, paths: Iterable[str | Path]) -> list[Path]:
         """Files to index (directories expanded; hidden folders, folder links leading out of the folder
-        being walked, symlink loops and unsupported files skipped)."""
+        being walked, symlink loops, unsupported files and images skipped: an image is indexed when named)."""
         files: list[Path] = []
         for raw in paths:
             p = Path(raw).expanduser()
@@ -688,7 +689,8 @@ class Engine:
                     dirs[:] = sorted(d for d in dirs if not d.startswith(".") and inside(os.path.join(root, d)))
                     for name in sorted(names):
                         f = Path(root) / name
-                        if self.supported(f) and not name.startswith(".") and (f.is_file() or not f.exists()):
+                        if f.suffix.lower() in FOLDER_SUFFIXES and not name.startswith(".") and (
+                                f.is_file() or not f.exists()):
                             files.append(f)  # no pipe, socket or device (a broken link: its one error line)
             else:
                 files.append(p)
@@ -1033,7 +1035,8 @@ class Engine:
             serial=pl.serial, doc_id=pl.doc_id, name=r.name, path=r.key, content_hash=r.content_hash,
             kind=r.doc.kind, chunk_count=len(pl.chunks), pages=r.doc.pages, indexed_at=Catalog.now(),
             generation=pl.gen, chunk_strategy=r.recipe["chunk_strategy"], embedder=r.recipe["embedder"],
-            seconds=seconds(), content_key=made_from, origin=self.catalog.origin)
+            seconds=seconds(), content_key=made_from, origin=self.catalog.origin,
+            ocr_pages=list(getattr(r.doc, "ocr_pages", [])))
         self.catalog.commit(record)  # <- the commit point
         crash_point("after_commit")
         newer = self.catalog.get(pl.serial).generation if pl.serial in dict(self.catalog.committed()) else pl.gen

@@ -64,10 +64,13 @@ class Chunk:
     char_end: int = 0
     parent: int | None = None        # parent group (parent_child strategy)
     n_tokens: int = 0
+    ocr: bool = False                # its pages were read by OCR (set by the library from its document's record)
 
     @property
     def pages_label(self) -> str:
-        return pages_label(self.page_start, self.page_end)
+        """``p.3``, or ``p.3 (OCR)`` for text read off a scanned page."""
+        label = pages_label(self.page_start, self.page_end)
+        return f"{label} (OCR)" if label and self.ocr else label
 
 
 def distinct_names(docs) -> dict[str, str]:
@@ -144,6 +147,7 @@ class DocumentRecord:
     seconds: float = 0.0
     content_key: str = ""            # records.content_key of its chunks ("": committed before content keys)
     origin: str = ""                 # the data dir that indexed it (a library shared on a server; "" locally)
+    ocr_pages: list = field(default_factory=list)  # pages its text was read off by OCR (scans), from 1
 
     @classmethod
     def from_dict(cls, d: dict) -> "DocumentRecord":

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .errors import IngestError, ThreadRagError, UnknownDocumentError, counted, one_line, printable, shown, why_missing
-from .ingest import SUPPORTED_SUFFIXES
+from .ingest.loaders import FOLDER_SUFFIXES
 
 ADDED, MODIFIED, DELETED = 1, 2, 3  # watchfiles.Change values (an IntEnum); plain ints keep plan() import-free
 
@@ -52,7 +52,8 @@ def ignored(path: str, roots: Iterable[str]) -> bool:
 
 
 def supported(path: str) -> bool:
-    return Path(path).suffix.lower() in SUPPORTED_SUFFIXES
+    """A file a watched folder's walk takes (its images are left out, as ``index DIR`` leaves them)."""
+    return Path(path).suffix.lower() in FOLDER_SUFFIXES
 
 
 def _relative(path: str, roots: Iterable[str]) -> str | None:

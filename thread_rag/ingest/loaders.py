@@ -31,6 +31,11 @@ SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "
                       ".epub": "epub", ".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image",
                       ".tiff": "image", ".bmp": "image", ".webp": "image"}
 
+IMAGE_SUFFIXES = frozenset(k for k, v in SUPPORTED_SUFFIXES.items() if v == "image")
+FOLDER_SUFFIXES = {k: v for k, v in SUPPORTED_SUFFIXES.items() if v != "image"}  # what a folder walk (index DIR,
+#   watch) takes: an image is indexed when it is named, a folder's images are left out (a saved docs site holds
+#   icons and screenshots by the hundred)
+
 TEXT_MAX_BYTES = 64 * 2**20  # a text, Markdown or HTML file past this is refused before it is read (a 200 MB log
 #                              would take hours to embed and gigabytes to hold; split it)
 
@@ -1010,6 +1015,8 @@ class _Numbering:
         counts[ilvl] = counts.get(ilvl, start - 1) + 1
         for deeper in [k for k in counts if k > ilvl]:
             del counts[deeper]
+        for k in range(ilvl):  # a level shown before it had an item of its own counts as used, as Word counts it
+            counts.setdefault(k, levels.get(k, (1, "decimal", ""))[0])
         if fmt == "bullet":
             return "- ", ilvl
         if fmt == "none" or not text:

@@ -78,6 +78,11 @@ class Library:
             chunks, _ = self._store().load(rec.serial, rec.generation)
             if len(chunks) != rec.chunk_count:  # the store lost rows, or another process replaced it meanwhile
                 raise self.missing({(rec.serial, rec.generation)})
+            if rec.ocr_pages:  # text read off a scanned page says so wherever its pages are named
+                scanned = set(rec.ocr_pages)
+                for c in chunks:
+                    c.ocr = c.page_start is not None and any(
+                        pg in scanned for pg in range(c.page_start, (c.page_end or c.page_start) + 1))
             cached = Thread(rec, chunks)
             self._threads[rec.serial] = cached
         return cached
