@@ -28,6 +28,9 @@ def test_a_scanned_pdf_page_is_read_by_the_packaged_models(tmp_path, usb_page_im
     assert any(ln.startswith("# cp debian.iso /dev/sd") for ln in lines)  # the command, a line of its own
     assert "# sync" in lines
     assert "The procedures described in this section" in doc.full_text  # spaces put back (the model ran these together)
+    # a scan has no bookmarks: its numbered section lines are its headings, and the commands are filed under them
+    cmd = next(b for b in doc.blocks if b.text.startswith("# cp"))
+    assert cmd.heading_path and cmd.heading_path[-1].startswith("4.3.1 Preparing a USB stick")
     assert seen[0] == ("OCR page 1", 0, 1) and seen[-1] == ("OCR", 1, 1)
 
 

@@ -573,6 +573,8 @@ def _load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) ->
     running_prefix = {k for k, c in prefix.items() if c >= threshold and k}
 
     entries = _outline_entries(reader)
+    if not entries and ocr_pages:  # a scan has no bookmarks: its numbered section lines are its headings
+        entries = _ocr_headings(page_lines, ocr_pages, running, running_prefix)
     by_page: dict[int, list[tuple[int, str]]] = {}
     for pg, depth, title in entries:
         by_page.setdefault(pg, []).append((depth, title))
@@ -640,6 +642,21 @@ def _load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) ->
                         f"{'them' if many else 'it'} against the page")
     return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages, warnings=warnings,
                           ocr_pages=ocr_pages)
+
+
+def _ocr_headings(page_lines: list, ocr_pages: list[int], running: set, running_prefix: set) -> list[tuple]:
+    """(page index, level, title) of the numbered section lines of OCR'd pages, found as plain text's are
+    (``_numbered_headings``: "4.3.1 Preparing a USB stick" standing alone, in a numbering), running headers left
+    out."""
+    lines, where = [], []
+    for pg in sorted(p - 1 for p in ocr_pages):
+        for ln in page_lines[pg] + [""]:
+            header = ln.strip() and (_norm_line(ln) in running
+                                     or (_mostly_upper(ln) and _header_key(ln) in running_prefix))
+            lines.append("" if header else ln)
+            where.append(pg)
+    found, _ = _numbered_headings(lines)
+    return [(where[i], level, " ".join(lines[i].split())) for i, (level, _title) in sorted(found.items())]
 
 
 def _ocr_blank_pages(p: Path, reader, page_lines: list, code_lines: list, failed: list, progress) -> list[int]:

@@ -23,6 +23,7 @@ MODEL_FILES = ("models/ch_PP-OCRv4_det_infer.onnx", "models/ch_PP-OCRv4_rec_infe
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 
 _WIDE = frozenset("mwMW")
+_SECTION_LINE = re.compile(r"^\d+(?:\.\d+)+\.?\s*[A-Z]")  # "4.3.1 Preparing a USB stick", not "1. Insert"
 _engine = None
 _lock = threading.Lock()
 
@@ -159,7 +160,8 @@ def page_lines(result: list) -> list[str]:
     most boxes leave free, with a quarter of them or more on each side) is read column by column, a wide box
     spanning the gutter (a title across both) closing the band above it. Within a column, boxes whose vertical
     middles lie within half a line's height of each other are one line, left to right; a gap of more than 0.8 line
-    heights between lines parts paragraphs ("")."""
+    heights between lines parts paragraphs (""), and a line set 1.2 times taller than the page's usual line, or a
+    dotted section number's line that stops short of the right margin (a heading), is a paragraph of its own."""
     boxes = []
     for points, text, _score in result:
         ys, xs = [pt[1] for pt in points], [pt[0] for pt in points]
@@ -230,14 +232,21 @@ def _lines(boxes: list) -> list[str]:
         else:
             lines.append([b])
     out: list[str] = []
-    last_bottom = None
+    last_bottom, last_tall = None, False
+    usual = sorted(max(b.height for b in line) for line in lines)[len(lines) // 2] if lines else 0
+    right = max((b.x1 for line in lines for b in line), default=0)
+    left = min((b.x0 for line in lines for b in line), default=0)
     for line in lines:
         top, bottom = min(b.top for b in line), max(b.bottom for b in line)
         height = max(b.height for b in line)
-        if last_bottom is not None and top - last_bottom > 0.8 * height and out and out[-1]:
+        text = " ".join(b.text for b in sorted(line, key=lambda b: b.x0))
+        short = max(b.x1 for b in line) < left + 0.85 * (right - left)
+        # set larger than the text around it, or a numbered section title that stops short: a paragraph of its own
+        tall = height >= 1.2 * usual or (short and bool(_SECTION_LINE.match(text)))
+        if out and out[-1] and (tall or last_tall or (last_bottom is not None and top - last_bottom > 0.8 * height)):
             out.append("")
-        out.append(" ".join(b.text for b in sorted(line, key=lambda b: b.x0)))
-        last_bottom = bottom
+        out.append(text)
+        last_bottom, last_tall = bottom, tall
     return out
 
 
