@@ -31,7 +31,6 @@ SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "
                       ".epub": "epub", ".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image",
                       ".tiff": "image", ".bmp": "image", ".webp": "image"}
 
-IMAGE_SUFFIXES = frozenset(k for k, v in SUPPORTED_SUFFIXES.items() if v == "image")
 FOLDER_SUFFIXES = {k: v for k, v in SUPPORTED_SUFFIXES.items() if v != "image"}  # what a folder walk (index DIR,
 #   watch) takes: an image is indexed when it is named, a folder's images are left out (a saved docs site holds
 #   icons and screenshots by the hundred)
