@@ -612,8 +612,7 @@ def _load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) ->
                 continue
             if kept:
                 flush()
-            if ln in edges and (_norm_line(ln) in running or (
-                    _mostly_upper(ln) and _header_key(ln) in running_prefix)):
+            if ln in edges and _running_line(ln, running, running_prefix):
                 continue
             if _TOC_LINE.search(s):
                 continue  # table-of-contents line with dot leaders: navigation, not content
@@ -650,9 +649,7 @@ def _ocr_headings(page_lines: list, ocr_pages: list[int], running: set, running_
     lines, where = [], []
     for pg in sorted(p - 1 for p in ocr_pages):
         for ln in page_lines[pg] + [""]:
-            header = ln.strip() and (_norm_line(ln) in running
-                                     or (_mostly_upper(ln) and _header_key(ln) in running_prefix))
-            lines.append("" if header else ln)
+            lines.append("" if ln.strip() and _running_line(ln, running, running_prefix) else ln)
             where.append(pg)
     found, _ = _numbered_headings(lines)
     return [(where[i], level, " ".join(lines[i].split())) for i, (level, _title) in sorted(found.items())]
@@ -827,6 +824,12 @@ def _header_key(line: str) -> str:
     if len(words) == 2 and re.fullmatch(r"(?:[a-z]|[ivxlc]+)\.", words[1]):
         words[1] = "#."
     return " ".join(words)
+
+
+def _running_line(line: str, running: set, running_prefix: set) -> bool:
+    """A page's running header or footer: a line seen at the edge of many pages, or one in capitals starting as
+    such lines do (they carry the section's title)."""
+    return _norm_line(line) in running or (_mostly_upper(line) and _header_key(line) in running_prefix)
 
 
 def _mostly_upper(line: str) -> bool:
@@ -1105,19 +1108,12 @@ def _table_text(table, qn) -> str:
     return "\n".join(lines)
 
 
-def _cell_lines(tc, qn) -> list[str]:
-    out = []
+def _cell_text(tc, qn) -> str:
+    """A cell's paragraphs, and the cells of a table nested in it, as one line of text."""
+    parts = []
     for item in _body_items(tc, qn):
         if item.tag == qn("w:p"):
-            out += [ln.strip() for ln in _para_text(item, qn).split("\n") if ln.strip()]
+            parts.append(_para_text(item, qn))
         else:
-            out += [" ".join(ln.split()) for ln in _nested_cells(item, qn)]
-    return out
-
-
-def _nested_cells(tbl, qn) -> list[str]:
-    return [_cell_text(tc, qn) for tr in tbl.iterchildren(qn("w:tr")) for tc in tr.iterchildren(qn("w:tc"))]
-
-
-def _cell_text(tc, qn) -> str:
-    return " ".join(" ".join(ln.split()) for ln in _cell_lines(tc, qn) if ln.strip())
+            parts += [_cell_text(c, qn) for tr in item.iterchildren(qn("w:tr")) for c in tr.iterchildren(qn("w:tc"))]
+    return " ".join(" ".join(parts).split())
