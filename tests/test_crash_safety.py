@@ -379,5 +379,6 @@ def test_a_full_disk_while_deleting_pre_heating_or_merging_loses_nothing(tmp_pat
             assert r.cached >= 2 and r.cached + r.made == e.document("DOC1").chunk_count  # the flushed ones kept
         else:
             assert hits and e.retriever.search("three stages of search").hits
+            assert not list((tmp_path / "h").glob(".*.tmp"))  # the merge's half-written temporary is gone
     e = check(tmp_path / "h", embedder)
     assert not any((tmp_path / "h/pending").iterdir())

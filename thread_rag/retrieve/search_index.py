@@ -212,24 +212,28 @@ def save_base(root: Path, base: Segment, hnsw_threshold: int, t0: float):
     kind = "hnsw" if len(base) >= hnsw_threshold else "flat"
     tmp = root.with_name(f".{root.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    np.save(tmp / "vectors.npy", base.vectors)
-    (tmp / "meta.json").write_text(json.dumps(base.meta.to_json()))
-    base.postings.save(tmp / "postings")
-    fi = None
-    if kind == "hnsw":
-        import faiss
+    try:
+        tmp.mkdir(parents=True)
+        np.save(tmp / "vectors.npy", base.vectors)
+        (tmp / "meta.json").write_text(json.dumps(base.meta.to_json()))
+        base.postings.save(tmp / "postings")
+        fi = None
+        if kind == "hnsw":
+            import faiss
 
-        fi = faiss.IndexHNSWFlat(base.vectors.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
-        fi.hnsw.efConstruction = 80
-        fi.add(np.ascontiguousarray(base.vectors, np.float32))
-        faiss.write_index(fi, str(tmp / "faiss.index"))
-    atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "id": uuid.uuid4().hex,
-                                              "keys": [list(k) for k in base.keys], "kind": kind,
-                                              "hnsw_threshold": hnsw_threshold, "n": len(base),
-                                              "build_seconds": round(time.perf_counter() - t0, 3)})
-    crash_point("merge_before_replace")
-    atomic_replace_dir(tmp, root)
+            fi = faiss.IndexHNSWFlat(base.vectors.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+            fi.hnsw.efConstruction = 80
+            fi.add(np.ascontiguousarray(base.vectors, np.float32))
+            faiss.write_index(fi, str(tmp / "faiss.index"))
+        atomic_write_json(tmp / "manifest.json", {"format": FORMAT, "id": uuid.uuid4().hex,
+                                                  "keys": [list(k) for k in base.keys], "kind": kind,
+                                                  "hnsw_threshold": hnsw_threshold, "n": len(base),
+                                                  "build_seconds": round(time.perf_counter() - t0, 3)})
+        crash_point("merge_before_replace")
+        atomic_replace_dir(tmp, root)
+    except OSError:  # a full or read-only disk: its half-written temporary goes, the old base stays
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return fi
 
 
@@ -337,8 +341,7 @@ class SearchIndex:
         search reads the parts unmerged, and a later open merges them once it can."""
         try:
             return self.compact(t0)
-        except OSError:
-            shutil.rmtree(self.root.with_name(f".{self.root.name}.{os.getpid()}.tmp"), ignore_errors=True)
+        except OSError:  # save_base has removed its temporary
             return self
 
     def compact(self, t0: float) -> "SearchIndex":
