@@ -338,11 +338,7 @@ def quote_lines(chosen: list[Unit], sources: list) -> list[QuoteLine]:
 
 
 def _doc_and_position(src) -> tuple[str, int]:
-    """(document, position of the source's first chunk) from its chunk ids; a source without them stands alone."""
+    """(its document, the position of its first chunk)."""
     from ..ids import ChunkId
 
-    try:
-        first = ChunkId.parse(src.chunk_ids[0])
-        return first.doc_id, first.position
-    except Exception:  # noqa: BLE001 - no chunk ids (a test's or a tool's passage): its own group
-        return f"#source{src.n}", 0
+    return src.doc_id, ChunkId.parse(src.chunk_ids[0]).position

@@ -107,8 +107,8 @@ def pieces(info) -> list[tuple[list, float, float]]:
     if not chars:
         return [(info, 0.0, 1.0)]
     steps = sorted(b[1] - a[1] for a, b in zip(chars, chars[1:]))
-    cut = max(10.0, 4 * steps[len(steps) // 2]) if steps else float("inf")
     step = steps[len(steps) // 2] if steps else 1
+    cut = max(10.0, 4 * step) if steps else float("inf")
     runs, run = [], [chars[0]]
     for a, b in zip(chars, chars[1:]):
         if b[1] - a[1] >= cut or (a[0] == " " and b[2] != a[2] and b[1] - a[1] >= 2 * step):  # or a double space
