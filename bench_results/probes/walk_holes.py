@@ -1,6 +1,7 @@
 """How often the budgeted walk read a hole before the fix (a neighbour kept beyond a dropped one): the old and the new
 walk on the same questions, same searches, same budget. python bench_results/probes/walk_holes.py DATASET"""
 import json
+import subprocess
 import sys
 
 import thread_rag.agent.reading as reading
@@ -9,15 +10,17 @@ from thread_rag.bench.corpus import open_corpus_engine
 from thread_rag.bench.datasets import load_dataset
 from thread_rag.settings import load_settings
 
-def old_fit(picked, thread_of, count, budget):
-    kept, used = set(), 0
-    for key in sorted(picked, key=lambda x: -picked[x]):
-        t = count(thread_of(key[0]).chunks[key[1]].text)
-        if kept and used + t > budget:
-            continue
-        kept.add(key)
-        used += t
-    return kept
+BEFORE = "d0541fa"  # the last commit with the walk's old budget rule (866db89 changed _fit)
+
+
+def old_fit():
+    """``_fit`` as commit BEFORE had it, from git (its module run beside today's)."""
+    src = subprocess.run(["git", "show", f"{BEFORE}:thread_rag/agent/reading.py"], capture_output=True, text=True,
+                         check=True).stdout
+    ns = {"__name__": "reading_old"}
+    exec(compile(src.replace("from ..", "from thread_rag.").replace("from .answer", "from thread_rag.agent.answer"),
+                 "reading_old", "exec"), ns)
+    return ns["_fit"]
 
 
 name = sys.argv[1]
@@ -26,12 +29,12 @@ ds = load_dataset(name, settings.shared_data, limit=60, seed=13, split="test")
 engine, keymap, _ = open_corpus_engine(settings, ds)
 agent = Agent(engine)
 s = agent.settings
-new_fit, rows = reading._fit, []
+new_fit, old, rows = reading._fit, old_fit(), []
 for q in ds.queries:
     hits = engine.retriever.search(q.text, k=max(s.READ_K, 1)).hits
     qvec = engine.query_embedder.embed_queries([q.text])[0]
     got = {}
-    for label, fit in (("old", old_fit), ("new", new_fit)):
+    for label, fit in (("old", old), ("new", new_fit)):
         reading._fit = fit
         src = agent.read("walk", q.text, hits, qvec)
         got[label] = sorted(c for x in src for c in x.chunk_ids)
