@@ -105,6 +105,9 @@ class FakeEngine:
     supported = _E.supported
     expand_paths = _E.expand_paths
 
+    def writable(self):  # a writable library
+        pass
+
     def __init__(self):
         from thread_rag.records import DocumentRecord
 

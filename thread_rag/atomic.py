@@ -7,6 +7,7 @@ never a torn one. ``file_lock`` is an advisory ``fcntl`` lock usable across proc
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -140,10 +141,13 @@ def remove_stale_temporaries(directory: Path, *, owned: bool = False, max_age: f
 
 @contextlib.contextmanager
 def file_lock(path: str | os.PathLike, *, shared: bool = False, timeout: float | None = None) -> Iterator[None]:
-    """Hold an advisory lock on ``path`` (created if needed) for the duration of the block."""
+    """Hold an advisory lock on ``path`` (created if needed) for the duration of the block. On a read-only file
+    system the lock file is opened for reading (a lock needs no write access), or skipped when there is none."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _lock_file(path)
+    if fd is None:  # a read-only file system without the lock file: no process can write there to take it
+        yield
+        return
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         if timeout is None:
@@ -163,3 +167,28 @@ def file_lock(path: str | os.PathLike, *, shared: bool = False, timeout: float |
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _lock_file(path: Path) -> int | None:
+    """An open descriptor of the lock file ``path`` (made, with its folder, if needed); opened for reading where it
+    cannot be written; None where it does not exist and cannot be made (a read-only file system or folder)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if not unwritable(exc):
+            raise
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+
+
+def unwritable(exc: OSError) -> bool:
+    """``exc`` says the file system or folder cannot be written (a read-only library), not that a write failed."""
+    return exc.errno in (errno.EROFS, errno.EACCES)
+
+
+def read_only(path: str | os.PathLike) -> bool:
+    """``path`` (an existing folder) cannot be written: a read-only mount, or no write permission."""
+    return not os.access(path, os.W_OK)

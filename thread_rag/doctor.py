@@ -117,13 +117,19 @@ PATH_ROWS = (  # (describe_paths key, check name, made when, how to move it)
 def path_checks(settings, env=None) -> list[dict]:
     """Every path the program uses (``path`` and the rule that chose it, ``source``, in each row) and whether it
     can be used. Creates nothing."""
+    from .engine import holds_library
     from .settings import describe_paths
 
     where = describe_paths(settings, env)
-    out = []
+    out, read_only_library = [], False
     for key, name, made_when, move in PATH_ROWS:
         info = where[key]
         ok, state = _folder_state(Path(info["path"]), made_when)
+        if key == "data_dir" and not ok and state.startswith("exists") and holds_library(Path(info["path"])):
+            ok, state = True, "read-only: search and reading work; index, delete, preheat and repair are refused"
+            read_only_library = True
+        elif key == "summary_cache" and not ok and read_only_library and "not writable" in state:
+            ok, state = True, state + "; summaries a window needs are made for the command, not stored"
         row = {"check": name, "ok": ok, "detail": f"{info['path']} ({info['source']}; {state})",
                "fix": "" if ok else f"{'a file is in the way: move it' if 'not a folder' in state else 'fix the permissions'}"
                       f", or use another folder: {move}"}
@@ -214,11 +220,14 @@ def store_checks(settings) -> list[dict]:
         add("store consistency", not named, "nothing stored yet", "see the message above")
         return out
     try:
+        from .atomic import read_only
         from .store.chunk_store import ChunkStore
+        from .store.read_only_store import ReadOnlyChunkStore
 
         if host is None and not (home / "chroma").is_dir():
             raise FileNotFoundError(f"{home / 'chroma'} is missing but {home / 'catalog.json'} exists")
-        store = ChunkStore(home / "chroma", host=host, token=settings.CHROMA_TOKEN)
+        store = (ReadOnlyChunkStore(home / "chroma") if host is None and read_only(home) else
+                 ChunkStore(home / "chroma", host=host, token=settings.CHROMA_TOKEN))
         n = store.count()
         where = (f"library {store.library_id} on {store.url} (other data dirs join it with CHROMA_LIBRARY="
                  f"{store.library_id})" if host else str(home / "chroma"))

@@ -24,8 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from .atomic import atomic_write_bytes, atomic_write_json, file_lock, remove_stale_temporaries
-from .errors import CorruptFileError, IngestError, ThreadRagError, UnknownDocumentError, printable, why_missing
+from .atomic import atomic_write_bytes, atomic_write_json, file_lock, read_only, remove_stale_temporaries
+from .errors import CorruptFileError, IngestError, ReadOnlyError, ThreadRagError, UnknownDocumentError, printable, why_missing
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
@@ -34,6 +34,7 @@ from .records import Chunk, DocumentRecord, IndexResult, Thread, content_key
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, Library, TokenCache
 from .store.library import store_place
+from .store.read_only_store import ReadOnlyChunkStore
 from .store.catalog import kept_logs
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -138,6 +139,8 @@ class Engine:
         fresh = self.fresh
         if self.home.exists() or not fresh:
             self.home.mkdir(parents=True, exist_ok=True)  # a file there is named here, before anything is read
+        # a library on a read-only file system is read as it is: nothing recovered, locked or stored
+        self.read_only = not fresh and not self.shared and read_only(self.home)
         self._store: ChunkStore | None = None
         self._store_counted: tuple = (None, False)  # (catalog version, whether the store held every chunk then)
         self.catalog = self._server_catalog() if self.shared else Catalog(self.home / "catalog.json")
@@ -154,7 +157,7 @@ class Engine:
         self._retriever = None
         self._windows = None
         self._nested = None
-        if not fresh:
+        if not fresh and not self.read_only:
             self.recover()
 
     @property
@@ -222,7 +225,7 @@ class Engine:
         looked at again under the write lock: a recovery that is removing a dead writer's files (files first,
         its marker last) has finished by then."""
         ahead = self._generations_ahead()
-        if ahead:
+        if ahead and not self.read_only:
             with contextlib.suppress(TimeoutError), self.write_lock(timeout=30):
                 ahead = self._generations_ahead()
         if ahead:
@@ -273,6 +276,8 @@ class Engine:
     # -- lazily built parts -----------------------------------------------------------------
     @property
     def store(self) -> ChunkStore:
+        if self._store is None and self.read_only:
+            self._store = ReadOnlyChunkStore(self.home / "chroma")
         if self._store is None:
             self._store = ChunkStore(self.home / "chroma", host=self.settings.CHROMA_HOST.strip() or None,
                                      join=self.settings.CHROMA_LIBRARY.strip() or None,
@@ -347,8 +352,20 @@ class Engine:
         return self._chat_model
 
     # -- locking & recovery -----------------------------------------------------------------
+    def writable(self, path: Path | None = None) -> None:
+        """ReadOnlyError, before any work is done, for a change asked of a library on a read-only file system (or
+        of ``path``, e.g. the summary cache, when it cannot be written)."""
+        if path is not None:
+            there = next((p for p in (path, *path.parents) if p.exists()), path)
+            if read_only(there):
+                raise ReadOnlyError(f"{path} is read-only: summaries can be made and read, not stored")
+        elif self.read_only:
+            raise ReadOnlyError(f"{self.home} is read-only: its documents can be searched and read, but indexing, "
+                                f"deleting, pre-heating and repairs need a data dir that can be written")
+
     @contextlib.contextmanager
     def write_lock(self, timeout: float | None = None):
+        self.writable()
         with file_lock(self.home / "write.lock", timeout=timeout):
             yield
 
@@ -708,6 +725,7 @@ class Engine:
         Files are stored in groups (``_in_groups``): one Chroma write for several small files, each file still
         its own catalog commit. Progress: one bar for all files (done and total in KiB of file size, so the ETA
         covers the folder); its label names the file ([i/N] name), the stage and that stage's own count."""
+        self.writable()
         files = self.expand_paths(paths)
         kib = [max(1, _size(f) // 1024) for f in files]
         total_kib = sum(kib)
@@ -724,6 +742,7 @@ class Engine:
             yield dataclasses.replace(r, error=r.error + self._kept_version(r.path)) if r.status == "failed" else r
 
     def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
+        self.writable()
         try:
             p, resolved, content_hash, t0 = self._identify(path)
             ready = self._prepare_file(p, resolved, content_hash, t0, progress, single=True)

@@ -88,6 +88,10 @@ class EmbedderMismatchError(ThreadRagError):
     """Stored vectors come from another embedder than the one configured (re-index, or switch back)."""
 
 
+class ReadOnlyError(ThreadRagError):
+    """A change asked of a library on a read-only file system."""
+
+
 class CorruptFileError(ThreadRagError):
     """A stored file that cannot be read (it is set aside, never silently emptied)."""
 

@@ -165,10 +165,11 @@ class Repl:
 
         class LibraryHistory(FileHistory):
             """Lines go to the data dir's chat_history.txt once it holds a library; until then (a chat that
-            indexes nothing writes nothing there) they are recalled in this session only."""
+            indexes nothing writes nothing there), and in a read-only library, they are recalled in this session
+            only."""
 
             def store_string(self, string: str) -> None:
-                if not engine.fresh:
+                if not engine.fresh and not engine.read_only:
                     super().store_string(string)
 
         inp, outp = self._pt

@@ -65,6 +65,8 @@ def budget_option(value: int | None) -> int | None:
 def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> dict:
     from .threads.preheat import preheat
 
+    engine.writable()
+    engine.writable(engine.settings.cache_path)
     return to_dict(preheat(engine.library, lambda: engine.summarizer, engine.settings.cache_path, serial_id, progress=progress))
 
 

@@ -159,6 +159,7 @@ class Watcher:
 
     def __init__(self, engine, roots: Iterable[str], *, as_json: bool = False, out=None, err=None,
                  prune: bool = False):
+        engine.writable()  # a read-only library is refused once, not file by file
         self.engine = engine
         self.roots = [os.path.realpath(r) for r in roots]
         self.prune = prune  # at start: remove however many documents went missing (an unmount while watching is kept)

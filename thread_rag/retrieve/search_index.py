@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json
+from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json, unwritable
 from ..errors import CorruptFileError
 from ..faults import crash_point
 from ..ids import format_doc_id, generation_name, parse_generation_name
@@ -110,14 +110,23 @@ def part_dir(parts: Path, serial: int, generation: int) -> Path:
 def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors: np.ndarray, key: str) -> dict:
     """Write a document generation's part (atomically), made from the chunks of content key ``key``; indexing
     does this, a reader only for a part it lacks."""
+    info = part_info(chunks, key)
+    _write_part(part_dir(parts, serial, generation), info, vectors)
+    return info
+
+
+def part_info(chunks: list, key: str) -> dict:
+    """What a part keeps beside its vectors: the chunks' positions, pages, headings and BM25 tokens."""
     from ..ingest import text_for_embedding
 
-    part = part_dir(parts, serial, generation)
-    info = {"position": [c.position for c in chunks],
+    return {"position": [c.position for c in chunks],
             "page_start": [c.page_start or -1 for c in chunks],
             "page_end": [c.page_end or -1 for c in chunks],
             "heading": [" > ".join(c.heading_path) for c in chunks],
             "tokens": bm25_tokenize([text_for_embedding(c.text) for c in chunks]), "key": key}
+
+
+def _write_part(part: Path, info: dict, vectors: np.ndarray) -> None:
     tmp = part.with_name(f".{part.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -125,7 +134,6 @@ def write_part(parts: Path, serial: int, generation: int, chunks: list, vectors:
     (tmp / "meta.json").write_text(json.dumps(info))
     (tmp / "done").write_text("ok")
     atomic_replace_dir(tmp, part)
-    return info
 
 
 def part_key(parts: Path, serial: int, generation: int) -> str | None:
@@ -138,7 +146,7 @@ def part_key(parts: Path, serial: int, generation: int) -> str | None:
 
 def load_part(parts: Path, serial: int, generation: int, key: str, store_load: StoreLoad) -> Segment:
     """A document generation's segment of content key ``key``; written from the store when indexing did not
-    leave it, or left one made from other content."""
+    leave it, or left one made from other content (kept in memory only where the folder cannot be written)."""
     part = part_dir(parts, serial, generation)
     info = json.loads((part / "meta.json").read_text()) if (part / "done").is_file() else None
     v = None
@@ -149,7 +157,12 @@ def load_part(parts: Path, serial: int, generation: int, key: str, store_load: S
             v = None
     if v is None:
         chunks, v = store_load(serial, generation)
-        info = write_part(parts, serial, generation, chunks, v, key)
+        info = part_info(chunks, key)
+        try:
+            _write_part(part, info, v)
+        except OSError as exc:
+            if not unwritable(exc):
+                raise  # a read-only library: the part is made for this process, in memory
     n = len(info["position"])
     meta = Meta(np.full(n, serial, np.int64), np.asarray(info["position"], np.int64),
                 np.asarray(info["page_start"], np.int64), np.asarray(info["page_end"], np.int64), info["heading"])

@@ -3,7 +3,8 @@
 An entry's key is ``sha256(summarizer id + chunk text)``, so a changed chunk or a changed
 summarizer can never be served a stale summary. Writes merge with what is on disk under a file
 lock and replace the file atomically, so two processes pre-heating the same document lose
-nothing. A corrupt file is moved aside (``*.corrupt-*``) and reported, never silently emptied.
+nothing. A corrupt file is moved aside (``*.corrupt-*``) and reported, never silently emptied. On a read-only
+file system new summaries are kept in memory for the process.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from ..atomic import atomic_write_json, file_lock, read_json
+from ..atomic import atomic_write_json, file_lock, read_json, unwritable
 from ..errors import CorruptFileError
 from ..lru import LRU
 
@@ -61,12 +62,19 @@ class SummaryCache:
         if not items:
             return
         path = self.path_for(content_hash)
-        with file_lock(path.with_name(path.name + ".lock")):
-            current = self._read(content_hash)
-            now = time.strftime("%Y-%m-%dT%H:%M:%S")
-            for sid, text, cid, summary in items:
-                current[entry_key(sid, text)] = {"summary": summary, "summarizer": sid, "chunk": cid, "at": now}
-            atomic_write_json(path, {"format": 1, "entries": current}, indent=None)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S")
+        new = {entry_key(sid, text): {"summary": summary, "summarizer": sid, "chunk": cid, "at": now}
+               for sid, text, cid, summary in items}
+        try:
+            with file_lock(path.with_name(path.name + ".lock")):
+                current = self._read(content_hash)
+                current.update(new)
+                atomic_write_json(path, {"format": 1, "entries": current}, indent=None)
+        except OSError as exc:
+            if not unwritable(exc):
+                raise
+            self.entries(content_hash).update(new)  # a read-only library: kept in memory, for this process only
+            return
         self._mem.pop(content_hash, None)
 
     def forget(self, content_hash: str) -> None:
