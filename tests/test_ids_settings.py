@@ -212,3 +212,31 @@ def test_a_setting_that_does_nothing_on_this_path_is_named(tmp_path, capsys, mon
     assert main(["--data-dir", str(tmp_path / "d"), "stats"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == ['note: HYDE does nothing: it acts only with AGENT_MODE = "routed"'], err
+
+
+def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_path, capsys, no_env, monkeypatch):
+    """Issue 46: `thread-rag settings` names every setting's value and source (default, the config file, the
+    environment, the command line), and flags one that does nothing in the current mode."""
+    import json
+
+    from thread_rag import cli
+    from thread_rag.settings import describe_settings
+
+    cfg = tmp_path / "config.py"
+    cfg.write_text('READ_K = 4\nHYDE = True\n')
+    env = {"THREAD_RAG_WALK_MAX": "3", "THREAD_RAG_CONFIG": str(cfg)}
+    s = load_settings({"STAGE1_K": 150}, env=env)
+    rows = {r["name"]: r for r in describe_settings(s, env=env)}
+    assert (rows["READ_K"]["value"], rows["READ_K"]["source"]) == (4, str(cfg))
+    assert (rows["WALK_MAX"]["value"], rows["WALK_MAX"]["source"]) == (3, "THREAD_RAG_WALK_MAX")
+    assert (rows["STAGE1_K"]["value"], rows["STAGE1_K"]["source"]) == (150, "command line")
+    assert rows["RRF_K"]["source"] == "default" and rows["RRF_K"]["acts"]
+    assert not rows["HYDE"]["acts"] and "routed" in rows["HYDE"]["note"]
+    assert len(rows) > 60 and all(isinstance(r["value"], (bool, int, float, str, list)) for r in rows.values())
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert cli.main(["--data-dir", str(tmp_path / "d"), "settings", "--json"]) == 0
+    shown = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert shown["HOME"]["value"] == str(tmp_path / "d") and shown["WALK_MAX"]["source"] == "THREAD_RAG_WALK_MAX"
+    assert cli.main(["settings"]) == 0
+    assert "(inert: it acts only with" in next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("HYDE"))

@@ -124,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default=None, help="suite: folder of an earlier suite run whose top-k answers stand as "
                    "the paired baseline (top-k is answered again on 3 questions to check they match)")
     p.add_argument("--markdown", action="store_true")
-    p.add_argument("--write", default=None, help="report: replace the generated tables of this file (BENCHMARKS.md)")
+    p.add_argument("--write", default=None, help="report: replace the generated tables of this file "
+                                                 "(bench_results/DETAILS.md)")
     p.add_argument("--configs", default=None, help="comma-separated configurations")
     p.add_argument("--file", default=None, help="document for ingest/windows benchmarks")
     p.add_argument("--seed", type=int, default=13)
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="first rebuild what is derived from the stored chunks (lost token caches, trees) and remove "
                         "orphans and unfinished writes; needs no source file")
     cmd("stats", "store statistics")
+    cmd("settings", "every setting: its value, where it came from, and whether it acts")
     return ap
 
 
@@ -199,6 +201,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _settings(args, out) -> int:
+    """``thread-rag settings``: one row per setting (``--json``: the rows)."""
+    from .render import styled
+    from .settings import describe_settings, load_settings
+
+    rows = describe_settings(load_settings({"HOME": args.data_dir} if args.data_dir else None))
+    if args.json:
+        _print_json(rows)
+        return 0
+    for r in rows:
+        mark = "" if r["acts"] else f"  (inert: {r['note'].split(': ', 1)[-1]})"
+        out.print(styled(f"{r['name']:<24} {r['value']!r:<28} {r['source']}{mark}"))
+    return 0
+
+
 def _dispatch(args) -> int:
     from . import tools
     from .render import make_console, styled
@@ -212,6 +229,8 @@ def _dispatch(args) -> int:
         from .doctor import run_doctor
 
         return run_doctor(args)
+    if args.cmd == "settings":
+        return _settings(args, out)
     if args.cmd == "bench":
         from .bench.cli import run_bench
 

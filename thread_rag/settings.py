@@ -141,7 +141,7 @@ class Settings:
     HOP_MAX_TOKENS: int = 384               # packaged cross-encoder: second-hop pairs truncated to this
     HOP_DEPTH: int = 1                      # links in the hop's chain: each link's first pick seeds the next
                                             # (1..3; each link up to HOP_PICKS more, read after every seed so far;
-                                            # 2 gained nothing on the held-out halves: BENCHMARKS.md)
+                                            # 2 gained nothing on the held-out halves: bench_results/DETAILS.md)
     QUESTION_STEPS: int = 0                 # the LLM splits a question into at most this many lookups, answers
                                             # each from its top passages, and the question + those answers is
                                             # searched too (0 = off; 4 = the measured option: multi-step questions,
@@ -197,7 +197,7 @@ class Settings:
                                             # this (0 = never); the answer then says so
     WEAK_MATCH: str = "note"                # | refuse: the answer prompt also lets the model reply that the sources
                                             # do not answer (the 1.5B model then refused every weak match, answerable
-                                            # or not: `thread-rag bench band`, BENCHMARKS.md)
+                                            # or not: `thread-rag bench band`, bench_results/DETAILS.md)
     MAX_ANSWER_TOKENS: int = 400
     ANSWER_MODE: str = "explain"            # explain: the quote, then the model's checked explanation | quote: the
                                             # quote alone (no LLM call)
@@ -405,6 +405,40 @@ def inert_settings(settings: Settings) -> list[str]:
     default = Settings()
     return [f"{name} does nothing: it acts only with {needs}" for name, (acts, needs) in ACTS_ONLY_WITH.items()
             if getattr(settings, name) != getattr(default, name) and not acts(settings)]
+
+def describe_settings(settings: Settings, env: Mapping[str, str] | None = None,
+                      config_file: Path | None | bool = None) -> list[dict]:
+    """Every setting: ``name``, ``value``, ``source`` (``default``, the config file, the ``THREAD_RAG_`` variable, or
+    ``command line``) and ``acts`` (False, with ``note`` saying what it needs, for one moved from its default that does
+    nothing under ``settings``). ``thread-rag settings`` prints it."""
+    env = os.environ if env is None else env
+    cfg = config_file if isinstance(config_file, Path) else None if config_file is False else find_config_file(env)
+    in_file = read_config_file(cfg) if cfg is not None else {}
+    default, inert = Settings(), {line.split(" ", 1)[0]: line for line in inert_settings(settings)}
+    rows = []
+    for name in _FIELD_TYPES:
+        value, key = getattr(settings, name), ENV_PREFIX + name
+        if key in env and _coerce(name, env[key], f"${key}") == value:
+            source = key
+        elif name in in_file and _coerce(name, in_file[name], str(cfg)) == value:
+            source = str(cfg)
+        elif value == getattr(default, name):
+            source = "default"
+        else:
+            source = "command line"
+        if isinstance(value, (list, tuple)):
+            value = list(value)
+        elif not isinstance(value, (bool, int, float, str)) and value is not None:
+            value = str(value)
+        rows.append({"name": name, "value": value, "source": source, "acts": name not in inert,
+                     "note": inert.get(name, "")})
+    where = describe_paths(settings, env)
+    for row in rows:  # the folders as resolved (an empty setting means the default place), and the rule that chose it
+        key = {"HOME": "data_dir", "CACHE_PATH": "summary_cache", "MODEL_DIR": "model_cache"}.get(row["name"])
+        if key:
+            row.update(value=where[key]["path"], source=where[key]["source"])
+    return rows
+
 
 # --- where things live by default --------------------------------------------------------------
 APP_NAME = "thread-rag"
