@@ -882,7 +882,7 @@ class Engine:
         is not loaded: then the query embedder, where it is the same MiniLM as INT8 ONNX
         (``embedder.OnnxMiniLMQueryEmbedder``), so a cold one-page index never imports torch. Its vectors are those
         queries are already embedded with (cosine to the torch model's >= 0.999 on the Debian guide's chunks);
-        folders and benchmark corpora keep the torch model. Measured in BENCHMARKS.md (issue 44)."""
+        folders and benchmark corpora keep the torch model. Measured in bench_results/DETAILS.md (issue 44)."""
         emb = self.embedder
         if (chunks > self.settings.SMALL_INDEX_CHUNKS or not getattr(emb, "from_settings", False)
                 or getattr(emb, "_model", None) is not None):

@@ -70,7 +70,7 @@ class OnnxEncoder:
     truncated to ``max_tokens``. Items run unbatched on purpose: the graphs quantize activations
     dynamically over the whole input tensor, so in a padded batch an item's score depended on its
     batch-mates (a 0.16 logit shift in a one-off probe), and on 2 cores single items were also faster
-    (20 cross-encoder pairs: 0.67 s vs 0.92 s batched, one-off probe; BENCHMARKS.md, issue 14).
+    (20 cross-encoder pairs: 0.67 s vs 0.92 s batched, one-off probe; bench_results/DETAILS.md, issue 14).
     """
 
     def __init__(self, path: Path, max_tokens: int = 512, threads: int = 0):

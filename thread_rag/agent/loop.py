@@ -273,7 +273,7 @@ class Agent:
     def route(self, msgs: list) -> dict:
         """One routing decision in two constrained steps: the tool (an enum), then its arguments
         (that tool's JSON schema). Small models pick and fill far better this way than with one
-        schema for everything (measured: see BENCHMARKS.md)."""
+        schema for everything (measured: see bench_results/DETAILS.md)."""
         choice = self._invoke_json(msgs + [HumanMessage(ROUTE)], tool_choice_schema(self.ROUTED_TOOLS), max_tokens=24)
         if not isinstance(choice, dict) or "tool" not in choice:
             raise ValueError("no 'tool' key")

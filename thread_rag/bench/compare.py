@@ -579,7 +579,7 @@ def _absent_in_other(spans_a, spans_b) -> tuple[list, list]:
 
 
 def compare_table(out: dict) -> str:
-    """The BENCHMARKS.md table of a ``bench compare`` result."""
+    """The bench_results/DETAILS.md table of a ``bench compare`` result."""
     lines = ["| pair | role | chunks A/B | F1 same | F1 changed/only | macro F1 | counterparts aligned | "
              "false changes | align s | end-to-end s | CLI wall s | peak (Python / CLI RSS) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -1,7 +1,7 @@
 """``thread-rag bench report [--file DIR]``: Markdown tables from the JSON results in ``bench_results/``.
 
 Each JSON file is the unedited stdout of one ``thread-rag bench ...`` command (its name says which);
-the tables in BENCHMARKS.md are this command's output.
+the tables in bench_results/DETAILS.md are this command's output.
 """
 from __future__ import annotations
 
@@ -511,8 +511,8 @@ GENERATED = "# Generated tables (`thread-rag bench report`)"
 
 
 def write_report(target: str, directory: str | None = None) -> None:
-    """Replace everything below the generated-tables heading of ``target`` (BENCHMARKS.md) with the report, so
-    the tables there are only ever this command's output."""
+    """Replace everything below the generated-tables heading of ``target`` (bench_results/DETAILS.md) with the report,
+    so the tables there are only ever this command's output."""
     from ..atomic import atomic_write_bytes
 
     p = Path(target)

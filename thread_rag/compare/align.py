@@ -32,7 +32,7 @@ Pair = tuple  # (i | None, j | None)
 @dataclass(frozen=True)
 class AlignParams:
     match_min: float = 0.62     # cosine a pair needs on its own; bench compare sweeps 0.5-0.75: the labels do not
-    gap: float = 0.12           # move, counterparts within 0.5 point (BENCHMARKS.md). A chunk without counterpart
+    gap: float = 0.12           # move, counterparts within 0.5 point (bench_results/DETAILS.md). A chunk with no match
     #                             costs ``gap``, so between two aligned neighbours a pair matches above 0.62 - 0.24
     heading_bonus: float = 0.25  # same deepest heading on both sides (only when both sides have headings)
     block: int = 256            # DP rows whose similarities are computed in one matrix product

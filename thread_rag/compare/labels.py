@@ -35,7 +35,7 @@ as found. Everything else is a change, including a single number (``1.5`` is not
 
 ``SAME_MIN_COVERAGE`` is 1.0: every normalised word must be found. Chosen on the dev pair (the two TXT
 editions) from a sweep of 1.0 / 0.99 / 0.98 / 0.97 / 0.95 / 0.9: anything lower calls a one-word edit in a
-150-word chunk (``amd64`` -> ``arm64``, a size, a section number) "same" (bench compare, BENCHMARKS.md).
+150-word chunk (``amd64`` -> ``arm64``, a size, a section number) "same" (bench compare, bench_results/DETAILS.md).
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ RULES = ("thread", "footnotes", "toc", "edges", "table_cells")
 
 @dataclass(frozen=True)
 class LabelParams:
-    same_min_coverage: float = 1.0      # every word found: measured best on the Debian editions (BENCHMARKS.md)
+    same_min_coverage: float = 1.0      # every word found: best on the Debian editions (bench_results/DETAILS.md)
     changed_min_coverage: float = 0.5   # a chunk without counterpart joins its neighbours' counterpart above this
     window: int = 1                     # neighbours on each side of the counterpart searched for a chunk's words
     max_gap_window: int = 6             # at most this many chunks between aligned neighbours are searched

@@ -1,0 +1,167 @@
+"""Every figure README.md and BENCHMARKS.md state is read from the bench_results JSON it comes from: a figure that
+drifts from its file, or a figure with no file behind it, fails here. (Transcripts in code blocks are program output,
+not figures; plain integers such as question counts are not looked for, though many are checked below.)"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+
+from conftest import REPO
+
+RESULTS = REPO / "bench_results"
+RETRIEVAL = "retrieval-{}-test-minilm.json"
+GROUNDING = "grounding-aws-docs-qa.json"
+COLDSTART = "coldstart-avx2.json"
+DEFAULT = ["configs", "$default_config", "ndcg@10"]
+
+# page -> [(file, key paths, how the page writes them)]: each rendered text must be on the page. A key path step is a
+# key, a list index, "$name" (the key the file's own field ``name`` holds), "key=value" (the list item whose ``key``
+# is ``value``) or "max:key" (the largest ``key`` of a list's items); a list at the end of a path counts its items.
+PAGES = {
+    "README.md": [
+        (RETRIEVAL.format("aws-docs-qa"), [["queries"], ["chunks"]],
+         "on {} held-out aws-docs-qa questions over the full corpus ({:,} chunks)"),
+        (RETRIEVAL.format("aws-docs-qa"), [DEFAULT, ["configs", "bm25_only", "ndcg@10"]],
+         "nDCG@10 {:.3f} against\n  {:.3f} for BM25 alone"),
+        (GROUNDING, [["qids"], ["chunks"]], "on {} held-out aws-docs-qa questions (shrunk corpus, {:,} chunks)"),
+        (GROUNDING, [["configs", "quote", "recall"], ["configs", "sources", "model_recall"]],
+         "(gold-token recall {:.3f} against {:.3f})"),
+        (GROUNDING, [["configs", "quote", "quote_words_median"]], "median\n  {} words"),
+        (COLDSTART, [["repl_warm", "median_quote_s"], ["ask", "quote_median_s"]],
+         "median {} s in a running chat and\n  {:.1f} s from a cold"),
+    ],
+    "BENCHMARKS.md": [
+        *[(RETRIEVAL.format(ds), [["chunks"], DEFAULT, ["configs", "bm25_only", "ndcg@10"],
+                                  ["configs", "dense_only", "ndcg@10"]],
+           f"| {ds} | {{:,}} | {{:.3f}} | {{:.3f}} | {{:.3f}} |") for ds in ("aws-docs-qa", "musique", "limit-small")],
+        (RETRIEVAL.format("aws-docs-qa"), [["chunks"], ["configs", "$default_config", "k5_p50_ms"],
+                                           ["configs", "stage1_2", "k5_p50_ms"]],
+         "over the {:,} aws-docs-qa chunks takes p50 {} ms at k=5 with the cross-encoder and {} ms"),
+        ("scale-100000-grouped.json", [["checkpoints", -1, "chunks"], ["checkpoints", -1, "ingest_chunks_per_s"],
+                                       *[["checkpoints", -1, "queries", q, "p50_ms"]
+                                         for q in ("stage1_rrf", "stage1_2", "three_stage")]],
+         "At {:,} chunks (`thread-rag bench scale`,\n`scale-100000-grouped.json`): indexed at {} chunks/s; search p50 {} "
+         "ms (stage 1), {} ms (stages 1-2),\n{} ms with the cross-encoder"),
+        *[(f"suite-{ds}.json", [["answers", "strategies", "walk", "f1"], ["answers", "strategies", "topk", "f1"],
+                                ["answers", "strategies", "walk", "f1_minus_topk_ci95", 0],
+                                ["answers", "strategies", "walk", "f1_minus_topk_ci95", 1]],
+           f"{ds} {{}} against {{}}{sep}{{}}{mid}{{}})")
+          for ds, sep, mid in (("aws-docs-qa", " (paired 95% CI ", "\n  to "), ("leval-legal", " (CI ", " to "),
+                               ("musique", " (CI ", "\n  to "))],
+        (GROUNDING, [["configs", "quote", "recall"], ["configs", "sources", "model_recall"],
+                     ["configs", "quote", "quote_words_median"]],
+         "quote alone holds gold-token recall {:.3f} against {:.3f} for the old answer from every source, in a median {}"),
+        (GROUNDING, [["configs", "explain", "prompt_tokens_mean"], ["configs", "sources", "prompt_tokens_mean"],
+                     ["configs", "explain", "first_token_s_median"], ["configs", "sources", "first_token_s_median"]],
+         "reads {:.1f} prompt tokens instead of {} and starts after a median {} s instead of\n  {} s"),
+        (GROUNDING, [["configs", "sources", "unsupported_spans"], ["configs", "sources", "checked_spans"]],
+         "{} of {} were not in their sources"),
+        ("refusal-quote-test-aws-docs-qa.json",
+         [["questions", "in_domain_unanswerable"],
+          ["quote_grid", "quote_min=$current_QUOTE_MIN", "in_domain_unanswerable_refused"]],
+         "in-domain questions the documents\n  do not answer (a share of {1};"),
+        (COLDSTART, [["repl_warm", "median_quote_s"], ["ask", "quote_median_s"], ["search_onnx", "median_s"]],
+         "after a median {} s\nin a running chat and {} s from a cold `thread-rag ask`; a cold `thread-rag search` takes {} s"),
+        ("small-index.json", [["speed", "A wall s", "median"], ["speed", "B wall s", "median"]],
+         "a median {} s with the ONNX embedder against {} s loading torch"),
+        ("editions-debian.json", [["found", e] for e in ("txt", "html", "epub", "ocr")],
+         "edition for {}, HTML {}, EPUB {}, an OCR'd image-only copy {}"),
+        ("ocr-debian.json", [["debian", "cer_median_page"], ["debian", "seconds_per_page_median"]],
+         "character error rate {}, {} s a page"),
+        ("docling-fixtures.json", [["totals", "docx_before", "words_f1_mean"], ["totals", "docx_now", "words_f1_mean"]],
+         "words F1 {} before, {} now"),
+        ("compare-debian.json", [["pairs", "pdf-amd64/pdf-arm64", "default", "same", "f1"],
+                                 ["pairs", "pdf-amd64/pdf-arm64", "default", "changed_or_only", "f1"],
+                                 ["pairs", "pdf-amd64/pdf-arm64", "default", "counterpart_accuracy"]],
+         "\"same\" F1 {}, \"changed or only\n  in one\" F1 {}, counterparts aligned {}"),
+        ("eval-validity-aws-docs-qa.json", [["validity", "kendall_tau_mrr@10"]], "Kendall tau {} on aws-docs-qa"),
+        ("eval-validity-musique.json", [["validity", "kendall_tau_mrr@10"]], "and {} on musique"),
+        ("eval-run-debian.json", [["summary", "retrieval", k, "mean"] for k in ("hit@1", "hit@5", "mrr@10")],
+         "hit@1 {}, hit@5 {}, MRR@10 {}"),
+        ("concurrency-searches.json", [["readers", 0, "searches"], ["cycles"], ["readers", 0, "checked"],
+                                       ["readers", 1, "checked"]],
+         "{} searches each, while a third indexes, replaces and deletes until they are done "
+         "(`concurrency-searches.json`: {} cycles) | no failed search; every hit's text is its chunk's at the "
+         "generation ranked ({:,} and {:,} hits checked)"),
+        ("hostile-files.json", [["files", "max:seconds"], ["files", "max:peak_mib"]],
+         "none slower than {} s or over {} MiB resident"),
+    ],
+}
+
+# a figure: 27,607 / 0.843 / 42% / 9 s, 12 ms, 13 minutes; not a version (3.11.7) or a name (Qwen2.5-Coder, 1.5B)
+FIGURE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)? (?:s|ms|min|minutes)\b|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?\s?%"
+                    r"|\d+\.\d+(?!\d|\.\d|[A-Za-z-]))")
+
+
+def lookup(data: dict, path: list) -> object:
+    node = data
+    for step in path:
+        if isinstance(step, int):
+            node = node[step]
+        elif step.startswith("$"):
+            node = node[data[step[1:]]]
+        elif step.startswith("max:"):
+            node = max(item[step[4:]] for item in node)
+        elif "=" in step:
+            key, want = step.split("=", 1)
+            want = data[want[1:]] if want.startswith("$") else want
+            node = next(item for item in node if str(item[key]) == str(want))
+        else:
+            node = node[step]
+    return len(node) if isinstance(node, list) else node
+
+
+def rendered(page: str) -> list[str]:
+    out = []
+    for name, paths, template in PAGES[page]:
+        data = json.loads((RESULTS / name).read_text())
+        out.append(template.format(*(lookup(data, p) for p in paths)))
+    return out
+
+
+def prose(text: str) -> str:
+    """A page without its fenced code blocks (a fence of N backticks closes at a line of at least N)."""
+    kept, fence = [], 0
+    for line in text.splitlines():
+        m = re.match(r"^(`{3,})", line)
+        if fence and m and len(m.group(1)) >= fence and line.strip() == m.group(1):
+            fence = 0
+        elif not fence and m:
+            fence = len(m.group(1))
+        elif not fence:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def _text(page: str) -> str:
+    return getattr(sys.modules[__name__], "OVERRIDE", {}).get(page) or (REPO / page).read_text()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_figure_is_its_json_value(page):
+    text = _text(page)
+    missing = [r for r in rendered(page) if r not in text]
+    assert not missing, f"{page} does not say what its JSON files hold: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_figure_without_a_json_behind_it(page):
+    figures = rendered(page)
+    stray = [m.group(0) for m in FIGURE.finditer(prose(_text(page))) if not any(m.group(0) in f for f in figures)]
+    assert not stray, f"figures in {page} that no bench_results JSON gives (add them to PAGES): {stray}"
+
+
+def test_the_checks_see_a_drifted_figure_and_a_figure_with_no_file(monkeypatch):
+    """The checks themselves: a figure changed in its last digit fails the first, a new number the second."""
+    me = sys.modules[__name__]
+    original, first = (REPO / "README.md").read_text(), rendered("README.md")[1]
+    drifted = re.sub(r"\d(?=\D*$)", lambda m: str((int(m.group()) + 1) % 10), first, count=1)
+    monkeypatch.setattr(me, "OVERRIDE", {"README.md": original.replace(first, drifted)}, raising=False)
+    with pytest.raises(AssertionError, match="does not say"):
+        test_each_figure_is_its_json_value("README.md")
+    monkeypatch.setattr(me, "OVERRIDE", {"README.md": original + "\nSearches take 12.5 ms.\n"}, raising=False)
+    with pytest.raises(AssertionError, match="12.5 ms"):
+        test_no_figure_without_a_json_behind_it("README.md")
