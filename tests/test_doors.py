@@ -533,8 +533,12 @@ def test_ctrl_c_during_index_keeps_the_lines_of_what_was_committed_and_leaves_no
     for i in range(files):
         write(tmp_path / "many" / f"f{i:03d}.md", f"# Note {i}\n\nThe valve number {i} turns clockwise. " * 8)
     env = {**_env(tmp_path), "PYTHONPATH": str(REPO), "THREAD_RAG_STORE_GROUP_CHUNKS": "1"}
+    # SIGINT as a terminal's Ctrl-C sends it: a suite started in the background (`pytest &`, nohup, some CI runners)
+    # passes its children SIGINT ignored, and Python then installs no KeyboardInterrupt handler at all (the "race" of
+    # issue 47: exit 0 after the signal, because the signal was never seen)
     p = subprocess.Popen([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(tmp_path / "d"), "index",
-                          str(tmp_path / "many")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          str(tmp_path / "many")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     first = p.stdout.readline()  # the first file's line comes as it is committed, not at the end
     assert first.startswith("indexed   DOC1"), (first, p.stderr.read() if p.poll() is not None else "")
     p.send_signal(signal.SIGINT)  # at once: a state seen (a file committed), no sleep (issue 47: a race once)

@@ -224,7 +224,7 @@ def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_pa
 
     cfg = tmp_path / "config.py"
     cfg.write_text('READ_K = 4\nHYDE = True\n')
-    env = {"THREAD_RAG_WALK_MAX": "3", "THREAD_RAG_CONFIG": str(cfg)}
+    env = {"THREAD_RAG_WALK_MAX": "3", "THREAD_RAG_CONFIG": str(cfg), "THREAD_RAG_CHROMA_TOKEN": "s3cret"}
     s = load_settings({"STAGE1_K": 150}, env=env)
     rows = {r["name"]: r for r in describe_settings(s, env=env)}
     assert (rows["READ_K"]["value"], rows["READ_K"]["source"]) == (4, str(cfg))
@@ -232,6 +232,7 @@ def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_pa
     assert (rows["STAGE1_K"]["value"], rows["STAGE1_K"]["source"]) == (150, "command line")
     assert rows["RRF_K"]["source"] == "default" and rows["RRF_K"]["acts"]
     assert not rows["HYDE"]["acts"] and "routed" in rows["HYDE"]["note"]
+    assert rows["CHROMA_TOKEN"]["value"] == "(set)"  # a secret is never printed
     assert len(rows) > 60 and all(isinstance(r["value"], (bool, int, float, str, list)) for r in rows.values())
     for k, v in env.items():
         monkeypatch.setenv(k, v)

@@ -1,6 +1,7 @@
 """Issue 47: `pip install .` installed nothing the program needs (pyproject declared no dependencies). The runtime
 dependencies are declared with requirements.txt's pins, and a wheel installed into a fresh virtual environment, from
 the same packages requirements.txt installed and nothing else, runs."""
+import os
 import re
 import subprocess
 import sys
@@ -27,7 +28,8 @@ def test_a_wheel_in_a_fresh_venv_installs_from_what_is_there_and_searches(tmp_pa
     """The wheel's declared dependencies resolve with no index at all (from the packages requirements.txt installed,
     seen through --system-site-packages), and the installed command runs a search."""
     wheels, venv = tmp_path / "wheels", tmp_path / "venv"
-    run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, timeout=600, **kw)  # noqa: E731
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv must import the wheel's own copy
+    run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, timeout=600, env=clean, **kw)  # noqa: E731
     r = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO))
     assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = wheels.glob("thread_rag-*.whl")

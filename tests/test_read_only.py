@@ -3,6 +3,7 @@ in one line. The mount is a real read-only bind mount (root only; skipped where 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -80,7 +81,7 @@ def test_a_read_only_library_is_searched_fetched_and_listed_and_nothing_is_writt
         assert nested["hits"]
         quote = tools.quote_answer(e, "How are scanned pages read?")
         assert quote["quote"]
-        copy = e.store._copy[0] if e.store._copy else None
+        copy = e.store._copy[1].path.parent if e.store._copy else None  # the private copy of the chroma folder
         assert (copy is not None) == (derived == "lost")  # vectors were needed only when the index was lost
         for change in (lambda: e.index_paths([DOCS / "01-getting-started.md"]), lambda: e.delete("DOC1"),
                        lambda: tools.pre_heat_summaries(e)):
@@ -93,10 +94,13 @@ def test_a_read_only_library_is_searched_fetched_and_listed_and_nothing_is_writt
 
 @needs_root
 def test_the_cli_on_a_read_only_library_answers_and_refuses_changes_in_one_line(manual_library, tmp_path):
-    src = tmp_path / "src"
+    src, tmp = tmp_path / "src", tmp_path / "tmp"
     shutil.copytree(manual_library / "home", src / "home")
+    for name in ("index", "index_parts", "trees"):  # lost: the search reads vectors off a private copy of chroma/
+        shutil.rmtree(src / "home" / name, ignore_errors=True)
     before = listing(src)
-    env = {**machine_free_env(), "THREAD_RAG_RERANKER": "none"}
+    tmp.mkdir()
+    env = {**machine_free_env(), "THREAD_RAG_RERANKER": "none", "TMPDIR": str(tmp)}
 
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(ro / "home"), *args],
@@ -106,13 +110,17 @@ def test_the_cli_on_a_read_only_library_answers_and_refuses_changes_in_one_line(
         found = cli("search", "how are scanned pages read")
         assert found.returncode == 0, found.stderr
         assert "OCR" in found.stdout
+        assert not list(tmp.glob("thread-rag-readonly-*"))  # the copy went with the process (the CLI closes no engine)
         refused = cli("index", str(DOCS / "01-getting-started.md"))
         assert refused.returncode != 0
         lines = [ln for ln in (refused.stdout + refused.stderr).splitlines() if ln.strip()]
         assert len(lines) == 1 and "is read-only" in lines[0] and "Traceback" not in lines[0], lines
-        doctor = cli("doctor")
-        assert "read-only: search and reading work" in doctor.stdout
-        assert "FAIL" not in doctor.stdout.split("chroma:")[-1].split("\n")[0], doctor.stdout
+        rows = {r["check"]: r for r in json.loads(cli("doctor", "--json").stdout)}
+        assert rows["data dir"]["ok"] and "read-only: search and reading work" in rows["data dir"]["detail"]
+        assert rows["chroma"]["ok"], rows["chroma"]
+        assert "nested tree missing" in rows["store consistency"]["detail"]  # what was lost, named (not an OSError)
+        evaluated = cli("eval")
+        assert evaluated.returncode != 0 and "is read-only: eval writes its question set" in evaluated.stderr
     assert listing(src) == before
 
 

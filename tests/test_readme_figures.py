@@ -91,9 +91,13 @@ PAGES = {
     ],
 }
 
-# a figure: 27,607 / 0.843 / 42% / 9 s, 12 ms, 13 minutes; not a version (3.11.7) or a name (Qwen2.5-Coder, 1.5B)
-FIGURE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)? (?:s|ms|min|minutes)\b|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?\s?%"
-                    r"|\d+\.\d+(?!\d|\.\d|[A-Za-z-]))")
+# a figure: 27,607 / 0.843 / -0.0392 / 42% / 9 s, 12ms, 13 minutes, 3.2x / both ends of 0.84-0.86; not a version
+# (3.11.7) or a name (Qwen2.5-Coder, 1.5B). Plain integers (60 questions) are not looked for.
+# numbers a page states that are no measurement: goals set by an issue (each must be on its page)
+GOALS = {"README.md": [], "BENCHMARKS.md": ["(goal 0.8: missed)"]}
+
+FIGURE = re.compile(r"(?<![\w.])[+-]?(?:\d+(?:\.\d+)? ?(?:ms|s|min|minutes|seconds|x)\b|\d{1,3}(?:,\d{3})+"
+                    r"|\d+(?:\.\d+)? ?%|\d+\.\d+(?!\d|\.\d|[A-Za-z]|-[A-Za-z]))")
 
 
 def lookup(data: dict, path: list) -> object:
@@ -149,8 +153,9 @@ def test_each_figure_is_its_json_value(page):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_no_figure_without_a_json_behind_it(page):
-    figures = rendered(page)
-    stray = [m.group(0) for m in FIGURE.finditer(prose(_text(page))) if not any(m.group(0) in f for f in figures)]
+    assert all(g in _text(page) for g in GOALS[page]), GOALS[page]
+    allowed = {m.group(0) for f in rendered(page) + GOALS[page] for m in FIGURE.finditer(f)}  # whole figures, signed
+    stray = [m.group(0) for m in FIGURE.finditer(prose(_text(page))) if m.group(0) not in allowed]
     assert not stray, f"figures in {page} that no bench_results JSON gives (add them to PAGES): {stray}"
 
 

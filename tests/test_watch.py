@@ -231,9 +231,16 @@ class Proc:
                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
         self.out: list[str] = []
         self.err: list[str] = []
-        for stream, sink in ((self.p.stdout, self.out), (self.p.stderr, self.err)):
-            threading.Thread(target=lambda s=stream, k=sink: [k.append(line.rstrip("\n")) for line in s],
-                             daemon=True).start()
+        self.readers = [threading.Thread(target=lambda s=stream, k=sink: [k.append(line.rstrip("\n")) for line in s],
+                                         daemon=True) for stream, sink in ((self.p.stdout, self.out),
+                                                                           (self.p.stderr, self.err))]
+        for t in self.readers:
+            t.start()
+
+    def drained(self, timeout: float = 30.0) -> None:
+        """Once the process has exited: every line it wrote has been read (its pipes reached their end)."""
+        for t in self.readers:
+            t.join(timeout)
 
     def wait_for(self, text: str, timeout: float = 20.0, stream: str = "out", count: int = 1) -> str:
         sink = self.out if stream == "out" else self.err
@@ -243,7 +250,10 @@ class Proc:
             if len(hits) >= count:
                 return hits[count - 1]
             if self.p.poll() is not None:
-                time.sleep(0.2)  # let the readers drain
+                self.drained()
+                hits = [line for line in sink if text in line]
+                if len(hits) >= count:
+                    return hits[count - 1]
                 break
             time.sleep(0.05)
         raise AssertionError(f"no {stream} line with {text!r} within {timeout} s; stdout={self.out} "
@@ -327,7 +337,7 @@ def test_real_watcher_indexes_updates_removes_and_survives_bad_files(tmp_path):
         if w.p.poll() is None:
             w.p.kill()
             w.p.wait()
-    time.sleep(0.2)
+    w.drained()
     assert w.err[-1] == "stopped watching" and not any("Traceback" in e for e in w.err), w.err
     assert len([line for line in w.out if line.startswith("updated")]) == 1, w.out  # the burst was one re-index
     assert not any("fan.md~" in line or ".#fan.md" in line for line in w.out), w.out
@@ -349,6 +359,7 @@ def test_real_watcher_catches_up_and_ctrl_c_exits_0(tmp_path):
     w = Proc(tmp_path, home, str(docs))
     try:
         w.wait_for("watching", stream="err", timeout=60)
+        w.wait_for("sub/fan.md")  # stdout has its own reader: its lines may come in after stderr's "watching"
         assert len(w.out) == 2 and w.out[0] == f"removed DOC1 {docs}/pump.md", w.out
         assert re.fullmatch(rf"indexed DOC2 \(\d+ chunks?\) {re.escape(str(docs))}/sub/fan.md", w.out[1]), w.out
         assert w.stop(signal.SIGINT) == 0

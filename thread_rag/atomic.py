@@ -74,14 +74,22 @@ def read_json(path: str | os.PathLike, default: Any = None) -> Any:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         aside = set_aside(path)
-        raise CorruptFileError(f"{path} is corrupt ({exc.__class__.__name__}); moved to {aside}") from exc
+        where = "left in place (read-only)" if aside == path else f"moved to {aside}"
+        raise CorruptFileError(f"{path} is corrupt ({exc.__class__.__name__}); {where}") from exc
 
 
 def set_aside(path: Path) -> Path:
-    """Rename a damaged file to ``<name>.corrupt-<timestamp>`` and return the new path."""
+    """Rename a damaged file to ``<name>.corrupt-<timestamp>`` and return the new path (``path`` itself where the
+    folder cannot be written)."""
     aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
+    try:
         os.replace(path, aside)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES):
+            raise
+        return path  # a read-only library: the damaged file stays where it is
     return aside
 
 
@@ -176,17 +184,12 @@ def _lock_file(path: Path) -> int | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        if not unwritable(exc):
+        if exc.errno not in (errno.EROFS, errno.EACCES):
             raise
     try:
         return os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-
-
-def unwritable(exc: OSError) -> bool:
-    """``exc`` says the file system or folder cannot be written (a read-only library), not that a write failed."""
-    return exc.errno in (errno.EROFS, errno.EACCES)
 
 
 def read_only(path: str | os.PathLike) -> bool:

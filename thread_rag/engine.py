@@ -153,7 +153,8 @@ class Engine:
         self._query_embedder = None
         self._summarizer = summarizer
         self._chat_model = chat_model
-        self.library = Library(self.catalog, lambda: self.store, self.settings.CACHE_DOCUMENTS)  # what readers see
+        self.library = Library(self.catalog, lambda: self.store, self.settings.CACHE_DOCUMENTS,  # what readers see
+                               read_only=self.read_only)
         self._retriever = None
         self._windows = None
         self._nested = None
@@ -352,13 +353,13 @@ class Engine:
         return self._chat_model
 
     # -- locking & recovery -----------------------------------------------------------------
-    def writable(self, path: Path | None = None) -> None:
+    def writable(self, path: Path | None = None, what: str = "summaries can be made and read, not stored") -> None:
         """ReadOnlyError, before any work is done, for a change asked of a library on a read-only file system (or
-        of ``path``, e.g. the summary cache, when it cannot be written)."""
+        of ``path``, e.g. the summary cache, when it cannot be written: ``what`` says what that means)."""
         if path is not None:
             there = next((p for p in (path, *path.parents) if p.exists()), path)
             if read_only(there):
-                raise ReadOnlyError(f"{path} is read-only: summaries can be made and read, not stored")
+                raise ReadOnlyError(f"{path} is read-only: {what}")
         elif self.read_only:
             raise ReadOnlyError(f"{self.home} is read-only: its documents can be searched and read, but indexing, "
                                 f"deleting, pre-heating and repairs need a data dir that can be written")
@@ -366,6 +367,7 @@ class Engine:
     @contextlib.contextmanager
     def write_lock(self, timeout: float | None = None):
         self.writable()
+        (self.home / "index.lock").touch()  # there before a copy of the library is ever mounted read-only
         with file_lock(self.home / "write.lock", timeout=timeout):
             yield
 

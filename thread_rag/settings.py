@@ -406,6 +406,9 @@ def inert_settings(settings: Settings) -> list[str]:
     return [f"{name} does nothing: it acts only with {needs}" for name, (acts, needs) in ACTS_ONLY_WITH.items()
             if getattr(settings, name) != getattr(default, name) and not acts(settings)]
 
+SECRET_SETTINGS = ("CHROMA_TOKEN",)
+
+
 def describe_settings(settings: Settings, env: Mapping[str, str] | None = None,
                       config_file: Path | None | bool = None) -> list[dict]:
     """Every setting: ``name``, ``value``, ``source`` (``default``, the config file, the ``THREAD_RAG_`` variable, or
@@ -426,7 +429,9 @@ def describe_settings(settings: Settings, env: Mapping[str, str] | None = None,
             source = "default"
         else:
             source = "command line"
-        if isinstance(value, (list, tuple)):
+        if name in SECRET_SETTINGS and value:
+            value = "(set)"  # what people paste into a bug report
+        elif isinstance(value, (list, tuple)):
             value = list(value)
         elif not isinstance(value, (bool, int, float, str)) and value is not None:
             value = str(value)

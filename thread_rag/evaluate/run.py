@@ -150,6 +150,9 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
         raise ThreadRagError("no documents indexed yet: index some first (thread-rag index PATH)")
     threads = [engine.thread(d.serial) for d in docs]
     set_path = Path(opts.set_path) if opts.set_path else Path(engine.home) / "eval" / "questions.jsonl"
+    out = Path(opts.out) if opts.out else Path(engine.home) / "eval" / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    for path in (set_path, out):
+        engine.writable(path, "eval writes its question set and each run there; give --set and --out elsewhere")
     saved, tries = load_set(set_path)
     model = _model(engine) if opts.model_questions else None
     answer = _answerer(engine, opts.answers) if opts.answers else None  # a model that does not load: said now
@@ -193,7 +196,6 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
            "machine": machine(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": command_line()}
     if opts.compare:
         run["compare"] = _compare(run, Path(opts.compare))
-    out = Path(opts.out) if opts.out else Path(engine.home) / "eval" / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
     from ..atomic import atomic_write_json
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -125,7 +125,7 @@ class Retriever:
             load = self.library.vectors
             if self._index is None:
                 self._index = SearchIndex.open(self.home / "index", self.home / "index_parts", committed, load,
-                                               self.settings.HNSW_THRESHOLD)
+                                               self.settings.HNSW_THRESHOLD, persist=not self.library.read_only)
             else:  # only what changed is read
                 self._index = self._index.updated(committed, load)
         return self._index

@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json, unwritable
+from ..atomic import atomic_replace_dir, atomic_write_json, file_lock, read_json
 from ..errors import CorruptFileError
 from ..faults import crash_point
 from ..ids import format_doc_id, generation_name, parse_generation_name
@@ -144,9 +144,10 @@ def part_key(parts: Path, serial: int, generation: int) -> str | None:
         return None
 
 
-def load_part(parts: Path, serial: int, generation: int, key: str, store_load: StoreLoad) -> Segment:
-    """A document generation's segment of content key ``key``; written from the store when indexing did not
-    leave it, or left one made from other content (kept in memory only where the folder cannot be written)."""
+def load_part(parts: Path, serial: int, generation: int, key: str, store_load: StoreLoad,
+              persist: bool = True) -> Segment:
+    """A document generation's segment of content key ``key``; made from the store when indexing did not leave it,
+    or left one made from other content, and written (``persist``; a read-only library keeps it in memory)."""
     part = part_dir(parts, serial, generation)
     info = json.loads((part / "meta.json").read_text()) if (part / "done").is_file() else None
     v = None
@@ -158,11 +159,8 @@ def load_part(parts: Path, serial: int, generation: int, key: str, store_load: S
     if v is None:
         chunks, v = store_load(serial, generation)
         info = part_info(chunks, key)
-        try:
+        if persist:
             _write_part(part, info, v)
-        except OSError as exc:
-            if not unwritable(exc):
-                raise  # a read-only library: the part is made for this process, in memory
     n = len(info["position"])
     meta = Meta(np.full(n, serial, np.int64), np.asarray(info["position"], np.int64),
                 np.asarray(info["page_start"], np.int64), np.asarray(info["page_end"], np.int64), info["heading"])
@@ -255,8 +253,9 @@ class SearchIndex:
 
     def __init__(self, committed: Committed, base: Segment | None, parts: list[Segment],
                  hnsw=None, *, root: Path | None = None, parts_root: Path | None = None, hnsw_threshold: int = 0,
-                 stamp: str | tuple | None = None):
+                 stamp: str | tuple | None = None, persist: bool = True):
         self.stamp = stamp  # the on-disk base this index holds (base_stamp)
+        self.persist = persist  # False in a read-only library: parts made and merges kept in memory, never written
         self.committed = [(int(s), int(g), str(k)) for s, g, k in committed]
         self._generation = {s: (g, k) for s, g, k in self.committed}
         self.base, self.parts, self.faiss = base, parts, hnsw
@@ -303,20 +302,21 @@ class SearchIndex:
     # -- open / update ------------------------------------------------------------------------
     @classmethod
     def open(cls, root: Path, parts_root: Path, committed: Committed, store_load: StoreLoad,
-             hnsw_threshold: int) -> "SearchIndex":
+             hnsw_threshold: int, persist: bool = True) -> "SearchIndex":
         """The base on disk plus the parts it lacks; merged into a new base first when they outgrew it.
         One process at a time (``index.lock``): another waits, then reads what the first wrote."""
         root.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(root.parent / "index.lock"):
-            return cls._open_locked(root, parts_root, committed, store_load, hnsw_threshold)
+            return cls._open_locked(root, parts_root, committed, store_load, hnsw_threshold, persist)
 
     @classmethod
-    def _open_locked(cls, root, parts_root, committed, store_load, hnsw_threshold) -> "SearchIndex":
+    def _open_locked(cls, root, parts_root, committed, store_load, hnsw_threshold, persist=True) -> "SearchIndex":
         t0 = time.perf_counter()
         stamp = base_stamp(root)
         base, hnsw = load_base(root, hnsw_threshold)
-        index = cls._with_parts(committed, base, hnsw, [], root, parts_root, store_load, hnsw_threshold, stamp)
-        if base is None or index.needs_compaction():
+        index = cls._with_parts(committed, base, hnsw, [], root, parts_root, store_load, hnsw_threshold, stamp,
+                                persist)
+        if persist and (base is None or index.needs_compaction()):
             index = index.compacted(t0)
         return index
 
@@ -328,22 +328,25 @@ class SearchIndex:
         process's fresh Chroma rows, which a local Chroma client does not reliably see)."""
         with file_lock(self.root.parent / "index.lock"):
             if base_stamp(self.root) != self.stamp:
-                return self._open_locked(self.root, self.parts_root, committed, store_load, self.hnsw_threshold)
+                return self._open_locked(self.root, self.parts_root, committed, store_load, self.hnsw_threshold,
+                                         self.persist)
             parts = [p for p in self.parts if self._generation_in(p, {s: (g, k) for s, g, k in committed})]
             index = self._with_parts(committed, self.base, self.faiss, parts, self.root, self.parts_root,
-                                     store_load, self.hnsw_threshold, self.stamp)
-            return index.compacted(time.perf_counter()) if index.needs_compaction() else index
+                                     store_load, self.hnsw_threshold, self.stamp, self.persist)
+            return index.compacted(time.perf_counter()) if self.persist and index.needs_compaction() else index
 
     @staticmethod
     def _generation_in(seg: Segment, generation: dict) -> bool:
         return all(generation.get(s) == (g, key) for s, g, _, _, key in seg.keys)
 
     @classmethod
-    def _with_parts(cls, committed, base, hnsw, parts, root, parts_root, store_load, hnsw_threshold, stamp):
+    def _with_parts(cls, committed, base, hnsw, parts, root, parts_root, store_load, hnsw_threshold, stamp,
+                    persist=True):
         have = {(s, g, k) for seg in ([base] if base is not None else []) + parts for s, g, _, _, k in seg.keys}
-        parts = parts + [load_part(parts_root, s, g, k, store_load) for s, g, k in committed if (s, g, k) not in have]
+        parts = parts + [load_part(parts_root, s, g, k, store_load, persist) for s, g, k in committed
+                         if (s, g, k) not in have]
         return cls(committed, base, parts, hnsw, root=root, parts_root=parts_root, hnsw_threshold=hnsw_threshold,
-                   stamp=stamp)
+                   stamp=stamp, persist=persist)
 
     def needs_compaction(self) -> bool:
         base_live = 0 if self.base is None else int(self._masks[0].sum())

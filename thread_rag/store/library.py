@@ -25,10 +25,14 @@ def store_place(shared: bool) -> str:
 
 
 class Library:
-    def __init__(self, catalog: Catalog, store: Callable[[], ChunkStore], cache_documents: int):
+    def __init__(self, catalog: Catalog, store: Callable[[], ChunkStore], cache_documents: int,
+                 read_only: bool = False):
         """``store``: returns the chunk store (opened on first need: a cold command that lists documents
-        opens no Chroma). ``cache_documents``: how many documents' chunk threads stay in memory."""
+        opens no Chroma). ``cache_documents``: how many documents' chunk threads stay in memory. ``read_only``: the
+        library is on a file system that cannot be written; what readers derive (summaries, index parts, trees)
+        stays in memory."""
         self.catalog = catalog
+        self.read_only = read_only
         self._store = store
         self._threads: LRU[int, Thread] = LRU(cache_documents)
         self._old_generation: tuple = (None, None, None)  # (serial, generation, chunks) read by a stale search

@@ -5,14 +5,16 @@ container image, a backup mounted to check) it cannot open at all. Texts and met
 (the metadata segment: ``embeddings`` and ``embedding_metadata``), read here through sqlite in read-only mode: no
 file is created, nothing is locked for writing, and a writer on a writable mount of the same files is seen as sqlite
 readers see it. The vectors live in Chroma's HNSW files; the rare reader that needs them (a search index part or a
-nested tree the data dir lacks) gets them from a private copy of the chroma folder opened by Chroma itself, removed
-when the store is closed.
+nested tree the data dir lacks) gets them from a private copy of the chroma folder (the database copied through
+sqlite's backup, so a write on a writable mount cannot tear it) opened by Chroma itself, made again when it lacks a
+generation the database holds, and removed when the store is closed or the process ends.
 """
 from __future__ import annotations
 
 import shutil
 import sqlite3
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Iterable
 
@@ -35,33 +37,34 @@ class ReadOnlyChunkStore:
     def __init__(self, path: Path):
         self.path = Path(path)
         db = self.path / "chroma.sqlite3"
+        self._db = None
         try:
-            self._db = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+            self._db = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
             self._segment = self._metadata_segment()
         except sqlite3.Error as exc:
+            if self._db is not None:
+                self._db.close()
             raise CorruptFileError(f"{db} cannot be read ({exc}); the data dir is read-only, so it cannot be "
                                    f"repaired in place: copy it somewhere writable and run `thread-rag doctor`") from None
-        self._copy: tuple[Path, ChunkStore] | None = None
+        self._copy: tuple[weakref.finalize, ChunkStore] | None = None
 
     def _metadata_segment(self) -> str:
         """The metadata segment of the ``chunks`` collection, refused when Chroma has not applied its whole log to
         it (its rows would be behind what was written)."""
         row = self._db.execute(
-            "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id "
+            "SELECT s.id, c.id FROM segments s JOIN collections c ON s.collection = c.id "
             "WHERE c.name = ? AND s.scope = 'METADATA'", (ChunkStore.COLLECTION,)).fetchone()
         if row is None:
             raise sqlite3.DatabaseError("no chunks collection")
-        applied = self._db.execute("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", row).fetchone()
-        logged = self._db.execute("SELECT MAX(seq_id) FROM embeddings_queue").fetchone()
+        applied = self._db.execute("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", row[:1]).fetchone()
+        logged = self._db.execute("SELECT MAX(seq_id) FROM embeddings_queue WHERE topic LIKE ?",
+                                  (f"%/{row[1]}",)).fetchone()  # this collection's writes
         if logged[0] is not None and (applied is None or int(applied[0]) < int(logged[0])):
             raise sqlite3.DatabaseError("Chroma's log holds changes its metadata segment has not applied")
         return row[0]
 
     def close(self) -> None:
-        copy, self._copy = self._copy, None
-        if copy is not None:
-            copy[1].close()
-            shutil.rmtree(copy[0], ignore_errors=True)
+        self._drop_copy()  # its folder goes (also at exit for a store nobody closed: weakref.finalize)
         db, self._db = getattr(self, "_db", None), None
         if db is not None:
             db.close()
@@ -93,7 +96,11 @@ class ReadOnlyChunkStore:
 
     def load(self, serial: int, generation: int, with_embeddings: bool = False) -> tuple[list[Chunk], np.ndarray | None]:
         if with_embeddings:
-            return self._vectors().load(serial, generation, with_embeddings=True)
+            chunks, vecs = self._vectors().load(serial, generation, with_embeddings=True)
+            if len(chunks) != len(self.load(serial, generation)[0]):  # written since the copy was made: copy again
+                self._drop_copy()
+                chunks, vecs = self._vectors().load(serial, generation, with_embeddings=True)
+            return chunks, vecs
         got = self._records("SELECT id FROM embedding_metadata WHERE key = 'serial' AND int_value = ? INTERSECT "
                             "SELECT id FROM embedding_metadata WHERE key = 'generation' AND int_value = ?",
                             (serial, generation))
@@ -115,13 +122,24 @@ class ReadOnlyChunkStore:
             yield serial, gen, *self.load(serial, gen, with_embeddings)
 
     def _vectors(self) -> ChunkStore:
-        """Chroma opened on a private copy of the chroma folder (made once; removed by :meth:`close`)."""
+        """Chroma opened on a private copy of the chroma folder (made on first need; removed by :meth:`close`, or
+        when the process ends)."""
         if self._copy is None:
             tmp = Path(tempfile.mkdtemp(prefix="thread-rag-readonly-"))
+            gone = weakref.finalize(self, shutil.rmtree, tmp, True)
             try:
-                shutil.copytree(self.path, tmp / "chroma")
-                self._copy = (tmp, ChunkStore(tmp / "chroma"))
+                shutil.copytree(self.path, tmp / "chroma", ignore=shutil.ignore_patterns("chroma.sqlite3*"))
+                with sqlite3.connect(tmp / "chroma" / "chroma.sqlite3") as into:
+                    self._db.backup(into)  # a consistent snapshot, whatever a writer elsewhere is doing
+                into.close()
+                self._copy = (gone, ChunkStore(tmp / "chroma"))
             except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
+                gone()
                 raise
         return self._copy[1]
+
+    def _drop_copy(self) -> None:
+        copy, self._copy = self._copy, None
+        if copy is not None:
+            copy[1].close()
+            copy[0]()

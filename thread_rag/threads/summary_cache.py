@@ -3,8 +3,8 @@
 An entry's key is ``sha256(summarizer id + chunk text)``, so a changed chunk or a changed
 summarizer can never be served a stale summary. Writes merge with what is on disk under a file
 lock and replace the file atomically, so two processes pre-heating the same document lose
-nothing. A corrupt file is moved aside (``*.corrupt-*``) and reported, never silently emptied. On a read-only
-file system new summaries are kept in memory for the process.
+nothing. A corrupt file is moved aside (``*.corrupt-*``) and reported, never silently emptied. A read-only library's
+new summaries are kept in memory for the process (``remember``).
 """
 from __future__ import annotations
 
@@ -12,9 +12,15 @@ import hashlib
 import time
 from pathlib import Path
 
-from ..atomic import atomic_write_json, file_lock, read_json, unwritable
+from ..atomic import atomic_write_json, file_lock, read_json
 from ..errors import CorruptFileError
 from ..lru import LRU
+
+
+def _entries(items: list[tuple[str, str, str, str]]) -> dict:
+    now = time.strftime("%Y-%m-%dT%H:%M:%S")
+    return {entry_key(sid, text): {"summary": summary, "summarizer": sid, "chunk": cid, "at": now}
+            for sid, text, cid, summary in items}
 
 
 def entry_key(summarizer_id: str, text: str) -> str:
@@ -62,20 +68,15 @@ class SummaryCache:
         if not items:
             return
         path = self.path_for(content_hash)
-        now = time.strftime("%Y-%m-%dT%H:%M:%S")
-        new = {entry_key(sid, text): {"summary": summary, "summarizer": sid, "chunk": cid, "at": now}
-               for sid, text, cid, summary in items}
-        try:
-            with file_lock(path.with_name(path.name + ".lock")):
-                current = self._read(content_hash)
-                current.update(new)
-                atomic_write_json(path, {"format": 1, "entries": current}, indent=None)
-        except OSError as exc:
-            if not unwritable(exc):
-                raise
-            self.entries(content_hash).update(new)  # a read-only library: kept in memory, for this process only
-            return
+        with file_lock(path.with_name(path.name + ".lock")):
+            current = self._read(content_hash)
+            current.update(_entries(items))
+            atomic_write_json(path, {"format": 1, "entries": current}, indent=None)
         self._mem.pop(content_hash, None)
+
+    def remember(self, content_hash: str, items: list[tuple[str, str, str, str]]) -> None:
+        """``put_many`` in memory only, for this process (a read-only library's summaries)."""
+        self.entries(content_hash).update(_entries(items))
 
     def forget(self, content_hash: str) -> None:
         self.path_for(content_hash).unlink(missing_ok=True)

@@ -173,8 +173,8 @@ class WindowBuilder:
         if omitted:
             notes.append(f"left out {', '.join(left)}: over the token budget ({budget}); a larger budget or fewer "
                          f"ids reads them")
-        for rec_hash, items in made.pending.items():
-            self.cache.put_many(rec_hash, items)
+        for rec_hash, items in made.pending.items():  # a read-only library keeps them for this process only
+            (self.cache.remember if self.library.read_only else self.cache.put_many)(rec_hash, items)
         return FetchResult(windows=windows, errors=errors, tokens=used, truncated=bool(omitted or notes), omitted=omitted,
                            timings_ms={"total_ms": round((time.perf_counter() - t0) * 1000, 3)},
                            notes=([made.failed] if made.failed else []) + notes)
