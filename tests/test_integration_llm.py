@@ -1,5 +1,7 @@
 """The embedded real LLM (Qwen2.5-Coder 1.5B GGUF via llama.cpp) on the Debian installation guide, through the
 default fast path: a procedural question gets a correct citation, an unanswerable one a refusal. Slow; runs in CI."""
+import re
+
 import pytest
 
 from conftest import needs_shared
@@ -30,6 +32,11 @@ def test_procedural_question_answered_with_correct_citation(debian):
         [(c.chunk_id, c.heading_path) for c in cited]
     assert "embedded llama.cpp" in ans.backend
     assert ans.timings["first_token_s"] is not None
+    # what the user reads: the quote is the guide's own lines on memory and disk (copied, so in a chunk it cites)
+    sources = " ".join(debian.chunk(q["chunk_id"]).text for q in ans.quote)
+    quoted = [ln.strip() for q in ans.quote for ln in q["text"].splitlines() if ln.strip()]
+    assert quoted and all(" ".join(ln.split()) in " ".join(sources.split()) for ln in quoted), quoted
+    assert any(re.search(r"\b\d+ ?(MB|GB|megabytes?|gigabytes?)\b", ln) for ln in quoted), quoted
     # the fast path: one answer call, plus the constrained sources call when the answer cites nothing
     assert ans.mode == "fast/walk" and ans.llm_calls == (1 if all(c.how == "written" for c in ans.citations) else 2)
     # llama.cpp's finish reason reaches the answer: a reply stopped by the token limit is known as cut

@@ -250,17 +250,29 @@ def written_citations(text: str, sources: list[Source]) -> tuple[list[int], list
                 cited.append(n) if n not in cited else None
             elif f"[{n}]" not in invalid:
                 invalid.append(f"[{n}]")
+    ids, bad = cited_ids(text, by_chunk)
+    for cid in ids:
+        cited.append(by_chunk[cid]) if by_chunk[cid] not in cited else None
+    return cited, invalid + [b for b in bad if b not in invalid]
+
+
+def cited_ids(text: str, known) -> tuple[list[str], list[str]]:
+    """The chunk ids written in ``text`` (``DOC1_052``, any case) that name a chunk in ``known``, in order of first
+    mention, and those that name none (malformed or unknown): never an error. The one reading of written chunk ids
+    (the fast path's sources and the routed loop's windows)."""
+    ids: list[str] = []
+    invalid: list[str] = []
     for m in ID_RE.finditer(text):
         try:
             cid = str(ChunkId.parse(m.group(1)))
-        except ChunkIdError:
+        except ChunkIdError:  # e.g. [DOC1_0052]: reported, never a crash after the answer streamed
             invalid.append(m.group(1)) if m.group(1) not in invalid else None
             continue
-        if cid in by_chunk:
-            cited.append(by_chunk[cid]) if by_chunk[cid] not in cited else None
+        if cid in known:
+            ids.append(cid) if cid not in ids else None
         elif cid not in invalid:
             invalid.append(cid)
-    return cited, invalid
+    return ids, invalid
 
 
 def sources_schema(n: int) -> dict:

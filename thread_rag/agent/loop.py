@@ -25,7 +25,7 @@ from typing import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ..errors import ChunkIdError, ModelUnavailableError, ThreadRagError
+from ..errors import ModelUnavailableError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
 from ..records import Thread, distinct_names, to_dict
@@ -33,7 +33,8 @@ from ..retrieve.pipeline import plain_query
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from ..threads.walk import jump_and_walk
-from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_sources, cited_text, decide_messages,
+from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_sources, cited_ids, cited_text,
+                     decide_messages,
                      holding_chunks, parse_json_lenient, quote_sources, said_not_in_docs, sentences, stream_answer,
                      written_citations)
 from .check import CheckedStream, SourceText, citations_hold, unsupported
@@ -113,7 +114,6 @@ def looks_like_followup(question: str) -> bool:
 
 HYDE = "Write two sentences that a manual would contain to answer this question. Reply with the sentences only."
 
-CITE_RE = re.compile(r"\b(DOC[1-9][0-9]*_[0-9]{3,})\b")
 
 
 @dataclass
@@ -757,23 +757,10 @@ class Agent:
         return ans
 
     def _citations(self, text: str, windows: list[dict], refused: bool) -> tuple[list, list]:
-        by_chunk: dict[str, dict] = {}
-        for w in windows:
-            for c in w["chunk_ids"]:
-                by_chunk[c] = w
-        cited, invalid = [], []
-        for m in CITE_RE.finditer(text):
-            try:
-                cid = str(ChunkId.parse(m.group(1)))
-            except ChunkIdError:  # e.g. [DOC1_0052]: reported, never a crash after the answer streamed
-                invalid.append(m.group(1)) if m.group(1) not in invalid else None
-                continue
-            if cid in by_chunk and cid not in [c.chunk_id for c in cited]:
-                w = by_chunk[cid]
-                ch = self.engine.chunk(cid)
-                cited.append(Citation(cid, w["doc_id"], w["doc_name"], ch.pages_label))
-            elif cid not in by_chunk and cid not in invalid:
-                invalid.append(cid)
+        by_chunk = {c: w for w in windows for c in w["chunk_ids"]}
+        ids, invalid = cited_ids(text, by_chunk)
+        cited = [Citation(cid, by_chunk[cid]["doc_id"], by_chunk[cid]["doc_name"], self.engine.chunk(cid).pages_label)
+                 for cid in ids]
         if not refused:
             cited.extend(self._attribute(text, windows, {c.chunk_id for c in cited}))
         return cited, invalid
