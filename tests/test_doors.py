@@ -477,10 +477,11 @@ def test_chat_search_and_nested_take_the_cli_options(manual_engine):
     assert len([x for x in buf.getvalue().splitlines() if x.startswith("DOC")]) == 1, buf.getvalue()
     buf.truncate(0), buf.seek(0)
     repl.handle("/fetch DOC1_000")
-    whole = len(buf.getvalue())
+    active = lambda out: out.split("[active]\n", 1)[1].split("\n[next", 1)[0]  # noqa: E731 - the chunk's own text
+    whole = len(active(buf.getvalue()))
     buf.truncate(0), buf.seek(0)
     repl.handle("/fetch DOC1_000 --budget 40")
-    assert "[...]" in buf.getvalue() and 0 < len(buf.getvalue()) < whole / 2, buf.getvalue()
+    assert "[...]" in buf.getvalue() and 0 < len(active(buf.getvalue())) < whole / 2, buf.getvalue()
     from thread_rag.repl import _options
 
     assert _options("pre-heat --k=3 --doc doc2", {"--k": r"[0-9]+", "--doc": r"(?i)doc[0-9]+"}) == (

@@ -708,10 +708,12 @@ def test_a_rare_word_no_chunk_holds_is_said_after_the_answer(manual_engine):
     from thread_rag.render import answer_notes
 
     agent, _ = agent_with(manual_engine, answer=cite_one)
-    ans = agent.ask("How do I pre-heat summaries on a ZFS pool?")
-    assert not ans.refused and ans.unmentioned == ["zfs"], (ans.refused, ans.unmentioned)
+    manual = " ".join(c.text for d in manual_engine.documents() for c in manual_engine.thread(d.doc_id).chunks)
+    assert "btrfs" not in manual.lower()
+    ans = agent.ask("How do I pre-heat summaries on a Btrfs pool?")  # (the manual names ZFS: it tells this story)
+    assert not ans.refused and ans.unmentioned == ["btrfs"], (ans.refused, ans.unmentioned)
     notes = answer_notes(ans, manual_engine.settings)
-    assert "(the documents never use the word 'zfs': what the answer says about it may not come from them)" in notes
+    assert "(the documents never use the word 'btrfs': what the answer says about it may not come from them)" in notes
     assert agent.ask("how do I pre-heat summaries?").unmentioned == []
 
 
