@@ -655,3 +655,33 @@ def test_repair_rebuilds_a_lost_catalog_snapshot_from_a_log_that_holds_its_histo
     e = make_engine()
     assert [d.doc_id for d in e.documents()] == [ra.doc_id, rb.doc_id] and e.check_consistency() == []
     assert e.catalog.next_serial == 3
+
+
+def test_a_search_overtaken_by_commits_twice_in_a_row_still_answers(manual_engine, monkeypatch):
+    """Issue 47: in 1,000 searches beside a writer indexing, replacing and deleting every second or two, one search
+    failed ("the library changed during the search; try again"): it was ranked again once, and that was overtaken too.
+    It is now ranked again (on the new index) up to SEARCH_ATTEMPTS times."""
+    from thread_rag.errors import LibraryChangedError
+    from thread_rag.retrieve import pipeline
+
+    r = manual_engine.retriever
+    real, calls = r._search, []
+
+    def overtaken(*args, **kwargs):
+        calls.append(1)
+        if len(calls) <= pipeline.SEARCH_ATTEMPTS - 1:
+            raise LibraryChangedError(generations={(1, 1)})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(r, "_search", overtaken)
+    assert r.search("how do I pre-heat summaries?").hits and len(calls) == pipeline.SEARCH_ATTEMPTS
+    calls.clear()
+
+    def always(*args, **kwargs):
+        calls.append(1)
+        raise LibraryChangedError(generations={(1, 99)})  # a generation the catalog does not commit: changed, not lost
+
+    monkeypatch.setattr(r, "_search", always)  # overtaken every time: one line, not a crash
+    with pytest.raises(LibraryChangedError, match="try again"):
+        r.search("how do I pre-heat summaries?")
+    assert len(calls) == pipeline.SEARCH_ATTEMPTS

@@ -84,7 +84,9 @@ PAGES = {
         ("concurrency-searches.json", [["readers", 0, "searches"], ["cycles"], ["readers", 0, "checked"],
                                        ["readers", 1, "checked"]],
          "{} searches each, while a third indexes, replaces and deletes until they are done "
-         "(`concurrency-searches.json`: {} cycles) | no failed search; every hit's text is its chunk's at the "
+         "(`concurrency-searches.json`: {} cycles) | no failed search (a search overtaken by commits is ranked again, "
+         "up to 5 times: once only, one search in a thousand failed in a full suite run); every hit's text is its "
+         "chunk's at the "
          "generation ranked ({:,} and {:,} hits checked)"),
         ("hostile-files.json", [["files", "max:seconds"], ["files", "max:peak_mib"]],
          "none slower than {} s or over {} MiB resident"),

@@ -37,6 +37,7 @@ from .search_index import SearchIndex, bm25_tokenize
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100  # the most hits one search returns
+SEARCH_ATTEMPTS = 5  # a search another process's commits keep overtaking is ranked again, on the new index, this often
 NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
@@ -218,14 +219,12 @@ class Retriever:
         elif not self.library.documents():  # an empty library: no hits, and no index built for nothing
             return SearchResult(query=query, doc_id=None, k=k, hits=[], stages_run=[], early_exit=False, candidates=0,
                                 timings_ms={})
-        try:
-            return self._search(query, serial, doc_id, k, pages, heading, pipeline)
-        except LibraryChangedError:  # another process replaced a document mid-search: once more, on the new index
-            self._index = None
+        for _ in range(SEARCH_ATTEMPTS):
             try:
                 return self._search(query, serial, doc_id, k, pages, heading, pipeline)
-            except LibraryChangedError as again:
-                raise self.library.missing(again.generations) from None
+            except LibraryChangedError as exc:  # another process replaced a document mid-search: again, on the new index
+                self._index, changed = None, exc
+        raise self.library.missing(changed.generations) from None  # store-lost rows are named as such
 
     def _search(self, query: str, serial: int | None, doc_id: str | None, k: int, pages, heading,
                 pipeline: Pipeline) -> SearchResult:
