@@ -32,6 +32,8 @@ PAGES = {
         (GROUNDING, [["configs", "quote", "quote_words_median"]], "median\n  {} words"),
         (COLDSTART, [["repl_warm", "median_quote_s"], ["ask", "quote_median_s"]],
          "median {} s in a running chat and\n  {:.1f} s from a cold"),
+        ("suite-runs.json", [["runs"], ["tests"], ["plain_minutes", "min"], ["plain_minutes", "max"], ["hog_minutes"]],
+         "{} full runs in a row of {} tests took {} to {} minutes on 2 cores, the last one {} minutes with a CPU hog"),
     ],
     "BENCHMARKS.md": [
         *[(RETRIEVAL.format(ds), [["chunks"], DEFAULT, ["configs", "bm25_only", "ndcg@10"],
