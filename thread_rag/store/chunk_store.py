@@ -21,7 +21,6 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -189,10 +188,6 @@ class ChunkStore:
         got = self._col.get(ids=[record_id(s, p, g) for s, p, g in keys], include=["documents", "metadatas"])
         return {(int(m["serial"]), int(m["position"]), int(m["generation"])): _chunk(text, m)
                 for text, m in zip(got["documents"], got["metadatas"])}
-
-    def load_many(self, docs: Iterable[tuple[int, int]], with_embeddings: bool = True):
-        for serial, gen in docs:
-            yield serial, gen, *self.load(serial, gen, with_embeddings)
 
 
 def collection_name(library_id: str) -> str:

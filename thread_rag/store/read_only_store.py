@@ -16,7 +16,6 @@ import sqlite3
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -25,6 +24,8 @@ from ..records import Chunk
 from .chunk_store import ChunkStore, _chunk, record_id
 
 _VALUE = "COALESCE(string_value, int_value, float_value, bool_value)"
+_OF_GENERATION = ("SELECT id FROM embedding_metadata WHERE key = 'serial' AND int_value = ? INTERSECT "
+                  "SELECT id FROM embedding_metadata WHERE key = 'generation' AND int_value = ?")  # one generation's rows
 
 
 class ReadOnlyChunkStore:
@@ -97,14 +98,16 @@ class ReadOnlyChunkStore:
     def load(self, serial: int, generation: int, with_embeddings: bool = False) -> tuple[list[Chunk], np.ndarray | None]:
         if with_embeddings:
             chunks, vecs = self._vectors().load(serial, generation, with_embeddings=True)
-            if len(chunks) != len(self.load(serial, generation)[0]):  # written since the copy was made: copy again
+            if len(chunks) != self._count(serial, generation):  # written since the copy was made: copy again
                 self._drop_copy()
                 chunks, vecs = self._vectors().load(serial, generation, with_embeddings=True)
             return chunks, vecs
-        got = self._records("SELECT id FROM embedding_metadata WHERE key = 'serial' AND int_value = ? INTERSECT "
-                            "SELECT id FROM embedding_metadata WHERE key = 'generation' AND int_value = ?",
-                            (serial, generation))
+        got = self._records(_OF_GENERATION, (serial, generation))
         return sorted((_chunk(text, m) for _, text, m in got), key=lambda c: c.position), None
+
+    def _count(self, serial: int, generation: int) -> int:
+        return self._db.execute(f"SELECT COUNT(*) FROM embeddings WHERE segment_id = ? AND id IN ({_OF_GENERATION})",
+                                (self._segment, serial, generation)).fetchone()[0]
 
     def get_chunks(self, keys: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], Chunk]:
         if not keys:
@@ -116,10 +119,6 @@ class ReadOnlyChunkStore:
             got += self._records(f"SELECT id FROM embeddings WHERE embedding_id IN ({','.join('?' * len(part))})",
                                  tuple(part))
         return {(int(m["serial"]), int(m["position"]), int(m["generation"])): _chunk(text, m) for _, text, m in got}
-
-    def load_many(self, docs: Iterable[tuple[int, int]], with_embeddings: bool = True):
-        for serial, gen in docs:
-            yield serial, gen, *self.load(serial, gen, with_embeddings)
 
     def _vectors(self) -> ChunkStore:
         """Chroma opened on a private copy of the chroma folder (made on first need; removed by :meth:`close`, or
