@@ -7,6 +7,7 @@ from fakes import ScriptedChatModel
 from thread_rag.agent.loop import REFUSAL, Agent, parse_json_lenient
 from thread_rag.agent.tools import call_tool, make_tools
 from thread_rag.errors import ThreadRagError
+from thread_rag.bench.baselines import topk
 
 
 def agent_with(engine, **kw):
@@ -71,7 +72,7 @@ def test_malformed_replies_trigger_fallback_walk(manual_engine):
     agent, _ = agent_with(manual_engine, routes=["not json at all", "{{still not"], answer=cite_first_window)
     ans = agent.ask("how do I delete a document?")
     assert ans.routing_failures == 2 and ans.fallback_used
-    fb = [t for t in ans.tool_trace if t["tool"] == "jump_and_walk"]
+    fb = [t for t in ans.tool_trace if t["tool"] == "walk"]
     assert fb and fb[0]["result"]
     assert ans.citations and not ans.refused
 
@@ -271,5 +272,5 @@ def test_sources_of_two_documents_with_one_name_are_told_apart(make_engine, tmp_
     question = "How much memory does the installer need?"
     hits = engine.retriever.search(question, k=2).hits
     qvec = engine.query_embedder.embed_queries([question])[0]
-    names = sorted(s.doc_name for s in agent.read("topk", question, hits, qvec, k=2))
+    names = sorted(s.doc_name for s in agent.read(topk, question, hits, qvec, k=2))
     assert names == ["install.en.txt (amd64)", "install.en.txt (arm64)"], names

@@ -48,7 +48,7 @@ def test_suite_quick_variant(tmp_path):
         x = json.loads((tmp_path / "res" / f"suite-{name}.json").read_text())
         assert x["questions"] == 1 and x["context"]["queries"] == 1 and x["answers"]["split"] == "test"
         c = x["context"]["strategies"]
-        assert set(c) == {"topk", "sentence_window", "parent_doc", "thread_windows", "thread_walk", "nested"}
+        assert set(c) == {"topk", "sentence_window", "parent_doc", "thread_windows", "walk", "nested"}
         assert c["sentence_window"]["words"] >= c["topk"]["words"] and c["parent_doc"]["words"] >= c["topk"]["words"]
         assert c["sentence_window"]["coverage"] >= c["topk"]["coverage"]
         a = x["answers"]["strategies"]

@@ -11,8 +11,11 @@ from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, holding_chunks, number, written_citations
 from thread_rag.errors import ThreadRagError
 from thread_rag.agent.loop import REFUSAL, Agent
-from thread_rag.agent.reading import (parent_blocks, parent_doc_sources, sentence_window_sources, topk_sources,
-                                      walk_sources)
+from thread_rag.agent.reading import walk_sources
+from thread_rag.bench.baselines import BASELINES, parent_blocks
+from thread_rag.bench.baselines import parent_doc as parent_doc_sources
+from thread_rag.bench.baselines import sentence_window as sentence_window_sources
+from thread_rag.bench.baselines import topk as topk_sources
 
 
 def agent_with(engine, **kw):
@@ -444,10 +447,10 @@ def test_every_reader_answers_through_the_same_path(manual_engine):
     from thread_rag.settings import READERS
 
     agent, model = agent_with(manual_engine, answer=cite_one)
-    for reader in READERS:
+    for name, reader in [(r, r) for r in READERS] + list(BASELINES.items()):  # the product's and the benchmarks'
         agent.clear()
         ans = agent.ask("how do I pre-heat summaries?", reader=reader)
-        assert ans.mode == f"fast/{reader}" and not ans.refused and ans.sources, reader
+        assert ans.mode == f"fast/{name}" and not ans.refused and ans.sources, name
         assert sum(s["tokens"] for s in ans.sources) <= manual_engine.settings.READ_BUDGET + 400, reader
     agent.clear()
     with pytest.raises(Exception, match="unknown reader"):
@@ -517,7 +520,7 @@ def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path
     agent, _ = agent_with(e, answer=cite_one)
     qvec = e.query_embedder.embed_queries([q])[0]
     ranked = {h.chunk_id: h.text for h in hits}
-    for reader in ("walk", "topk", "sentence_window", "parent_doc", "windows"):
+    for reader in ("walk", "windows", *BASELINES.values()):
         sources = agent.read(reader, q, hits, qvec)
         new = ["step 37 and rests" in s.text for s in sources]
         read = [(c, s.text) for s in sources for c in s.chunk_ids if c in ranked]
@@ -641,7 +644,7 @@ def test_a_citation_names_the_chunk_of_its_source_that_holds_the_answer(debian_l
     chunk by embedding, which says nothing of 64-128MB (DOC1_198, p.47, does). Words and numbers the answer shares with
     a chunk decide first; the embedding breaks ties."""
     from thread_rag.agent.loop import Agent
-    from thread_rag.agent.reading import _source
+    from thread_rag.agent.reading import source_of as _source
     from thread_rag.engine import Engine
 
     settings, _ = debian_library

@@ -37,9 +37,9 @@ from typing import Any, Mapping
 from .errors import SettingsError
 
 ENV_PREFIX = "THREAD_RAG_"
-# what the fast path can read (agent/reading.py): the walk, the walk framed by neighbour summaries, and the
-# baselines it is compared with on equal terms (plain top-k, sentence window, parent document, nested)
-READERS = ("walk", "windows", "topk", "sentence_window", "parent_doc", "nested")
+# what the fast path can read (agent/reading.py): the walk, the walk framed by neighbour summaries, nested_retrieve's
+# passages; the readings it is compared with (top-k, sentence window, parent document) live in bench/baselines.py
+READERS = ("walk", "windows", "nested")
 
 
 RERANK_CONTEXTS = ("text", "clean", "heading", "title")  # what stage 3 reads of a chunk (RERANK_CONTEXT)
@@ -291,7 +291,8 @@ class Settings:
              "use extractive, llm or ollama")
         need(self.CHAT_BACKEND in ("auto", "embedded", "ollama"), "CHAT_BACKEND", "use auto, embedded or ollama")
         need(self.AGENT_MODE in ("fast", "routed"), "AGENT_MODE", "use fast or routed")
-        need(self.READER in READERS, "READER", "use one of " + ", ".join(READERS))
+        need(self.READER in READERS, "READER", "use one of " + ", ".join(READERS) +
+             " (top-k, sentence window and parent document are benchmark baselines: thread-rag bench answers)")
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
         if self.CHROMA_HOST.strip():
             from .store.chunk_store import parse_chroma_host

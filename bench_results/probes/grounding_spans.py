@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from thread_rag.agent.check import DANGEROUS, CheckedStream, SourceText, citations_hold
-from thread_rag.agent.reading import _source
+from thread_rag.agent.reading import source_of as _source
 from thread_rag.engine import Engine
 from thread_rag.ids import ChunkId
 from thread_rag.settings import load_settings

@@ -29,16 +29,16 @@ ds = load_dataset(name, settings.shared_data, limit=60, seed=13, split="test")
 engine, keymap, _ = open_corpus_engine(settings, ds)
 agent = Agent(engine)
 s = agent.settings
-new_fit, old, rows = reading._fit, old_fit(), []
+new_fit, old, rows = reading.fit_budget, old_fit(), []
 for q in ds.queries:
     hits = engine.retriever.search(q.text, k=max(s.READ_K, 1)).hits
     qvec = engine.query_embedder.embed_queries([q.text])[0]
     got = {}
     for label, fit in (("old", old), ("new", new_fit)):
-        reading._fit = fit
+        reading.fit_budget = fit
         src = agent.read("walk", q.text, hits, qvec)
         got[label] = sorted(c for x in src for c in x.chunk_ids)
-    reading._fit = new_fit
+    reading.fit_budget = new_fit
     rows.append({"qid": q.qid, "same": got["old"] == got["new"], "old": got["old"], "new": got["new"]})
 changed = [r for r in rows if not r["same"]]
 print(json.dumps({"dataset": ds.name, "questions": len(rows), "readings_changed": len(changed),

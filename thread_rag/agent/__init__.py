@@ -1,2 +1,2 @@
-"""The agent: six StructuredTools, a constrained routing loop, a deterministic jump-and-walk
-fallback, grounded answers with citations, and scripted sessions."""
+"""The agent: six StructuredTools, a constrained routing loop with the walk as its fallback, grounded answers
+with citations, and scripted sessions."""

@@ -32,7 +32,6 @@ from ..records import Thread, distinct_names, to_dict
 from ..retrieve.pipeline import plain_query
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
-from ..threads.walk import jump_and_walk
 from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_sources, cited_ids, cited_text,
                      decide_messages,
                      holding_chunks, parse_json_lenient, quote_sources, said_not_in_docs, sentences, stream_answer,
@@ -40,8 +39,7 @@ from .answer import (DECIDE_SCHEMA, NOT_IN_DOCS, Source, answer_messages, ask_so
 from .check import CheckedStream, SourceText, citations_hold, unsupported
 from .quote import Quote, QuoteSettings, choose, quote_lines, reading, score_units
 from .intent import recognise
-from .reading import (best_similarity, closest, nested_sources, parent_doc_sources, sentence_window_sources, topk_sources,
-                      walk_sources)
+from .reading import best_similarity, closest, nested_sources, walk_sources
 from .tools import call_tool, compact, describe_outcome, make_tools, tool_args_schema, tool_choice_schema
 
 
@@ -298,10 +296,11 @@ class Agent:
             return question
 
     def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None,
-            reader: str | None = None) -> Answer:
+            reader: str | Callable | None = None) -> Answer:
         """Answer one message. ``doc_id`` scopes it to one document. ``reader`` picks what the model reads
-        (``walk``: the budgeted jump-and-walk, the default; ``topk``: the hits' own texts, the plain-RAG
-        baseline; ``nested``: nested_retrieve passages). Actions (list, index, pre-heat, nested passages)
+        (``walk``: the budgeted walk, the default; ``windows``: the walk framed by neighbour summaries; ``nested``:
+        nested_retrieve passages; or a function ``(hits, k, thread_of, count, budget) -> sources``, as the
+        benchmarks pass the readings they compare the walk with, ``bench/baselines.py``). Actions (list, index, pre-heat, nested passages)
         are recognised first (``intent.recognise``: a pattern, then one constrained call)."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
@@ -326,8 +325,9 @@ class Agent:
         return ans
 
     # -- the fast path: code jumps and walks, the model reads once -----------------------
-    def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str, t0: float) -> Answer:
+    def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float) -> Answer:
         s = self.settings
+        name = reader if isinstance(reader, str) else reader.__name__
         standalone = self.condense(question)
         calls = 0
         hits = self.engine.retriever.search(standalone, doc_id=doc_id, k=max(s.READ_K, 1)).hits
@@ -339,7 +339,7 @@ class Agent:
                   "ok": True, "error": None, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in hits]}]
         self.on_event("tool", trace[0])
         base = dict(question=question, standalone_question=standalone, tool_trace=trace, backend=self.backend,
-                    mode=f"fast/{reader}", relevance=round(rel, 4), fallback_used=False, routing_failures=0,
+                    mode=f"fast/{name}", relevance=round(rel, 4), fallback_used=False, routing_failures=0,
                     match=None if match is None else round(match, 4))
         if rel < s.RELEVANCE_MIN:  # the relevance floor: refuse before any LLM call
             return self._refusal(base, on_token, t0, calls)
@@ -350,7 +350,7 @@ class Agent:
         t_read = time.perf_counter()
         sources = self.read(reader, standalone, hits, qvec, doc_id, k=read_k)
         self._trace_read(trace, reader, sources, t_read)
-        if s.DECIDE and sources and reader not in ("topk", "nested"):  # the budgeted readers
+        if s.DECIDE and sources and name not in ("topk", "nested"):  # the budgeted readers
             sources = self._decide(standalone, sources, hits, qvec, reader, doc_id, trace)
         if not sources:
             return self._refusal(base, on_token, t0, calls)
@@ -462,8 +462,9 @@ class Agent:
         self.on_event("tool", trace[-1])
         return merged
 
-    def _trace_read(self, trace: list, reader: str, sources: list, t_read: float) -> None:
-        trace.append({"step": len(trace), "tool": f"read:{reader}", "ok": True, "error": None,
+    def _trace_read(self, trace: list, reader: str | Callable, sources: list, t_read: float) -> None:
+        name = reader if isinstance(reader, str) else reader.__name__
+        trace.append({"step": len(trace), "tool": f"read:{name}", "ok": True, "error": None,
                       "result": [f"[{x.n}] " + x.chunk_ids[0] + (".." + x.chunk_ids[-1] if len(x.chunk_ids) > 1 else "")
                                  for x in sources], "ms": round((time.perf_counter() - t_read) * 1000, 1)})
         self.on_event("tool", trace[-1])
@@ -491,7 +492,7 @@ class Agent:
         self._trace_read(trace, reader, sources, t_read)
         return sources
 
-    def read(self, reader: str, query: str, hits: list, qvec, doc_id: str | None = None,
+    def read(self, reader: str | Callable, query: str, hits: list, qvec, doc_id: str | None = None,
              k: int | None = None) -> list[Source]:
         """The numbered sources the model will read (from the first ``k`` hits, default ``READ_K``), each document
         at the generation the search ranked; if another process re-indexed it since and that generation is
@@ -527,20 +528,16 @@ class Agent:
             return thread
         return thread_of
 
-    def _read(self, reader: str, query: str, hits: list, qvec, doc_id, k, thread_of: Callable) -> list[Source]:
+    def _read(self, reader: str | Callable, query: str, hits: list, qvec, doc_id, k, thread_of: Callable) -> list[Source]:
         s, e = self.settings, self.engine
         k = s.READ_K if k is None else k
-        if reader == "topk":
-            return topk_sources(hits, k, thread_of, self._count)
+        if callable(reader):  # a reading the benchmarks compare the walk with (bench/baselines.py)
+            return reader(hits, k, thread_of, self._count, s.READ_BUDGET)
         if reader in ("walk", "windows"):
             return walk_sources(hits, k, thread_of, e.retriever.index, qvec, self._count, s.READ_BUDGET,
                                 max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN,
                                 max_back=s.WALK_BACK,
                                 frame=partial(self._neighbour_summary, thread_of) if reader == "windows" else None)
-        if reader == "sentence_window":
-            return sentence_window_sources(hits, k, thread_of, self._count, s.READ_BUDGET)
-        if reader == "parent_doc":
-            return parent_doc_sources(hits, k, thread_of, self._count, s.READ_BUDGET)
         if reader == "nested":
             res = e.nested.retrieve(query, limit=s.READ_K, doc_id=doc_id)
             return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET)
@@ -702,12 +699,14 @@ class Agent:
             fallback = True
             from ..retrieve.pipeline import SearchHit
 
-            hits = [SearchHit(**h) for h in hits_seen] if hits_seen else None
-            wins, hits = jump_and_walk(self.engine.retriever, self.engine.windows, query, k=3, max_walk=2, doc_id=doc_id, hits=hits)
-            wins = to_dict(wins)
+            hits = ([SearchHit(**h) for h in hits_seen] if hits_seen else
+                    self.engine.retriever.search(query, doc_id=doc_id, k=max(self.settings.READ_K, 1)).hits)
+            qvec = self.engine.query_embedder.embed_queries([query])[0]
+            walked = [c for x in self.read("walk", query, hits, qvec, doc_id) for c in x.chunk_ids]  # the fast path's walk
+            wins = to_dict(self.engine.windows.fetch(walked, query=query).windows) if walked else []
             for w in wins:
                 windows.setdefault("+".join(w["chunk_ids"]), w)
-            entry = {"step": "fallback", "tool": "jump_and_walk", "ok": True, "error": None,
+            entry = {"step": "fallback", "tool": "walk", "ok": True, "error": None,
                      "result": [w["chunk_ids"][0] + (".." + w["chunk_ids"][-1] if len(w["chunk_ids"]) > 1 else "")
                                 for w in wins]}
             trace.append(entry)

@@ -6,12 +6,9 @@ cosine to the question >= ``walk_query_min``), at most ``max_walk`` steps, and b
 signals at most ``max_back`` steps; consecutive chunks merge into
 one source with the overlap removed. The budget is spent entry chunks first (by rank), then walked
 chunks by their similarity to the question; what does not fit is left out.
-``topk_sources``: the hits' own texts, one source each (the plain-RAG baseline).
-``sentence_window_sources``: each hit with its raw neighbours (+-1 chunk), merged (the sentence-window baseline).
-``parent_doc_sources``: each hit inside its ~``PARENT_WORDS``-word parent block (the parent-document baseline).
-The two baselines spend the same budget the walk does: entry chunks first (by rank), then the nearest
-chunks of their window or block; what does not fit is left out.
-All return :class:`~thread_rag.agent.answer.Source` lists in entry-rank order.
+``nested_sources``: ``nested_retrieve`` passages, best first, under the same budget.
+The readings the walk is measured against (top-k, sentence window, parent document) live with the benchmark that
+compares them (``bench/baselines.py``) and share the parts below. All return :class:`~thread_rag.agent.answer.Source` lists in entry-rank order.
 
 Parts in: ``thread_of(serial)`` (a document's chunks), ``index`` (vectors and ``row_of``), the question
 vector, and ``count`` (LLM tokens of a text).
@@ -43,7 +40,7 @@ def closest(index, vec: np.ndarray, chunk_ids: list[str]) -> tuple[str | None, f
     return list(rows)[int(np.argmax(sims))], float(np.max(sims))
 
 
-def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int], frame: Callable | None = None) -> Source:
+def source_of(chunks: list, doc_name: str, role: str, count: Callable[[str], int], frame: Callable | None = None) -> Source:
     pages = [p for c in chunks for p in (c.page_start, c.page_end) if p is not None]
     label = pages_label(min(pages), max(pages)) if pages else ""
     heading = " > ".join(chunks[0].heading_path[-2:]) if chunks[0].heading_path else ""
@@ -56,15 +53,6 @@ def _source(chunks: list, doc_name: str, role: str, count: Callable[[str], int],
                  chunk_texts=[c.text for c in chunks])
     src.tokens = count(src.render())
     return src
-
-
-def topk_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str], int]) -> list[Source]:
-    out = []
-    for h in hits[:k]:
-        c = ChunkId.parse(h.chunk_id)
-        thread = thread_of(c.serial)
-        out.append(_source([thread.chunks[c.position]], thread.record.name, "entry", count))
-    return number(out)
 
 
 def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarray, count: Callable[[str], int],
@@ -84,7 +72,7 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
             return None
         return np.asarray(index.vectors[row])
 
-    picked, order = _entries(hits, k)  # (serial, position) -> priority (higher first); entry order
+    picked, order = entry_chunks(hits, k)  # (serial, position) -> priority (higher first); entry order
     for serial, entry in order:
         n = len(thread_of(serial))
         for step, steps in ((+1, max_walk), (-1, max_back)):
@@ -100,52 +88,14 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
                 prio = min(q_sim, picked[(serial, pos)] - 1e-6)
                 pos += step
                 picked[(serial, pos)] = max(picked.get((serial, pos), -99.0), prio)
-    kept = _fit(picked, thread_of, count, budget)
-    return number(_runs(kept, order, thread_of, count, frame))
-
-
-def sentence_window_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str], int],
-                            budget: int, reach: int = 1) -> list[Source]:
-    picked, order = _entries(hits, k)
-    for rank, (serial, pos) in enumerate(order):
-        n = len(thread_of(serial))
-        for step in range(1, reach + 1):
-            for p in (pos - step, pos + step):
-                if 0 <= p < n:
-                    picked[(serial, p)] = max(picked.get((serial, p), -99.0), -step - rank / 100)
-    return number(_runs(_fit(picked, thread_of, count, budget), order, thread_of, count))
-
-
-PARENT_WORDS = 1000
-
-
-def parent_blocks(chunks: list, words: int = PARENT_WORDS) -> list[tuple[int, int]]:
-    """A thread cut into consecutive blocks of about ``words`` words: (first, last) positions."""
-    out, start, seen = [], 0, 0
-    for i, c in enumerate(chunks):
-        seen += len(c.text.split())
-        if seen >= words:
-            out.append((start, i))
-            start, seen = i + 1, 0
-    if start < len(chunks):
-        out.append((start, len(chunks) - 1))
-    return out
-
-
-def parent_doc_sources(hits: list, k: int, thread_of: Callable, count: Callable[[str], int], budget: int,
-                       words: int = PARENT_WORDS) -> list[Source]:
-    picked, order = _entries(hits, k)
-    for rank, (serial, pos) in enumerate(order):
-        a, b = next(blk for blk in parent_blocks(thread_of(serial).chunks, words) if blk[0] <= pos <= blk[1])
-        for p in range(a, b + 1):
-            picked[(serial, p)] = max(picked.get((serial, p), -99.0), -abs(p - pos) - rank / 100)
-    return number(_runs(_fit(picked, thread_of, count, budget), order, thread_of, count))
+    kept = fit_budget(picked, thread_of, count, budget)
+    return number(as_sources(kept, order, thread_of, count, frame))
 
 
 ENTRY = 1000.0  # an entry chunk's priority before its rank; neighbours score a cosine (<= 1) or a negative distance
 
 
-def _entries(hits: list, k: int) -> tuple[dict, list]:
+def entry_chunks(hits: list, k: int) -> tuple[dict, list]:
     """The first k hits as (serial, position) with priority ENTRY - rank (above any neighbour's), and their order."""
     picked: dict[tuple[int, int], float] = {}
     order = []
@@ -156,7 +106,7 @@ def _entries(hits: list, k: int) -> tuple[dict, list]:
     return picked, order
 
 
-def _fit(picked: dict, thread_of: Callable, count: Callable[[str], int], budget: int) -> set:
+def fit_budget(picked: dict, thread_of: Callable, count: Callable[[str], int], budget: int) -> set:
     """Chunks by priority while their texts fit the budget (the first always stays). A neighbour is kept only
     next to a chunk already kept (neighbours' priorities fall away from their entry chunk), so the budget never
     leaves a hole between an entry chunk and a neighbour read beyond it (step 2 and step 4 without step 3)."""
@@ -173,7 +123,7 @@ def _fit(picked: dict, thread_of: Callable, count: Callable[[str], int], budget:
     return kept
 
 
-def _runs(kept: set, order: list, thread_of: Callable, count: Callable[[str], int], frame=None) -> list[Source]:
+def as_sources(kept: set, order: list, thread_of: Callable, count: Callable[[str], int], frame=None) -> list[Source]:
     """Consecutive kept chunks as one source each, ordered by their first entry chunk's rank."""
     runs: list[list[tuple[int, int]]] = []
     for key in sorted(kept):
@@ -187,7 +137,7 @@ def _runs(kept: set, order: list, thread_of: Callable, count: Callable[[str], in
     for r in runs:
         thread = thread_of(r[0][0])
         role = "entry" if any(x in rank for x in r) else "walk"
-        out.append(_source([thread.chunks[p] for _, p in r], thread.record.name, role, count, frame))
+        out.append(source_of([thread.chunks[p] for _, p in r], thread.record.name, role, count, frame))
     return out
 
 
@@ -197,7 +147,7 @@ def nested_sources(hits: list, thread_of: Callable, count: Callable[[str], int],
     for h in hits:
         ids = [ChunkId.parse(c) for c in h.chunk_ids]
         thread = thread_of(ids[0].serial)
-        src = _source([thread.chunks[c.position] for c in ids], thread.record.name, "entry", count)
+        src = source_of([thread.chunks[c.position] for c in ids], thread.record.name, "entry", count)
         if out and used + src.tokens > budget:
             continue
         out.append(src)

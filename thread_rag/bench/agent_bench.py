@@ -138,6 +138,7 @@ def run_latency_bench(settings, args) -> dict:
     from ..agent.loop import Agent
     from ..engine import Engine
     from ..llm.backends import limit, reset_prompt_cache
+    from .baselines import reader_for
     from .retrieval import STEPS_SETTINGS, machine, search_settings
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-lat-"))
@@ -164,7 +165,7 @@ def run_latency_bench(settings, args) -> dict:
                 who.clear()
                 reset_prompt_cache(agent.model)
                 warm_prefix(agent.model, who.settings.EXPLAIN_FROM)
-                a = who.ask(q, reader=LATENCY_CONFIGS[r][0])
+                a = who.ask(q, reader=reader_for(LATENCY_CONFIGS[r][0]) if LATENCY_CONFIGS[r][0] else None)
                 rows.append({"question": q, "reader": r, "quote_s": a.timings.get("quote_s"),
                              "first_token_s": a.timings["first_token_s"],
                              "total_s": a.timings["total_s"], "refused": a.refused, "llm_calls": a.llm_calls,

@@ -36,11 +36,12 @@ import numpy as np
 
 from ..errors import ThreadRagError
 from ..settings import READERS as _READERS
+from .baselines import BASELINES, reader_for
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 from .retrieval import HOP_SETTINGS, STEPS_SETTINGS
 from . import command_line
 
-READERS = _READERS + ("decide", "routed")
+READERS = _READERS + tuple(BASELINES) + ("decide", "routed")
 ANSWER_TOKENS = 160      # one cap for every strategy
 SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH", "EXPLAIN_FROM",
                    "QUOTE_MIN",
@@ -177,7 +178,7 @@ def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=
             who = varied.get(s) or {"routed": routed, "decide": decider}.get(base_reader, agent)
             who.clear()
             reset_prompt_cache(model)  # no strategy reads another's evaluated prompt (first-token times)
-            reader = {"routed": None, "decide": "walk"}.get(base_reader, base_reader)
+            reader = {"routed": None, "decide": "walk"}.get(base_reader, reader_for(base_reader))
             a = who.ask(q.text, doc_id=doc_id, reader=reader)
             res[s].append(_row(q, s, a, engine))
             done += 1

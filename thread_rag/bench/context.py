@@ -5,7 +5,8 @@ Same questions, same retriever (the default pipeline), k entry chunks. Strategie
 - ``sentence_window``: each hit with its raw neighbours (+-1 chunk), merged;
 - ``parent_doc``: each hit expanded to its ~1000-word parent block;
 - ``thread_windows``: each hit as a THREAD-RAG window (previous summary | text | next summary);
-- ``thread_walk``: the deterministic jump-and-walk (windows, walking while the topic continues);
+- ``walk``: the walk the answer path reads (``Agent.read("walk")`` from the same k entry chunks, under
+  ``READ_BUDGET``), the sources as the model gets them;
 - ``nested``: ``nested_retrieve(limit=k)`` passages.
 Metrics: gold-answer token coverage (SQuAD-normalised), verbatim gold span found, context words,
 context tokens (Qwen tokenizer when available), build time.
@@ -16,13 +17,12 @@ import time
 
 import numpy as np
 
-from ..agent.reading import PARENT_WORDS, parent_blocks
 from ..ids import ChunkId
-from ..threads.walk import jump_and_walk
 from ..threads.passages import join_thread
+from .baselines import PARENT_WORDS, parent_blocks
 from .metrics import bootstrap_ci, span_found, token_coverage
 
-STRATEGIES = ["topk", "sentence_window", "parent_doc", "thread_windows", "thread_walk", "nested"]
+STRATEGIES = ["topk", "sentence_window", "parent_doc", "thread_windows", "walk", "nested"]
 
 
 def _runs_text(engine, ids: list[ChunkId]) -> str:
@@ -57,9 +57,12 @@ def build_context(engine, strategy: str, query: str, k: int, doc_id: str | None,
     if strategy == "thread_windows":
         res = engine.windows.fetch([h.chunk_id for h in hits[:k]], token_budget=10**6, query=query)
         return "\n\n".join(w.rendered for w in res.windows)
-    if strategy == "thread_walk":
-        wins, _ = jump_and_walk(engine.retriever, engine.windows, query, k=k, max_walk=2, token_budget=10**6, hits=hits)
-        return "\n\n".join(w.rendered for w in wins)
+    if strategy == "walk":
+        from ..agent.answer import render_sources
+        from ..agent.loop import Agent
+
+        qvec = engine.query_embedder.embed_queries([query])[0]
+        return render_sources(Agent(engine).read("walk", query, hits, qvec, doc_id, k=k))
     if strategy == "nested":
         res = engine.nested.retrieve(query, limit=k, doc_id=doc_id)
         return "\n\n".join(h.text for h in res.hits)

@@ -11,10 +11,10 @@ the answer path's relevance floor would refuse before reading.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .answers import StrategyError, bench_settings, parse_strategy, shared_settings
+from .baselines import reader_for
 from .metrics import bootstrap_ci, paired_rows, span_found, token_coverage
 from . import command_line
 
@@ -42,7 +42,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
         qvec = engine.query_embedder.embed_queries([q.text])[0]
         gold = q.spans[0] if q.spans else (q.answers or [""])[0]
         for s, (reader, _) in specs.items():
-            sources = agents[s].read(reader, q.text, hits, qvec, doc_id)
+            sources = agents[s].read(reader_for(reader), q.text, hits, qvec, doc_id)
             text = "\n\n".join(x.text for x in sources)
             rows[s].append({"qid": q.qid, "coverage": token_coverage(text, gold), "span": span_found(text, gold),
                             "tokens": sum(x.tokens for x in sources), "sources": len(sources)})

@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from .labels import heading_key
+from .vectors import unit_rows
 
 Pair = tuple  # (i | None, j | None)
 
@@ -52,15 +53,6 @@ def heading_ids(paths_a: Sequence, paths_b: Sequence) -> tuple[np.ndarray, np.nd
         return out
 
     return one(paths_a), one(paths_b)
-
-
-def unit_rows(v) -> np.ndarray:
-    """Each row scaled to unit length (zero rows stay zero), float32: cosines become dot products."""
-    v = np.asarray(v, dtype=np.float32)
-    if v.ndim != 2:
-        raise ValueError("vectors must be a 2-D array (chunks x dimensions)")
-    n = np.linalg.norm(v, axis=1, keepdims=True)
-    return v / np.where(n > 0, n, 1.0)
 
 
 class _Problem:

@@ -50,6 +50,7 @@ from typing import Sequence
 import numpy as np
 
 from ..ingest.loaders import numbering_follows
+from .vectors import unit_rows
 
 SAME = "same"
 CHANGED = "changed"
@@ -602,8 +603,6 @@ class Labeller:
     def rows(self, pairs: Sequence[tuple], vectors: tuple | None = None) -> list[Row]:
         """Rows for an alignment (``pairs`` from :func:`thread_rag.compare.align.align`). ``vectors``: the two
         threads' chunk vectors (optional): cosine recorded on rows, moved text marked."""
-        from .align import unit_rows  # (align imports this module: imported here, not at the top)
-
         unit = None if vectors is None else tuple(unit_rows(v) for v in vectors)
         prev, nxt = _anchors(pairs)
         rows = []
