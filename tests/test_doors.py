@@ -902,3 +902,13 @@ def test_a_page_range_past_the_end_names_the_pages_there_are(debian_library, emb
         res = e.retriever.search("disk space", doc_id="DOC1", pages=(5000, 6000))
         assert not res.hits and res.note == "no chunk of DOC1 is on pages 5000-6000 (its chunks are on pp.1-113)"
         assert not e.retriever.search("disk space", doc_id="DOC1", pages=(99, 99)).note  # hits: no note
+
+
+def test_every_command_of_the_parser_has_one_function_in_the_table():
+    """The CLI is a table of small commands (issue 46): each subcommand the parser offers has exactly one function,
+    and the table names no command the parser lacks."""
+    from thread_rag import cli
+
+    offered = set(cli.build_parser().commands)
+    assert not set(cli.COMMANDS) & set(cli.WITHOUT_ENGINE)
+    assert set(cli.COMMANDS) | set(cli.WITHOUT_ENGINE) == offered

@@ -217,137 +217,165 @@ def _settings(args, out) -> int:
 
 
 def _dispatch(args) -> int:
-    from . import tools
-    from .render import make_console, styled
+    """The command's function from the table at the end of this module: a few need no library open."""
+    from .render import make_console
 
     out = make_console()
-    if args.cmd == "chat":
-        from .repl import run_repl
+    if args.cmd in WITHOUT_ENGINE:
+        return WITHOUT_ENGINE[args.cmd](args, out)
+    if args.cmd not in COMMANDS:
+        raise ThreadRagError(f"unknown command {args.cmd}")
+    return COMMANDS[args.cmd](_engine(args), args, out)
 
-        return run_repl(_engine(args))
-    if args.cmd == "doctor":
-        from .doctor import run_doctor
 
-        return run_doctor(args)
-    if args.cmd == "settings":
-        return _settings(args, out)
-    if args.cmd == "bench":
-        from .bench.cli import run_bench
+def _cmd_doctor(args, out) -> int:
+    from .doctor import run_doctor
 
-        return run_bench(args)
-    if args.cmd == "mcp":
-        from .mcp_server import serve
+    return run_doctor(args)
 
-        return serve(_engine(args), allow_writes=args.allow_writes)
-    engine = _engine(args)
-    if args.cmd == "index":
-        return _cmd_index(engine, args, out)
-    if args.cmd == "watch":
-        from .watch import run_watch
 
-        return run_watch(engine, args.paths, as_json=args.json, quiet=args.debounce, prune=args.prune)
-    if args.cmd == "docs":
-        res = tools.list_available_documents(engine)
-        if args.json:  # the user's own terminal is told each file (the tool keeps home folders from models)
-            paths = {d.doc_id: d.path for d in engine.documents()}
-            _print_json({"documents": [{**d, "path": paths.get(d["doc_id"])} for d in res["documents"]]})
-        else:
-            from rich.table import Table
-            from rich.text import Text
+def _cmd_bench(args, out) -> int:
+    from .bench.cli import run_bench
 
-            if not res["documents"]:
-                out.print(styled(no_documents(engine, args)))
-                return 0
-            t = Table("id", "name", "chunks", "pages", "indexed")
-            for d in res["documents"]:
-                t.add_row(*(Text(str(x)) for x in (d["doc_id"], shown(d["label"]), d["chunks"], d["pages"] or "-",
-                                                   d["indexed_at"])))
-            out.print(t)
+    return run_bench(args)
+
+
+def _cmd_chat(engine, args, out) -> int:
+    from .repl import run_repl
+
+    return run_repl(engine)
+
+
+def _cmd_mcp(engine, args, out) -> int:
+    from .mcp_server import serve
+
+    return serve(engine, allow_writes=args.allow_writes)
+
+
+def _cmd_watch(engine, args, out) -> int:
+    from .watch import run_watch
+
+    return run_watch(engine, args.paths, as_json=args.json, quiet=args.debounce, prune=args.prune)
+
+
+def _cmd_docs(engine, args, out) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import tools
+    from .render import styled
+
+    res = tools.list_available_documents(engine)
+    if args.json:  # the user's own terminal is told each file (the tool keeps home folders from models)
+        paths = {d.doc_id: d.path for d in engine.documents()}
+        _print_json({"documents": [{**d, "path": paths.get(d["doc_id"])} for d in res["documents"]]})
         return 0
-    if args.cmd == "delete":
-        rec = engine.delete(args.doc_id)
-        if args.json:
-            _print_json({"deleted": rec.doc_id, "name": rec.name})
-        else:
-            out.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
+    if not res["documents"]:
+        out.print(styled(no_documents(engine, args)))
         return 0
-    if args.cmd == "search":
-        filters = {}
-        if args.pages is not None:
-            filters["pages"] = page_range(args.pages)
-        if args.heading is not None:
-            if not args.heading.strip():
-                raise ThreadRagError("--heading is empty: leave it out to search every section")
-            filters["heading"] = args.heading
-        res = tools.rag_search(engine, args.query, doc_id=args.doc_id, k=args.k, **filters)
-        if args.json:
-            _print_json(res)
-        else:
-            from .render import render_search
+    t = Table("id", "name", "chunks", "pages", "indexed")
+    for d in res["documents"]:
+        t.add_row(*(Text(str(x)) for x in (d["doc_id"], shown(d["label"]), d["chunks"], d["pages"] or "-",
+                                           d["indexed_at"])))
+    out.print(t)
+    return 0
 
-            if not res["hits"] and not engine.documents():
-                out.print(styled(no_documents(engine, args)))
-            render_search(out, res)
+
+def _cmd_delete(engine, args, out) -> int:
+    from .render import styled
+
+    rec = engine.delete(args.doc_id)
+    if args.json:
+        _print_json({"deleted": rec.doc_id, "name": rec.name})
+    else:
+        out.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
+    return 0
+
+
+def _cmd_search(engine, args, out) -> int:
+    from . import tools
+    from .render import render_search, styled
+
+    filters = {}
+    if args.pages is not None:
+        filters["pages"] = page_range(args.pages)
+    if args.heading is not None:
+        if not args.heading.strip():
+            raise ThreadRagError("--heading is empty: leave it out to search every section")
+        filters["heading"] = args.heading
+    res = tools.rag_search(engine, args.query, doc_id=args.doc_id, k=args.k, **filters)
+    if args.json:
+        _print_json(res)
         return 0
-    if args.cmd == "fetch":
-        res = tools.fetch_chunks_by_id(engine, args.chunk_ids, token_budget=tools.budget_option(args.budget))
-        if args.json:
-            _print_json(res)
-        else:
-            from .render import render_windows
+    if not res["hits"] and not engine.documents():
+        out.print(styled(no_documents(engine, args)))
+    render_search(out, res)
+    return 0
 
-            render_windows(out, res, err=make_console(stderr=True))
-        return 1 if res.get("errors") else 0  # the good windows are printed all the same
-    if args.cmd == "nested":
-        res = tools.nested_retrieve(engine, args.query, limit=args.limit, doc_id=args.doc_id, offset=args.offset)
-        if args.json:
-            _print_json(res)
-        else:
-            from .render import render_nested
 
-            if not res["hits"] and not engine.documents():
-                out.print(styled(no_documents(engine, args)))
-            render_nested(out, res)
+def _cmd_fetch(engine, args, out) -> int:
+    from . import tools
+    from .render import make_console, render_windows
+
+    res = tools.fetch_chunks_by_id(engine, args.chunk_ids, token_budget=tools.budget_option(args.budget))
+    if args.json:
+        _print_json(res)
+    else:
+        render_windows(out, res, err=make_console(stderr=True))
+    return 1 if res.get("errors") else 0  # the good windows are printed all the same
+
+
+def _cmd_nested(engine, args, out) -> int:
+    from . import tools
+    from .render import render_nested, styled
+
+    res = tools.nested_retrieve(engine, args.query, limit=args.limit, doc_id=args.doc_id, offset=args.offset)
+    if args.json:
+        _print_json(res)
         return 0
-    if args.cmd == "compare":
-        return _cmd_compare(engine, args, out)
-    if args.cmd == "preheat":
-        from .render import progress_bar
+    if not res["hits"] and not engine.documents():
+        out.print(styled(no_documents(engine, args)))
+    render_nested(out, res)
+    return 0
 
-        if args.doc_id is None and not args.json and not engine.documents():
-            out.print(styled(no_documents(engine, args)))
-            return 0
 
-        with progress_bar(out, disable=args.json) as bar:
-            res = tools.pre_heat_summaries(engine, args.doc_id, progress=bar)
-        if args.json:
-            _print_json(res)
-        else:
-            out.print(styled(f"summaries made {res['made']}, already cached {res['cached']}, failed {res['failed']}, "
-                             f"{res['seconds']:.1f} s ({res['summarizer']})"))
-            from .render import preheat_notes
+def _cmd_preheat(engine, args, out) -> int:
+    from . import tools
+    from .render import preheat_notes, progress_bar, styled
 
-            for line in preheat_notes(res):
-                print(line, file=sys.stderr)
-        return 1 if res["failed"] else 0
-    if args.cmd == "ask":
-        return _cmd_ask(engine, args, out)
-    if args.cmd == "eval":
-        return _cmd_eval(engine, args, out)
-    if args.cmd == "script":
-        from .agent.script import run_script
-
-        return run_script(engine, args.file)
-    if args.cmd == "stats":
-        docs = engine.documents()
-        stats = {"documents": len(docs), "chunks": sum(d.chunk_count for d in docs), "home": str(engine.home)}
-        if args.json:
-            _print_json(stats)
-        else:
-            where = " (nothing indexed there)" if engine.fresh else ""
-            out.print(styled(f"{counted(stats['documents'], 'document')}, {counted(stats['chunks'], 'chunk')}, data dir {stats['home']}{where}"))
+    if args.doc_id is None and not args.json and not engine.documents():
+        out.print(styled(no_documents(engine, args)))
         return 0
-    raise ThreadRagError(f"unknown command {args.cmd}")
+    with progress_bar(out, disable=args.json) as bar:
+        res = tools.pre_heat_summaries(engine, args.doc_id, progress=bar)
+    if args.json:
+        _print_json(res)
+    else:
+        out.print(styled(f"summaries made {res['made']}, already cached {res['cached']}, failed {res['failed']}, "
+                         f"{res['seconds']:.1f} s ({res['summarizer']})"))
+        for line in preheat_notes(res):
+            print(line, file=sys.stderr)
+    return 1 if res["failed"] else 0
+
+
+def _cmd_script(engine, args, out) -> int:
+    from .agent.script import run_script
+
+    return run_script(engine, args.file)
+
+
+def _cmd_stats(engine, args, out) -> int:
+    from .render import styled
+
+    docs = engine.documents()
+    stats = {"documents": len(docs), "chunks": sum(d.chunk_count for d in docs), "home": str(engine.home)}
+    if args.json:
+        _print_json(stats)
+        return 0
+    where = " (nothing indexed there)" if engine.fresh else ""
+    out.print(styled(f"{counted(stats['documents'], 'document')}, {counted(stats['chunks'], 'chunk')}, "
+                     f"data dir {stats['home']}{where}"))
+    return 0
 
 
 def _cmd_ask(engine, args, out) -> int:
@@ -476,6 +504,13 @@ def _cmd_index(engine, args, out) -> int:
         _print_json({"results": results, "seconds": round(time.perf_counter() - t0, 3)})
     return 1 if any(r.status == "failed" for r in results) else 0
 
+
+# each command's function: (args, out) for those that open no library, else (engine, args, out)
+WITHOUT_ENGINE = {"doctor": _cmd_doctor, "settings": _settings, "bench": _cmd_bench}
+COMMANDS = {"chat": _cmd_chat, "mcp": _cmd_mcp, "index": _cmd_index, "watch": _cmd_watch, "docs": _cmd_docs,
+            "delete": _cmd_delete, "search": _cmd_search, "fetch": _cmd_fetch, "nested": _cmd_nested,
+            "compare": _cmd_compare, "preheat": _cmd_preheat, "ask": _cmd_ask, "eval": _cmd_eval,
+            "script": _cmd_script, "stats": _cmd_stats}
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
