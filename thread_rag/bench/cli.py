@@ -11,192 +11,189 @@ from . import command_line
 
 
 def run_bench(args) -> int:
-    from ..render import make_console, progress_bar
-    from .datasets import load_dataset
+    """``thread-rag bench KIND``: the kind's function from the table at the end of this module."""
+    from ..render import make_console
 
+    if args.kind not in KINDS:
+        raise ThreadRagError(f"unknown benchmark {args.kind}")
     settings = load_settings({"HOME": args.data_dir} if args.data_dir else None)
-    err = make_console(stderr=True)
-    if args.kind == "retrieval":
-        from ..retrieve.pipeline import PIPELINES
-        from .corpus import open_corpus_engine
-        from .datasets import check_disjoint
-        from .retrieval import STEPS_SETTINGS, machine, run_retrieval, search_settings
+    return KINDS[args.kind](settings, args, make_console(stderr=True))
 
-        if not args.dataset:
-            raise ThreadRagError("bench retrieval needs --dataset (limit-small, aws-docs-qa, musique)")
-        from .retrieval import default_spec, same_config
 
-        default = default_spec(settings)
-        if settings.RERANKER == "none":  # stage-3 configurations use the packaged cross-encoder
-            settings = settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2")
-        if args.questions is not None and (args.questions < 1 or args.limit):
-            raise ThreadRagError("--questions N: N >= 1, and not with --limit (which shrinks the corpus)")
-        ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed, split=args.split,
-                          sample=args.questions)
-        if args.split == "test":
-            check_disjoint(ds, Path(args.out or "bench_results"))
-        with progress_bar(err, disable=False) as bar:
-            engine, keymap, index_s = open_corpus_engine(settings, ds, progress=bar)
-        configs = args.configs.split(",") if args.configs else list(PIPELINES)
-        if not any(same_config(c, default, settings) for c in configs):
-            configs.append(default)
-        t0 = time.perf_counter()
-        res = run_retrieval(engine, keymap, ds, configs)
-        docs = engine.documents()
-        out = {"dataset": ds.name, "split": ds.split, "queries": len(ds.queries), "corpus_docs": len(docs),
-               "chunks": sum(d.chunk_count for d in docs), "corpus": "shrunk" if args.limit else "full", "default_config": default,
-               "index_seconds": round(index_s, 1), "bench_seconds": round(time.perf_counter() - t0, 1), **res,
-               "machine": machine(),
-               "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
-                          "reranker": settings.RERANKER},
-               "settings": search_settings(settings, *STEPS_SETTINGS),
-               "command": command_line()}
-        if args.markdown:
-            from .report import retrieval_table
+def _show(out: dict, args, table=None) -> int:
+    """The result as JSON, or as ``table`` renders it with ``--markdown`` (where the kind has a table)."""
+    print(table(out) if args.markdown and table else json.dumps(out, indent=1, ensure_ascii=False))
+    return 0
 
-            print(retrieval_table(out))
-        else:
-            print(json.dumps(out, indent=1))
-        return 0
-    if args.kind == "embedders":
-        from .ingest import run_embedders_bench
 
-        out = run_embedders_bench(settings, args.file)
-        out["command"] = command_line()
-        print(json.dumps(out, indent=1))
-        return 0
-    if args.kind == "ingest":
-        from .ingest import run_ingest_bench
+def _retrieval(settings, args, err) -> int:
+    from ..render import progress_bar
+    from ..retrieve.pipeline import PIPELINES
+    from .corpus import open_corpus_engine
+    from .datasets import check_disjoint, load_dataset
+    from .report import retrieval_table
+    from .retrieval import STEPS_SETTINGS, default_spec, machine, run_retrieval, same_config, search_settings
 
-        out = run_ingest_bench(settings, args.file)
-        print(json.dumps(out, indent=1))
-        return 0
-    if args.kind == "compare":
-        from ..atomic import atomic_write_json
-        from .compare import run_compare_bench
+    if not args.dataset:
+        raise ThreadRagError("bench retrieval needs --dataset (limit-small, aws-docs-qa, musique)")
+    default = default_spec(settings)
+    if settings.RERANKER == "none":  # stage-3 configurations use the packaged cross-encoder
+        settings = settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2")
+    if args.questions is not None and (args.questions < 1 or args.limit):
+        raise ThreadRagError("--questions N: N >= 1, and not with --limit (which shrinks the corpus)")
+    ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed, split=args.split,
+                      sample=args.questions)
+    if args.split == "test":
+        check_disjoint(ds, Path(args.out or "bench_results"))
+    with progress_bar(err, disable=False) as bar:
+        engine, keymap, index_s = open_corpus_engine(settings, ds, progress=bar)
+    configs = args.configs.split(",") if args.configs else list(PIPELINES)
+    if not any(same_config(c, default, settings) for c in configs):
+        configs.append(default)
+    t0 = time.perf_counter()
+    res = run_retrieval(engine, keymap, ds, configs)
+    docs = engine.documents()
+    out = {"dataset": ds.name, "split": ds.split, "queries": len(ds.queries), "corpus_docs": len(docs),
+           "chunks": sum(d.chunk_count for d in docs), "corpus": "shrunk" if args.limit else "full",
+           "default_config": default, "index_seconds": round(index_s, 1),
+           "bench_seconds": round(time.perf_counter() - t0, 1), **res, "machine": machine(),
+           "models": {"embedder": settings.EMBEDDER_MODEL, "dtype": engine.embedder.dtype,
+                      "reranker": settings.RERANKER},
+           "settings": search_settings(settings, *STEPS_SETTINGS), "command": command_line()}
+    return _show(out, args, retrieval_table)
 
-        with progress_bar(err, disable=False) as bar:
-            out = run_compare_bench(settings, args, progress=bar)
-        path = Path(args.out or "bench_results") / "compare-debian.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, out)
-        if args.markdown:
-            from .compare import compare_table
 
-            print(compare_table(out))
-        else:
-            print(json.dumps(out, indent=1))
-        err.print(f"written {path}")
-        return 0
-    if args.kind == "scale":
-        return _scale(settings, args, err)
-    if args.kind == "windows":
-        from .windows import run_windows_bench
+def _embedders(settings, args, err) -> int:
+    from .ingest import run_embedders_bench
 
-        print(json.dumps(run_windows_bench(settings, args), indent=1))
-        return 0
-    if args.kind == "context":
-        from .context import run_context_bench
+    return _show({**run_embedders_bench(settings, args.file), "command": command_line()}, args)
 
-        out = run_context_bench(settings, args)
-        from .report import context_table
 
-        print(context_table(out) if args.markdown else json.dumps(out, indent=1))
-        return 0
-    if args.kind == "reading":
-        from .reading import reading_table, run_reading_bench
+def _ingest(settings, args, err) -> int:
+    from .ingest import run_ingest_bench
 
-        out = run_reading_bench(settings, args)
-        print(reading_table(out) if args.markdown else json.dumps(out, indent=1))
-        return 0
-    if args.kind == "report":
-        from .report import report, write_report
+    return _show(run_ingest_bench(settings, args.file), args)
 
-        if args.write:
-            write_report(args.write, args.file)
-        else:
-            print(report(args.file))
-        return 0
-    if args.kind == "contextual":
-        from .contextual import run_contextual_bench
 
-        print(json.dumps(run_contextual_bench(settings, args), indent=1))
-        return 0
-    if args.kind == "eval":
-        from .eval_validity import run_eval_validity
+def _compare(settings, args, err) -> int:
+    from ..atomic import atomic_write_json
+    from ..render import progress_bar
+    from .compare import compare_table, run_compare_bench
 
-        out = run_eval_validity(settings, args)
-        out["command"] = command_line()
-        print(json.dumps(out, indent=1, ensure_ascii=False))
-        return 0
-    if args.kind == "grounding":
-        from .grounding import run_grounding_bench
+    with progress_bar(err, disable=False) as bar:
+        out = run_compare_bench(settings, args, progress=bar)
+    path = Path(args.out or "bench_results") / "compare-debian.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, out)
+    _show(out, args, compare_table)
+    err.print(f"written {path}")
+    return 0
 
-        print(json.dumps(run_grounding_bench(settings, args), indent=1, ensure_ascii=False))
-        return 0
-    if args.kind == "answers":
-        from .answers import run_answers_bench
-        from .report import answers_table
 
-        out = run_answers_bench(settings, args)
-        print(answers_table(out) if args.markdown else json.dumps(out, indent=1, ensure_ascii=False))
-        return 0
-    if args.kind == "suite":
-        from .report import suite_report
-        from .suite import run_suite
+def _windows(settings, args, err) -> int:
+    from .windows import run_windows_bench
 
-        t0 = time.perf_counter()
-        with progress_bar(err, disable=False) as bar:
-            paths = run_suite(settings, args, progress=bar)
-        err.print(f"suite finished in {time.perf_counter() - t0:.0f} s; results: {', '.join(map(str, paths))}")
-        print(suite_report([json.loads(p.read_text()) for p in paths]))
-        return 0
-    if args.kind == "refusal":
-        from .refusal import run_refusal_bench
+    return _show(run_windows_bench(settings, args), args)
 
-        out = run_refusal_bench(settings, args)
-        if args.markdown:
-            from .report import refusal_table
 
-            print(refusal_table(out))
-        else:
-            print(json.dumps(out, indent=1))
-        return 0
-    if args.kind == "band":
-        from .refusal import run_band_bench
+def _context(settings, args, err) -> int:
+    from .context import run_context_bench
+    from .report import context_table
 
-        out = run_band_bench(settings, args)
-        if args.markdown:
-            from .report import band_table
+    return _show(run_context_bench(settings, args), args, context_table)
 
-            print(band_table(out))
-        else:
-            print(json.dumps(out, indent=1, ensure_ascii=False))
-        return 0
-    if args.kind == "throughput":
-        from .throughput import run_throughput_bench, throughput_table
 
-        out = run_throughput_bench(settings, args)
-        print(throughput_table(out) if args.markdown else json.dumps(out, indent=1))
-        return 0
-    if args.kind == "coldstart":
-        from .coldstart import run_coldstart_bench
+def _reading(settings, args, err) -> int:
+    from .reading import reading_table, run_reading_bench
 
-        print(json.dumps(run_coldstart_bench(settings, args), indent=1))
-        return 0
-    if args.kind in ("routing", "latency"):
-        from . import agent_bench
+    return _show(run_reading_bench(settings, args), args, reading_table)
 
-        fn = {"routing": agent_bench.run_routing_bench, "latency": agent_bench.run_latency_bench}[args.kind]
-        out = fn(settings, args)
-        if args.markdown and args.kind == "latency":
-            from .report import latency_table
 
-            print(latency_table(out))
-        else:
-            print(json.dumps(out, indent=1, ensure_ascii=False))
-        return 0
-    raise ThreadRagError(f"unknown benchmark {args.kind}")
+def _report(settings, args, err) -> int:
+    from .report import report, write_report
+
+    if args.write:
+        write_report(args.write, args.file)
+    else:
+        print(report(args.file))
+    return 0
+
+
+def _contextual(settings, args, err) -> int:
+    from .contextual import run_contextual_bench
+
+    return _show(run_contextual_bench(settings, args), args)
+
+
+def _eval(settings, args, err) -> int:
+    from .eval_validity import run_eval_validity
+
+    return _show({**run_eval_validity(settings, args), "command": command_line()}, args)
+
+
+def _grounding(settings, args, err) -> int:
+    from .grounding import run_grounding_bench
+
+    return _show(run_grounding_bench(settings, args), args)
+
+
+def _answers(settings, args, err) -> int:
+    from .answers import run_answers_bench
+    from .report import answers_table
+
+    return _show(run_answers_bench(settings, args), args, answers_table)
+
+
+def _suite(settings, args, err) -> int:
+    from ..render import progress_bar
+    from .report import suite_report
+    from .suite import run_suite
+
+    t0 = time.perf_counter()
+    with progress_bar(err, disable=False) as bar:
+        paths = run_suite(settings, args, progress=bar)
+    err.print(f"suite finished in {time.perf_counter() - t0:.0f} s; results: {', '.join(map(str, paths))}")
+    print(suite_report([json.loads(p.read_text()) for p in paths]))
+    return 0
+
+
+def _refusal(settings, args, err) -> int:
+    from .refusal import run_refusal_bench
+    from .report import refusal_table
+
+    return _show(run_refusal_bench(settings, args), args, refusal_table)
+
+
+def _band(settings, args, err) -> int:
+    from .refusal import run_band_bench
+    from .report import band_table
+
+    return _show(run_band_bench(settings, args), args, band_table)
+
+
+def _throughput(settings, args, err) -> int:
+    from .throughput import run_throughput_bench, throughput_table
+
+    return _show(run_throughput_bench(settings, args), args, throughput_table)
+
+
+def _coldstart(settings, args, err) -> int:
+    from .coldstart import run_coldstart_bench
+
+    return _show(run_coldstart_bench(settings, args), args)
+
+
+def _routing(settings, args, err) -> int:
+    from .agent_bench import run_routing_bench
+
+    return _show(run_routing_bench(settings, args), args)
+
+
+def _latency(settings, args, err) -> int:
+    from .agent_bench import run_latency_bench
+    from .report import latency_table
+
+    return _show(run_latency_bench(settings, args), args, latency_table)
 
 
 def _scale(settings, args, err) -> int:
@@ -245,3 +242,10 @@ def _commit() -> str | None:
         return r.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+KINDS = {"retrieval": _retrieval, "embedders": _embedders, "ingest": _ingest, "compare": _compare, "scale": _scale,
+         "windows": _windows, "context": _context, "reading": _reading, "report": _report, "contextual": _contextual,
+         "eval": _eval, "grounding": _grounding, "answers": _answers, "suite": _suite, "refusal": _refusal,
+         "band": _band, "throughput": _throughput, "coldstart": _coldstart, "routing": _routing,
+         "latency": _latency}
