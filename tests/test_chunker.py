@@ -1,7 +1,7 @@
 from conftest import needs_shared
 from thread_rag.ingest.chunker import (ParentChildChunker, SemanticChunker, SentenceChunker, semantic_breaks,
                                        text_for_embedding)
-from thread_rag.ingest.loaders import parse_text
+from thread_rag.ingest.text import parse_text
 
 PROC = """# Installing the widget
 

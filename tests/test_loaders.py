@@ -454,7 +454,7 @@ def test_pdf_commands_and_captioned_table_rows_are_lines_of_their_own(debian_pdf
     assert text.count("With Desktop") == 1  # replaced, not added beside the plain line
     hardware = next(b.text for b in debian_pdf.blocks if b.text.startswith("| Hardware"))
     assert hardware.splitlines()[1].startswith("| Hard Drives | How many you have. Their order on the system.")
-    from thread_rag.ingest.loaders import _CAPTION
+    from thread_rag.ingest.pdf import _CAPTION
 
     assert _CAPTION.match("Table 2-1   FUNCTION_USAGE view") and _CAPTION.match("Table 1. HPO performed")
     assert not _CAPTION.match("Table 2-1 describes the columns")  # prose naming a table is no caption
@@ -500,7 +500,7 @@ def test_docx_list_and_heading_numbers_are_written_as_word_shows_them():
 def test_docx_numbering_formats_and_a_restarted_list(tmp_path):
     """Letters and roman numerals as Word writes them; a list whose numbering restarts (startOverride) starts
     again; a file without a numbering part numbers nothing and still reads."""
-    from thread_rag.ingest.loaders import _Numbering
+    from thread_rag.ingest.docx import _Numbering
 
     assert [_Numbering._format(n, "lowerLetter") for n in (1, 26, 27)] == ["a", "z", "aa"]
     assert [_Numbering._format(n, "upperRoman") for n in (4, 9, 14, 1999)] == ["IV", "IX", "XIV", "MCMXCIX"]

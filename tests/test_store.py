@@ -269,7 +269,7 @@ def test_a_fault_that_stays_is_tried_once_more_per_group_not_once_per_file(make_
 
 
 def test_index_loaded_many_yields_each_result_in_order_once_its_group_committed(make_engine, monkeypatch):
-    from thread_rag.ingest.loaders import parse_text
+    from thread_rag.ingest.text import parse_text
 
     e = make_engine(STORE_GROUP_CHUNKS=12)
     calls = _count_upserts(monkeypatch, e)
@@ -284,7 +284,7 @@ def test_index_loaded_many_yields_each_result_in_order_once_its_group_committed(
 
 
 def test_a_reader_that_stops_mid_folder_keeps_what_was_yielded_and_leaves_nothing_staged(make_engine):
-    from thread_rag.ingest.loaders import parse_text
+    from thread_rag.ingest.text import parse_text
 
     e = make_engine(STORE_GROUP_CHUNKS=10_000)
     doc = lambda i: (parse_text(PROC.format(n=i), f"mem://{i}", markdown=True), f"mem://{i}", "d", f"h{i}")  # noqa: E731
@@ -297,7 +297,7 @@ def test_a_reader_that_stops_mid_folder_keeps_what_was_yielded_and_leaves_nothin
 
 
 def test_a_group_abandoned_before_its_write_leaves_nothing_behind(make_engine):
-    from thread_rag.ingest.loaders import parse_text
+    from thread_rag.ingest.text import parse_text
 
     e = make_engine(STORE_GROUP_CHUNKS=10_000)
 
@@ -313,7 +313,7 @@ def test_a_group_abandoned_before_its_write_leaves_nothing_behind(make_engine):
 
 
 def test_a_loader_bug_stores_the_waiting_files_before_it_surfaces(make_engine):
-    from thread_rag.ingest.loaders import parse_text
+    from thread_rag.ingest.text import parse_text
 
     e = make_engine(STORE_GROUP_CHUNKS=10_000)
 
@@ -328,7 +328,7 @@ def test_a_loader_bug_stores_the_waiting_files_before_it_surfaces(make_engine):
 
 
 def test_the_same_bytes_under_two_keys_are_stored_once(make_engine, monkeypatch):
-    from thread_rag.ingest.loaders import parse_text
+    from thread_rag.ingest.text import parse_text
 
     e = make_engine()
     doc = parse_text(PROC.format(n=0), "mem://a", markdown=True)

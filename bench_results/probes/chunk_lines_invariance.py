@@ -15,7 +15,7 @@ import types
 from thread_rag.bench.datasets import load_dataset
 from thread_rag.embedder import TokenCounter, packaged_minilm_path
 from thread_rag.ingest.chunker import make_chunker, text_for_embedding
-from thread_rag.ingest.loaders import parse_text
+from thread_rag.ingest.text import parse_text
 from thread_rag.retrieve.search_index import bm25_tokenize
 from thread_rag.settings import load_settings
 

@@ -22,7 +22,7 @@ from _scale_library import REPO, rss_mib
 def main(target: int) -> None:
     from thread_rag.bench.scale_corpus import scale_corpus
     from thread_rag.engine import Engine
-    from thread_rag.ingest.loaders import parse_text
+    from thread_rag.ingest.text import parse_text
     from thread_rag.settings import load_settings
 
     docs, _ = scale_corpus(REPO.parent / "shared" / "data", REPO / "bench_out" / "scale-debs", download=False)

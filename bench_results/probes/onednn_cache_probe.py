@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from thread_rag.bench.scale_corpus import scale_corpus
 from thread_rag.engine import Engine
-from thread_rag.ingest.loaders import parse_text
+from thread_rag.ingest.text import parse_text
 from thread_rag.settings import load_settings
 repo = Path(sys.argv[2])
 docs, _ = scale_corpus(repo.parent / "shared" / "data", repo / "bench_out" / "scale-debs", download=False)

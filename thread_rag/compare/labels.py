@@ -49,7 +49,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..ingest.loaders import numbering_follows
+from ..ingest.text import numbering_follows
 from .vectors import unit_rows
 
 SAME = "same"

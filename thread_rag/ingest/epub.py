@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
 from .html import _decode, parse_html
-from .loaders import zip_guard
+from .zips import zip_guard
 
 _NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "opf": "http://www.idpf.org/2007/opf",
        "dc": "http://purl.org/dc/elements/1.1/"}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
-from .loaders import _looks_like_text, decode_text
+from .text import decode_text, looks_like_text
 
 BINARY = "not an HTML file (binary content)"
 
@@ -401,7 +401,7 @@ def _decode(p: Path, raw: bytes) -> tuple[str, str, list[str]]:
         if enc and not enc.startswith(("utf-16", "utf-32")):  # a page that says UTF-16 in ASCII is not UTF-16
             sample = raw[:65536]
             text = raw.decode(enc, errors="replace")
-            if sample.count(b"\x00") > max(1, len(sample) // 1000) or not _looks_like_text(text[:20000]):
+            if sample.count(b"\x00") > max(1, len(sample) // 1000) or not looks_like_text(text[:20000]):
                 raise IngestError(p, BINARY)
             return text, enc, []
     try:

@@ -1,0 +1,256 @@
+"""DOCX loader (python-docx): paragraphs, headings and tables in body order.
+
+Headings (the Title and Heading N styles) give heading paths; list and heading numbers are written as Word shows
+them; a table is one block of ``| cell | cell |`` rows; text boxes are read once and content controls are read.
+"""
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+from ..errors import IngestError
+from ..records import Block, LoadedDocument
+from .zips import zip_guard
+
+
+def load_docx(p: Path) -> LoadedDocument:
+    if not zipfile.is_zipfile(p):
+        raise IngestError(p, "not a DOCX (not a zip container; corrupt or misnamed file)")
+    with zipfile.ZipFile(p) as zf:
+        zip_guard(p, zf)
+    try:
+        import docx
+        from docx.oxml.ns import qn
+    except ImportError as exc:  # pragma: no cover
+        raise IngestError(p, f"python-docx is not installed ({exc})") from None
+    try:
+        document = docx.Document(str(p))
+    except KeyError as exc:
+        if "officeDocument" in str(exc) or "strict" in str(exc).lower():
+            raise IngestError(p, "DOCX cannot be opened (Strict OOXML is not supported by python-docx; "
+                              "re-save it as a standard .docx)") from None
+        raise IngestError(p, f"DOCX cannot be opened ({str(exc)[:120]})") from None
+    except ValueError as exc:
+        msg = str(exc)
+        if "officeDocument" in msg:
+            raise IngestError(p, "DOCX cannot be opened (Strict OOXML or not a Word document; "
+                              "re-save it as a standard .docx)") from None
+        raise IngestError(p, f"DOCX cannot be opened ({msg[:120]})") from None
+    except zipfile.BadZipFile as exc:
+        raise IngestError(p, f"corrupt DOCX ({exc})") from None
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    blocks: list[Block] = []
+    path: list[tuple[int, str]] = []
+    numbers = _Numbering(document, qn)
+    for child in _body_items(document.element.body, qn):
+        if child.tag == qn("w:p"):
+            para = Paragraph(child, document)
+            text = _para_text(child, qn)
+            if not text.strip():
+                continue
+            style = (para.style.name if para.style is not None else "") or ""
+            level = _heading_level(style)
+            marker, depth = numbers.marker(child, para.style)
+            if level is not None:
+                title = (marker.strip() + " " if marker and marker.strip() != "-" else "") + text.strip()
+                path = [h for h in path if h[0] < level] + [(level, title)]
+                blocks.append(Block(text=title, heading_path=tuple(t for _, t in path), is_heading=True))
+            else:
+                if not marker and "List" in style:
+                    marker = "- "
+                blocks.append(Block(text="  " * depth + marker + text.strip(), heading_path=tuple(t for _, t in path)))
+        else:
+            text = _table_text(Table(child, document), qn)
+            if text:
+                blocks.append(Block(text=text, heading_path=tuple(t for _, t in path)))
+    return LoadedDocument(path=str(p), kind="docx", blocks=blocks)
+
+
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+
+
+def _para_text(p_el, qn) -> str:
+    """A paragraph's text; a text box's paragraphs each end a line, and an ``mc:Fallback`` (the same text box again,
+    for older readers) is skipped: read, each box came twice, run together."""
+    parts: list[str] = []
+    t, tab, breaks, para = qn("w:t"), qn("w:tab"), (qn("w:br"), qn("w:cr")), qn("w:p")
+
+    def walk(el) -> None:
+        for node in el:
+            if node.tag == _MC_FALLBACK:  # read only where its mc:Choice gave no text
+                if not any(x.tag == t and x.text for c in el if c.tag != _MC_FALLBACK for x in c.iter()):
+                    walk(node)
+                continue
+            if node.tag == t:
+                parts.append(node.text or "")
+            elif node.tag == tab:
+                parts.append("\t")
+            elif node.tag in breaks:
+                parts.append("\n")
+            else:
+                walk(node)
+                if node.tag == para and parts and not parts[-1].endswith("\n"):
+                    parts.append("\n")  # a paragraph inside a text box
+
+    walk(p_el)
+    return "".join(parts)
+
+
+def _heading_level(style: str) -> int | None:
+    if style == "Title":
+        return 0
+    m = re.match(r"^Heading\s*(\d)", style)
+    return int(m.group(1)) if m else None
+
+
+class _Numbering:
+    """Word's list and heading numbers, which the file does not hold as text: each numbered paragraph (its own
+    ``w:numPr`` or its style's, up the ``basedOn`` chain) counts at its level of the list definition it uses, deeper
+    levels restarting, and shows the level's ``lvlText`` ("%1.%2.") with each level's number in its format (decimal,
+    letters, roman); bullets are "- ". A file without a numbering part, or a definition it lacks, numbers nothing."""
+
+    _ROMAN = [(1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"), (40, "xl"),
+              (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")]
+
+    def __init__(self, document, qn) -> None:
+        self.qn, self.nums, self.levels, self.counts, self.started = qn, {}, {}, {}, set()
+        try:
+            root = document.part.numbering_part.element
+        except Exception:  # noqa: BLE001 - no numbering part (python-docx raises NotImplementedError or KeyError)
+            return
+        val = qn("w:val")
+        for a in root.iterchildren(qn("w:abstractNum")):
+            lv = {}
+            for lvl in a.iterchildren(qn("w:lvl")):
+                get = {t: lvl.find(qn(f"w:{t}")) for t in ("start", "numFmt", "lvlText")}
+                lv[int(lvl.get(qn("w:ilvl"), "0"))] = (
+                    _int_attr(get["start"], val, 1), get["numFmt"].get(val) if get["numFmt"] is not None else "decimal",
+                    get["lvlText"].get(val, "") if get["lvlText"] is not None else "")
+            self.levels[a.get(qn("w:abstractNumId"))] = lv
+        for n in root.iterchildren(qn("w:num")):
+            ref = n.find(qn("w:abstractNumId"))
+            starts = {int(o.get(qn("w:ilvl"), "0")): _int_attr(o.find(qn("w:startOverride")), val, None)
+                      for o in n.iterchildren(qn("w:lvlOverride"))}
+            if ref is not None:
+                self.nums[n.get(qn("w:numId"))] = (ref.get(val), {k: v for k, v in starts.items() if v is not None})
+
+    def _num_pr(self, p_el, style):
+        qn = self.qn
+        pr = p_el.find(f"{qn('w:pPr')}/{qn('w:numPr')}")
+        seen = 0
+        while pr is None and style is not None and seen < 20:  # the style's numbering, or its base style's
+            pr = style.element.find(f"{qn('w:pPr')}/{qn('w:numPr')}")
+            style, seen = style.base_style, seen + 1
+        if pr is None:
+            return None
+        num, ilvl = pr.find(qn("w:numId")), pr.find(qn("w:ilvl"))
+        return (None if num is None else num.get(qn("w:val"))), _int_attr(ilvl, qn("w:val"), 0)
+
+    def marker(self, p_el, style) -> tuple[str, int]:
+        """(the paragraph's number or bullet with a space after it, its list level), or ("", 0)."""
+        try:
+            found = self._num_pr(p_el, style)
+        except Exception:  # noqa: BLE001 - a malformed style chain numbers nothing
+            return "", 0
+        if not found or found[0] in (None, "0") or found[0] not in self.nums:
+            return "", 0
+        num_id, ilvl = found
+        abstract, overrides = self.nums[num_id]
+        levels = self.levels.get(abstract, {})
+        if ilvl not in levels:
+            return "", 0
+        counts = self.counts.setdefault(abstract, {})
+        if num_id not in self.started:  # a list that restarts its numbering (startOverride) starts again
+            self.started.add(num_id)
+            for k, v in overrides.items():
+                counts[k] = v - 1
+        start, fmt, text = levels[ilvl]
+        counts[ilvl] = counts.get(ilvl, start - 1) + 1
+        for deeper in [k for k in counts if k > ilvl]:
+            del counts[deeper]
+        for k in range(ilvl):  # a level shown before it had an item of its own counts as used, as Word counts it
+            counts.setdefault(k, levels.get(k, (1, "decimal", ""))[0])
+        if fmt == "bullet":
+            return "- ", ilvl
+        if fmt == "none" or not text:
+            return "", ilvl
+
+        def number(m) -> str:
+            k = int(m.group(1)) - 1
+            s, f, _ = levels.get(k, (1, "decimal", ""))
+            return self._format(counts.get(k, s), f)
+
+        return re.sub(r"%([1-9])", number, text).strip() + " ", ilvl
+
+    @classmethod
+    def _format(cls, n: int, fmt: str) -> str:
+        if fmt in ("lowerLetter", "upperLetter") and n > 0:
+            s = ""
+            while n:
+                n, r = divmod(n - 1, 26)
+                s = chr(97 + r) + s
+            return s.upper() if fmt == "upperLetter" else s
+        if fmt in ("lowerRoman", "upperRoman") and 0 < n < 4000:
+            s = ""
+            for v, r in cls._ROMAN:
+                while n >= v:
+                    s, n = s + r, n - v
+            return s.upper() if fmt == "upperRoman" else s
+        return str(n)
+
+
+def _int_attr(el, attr: str, default):
+    try:
+        return int(el.get(attr)) if el is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+_CONTAINERS = ("w:sdt", "w:sdtContent", "w:customXml", "w:smartTag")  # content controls and tags hold content
+
+
+def _body_items(parent, qn):
+    """The paragraphs and tables of a body or a table cell in reading order, those inside content controls
+    (``w:sdt``) and custom XML included (they were left out: a form's tables, a template's text)."""
+    containers = {qn(t) for t in _CONTAINERS}
+    for child in parent.iterchildren():
+        if child.tag in (qn("w:p"), qn("w:tbl")):
+            yield child
+        elif child.tag in containers:
+            yield from _body_items(child, qn)
+
+
+def _table_text(table, qn) -> str:
+    """A table as ``| cell | cell |`` lines, its first row (the header) first, one line a row; a cell spanning
+    columns or rows repeats its text in each (each cell stays under its column's header); columns a row skips at its
+    start (``w:gridBefore``) are empty cells. A cell's paragraphs, and a table nested in it, are one line of text. A
+    table of one cell is a framed note or a layout box: its paragraphs come as plain lines (a table in it as a
+    table)."""
+    rows = []
+    for row in table.rows:
+        try:
+            before = row.grid_cols_before
+        except Exception:  # noqa: BLE001 - a malformed row property: read the cells alone
+            before = 0
+        rows.append([""] * before + [_cell_text(cell._tc, qn) for cell in row.cells])
+    if sum(len(r) for r in rows) == 1:  # a box: its paragraphs as lines, a table in it as a table
+        from docx.table import Table
+
+        return "\n".join(_table_text(Table(item, table), qn) if item.tag == qn("w:tbl") else _para_text(item, qn)
+                         for item in _body_items(table.rows[0].cells[0]._tc, qn)).strip()
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows if any(r)]
+    return "\n".join(lines)
+
+
+def _cell_text(tc, qn) -> str:
+    """A cell's paragraphs, and the cells of a table nested in it, as one line of text."""
+    parts = []
+    for item in _body_items(tc, qn):
+        if item.tag == qn("w:p"):
+            parts.append(_para_text(item, qn))
+        else:
+            parts += [_cell_text(c, qn) for tr in item.iterchildren(qn("w:tr")) for c in tr.iterchildren(qn("w:tc"))]
+    return " ".join(" ".join(parts).split())

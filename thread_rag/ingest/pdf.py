@@ -1,0 +1,394 @@
+"""PDF loader (pypdf): each page's lines as blocks with page numbers, in reading order.
+
+Headings come from the outline (bookmarks); lines in a monospaced font (commands, code) and captioned tables' rows
+(``| cell | cell |``, read from pypdf's layout mode) are lines of their own; running headers and footers and
+table-of-contents lines are left out. Pages with no text layer that draw an image (scans) are read by OCR
+(``ocr.py``), their numbered section lines taken as headings where the file has no outline.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from pathlib import Path
+
+from ..errors import IngestError, counted
+from ..records import Block, LoadedDocument
+from .text import numbered_headings
+
+logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+
+def _norm_line(s: str) -> str:
+    return re.sub(r"\d+", "#", " ".join(s.split())).lower()
+
+
+def _outline_entries(reader) -> list[tuple[int, int, str]]:
+    """(page_index, depth, title) for every outline (bookmark) entry, in order."""
+    out: list[tuple[int, int, str]] = []
+
+    def walk(items, depth):
+        for it in items:
+            if isinstance(it, list):
+                walk(it, depth + 1)
+                continue
+            try:
+                page = reader.get_destination_page_number(it)
+            except Exception:  # noqa: BLE001 - broken bookmarks are skipped
+                continue
+            title = " ".join(str(getattr(it, "title", "") or "").split())
+            if title and page is not None and page >= 0:
+                out.append((page, depth, title))
+
+    try:
+        walk(reader.outline, 0)
+    except Exception:  # noqa: BLE001
+        return []
+    return out
+
+
+def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> LoadedDocument:
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError, PdfReadError
+
+    with p.open("rb") as fh:
+        head = fh.read(1024)
+    if b"%PDF" not in head:
+        raise IngestError(p, "not a PDF (no %PDF header; corrupt or misnamed file)")
+    try:
+        reader = PdfReader(str(p), strict=False)
+    except PdfReadError as exc:
+        raise IngestError(p, f"corrupt PDF ({str(exc)[:120]})") from None
+    if reader.is_encrypted:
+        ok = 0
+        for pw in ([password] if password else []) + [""]:
+            try:
+                ok = reader.decrypt(pw)
+            except Exception:  # noqa: BLE001
+                ok = 0
+            if ok:
+                break
+        if not ok:
+            raise IngestError(p, "encrypted PDF (password required)")
+    try:
+        n_pages = len(reader.pages)
+    except (PdfReadError, FileNotDecryptedError) as exc:
+        raise IngestError(p, f"corrupt PDF ({str(exc)[:120]})") from None
+    page_lines: list[list[str]] = []
+    code_lines: list[set[int]] = []   # per page: indexes of lines set in a monospaced font (commands, code)
+    failed: list[int] = []
+    for number, page in enumerate(reader.pages, start=1):
+        try:
+            lines, code = _page_lines(page)
+        except Exception:  # noqa: BLE001 - one bad page does not sink the document, but is reported
+            lines, code = [], set()
+            failed.append(number)
+        page_lines.append(lines)
+        code_lines.append(code)
+    ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
+    # running headers/footers: a normalised line seen at the top/bottom of many pages
+    edge = Counter()
+    for lines in page_lines:
+        cand = [ln for ln in lines if ln.strip()]
+        for ln in set(cand[:2] + cand[-2:]):
+            edge[_norm_line(ln)] += 1
+    threshold = max(3, n_pages // 5)
+    running = {k for k, c in edge.items() if c >= threshold and len(k) < 160}
+    running |= {k for k in edge if re.fullmatch(r"[#ivxlc\s.\-–—]*", k)}  # bare page numbers
+    # running headers that carry the section title: same first words, mostly upper case, on many pages
+    prefix = Counter()
+    for lines in page_lines:
+        cand = [ln for ln in lines if ln.strip()]
+        for ln in set(cand[:1] + cand[-1:]):
+            if _mostly_upper(ln):
+                prefix[_header_key(ln)] += 1
+    running_prefix = {k for k, c in prefix.items() if c >= threshold and k}
+
+    entries = _outline_entries(reader)
+    if not entries and ocr_pages:  # a scan has no bookmarks: its numbered section lines are its headings
+        entries = _ocr_headings(page_lines, ocr_pages, running, running_prefix)
+    by_page: dict[int, list[tuple[int, str]]] = {}
+    for pg, depth, title in entries:
+        by_page.setdefault(pg, []).append((depth, title))
+    path: list[tuple[int, str]] = []
+    blocks: list[Block] = []
+
+    def enter(depth: int, title: str) -> None:
+        nonlocal path
+        path = [h for h in path if h[0] < depth] + [(depth, title)]
+
+    for pg, lines in enumerate(page_lines):
+        pending = list(by_page.get(pg, []))
+        cand = [ln for ln in lines if ln.strip()]
+        edges = set(cand[:2] + cand[-2:])
+        para: list[str] = []
+        kept: list[str] = []  # consecutive code lines or table rows: one block that keeps its lines
+        max_len = max((len(ln) for ln in lines), default=0)
+
+        def flush() -> None:
+            if para:
+                blocks.append(Block(text=reflow(para), page=pg + 1, heading_path=tuple(t for _, t in path)))
+                para.clear()
+            if kept:
+                blocks.append(Block(text="\n".join(kept), page=pg + 1, heading_path=tuple(t for _, t in path)))
+                kept.clear()
+
+        for li, ln in enumerate(lines):
+            s = ln.strip()
+            if not s:
+                flush()
+                continue
+            if li in code_lines[pg] or _PIPE_ROW.match(s):  # a command or a table row: a line of its own
+                if para:
+                    flush()
+                kept.append(s)
+                continue
+            if kept:
+                flush()
+            if ln in edges and _running_line(ln, running, running_prefix):
+                continue
+            if _TOC_LINE.search(s):
+                continue  # table-of-contents line with dot leaders: navigation, not content
+            if pending and _title_match(s, pending[0][1]):
+                flush()
+                depth, title = pending.pop(0)
+                enter(depth, title)
+                blocks.append(Block(text=s, page=pg + 1, heading_path=tuple(t for _, t in path), is_heading=True))
+                continue
+            para.append(s)
+            if len(ln) < 0.6 * max_len and s[-1:] in ".:!?)" and max_len > 40:
+                flush()
+        flush()
+        for depth, title in pending:
+            enter(depth, title)
+    warnings = []
+    if failed:
+        shown = ", ".join(map(str, failed[:20])) + (", ..." if len(failed) > 20 else "")
+        warnings.append(f"text extraction failed on {len(failed)} of {n_pages} pages "
+                        f"(page{'s' if len(failed) > 1 else ''} {shown}); their text is not indexed")
+    if ocr_pages:
+        many = len(ocr_pages) > 1
+        warnings.append(f"{counted(len(ocr_pages), 'page')} had no text layer and {'were' if many else 'was'} read "
+                        f"by OCR (page{'s' if many else ''} {_ranges(ocr_pages)}): check what is quoted from "
+                        f"{'them' if many else 'it'} against the page")
+    return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages, warnings=warnings,
+                          ocr_pages=ocr_pages)
+
+
+def _ocr_headings(page_lines: list, ocr_pages: list[int], running: set, running_prefix: set) -> list[tuple]:
+    """(page index, level, title) of the numbered section lines of OCR'd pages, found as plain text's are
+    (``numbered_headings``: "4.3.1 Preparing a USB stick" standing alone, in a numbering), running headers left
+    out."""
+    lines, where = [], []
+    for pg in sorted(p - 1 for p in ocr_pages):
+        for ln in page_lines[pg] + [""]:
+            lines.append("" if ln.strip() and _running_line(ln, running, running_prefix) else ln)
+            where.append(pg)
+    found, _ = numbered_headings(lines)
+    return [(where[i], level, " ".join(lines[i].split())) for i, (level, _title) in sorted(found.items())]
+
+
+def _ocr_blank_pages(p: Path, reader, page_lines: list, code_lines: list, failed: list, progress) -> list[int]:
+    """OCR each page that has no text but draws an image (a scan), in place in ``page_lines``/``code_lines``: the
+    page numbers read so. Nothing when OCR is not installed (the caller names it if no page has text)."""
+    from . import ocr as ocr_mod
+
+    blank = [i for i, lines in enumerate(page_lines)
+             if not any(ln.strip() for ln in lines) and i + 1 not in failed and _draws_image(reader.pages[i])]
+    if not blank or not ocr_mod.available():
+        return []
+    done = []
+    for k, i in enumerate(blank):
+        if progress:
+            progress(f"OCR page {i + 1}", k, len(blank))
+        lines = ocr_mod.read_image(ocr_mod.render_pdf_page(p, i))
+        if any(ln.strip() for ln in lines):
+            page_lines[i] = lines
+            code_lines[i] = {j for j, ln in enumerate(lines) if COMMAND_LINE.match(ln)}
+            done.append(i + 1)
+    for i, lines in zip([d - 1 for d in done], ocr_mod.respace([page_lines[d - 1] for d in done])):
+        page_lines[i] = lines
+    if progress:
+        progress("OCR", len(blank), len(blank))
+    return done
+
+
+def _draws_image(page) -> bool:
+    try:
+        res = page.get("/Resources")
+        res = res.get_object() if res is not None else {}
+        xobjects = res.get("/XObject")
+        return xobjects is not None and len(xobjects.get_object()) > 0
+    except Exception:  # noqa: BLE001 - resources we cannot read: try the page
+        return True
+
+
+def _ranges(pages: list[int]) -> str:
+    out, start = [], None
+    for i, pg in enumerate(pages):
+        if start is None:
+            start = pg
+        if i + 1 == len(pages) or pages[i + 1] != pg + 1:
+            out.append(str(start) if start == pg else f"{start}-{pg}")
+            start = None
+    return ", ".join(out)
+
+
+COMMAND_LINE = re.compile(r"^\s*(?:[#$]\s?\S|>\s)")  # "# cp debian.iso /dev/sdX", "$ make", "> dir"
+_TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
+_PIPE_ROW = re.compile(r"^\|.*\|$")
+_CAPTION = re.compile(r"^\s*Table\s+[A-Z]?\d+(?:[.-]\d+)*[.:]?\s+[A-Z(\"“]")  # "Table 3.2 Recommended ...", not
+#                                                                               "Table 2-1 describes ..."
+_MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)
+_COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
+
+
+def _page_lines(page) -> tuple[list[str], set[int]]:
+    """A page's text lines (pypdf's default extraction), the indexes of those set in a monospaced font (a command
+    or code: kept as its own line, never run into the paragraph around it), and, on a page with a table caption
+    ("Table 3.2 ..."), the table's rows as ``| cell | cell |`` lines (read from pypdf's layout mode, where columns
+    stand apart; that mode costs ~2x, so only such pages pay it)."""
+    pieces: list[tuple[str, bool]] = []
+
+    def visit(text, cm, tm, font, size) -> None:
+        name = str((font or {}).get("/BaseFont", "")) if hasattr(font, "get") else ""
+        pieces.append((text, bool(_MONO.search(name))))
+
+    txt = page.extract_text(visitor_text=visit) or ""
+    joined = "".join(t for t, _ in pieces)
+    mono = [m for t, m in pieces for _ in t] if joined == txt else []  # the visitor's pieces make up the text
+    lines, flags, at = [], [], 0
+    for ln in txt.replace("\r", "\n").split("\n"):  # same length: the flags stay in step
+        inked = [f for ch, f in zip(ln, mono[at:at + len(ln)]) if not ch.isspace()] if mono else []
+        flags.append(len(inked) >= 2 and sum(inked) >= 0.9 * len(inked))
+        lines.append(ln.rstrip())
+        at += len(ln) + 1
+    if any(_CAPTION.match(ln) for ln in lines):
+        lines, flags = _pdf_table_rows(page, lines, flags)
+    return lines, {i for i, f in enumerate(flags) if f}
+
+
+def _pdf_table_rows(page, lines: list[str], flags: list[bool]) -> tuple[list[str], list[bool]]:
+    """``lines`` (and their monospaced flags) with each captioned table's lines replaced by its rows as pipe rows
+    (``| cell | cell |``). The rows come from pypdf's layout mode, where columns stand apart (``_layout_tables``); the
+    default lines they replace are those the table's words make up (``_table_span``), and only when those lines hold
+    the whole table (else the plain lines stand: never a row twice)."""
+    try:
+        layout = page.extract_text(extraction_mode="layout") or ""
+    except Exception:  # noqa: BLE001 - the plain lines stand
+        return lines, flags
+    out, marks = list(lines), list(flags)
+    for caption, rows in _layout_tables(layout.split("\n")).items():
+        span = _table_span(out, caption, rows)
+        if span is not None:
+            out[span[0]:span[1]] = ["| " + " | ".join(row) + " |" for row in rows]
+            marks[span[0]:span[1]] = [False] * len(rows)
+    return out, marks
+
+
+def _layout_tables(layout: list[str]) -> dict[str, list[list[str]]]:
+    """Caption line (words joined by single spaces) -> its table's rows of cells, read from layout-mode lines: the
+    first line after a caption with two or more cells (gaps of 3+ spaces) is the header and sets the columns; a line
+    with a cell in the first column starts a row, one without adds its cells to the row above (a wrapped cell; before
+    the first row's first cell, to that row: a first cell set beside the middle of its wrapped neighbour); the table
+    ends at two blank lines, or at prose again (a line starting left of the first column, or one long cell)."""
+    tables: dict[str, list[list[str]]] = {}
+    caption, starts, rows, pending, blanks = None, [], [], None, 0
+    for ln in layout + ["", ""]:
+        s = ln.strip()
+        if _CAPTION.match(s):
+            if rows:
+                tables[caption] = rows
+            caption, starts, rows, pending, blanks = " ".join(s.split()), [], [], None, 0
+            continue
+        if caption is None:
+            continue
+        if not s:
+            blanks += 1
+            if blanks >= 2 and rows:
+                tables[caption], caption = rows, None
+            continue
+        blanks = 0
+        cells = [(m.start(), m.group(0)) for m in re.finditer(r"\S+(?:\s{1,2}\S+)*", ln)]
+        if not starts:
+            if len(cells) < 2:
+                caption = None  # no columns after the caption: not a table this reader can follow
+                continue
+            starts, rows = [a for a, _ in cells], [[c for _, c in cells]]
+            continue
+        if cells[0][0] < starts[0] - 1 or (len(cells) == 1 and len(cells[0][1]) > 60 and cells[0][0] <= starts[0] + 2):
+            tables[caption], caption = rows, None  # prose again
+            continue
+        col = [max([k for k, a in enumerate(starts) if a <= at + 2] or [0]) for at, _ in cells]
+        if col[0] == 0:
+            rows.append(pending or [""] * len(starts))
+            pending = None
+            target = rows[-1]
+        elif len(rows) == 1:
+            pending = target = pending or [""] * len(starts)
+        else:
+            target = rows[-1]
+        for k, (_, text) in zip(col, cells):
+            target[k] = (target[k] + " " + text).strip()
+    return tables
+
+
+def _table_span(lines: list[str], caption: str, rows: list[list[str]]) -> tuple[int, int] | None:
+    """The default lines a table's words make up: from its header row's line (else the line after its caption) on,
+    while each line's words are among the table's words not used yet."""
+    from collections import Counter
+
+    flat = [" ".join(ln.split()) for ln in lines]
+    header = " ".join(" ".join(rows[0]).split())
+    at = flat.index(header) if header in flat else (flat.index(caption) + 1 if caption in flat else None)
+    if at is None:
+        return None
+    words = Counter(w for row in rows for cell in row for w in cell.split())
+    end = at
+    while end < len(lines) and lines[end].split() and not Counter(lines[end].split()) - words:
+        words -= Counter(lines[end].split())
+        end += 1
+    return (at, end) if end > at and not words else None
+
+
+def _header_key(line: str) -> str:
+    """A running header's first two words, its label a wildcard: "APPENDIX D. RANDOM" and "CHAPTER 6. USING" count
+    as "appendix #." and "chapter #." (one part's pages alone are often fewer than the threshold)."""
+    words = _norm_line(line).split()[:2]
+    if len(words) == 2 and re.fullmatch(r"(?:[a-z]|[ivxlc]+)\.", words[1]):
+        words[1] = "#."
+    return " ".join(words)
+
+
+def _running_line(line: str, running: set, running_prefix: set) -> bool:
+    """A page's running header or footer: a line seen at the edge of many pages, or one in capitals starting as
+    such lines do (they carry the section's title)."""
+    return _norm_line(line) in running or (_mostly_upper(line) and _header_key(line) in running_prefix)
+
+
+def _mostly_upper(line: str) -> bool:
+    letters = [c for c in line if c.isalpha()]
+    return len(letters) >= 6 and sum(c.isupper() for c in letters) / len(letters) > 0.6
+
+
+def _title_match(line: str, title: str) -> bool:
+    a = re.sub(r"[^a-z0-9]+", " ", line.lower()).strip()
+    b = re.sub(r"[^a-z0-9]+", " ", title.lower()).strip()
+    if not a or not b:
+        return False
+    a = re.sub(r"^(chapter )?[0-9a-z]?[0-9. ]*\s", "", a + " ").strip() if len(a) > len(b) else a
+    return a == b or a.endswith(" " + b) or (len(b) > 12 and a.startswith(b) and len(a) < len(b) + 12)
+
+
+def reflow(lines: list[str]) -> str:
+    """One paragraph's lines joined, a hyphenated wrap rejoined (a PDF page's, and an image's OCR'd lines:
+    ``loaders._line_blocks``)."""
+    out = ""
+    for ln in lines:
+        if not out:
+            out = ln
+        elif out.endswith("-") and ln[:1].islower() and len(out) > 1 and out[-2].isalpha():
+            out = out[:-1] + ln
+        else:
+            out += " " + ln
+    return out.replace("\xa0", " ")
