@@ -11,7 +11,8 @@ from pydantic import ConfigDict
 
 from thread_rag.agent.answer import DECIDE_PROMPT, SOURCES_PROMPT
 from thread_rag.agent.intent import INTENT_PROMPT
-from thread_rag.agent.loop import CONDENSE, GATE, ROUTE
+from thread_rag.agent.loop import CONDENSE
+from thread_rag.agent.routed import GATE, ROUTE
 from thread_rag.agent.steps import LOOKUP_SYSTEM, SPLIT_SYSTEM
 
 

@@ -4,7 +4,8 @@ fallback, refusal, follow-ups. The default fast path is tested in test_fast_path
 import pytest
 
 from fakes import ScriptedChatModel
-from thread_rag.agent.loop import REFUSAL, Agent, parse_json_lenient
+from thread_rag.agent.loop import Agent, parse_json_lenient
+from thread_rag.agent.result import REFUSAL
 from thread_rag.agent.tools import call_tool, make_tools
 from thread_rag.errors import ThreadRagError
 from thread_rag.bench.baselines import topk

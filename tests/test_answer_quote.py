@@ -7,7 +7,8 @@ from rich.console import Console
 
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import EXPLAIN_PROMPT
-from thread_rag.agent.loop import REFUSAL, Agent
+from thread_rag.agent.loop import Agent
+from thread_rag.agent.result import REFUSAL
 
 QUESTION = "how do I pre-heat summaries?"
 

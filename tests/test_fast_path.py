@@ -10,7 +10,8 @@ from conftest import needs_shared
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, holding_chunks, number, written_citations
 from thread_rag.errors import ThreadRagError
-from thread_rag.agent.loop import REFUSAL, Agent
+from thread_rag.agent.loop import Agent
+from thread_rag.agent.result import REFUSAL
 from thread_rag.agent.reading import walk_sources
 from thread_rag.bench.baselines import BASELINES, parent_blocks
 from thread_rag.bench.baselines import parent_doc as parent_doc_sources

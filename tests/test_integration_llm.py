@@ -51,7 +51,8 @@ def test_procedural_question_answered_with_correct_citation(debian):
 
 
 def test_unanswerable_question_is_refused(debian):
-    from thread_rag.agent.loop import REFUSAL, Agent
+    from thread_rag.agent.loop import Agent
+    from thread_rag.agent.result import REFUSAL
 
     ans = Agent(debian).ask("What is the recipe for a chocolate cake?")
     assert ans.refused and ans.answer == REFUSAL
@@ -62,7 +63,8 @@ def test_a_weak_match_is_refused_by_the_model_given_leave(debian):
     """Shared words pass the cosine floor, but the cross-encoder scores every entry chunk under MATCH_MIN: with
     WEAK_MATCH = "refuse" the answer prompt lets the model say the sources do not answer, and the 1.5B model does
     (without leave it wrote reset steps and named Debian chunks as their sources)."""
-    from thread_rag.agent.loop import REFUSAL, Agent
+    from thread_rag.agent.loop import Agent
+    from thread_rag.agent.result import REFUSAL
 
     agent = Agent(debian)
     agent.settings = debian.settings.replace(WEAK_MATCH="refuse")

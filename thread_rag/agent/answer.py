@@ -298,3 +298,21 @@ def strip_markers(text: str) -> str:
     text = NUM_RE.sub(" ", text)
     return re.sub(r"\[[^\]]*\bDOC\d+_\d+[^\]]*\]", " ", text)
 
+
+class HoldBack:
+    """Passes streamed pieces on, holding them back while the text could still be the refusal marker."""
+
+    def __init__(self, on_token: Callable[[str], None] | None):
+        self.on_token, self.text, self.shown, self.pieces = on_token, "", 0, 0
+
+    def __call__(self, piece: str) -> None:
+        self.text += piece
+        self.pieces += 1
+        head = self.text.lstrip().upper()
+        if not (NOT_IN_DOCS.startswith(head[:len(NOT_IN_DOCS)]) or head.startswith(NOT_IN_DOCS)):
+            self.flush()
+
+    def flush(self) -> None:
+        if self.on_token and self.shown < len(self.text):
+            self.on_token(self.text[self.shown:])
+            self.shown = len(self.text)

@@ -49,7 +49,8 @@ ROUTING_PROMPTS = [
 
 def run_routing_bench(settings, args) -> dict:
     """The agent's own routing step (``Agent.route``) on 30 fixed requests."""
-    from ..agent.loop import SYSTEM, Agent
+    from ..agent.loop import Agent
+    from ..agent.routed import SYSTEM, route
     from ..agent.tools import SCHEMAS
     from .retrieval import machine
 
@@ -58,14 +59,14 @@ def run_routing_bench(settings, args) -> dict:
 
     agent.settings = settings
     agent.model = make_chat_model(settings)
-    agent._tok_in = agent._tok_out = 0
+    agent.tok_in = agent.tok_out = 0
     system = SYSTEM.format(docs="DOC1 = install.en.pdf (535 chunks), DOC2 = maint-guide.en.pdf (150 chunks)")
     rows = []
     for prompt, want in ROUTING_PROMPTS[: args.limit or len(ROUTING_PROMPTS)]:
         t = time.perf_counter()
         tool, ok = None, False
         try:
-            d = agent.route([SystemMessage(system), HumanMessage(f"Request: {prompt}")])
+            d = route(agent, [SystemMessage(system), HumanMessage(f"Request: {prompt}")])
             tool = d.get("tool")
             if tool in SCHEMAS:
                 SCHEMAS[tool].model_validate(d.get("args") or {})

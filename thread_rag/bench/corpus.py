@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..engine import Engine
 from ..errors import ThreadRagError
-from ..ingest.loaders import parse_text
+from ..ingest.text import parse_text
 from ..settings import Settings
 
 

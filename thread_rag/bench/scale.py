@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..engine import Engine
 from ..ingest import make_chunker, text_for_embedding
-from ..ingest.loaders import parse_text
+from ..ingest.text import parse_text
 from . import peak_rss_kib, proc_status_kib
 from .metrics import percentile
 from .retrieval import machine, search_settings

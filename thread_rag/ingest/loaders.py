@@ -20,7 +20,6 @@ from .epub import load_epub
 from .html import load_html
 from .pdf import COMMAND_LINE, load_pdf, reflow
 from .text import assign_offsets, load_text
-from .text import parse_text  # noqa: F401 - still imported from here by thread_rag/bench/corpus.py and scale.py
 
 LOADER_VERSION = 6  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
 #                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words; 4: plain
