@@ -119,68 +119,103 @@ def _continues(line: str, nxt: str) -> bool:
 def units(text: str) -> list[Unit]:
     """``text`` cut into quotable units, in order; every unit's ``text`` is ``text[start:end]``. Stored chunks hold a
     block per line (loaders reflow paragraphs), so a line is a paragraph unless the next one plainly continues it."""
-    lines = _lines(text)
-    out: list[Unit] = []
-    block, i, n = 0, 0, len(lines)
-    in_list, cur_list = False, None
-    while i < n:
-        at, line = lines[i]
+    cut = _Cutter(text)
+    i = 0
+    while i < len(cut.lines):
+        i = cut.next_unit(i)
+    return cut.out
+
+
+class _Cutter:
+    """The state of :func:`units` over one text: its lines, the units so far, the block count, and the list a
+    step belongs to. Each ``_kind`` method cuts the unit starting at line ``i`` and returns the line after it."""
+
+    def __init__(self, text: str):
+        self.text, self.lines, self.out = text, _lines(text), []
+        self.block, self.in_list, self.cur_list = 0, False, None
+
+    def next_unit(self, i: int) -> int:
+        line = self.lines[i][1]
         if not line.strip():
-            i += 1
-            continue
-        block += 1
-        if not ITEM.match(line) and not (cur_list is not None and _code_line(line, False)):
-            cur_list = None
+            return i + 1
+        self.block += 1
+        if not ITEM.match(line) and not (self.cur_list is not None and _code_line(line, False)):
+            self.cur_list = None
         if FENCE.match(line):
-            j = i + 1
-            while j < n and not FENCE.match(lines[j][1]):
-                j += 1
-            last = lines[min(j, n - 1)]
-            _unit(out, text, "code", at, last[0] + len(last[1]), block)
-            i, in_list = j + 1, False
-        elif TABLE_ROW.match(line):
-            j = i
-            while j < n and TABLE_ROW.match(lines[j][1]):
-                j += 1
-            rows = [(a, ln) for a, ln in lines[i:j] if not TABLE_RULE.match(ln)]
-            ruled = j > i + 1 and bool(TABLE_RULE.match(lines[i + 1][1]))
-            header = ""
-            if len(rows) > 1 and (ruled or at > 0):  # a table that starts the chunk may go on from the one before
-                header, rows = rows[0][1] + (lines[i + 1][1] if ruled else ""), rows[1:]
-            for a, ln in rows:
-                _unit(out, text, "row", a, a + len(ln), block, header=header)
-            i, in_list = j, False
-        elif _code_line(line, in_list):
-            j = i
-            while j < n and (_code_line(lines[j][1], in_list) or (not lines[j][1].strip() and j + 1 < n
-                                                                 and _code_line(lines[j + 1][1], in_list))):
-                j += 1
-            _unit(out, text, "code", at, lines[j - 1][0] + len(lines[j - 1][1]), block)
-            i = j
-        elif ITEM.match(line):
-            j = i + 1
-            while j < n and lines[j][1].strip() and lines[j][1][:1] in " \t" and not ITEM.match(lines[j][1]) \
-                    and not _code_line(lines[j][1], False):
-                j += 1
-            if cur_list is not None:
-                block -= 1
-                item_block = cur_list  # the next item of the same list (code under a step stays inside it)
-            else:
-                item_block = cur_list = block
-            in_list = not _leads(lines[j - 1][1])  # a step that leads into indented lines: they are its code
-            _unit(out, text, "step", at, lines[j - 1][0] + len(lines[j - 1][1]), item_block, lead=_leads(lines[j - 1][1]))
-            i = j
-        elif _heading_line(line):
-            _unit(out, text, "heading", at, at + len(line), block)
-            i, in_list = i + 1, False
+            return self._fence(i)
+        if TABLE_ROW.match(line):
+            return self._table(i)
+        if _code_line(line, self.in_list):
+            return self._code(i)
+        if ITEM.match(line):
+            return self._step(i)
+        if _heading_line(line):
+            _unit(self.out, self.text, "heading", self.lines[i][0], self.lines[i][0] + len(line), self.block)
+            self.in_list = False
+            return i + 1
+        return self._paragraph(i)
+
+    def _end(self, j: int) -> int:
+        """The text offset where line ``j`` ends."""
+        return self.lines[j][0] + len(self.lines[j][1])
+
+    def _fence(self, i: int) -> int:
+        lines, n = self.lines, len(self.lines)
+        j = i + 1
+        while j < n and not FENCE.match(lines[j][1]):
+            j += 1
+        _unit(self.out, self.text, "code", lines[i][0], self._end(min(j, n - 1)), self.block)
+        self.in_list = False
+        return j + 1
+
+    def _table(self, i: int) -> int:
+        lines, n = self.lines, len(self.lines)
+        j = i
+        while j < n and TABLE_ROW.match(lines[j][1]):
+            j += 1
+        rows = [(a, ln) for a, ln in lines[i:j] if not TABLE_RULE.match(ln)]
+        ruled = j > i + 1 and bool(TABLE_RULE.match(lines[i + 1][1]))
+        header = ""
+        if len(rows) > 1 and (ruled or lines[i][0] > 0):  # a table that starts the chunk may go on from the one before
+            header, rows = rows[0][1] + (lines[i + 1][1] if ruled else ""), rows[1:]
+        for a, ln in rows:
+            _unit(self.out, self.text, "row", a, a + len(ln), self.block, header=header)
+        self.in_list = False
+        return j
+
+    def _code(self, i: int) -> int:
+        lines, n, in_list = self.lines, len(self.lines), self.in_list
+        j = i
+        while j < n and (_code_line(lines[j][1], in_list) or (not lines[j][1].strip() and j + 1 < n
+                                                             and _code_line(lines[j + 1][1], in_list))):
+            j += 1
+        _unit(self.out, self.text, "code", lines[i][0], self._end(j - 1), self.block)
+        return j
+
+    def _step(self, i: int) -> int:
+        lines, n = self.lines, len(self.lines)
+        j = i + 1
+        while j < n and lines[j][1].strip() and lines[j][1][:1] in " \t" and not ITEM.match(lines[j][1]) \
+                and not _code_line(lines[j][1], False):
+            j += 1
+        if self.cur_list is not None:
+            self.block -= 1
+            item_block = self.cur_list  # the next item of the same list (code under a step stays inside it)
         else:
-            j = i + 1
-            while j < n and _continues(lines[j - 1][1], lines[j][1]) and not any(
-                    p.match(lines[j][1]) for p in (ITEM, TABLE_ROW, FENCE)) and not _code_line(lines[j][1], False):
-                j += 1
-            _sentences(out, text, at, lines[j - 1][0] + len(lines[j - 1][1]), block)
-            i, in_list = j, False
-    return out
+            item_block = self.cur_list = self.block
+        self.in_list = not _leads(lines[j - 1][1])  # a step that leads into indented lines: they are its code
+        _unit(self.out, self.text, "step", lines[i][0], self._end(j - 1), item_block, lead=_leads(lines[j - 1][1]))
+        return j
+
+    def _paragraph(self, i: int) -> int:
+        lines, n = self.lines, len(self.lines)
+        j = i + 1
+        while j < n and _continues(lines[j - 1][1], lines[j][1]) and not any(
+                p.match(lines[j][1]) for p in (ITEM, TABLE_ROW, FENCE)) and not _code_line(lines[j][1], False):
+            j += 1
+        _sentences(self.out, self.text, lines[i][0], self._end(j - 1), self.block)
+        self.in_list = False
+        return j
 
 
 def _leads(line: str) -> bool:
