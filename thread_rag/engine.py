@@ -405,56 +405,66 @@ class Engine:
         self.catalog.reload()
         committed = set(self.catalog.committed())
         for marker in markers:
-            try:
-                info = json.loads(marker.read_text())
-                serial = int(info["serial"])
-                gen = None if info.get("delete") else int(info["generation"])
-            except (ValueError, KeyError, TypeError, OSError, AttributeError):  # torn: its name says what it was
-                info, key = {}, parse_generation_name(marker.name, (".json",))
-                deleting = re.fullmatch(r"DELETE-DOC(\d+)\.json", marker.name)
-                if key is None and deleting is None:
-                    marker.unlink(missing_ok=True)
-                    continue
-                serial, gen = key if key else (int(deleting[1]), None)
-            if gen is None:  # a delete: finish it if the catalog commit (the removal) happened
-                if serial not in {s for s, _ in committed}:
-                    self._purge_document(serial, info.get("content_hash"), upto=info.get("generation"))
-                    notes.append(f"finished deleting {format_doc_id(serial)}")
-            elif (serial, gen) not in committed:
-                self.store.delete_generation(serial, gen)
-                self.token_cache.remove(serial, gen)
-                self._remove_derived(serial, gen=gen)
-                notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
-            else:  # committed, but the old generation may not have been cleaned
-                self._drop_older_rows(serial, gen)
-                self._remove_stale_files(serial, gen)
-            self.library.forget(serial)
-            marker.unlink(missing_ok=True)
-        if full:
-            stored = self.store.generations()  # listed before the catalog is read again: a generation another
-            self.catalog.reload()               # machine writes meanwhile is then claimed (in flight) or committed
-            committed = set(self.catalog.committed())
-            orphans = sorted(stored - committed - self.catalog.in_flight())
-            kept = kept_logs(self.home)
-            if kept:  # a mended log's dropped line may have committed what no record names now: keep it all
-                if orphans:
-                    notes.append(f"kept {', '.join(f'{format_doc_id(s)} generation {g}' for s, g in orphans)}: no "
-                                 f"catalog record names them, but a dropped line of {kept[-1].name} may have "
-                                 f"committed them; index their files again, then delete {kept[-1].name} and run "
-                                 f"`thread-rag doctor --repair` to remove what is left")
-                return notes
-            for serial, gen in orphans:
-                self.store.delete_generation(serial, gen)
-                notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
-            for serial, gen in self.token_cache.present() - committed:
-                self.token_cache.remove(serial, gen)
-                notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
-            for serial, gen in self._tree_generations() - committed:
-                self._remove_derived(serial, gen=gen)
-                notes.append(f"removed orphan tree {format_doc_id(serial)} generation {gen}")
-            for serial, gen in self._part_generations() - committed:
-                self._remove_derived(serial, gen=gen)
-                notes.append(f"removed orphan index part {format_doc_id(serial)} generation {gen}")
+            notes += self._finish_marker(marker, committed)
+        return notes + self._remove_orphans() if full else notes
+
+    def _finish_marker(self, marker: Path, committed: set) -> list[str]:
+        """A pending marker's write, finished or undone as the catalog says (the caller holds the write lock)."""
+        try:
+            info = json.loads(marker.read_text())
+            serial = int(info["serial"])
+            gen = None if info.get("delete") else int(info["generation"])
+        except (ValueError, KeyError, TypeError, OSError, AttributeError):  # torn: its name says what it was
+            info, key = {}, parse_generation_name(marker.name, (".json",))
+            deleting = re.fullmatch(r"DELETE-DOC(\d+)\.json", marker.name)
+            if key is None and deleting is None:
+                marker.unlink(missing_ok=True)
+                return []
+            serial, gen = key if key else (int(deleting[1]), None)
+        notes = []
+        if gen is None:  # a delete: finish it if the catalog commit (the removal) happened
+            if serial not in {s for s, _ in committed}:
+                self._purge_document(serial, info.get("content_hash"), upto=info.get("generation"))
+                notes.append(f"finished deleting {format_doc_id(serial)}")
+        elif (serial, gen) not in committed:
+            self.store.delete_generation(serial, gen)
+            self.token_cache.remove(serial, gen)
+            self._remove_derived(serial, gen=gen)
+            notes.append(f"removed uncommitted {format_doc_id(serial)} generation {gen}")
+        else:  # committed, but the old generation may not have been cleaned
+            self._drop_older_rows(serial, gen)
+            self._remove_stale_files(serial, gen)
+        self.library.forget(serial)
+        marker.unlink(missing_ok=True)
+        return notes
+
+    def _remove_orphans(self) -> list[str]:
+        """Full recovery: what no committed record names (chunks, token caches, trees, index parts), removed;
+        kept all while a mended catalog log is kept (a dropped line may have committed it)."""
+        stored = self.store.generations()  # listed before the catalog is read again: a generation another
+        self.catalog.reload()               # machine writes meanwhile is then claimed (in flight) or committed
+        committed = set(self.catalog.committed())
+        orphans = sorted(stored - committed - self.catalog.in_flight())
+        kept = kept_logs(self.home)
+        if kept:  # a mended log's dropped line may have committed what no record names now: keep it all
+            if not orphans:
+                return []
+            return [f"kept {', '.join(f'{format_doc_id(s)} generation {g}' for s, g in orphans)}: no catalog record "
+                    f"names them, but a dropped line of {kept[-1].name} may have committed them; index their files "
+                    f"again, then delete {kept[-1].name} and run `thread-rag doctor --repair` to remove what is left"]
+        notes = []
+        for serial, gen in orphans:
+            self.store.delete_generation(serial, gen)
+            notes.append(f"removed orphan chunks {format_doc_id(serial)} generation {gen}")
+        for serial, gen in self.token_cache.present() - committed:
+            self.token_cache.remove(serial, gen)
+            notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
+        for serial, gen in self._tree_generations() - committed:
+            self._remove_derived(serial, gen=gen)
+            notes.append(f"removed orphan tree {format_doc_id(serial)} generation {gen}")
+        for serial, gen in self._part_generations() - committed:
+            self._remove_derived(serial, gen=gen)
+            notes.append(f"removed orphan index part {format_doc_id(serial)} generation {gen}")
         return notes
 
     def _drop_local_files_of_replaced_documents(self) -> list[str]:
