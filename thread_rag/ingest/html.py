@@ -277,42 +277,12 @@ class _Reader:
             c is code or (isinstance(c, str) and not c.strip()) for c in parent.children)
 
     def table(self, node: _Node) -> None:
+        """A table: the text it holds outside its cells and its captions, then its rows as ``| cell | cell |``
+        lines, or (a layout table) its cells' text in order."""
         rows: list[list[_Node]] = []
         captions: list[_Node] = []
         fostered = _Reader()  # text a table holds outside its cells: read before the table (as browsers show it)
-
-        def collect(n: _Node) -> None:
-            loose: list[_Node] = []  # cells outside a row: one row
-            for c in n.children:
-                if isinstance(c, str):
-                    fostered.inline.append(c)
-                    continue
-                if _skipped(c) or c.tag in ("colgroup", "col"):
-                    continue
-                if c.tag in ("td", "th"):
-                    loose.append(c)
-                    continue
-                if loose:
-                    rows.append(loose)
-                    loose = []
-                if c.tag == "tr":
-                    rows.append([x for x in c.children if isinstance(x, _Node) and x.tag in ("td", "th")
-                                 and not _skipped(x)])
-                    for x in c.children:  # anything else in a row is fostered too
-                        if isinstance(x, str):
-                            fostered.inline.append(x)
-                        elif x.tag not in ("td", "th") and not _skipped(x):
-                            fostered.walk_one(x)
-                elif c.tag in ("thead", "tbody", "tfoot"):
-                    collect(c)
-                elif c.tag == "caption":
-                    captions.append(c)
-                else:
-                    fostered.walk_one(c)
-            if loose:
-                rows.append(loose)
-
-        collect(node)
+        _collect_table(node, rows, captions, fostered)
         fostered.flush()
         self.items += fostered.items
         for cap in captions:
@@ -327,30 +297,75 @@ class _Reader:
                     self.structured |= r.structured
             return
         self.structured = True
-        texts, pending = [], {}  # pending: column -> (rows left, text, columns) of a cell spanning rows down
-        for row in cells:
-            out, nxt, col, i = [], {}, 0, 0
-            while i < len(row) or any(c >= col for c in pending):
-                if col in pending:
-                    left, text, span = pending[col]
-                elif i < len(row):
-                    cell, r = row[i]
-                    i += 1
-                    text = " ".join(" ".join(t.split()) for _, t in r.items).replace("|", "\\|")
-                    span = _int(cell.attrs.get("colspan", "1"), 1)
-                    left = _int(cell.attrs.get("rowspan", "1"), 1)
-                else:
-                    col = min(c for c in pending if c >= col)
-                    continue
-                out.append(text)
-                if left > 1:
-                    nxt[col] = (left - 1, text, span)
-                col += span
-            pending = nxt
-            texts.append("| " + " | ".join(out) + " |" if any(out) else "")
-        head = next((k for k, row in enumerate(rows) if any(c.tag == "th" for c in row)), 0)
-        lines = [texts[head]] + texts[:head] + texts[head + 1:] if texts else []
+        lines = _table_lines(rows, cells)
         self.block("\n".join(ln for ln in lines if ln))
+
+
+def _collect_table(n: _Node, rows: list, captions: list, fostered: _Reader) -> None:
+    """Gather a table's rows of cells, its captions, and into ``fostered`` what it holds outside its cells."""
+    loose: list[_Node] = []  # cells outside a row: one row
+    for c in n.children:
+        if isinstance(c, str):
+            fostered.inline.append(c)
+            continue
+        if _skipped(c) or c.tag in ("colgroup", "col"):
+            continue
+        if c.tag in ("td", "th"):
+            loose.append(c)
+            continue
+        if loose:
+            rows.append(loose)
+            loose = []
+        if c.tag == "tr":
+            rows.append([x for x in c.children if isinstance(x, _Node) and x.tag in ("td", "th")
+                         and not _skipped(x)])
+            for x in c.children:  # anything else in a row is fostered too
+                if isinstance(x, str):
+                    fostered.inline.append(x)
+                elif x.tag not in ("td", "th") and not _skipped(x):
+                    fostered.walk_one(x)
+        elif c.tag in ("thead", "tbody", "tfoot"):
+            _collect_table(c, rows, captions, fostered)
+        elif c.tag == "caption":
+            captions.append(c)
+        else:
+            fostered.walk_one(c)
+    if loose:
+        rows.append(loose)
+
+
+def _table_lines(rows: list[list[_Node]], cells: list[list[tuple[_Node, _Reader]]]) -> list[str]:
+    """The rows as ``| cell | cell |`` lines ("" for an empty row), the header row (the first with a ``th``)
+    first."""
+    texts, pending = [], {}  # pending: column -> (rows left, text, columns) of a cell spanning rows down
+    for row in cells:
+        out, pending = _row_cells(row, pending)
+        texts.append("| " + " | ".join(out) + " |" if any(out) else "")
+    head = next((k for k, row in enumerate(rows) if any(c.tag == "th" for c in row)), 0)
+    return [texts[head]] + texts[:head] + texts[head + 1:] if texts else []
+
+
+def _row_cells(row: list[tuple[_Node, _Reader]], pending: dict) -> tuple[list[str], dict]:
+    """One row's cell texts column by column, cells spanning down from rows above (``pending``) in their columns;
+    and what spans on into the next row."""
+    out, nxt, col, i = [], {}, 0, 0
+    while i < len(row) or any(c >= col for c in pending):
+        if col in pending:
+            left, text, span = pending[col]
+        elif i < len(row):
+            cell, r = row[i]
+            i += 1
+            text = " ".join(" ".join(t.split()) for _, t in r.items).replace("|", "\\|")
+            span = _int(cell.attrs.get("colspan", "1"), 1)
+            left = _int(cell.attrs.get("rowspan", "1"), 1)
+        else:
+            col = min(c for c in pending if c >= col)
+            continue
+        out.append(text)
+        if left > 1:
+            nxt[col] = (left - 1, text, span)
+        col += span
+    return out, nxt
 
 
 def _list_lines(node: _Node, depth: int = 0) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import IngestError, counted
@@ -48,6 +49,21 @@ def _outline_entries(reader) -> list[tuple[int, int, str]]:
 
 
 def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> LoadedDocument:
+    reader, n_pages = _open_pdf(p, password)
+    page_lines, code_lines, failed = _read_pages(reader)
+    ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
+    running, running_prefix = _running_lines(page_lines, n_pages)
+    by_page = _headings_by_page(reader, page_lines, ocr_pages, running, running_prefix)
+    built = _Built()
+    for pg, lines in enumerate(page_lines):
+        _page_blocks(built, pg, lines, code_lines[pg], list(by_page.get(pg, [])), running, running_prefix)
+    return LoadedDocument(path=str(p), kind="pdf", blocks=built.blocks, pages=n_pages,
+                          warnings=_pdf_warnings(failed, n_pages, ocr_pages), ocr_pages=ocr_pages)
+
+
+def _open_pdf(p: Path, password: str | None):
+    """The file's PdfReader (decrypted) and its page count; a file that is not a PDF, is corrupt or stays
+    encrypted is an IngestError."""
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PdfReadError
 
@@ -74,6 +90,11 @@ def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> 
         n_pages = len(reader.pages)
     except (PdfReadError, FileNotDecryptedError) as exc:
         raise IngestError(p, f"corrupt PDF ({str(exc)[:120]})") from None
+    return reader, n_pages
+
+
+def _read_pages(reader) -> tuple[list[list[str]], list[set[int]], list[int]]:
+    """Every page's lines, the indexes of its monospaced lines, and the numbers of the pages that failed."""
     page_lines: list[list[str]] = []
     code_lines: list[set[int]] = []   # per page: indexes of lines set in a monospaced font (commands, code)
     failed: list[int] = []
@@ -85,7 +106,11 @@ def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> 
             failed.append(number)
         page_lines.append(lines)
         code_lines.append(code)
-    ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
+    return page_lines, code_lines, failed
+
+
+def _running_lines(page_lines: list[list[str]], n_pages: int) -> tuple[set, set]:
+    """The running headers and footers (normalised lines) and the running headers' first words (keys)."""
     # running headers/footers: a normalised line seen at the top/bottom of many pages
     edge = Counter()
     for lines in page_lines:
@@ -103,64 +128,88 @@ def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> 
             if _mostly_upper(ln):
                 prefix[_header_key(ln)] += 1
     running_prefix = {k for k, c in prefix.items() if c >= threshold and k}
+    return running, running_prefix
 
+
+def _headings_by_page(reader, page_lines: list, ocr_pages: list[int], running: set,
+                      running_prefix: set) -> dict[int, list[tuple[int, str]]]:
+    """Page index -> (depth, title) of the headings that start on it: the outline's, else an OCR'd scan's."""
     entries = _outline_entries(reader)
     if not entries and ocr_pages:  # a scan has no bookmarks: its numbered section lines are its headings
         entries = _ocr_headings(page_lines, ocr_pages, running, running_prefix)
     by_page: dict[int, list[tuple[int, str]]] = {}
     for pg, depth, title in entries:
         by_page.setdefault(pg, []).append((depth, title))
-    path: list[tuple[int, str]] = []
-    blocks: list[Block] = []
+    return by_page
 
-    def enter(depth: int, title: str) -> None:
-        nonlocal path
-        path = [h for h in path if h[0] < depth] + [(depth, title)]
 
-    for pg, lines in enumerate(page_lines):
-        pending = list(by_page.get(pg, []))
-        cand = [ln for ln in lines if ln.strip()]
-        edges = set(cand[:2] + cand[-2:])
-        para: list[str] = []
-        kept: list[str] = []  # consecutive code lines or table rows: one block that keeps its lines
-        max_len = max((len(ln) for ln in lines), default=0)
+@dataclass
+class _Built:
+    """The document's blocks built so far and the heading path (depth, title) they are under."""
+    blocks: list[Block] = field(default_factory=list)
+    path: list[tuple[int, str]] = field(default_factory=list)
 
-        def flush() -> None:
+    def enter(self, depth: int, title: str) -> None:
+        """Open a heading: it replaces those at its depth or deeper."""
+        self.path = [h for h in self.path if h[0] < depth] + [(depth, title)]
+
+    def add(self, text: str, pg: int, is_heading: bool = False) -> None:
+        """Append a block on page index ``pg`` under the current heading path."""
+        self.blocks.append(Block(text=text, page=pg + 1, heading_path=tuple(t for _, t in self.path),
+                                 is_heading=is_heading))
+
+
+def _flush(built: _Built, pg: int, para: list[str], kept: list[str]) -> None:
+    """Emit the paragraph being gathered (reflowed), then the kept lines (code, table rows) as one block."""
+    if para:
+        built.add(reflow(para), pg)
+        para.clear()
+    if kept:
+        built.add("\n".join(kept), pg)
+        kept.clear()
+
+
+def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pending: list[tuple[int, str]],
+                 running: set, running_prefix: set) -> None:
+    """One page's lines as blocks: paragraphs, kept code lines and table rows, and the headings ``pending`` on it
+    (running headers and footers and table-of-contents lines left out)."""
+    cand = [ln for ln in lines if ln.strip()]
+    edges = set(cand[:2] + cand[-2:])
+    para: list[str] = []
+    kept: list[str] = []  # consecutive code lines or table rows: one block that keeps its lines
+    max_len = max((len(ln) for ln in lines), default=0)
+    for li, ln in enumerate(lines):
+        s = ln.strip()
+        if not s:
+            _flush(built, pg, para, kept)
+            continue
+        if li in code or _PIPE_ROW.match(s):  # a command or a table row: a line of its own
             if para:
-                blocks.append(Block(text=reflow(para), page=pg + 1, heading_path=tuple(t for _, t in path)))
-                para.clear()
-            if kept:
-                blocks.append(Block(text="\n".join(kept), page=pg + 1, heading_path=tuple(t for _, t in path)))
-                kept.clear()
+                _flush(built, pg, para, kept)
+            kept.append(s)
+            continue
+        if kept:
+            _flush(built, pg, para, kept)
+        if ln in edges and _running_line(ln, running, running_prefix):
+            continue
+        if _TOC_LINE.search(s):
+            continue  # table-of-contents line with dot leaders: navigation, not content
+        if pending and _title_match(s, pending[0][1]):
+            _flush(built, pg, para, kept)
+            depth, title = pending.pop(0)
+            built.enter(depth, title)
+            built.add(s, pg, is_heading=True)
+            continue
+        para.append(s)
+        if len(ln) < 0.6 * max_len and s[-1:] in ".:!?)" and max_len > 40:
+            _flush(built, pg, para, kept)
+    _flush(built, pg, para, kept)
+    for depth, title in pending:
+        built.enter(depth, title)
 
-        for li, ln in enumerate(lines):
-            s = ln.strip()
-            if not s:
-                flush()
-                continue
-            if li in code_lines[pg] or _PIPE_ROW.match(s):  # a command or a table row: a line of its own
-                if para:
-                    flush()
-                kept.append(s)
-                continue
-            if kept:
-                flush()
-            if ln in edges and _running_line(ln, running, running_prefix):
-                continue
-            if _TOC_LINE.search(s):
-                continue  # table-of-contents line with dot leaders: navigation, not content
-            if pending and _title_match(s, pending[0][1]):
-                flush()
-                depth, title = pending.pop(0)
-                enter(depth, title)
-                blocks.append(Block(text=s, page=pg + 1, heading_path=tuple(t for _, t in path), is_heading=True))
-                continue
-            para.append(s)
-            if len(ln) < 0.6 * max_len and s[-1:] in ".:!?)" and max_len > 40:
-                flush()
-        flush()
-        for depth, title in pending:
-            enter(depth, title)
+
+def _pdf_warnings(failed: list[int], n_pages: int, ocr_pages: list[int]) -> list[str]:
+    """Warnings for the pages whose text could not be extracted and for those read by OCR."""
     warnings = []
     if failed:
         shown = ", ".join(map(str, failed[:20])) + (", ..." if len(failed) > 20 else "")
@@ -171,8 +220,7 @@ def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> 
         warnings.append(f"{counted(len(ocr_pages), 'page')} had no text layer and {'were' if many else 'was'} read "
                         f"by OCR (page{'s' if many else ''} {_ranges(ocr_pages)}): check what is quoted from "
                         f"{'them' if many else 'it'} against the page")
-    return LoadedDocument(path=str(p), kind="pdf", blocks=blocks, pages=n_pages, warnings=warnings,
-                          ocr_pages=ocr_pages)
+    return warnings
 
 
 def _ocr_headings(page_lines: list, ocr_pages: list[int], running: set, running_prefix: set) -> list[tuple]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import IngestError
@@ -136,81 +137,96 @@ def parse_text(text: str, path: str, markdown: bool, encoding: str | None = None
     """Split already decoded text into blocks (Markdown headings give heading paths; in plain text, underlined
     titles and numbered section lines do, and box-drawn tables become pipe rows)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    numbered: dict[int, tuple[int, str]] = {}
-    title_lines: set[int] = set()
+    doc = _TextBlocks(lines=text.split("\n"), markdown=markdown)
     if not markdown:
-        lines = _box_tables(lines)
-        numbered, title_lines = numbered_headings(lines)
-    blocks: list[Block] = []
-    headings: list[tuple[int, str]] = []
-    para: list[str] = []
-    in_fence = False
+        doc.lines = _box_tables(doc.lines)
+        doc.numbered, doc.title_lines = numbered_headings(doc.lines)
+    for i, line in enumerate(doc.lines):
+        doc.read_line(i, line)
+    doc.flush()
+    assign_offsets(doc.blocks)
+    return LoadedDocument(path=path, kind="markdown" if markdown else "text", blocks=doc.blocks, encoding=encoding)
 
-    def flush() -> None:
-        if para:
-            t = _reflow_lines(para, plain=not markdown).rstrip().lstrip("\n")
+
+@dataclass
+class _TextBlocks:
+    """The document being built from a text's lines: its blocks, the open headings and the paragraph gathered."""
+    lines: list[str]
+    markdown: bool
+    numbered: dict[int, tuple[int, str]] = field(default_factory=dict)
+    title_lines: set[int] = field(default_factory=set)
+    blocks: list[Block] = field(default_factory=list)
+    headings: list[tuple[int, str]] = field(default_factory=list)
+    para: list[str] = field(default_factory=list)
+    in_fence: bool = False
+    # plain text: adornment styles (character, overlined) in order of appearance
+    styles: list[tuple[str, bool]] = field(default_factory=list)
+    skip: set[int] = field(default_factory=set)  # an overlined title's title and underline lines, already read
+
+    def flush(self) -> None:
+        """Emit the paragraph gathered so far as a block (reflowed)."""
+        if self.para:
+            t = _reflow_lines(self.para, plain=not self.markdown).rstrip().lstrip("\n")
             t = t if re.search(r"\n[ \t]", t) else t.lstrip()  # a preformatted block keeps its first indentation
             if t:
-                blocks.append(Block(text=t, heading_path=tuple(h for _, h in headings)))
-            para.clear()
+                self.blocks.append(Block(text=t, heading_path=tuple(h for _, h in self.headings)))
+            self.para.clear()
 
-    adorned = _SETEXT if markdown else _ADORN  # a title's underline
-    styles: list[tuple[str, bool]] = []  # plain text: adornment styles (character, overlined) in order of appearance
-    skip: set[int] = set()
-
-    def title_level(style: tuple[str, bool]) -> int:
+    def title_level(self, style: tuple[str, bool]) -> int:
         """Markdown: "=" 1, "-" 2; plain text (reStructuredText's rule): the style's order of first appearance."""
-        if markdown:
+        if self.markdown:
             return 1 if style[0] == "=" else 2
-        if style not in styles:
-            styles.append(style)
-        return styles.index(style) + 1
+        if style not in self.styles:
+            self.styles.append(style)
+        return self.styles.index(style) + 1
 
-    def set_heading(level: int, title: str) -> None:
-        nonlocal headings
-        flush()
-        headings = [h for h in headings if h[0] < level] + [(level, title)]
-        blocks.append(Block(text=title, heading_path=tuple(h for _, h in headings), is_heading=True))
+    def set_heading(self, level: int, title: str) -> None:
+        """Open a heading at ``level`` (closing those at it or deeper) and emit its block."""
+        self.flush()
+        self.headings = [h for h in self.headings if h[0] < level] + [(level, title)]
+        self.blocks.append(Block(text=title, heading_path=tuple(h for _, h in self.headings), is_heading=True))
 
-    for i, line in enumerate(lines):
-        if markdown and _FENCE.match(line):
-            in_fence = not in_fence
-            para.append(line)
-            continue
-        if in_fence:
-            para.append(line)
-            continue
-        m = _HEADING_MD.match(line) if markdown else None
+    def read_line(self, i: int, line: str) -> None:
+        """Read line ``i``: a fence or fenced line, a heading, a title's adornment, a blank line or a paragraph's."""
+        if self.markdown and _FENCE.match(line):
+            self.in_fence = not self.in_fence
+            self.para.append(line)
+            return
+        if self.in_fence:
+            self.para.append(line)
+            return
+        m = _HEADING_MD.match(line) if self.markdown else None
         if m and m.group(2):
-            set_heading(len(m.group(1)), m.group(2).strip())
-            continue
-        if i in skip:
-            continue
+            self.set_heading(len(m.group(1)), m.group(2).strip())
+            return
+        if i in self.skip or self.adorned_title(i, line):
+            return
+        if i in self.numbered and not self.para:
+            self.set_heading(*self.numbered[i])
+            return
+        if i in self.title_lines:
+            return  # "DEFINITIONS" under "ARTICLE I": part of that heading
+        if not line.strip():
+            self.flush()
+            return
+        self.para.append(line.rstrip())
+
+    def adorned_title(self, i: int, line: str) -> bool:
+        """Whether line ``i`` is taken as an overlined or underlined title (set as a heading) or a title's
+        underline."""
+        lines, para = self.lines, self.para
+        adorned = _SETEXT if self.markdown else _ADORN  # a title's underline
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if not markdown and not para and _ADORN.match(line) and nxt.strip() and len(nxt.strip()) < 120 \
+        if not self.markdown and not para and _ADORN.match(line) and nxt.strip() and len(nxt.strip()) < 120 \
                 and i + 2 < len(lines) and lines[i + 2].strip()[:1] == line.strip()[0] and _ADORN.match(lines[i + 2]):
-            set_heading(title_level((line.strip()[0], True)), nxt.strip())  # an overlined title
-            skip.update((i + 1, i + 2))
-            continue
+            self.set_heading(self.title_level((line.strip()[0], True)), nxt.strip())  # an overlined title
+            self.skip.update((i + 1, i + 2))
+            return True
         if line.strip() and adorned.match(nxt) and len(nxt.strip()) >= max(3, len(line.strip()) // 2) \
                 and len(line.strip()) < 120 and not para:
-            set_heading(title_level((nxt.strip()[0], False)), line.strip())
-            continue
-        if adorned.match(line) and blocks and blocks[-1].is_heading and not para:
-            continue
-        if i in numbered and not para:
-            set_heading(*numbered[i])
-            continue
-        if i in title_lines:
-            continue  # "DEFINITIONS" under "ARTICLE I": part of that heading
-        if not line.strip():
-            flush()
-            continue
-        para.append(line.rstrip())
-    flush()
-    assign_offsets(blocks)
-    return LoadedDocument(path=path, kind="markdown" if markdown else "text", blocks=blocks, encoding=encoding)
+            self.set_heading(self.title_level((nxt.strip()[0], False)), line.strip())
+            return True
+        return bool(adorned.match(line) and self.blocks and self.blocks[-1].is_heading and not para)
 
 
 _BOX = re.compile("[\u2500-\u257f]")
