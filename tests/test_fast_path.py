@@ -9,7 +9,7 @@ from rich.console import Console
 from conftest import needs_shared
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, holding_chunks, number, written_citations
-from thread_rag.errors import ThreadRagError
+from thread_rag.errors import ModelCallError, ThreadRagError
 from thread_rag.agent.loop import Agent
 from thread_rag.agent.result import REFUSAL
 from thread_rag.agent.reading import walk_sources
@@ -108,8 +108,12 @@ def test_a_citation_names_the_chunk_of_its_source_the_answer_is_closest_to(make_
     agent, _ = agent_with(engine, answer=lambda m: "It needs two cores [1]. Start it with widgetd start [1].")
     agent.ask("Which port should the widget server listen on?")
     assert calls[-1] == ["It needs two cores [1]. Start it with widgetd start [1]."]  # one call for the citations
-    monkeypatch.setattr(engine.query_embedder, "embed_queries",
-                        lambda texts: 1 / 0 if "[1]" in texts[0] else embed(texts))  # it fails:
+    def failing(texts):  # as the ONNX runtime's failure reaches the answer path (onnx_models: ModelCallError)
+        if "[1]" in texts[0]:
+            raise ModelCallError("model.onnx failed: Fail: boom")
+        return embed(texts)
+
+    monkeypatch.setattr(engine.query_embedder, "embed_queries", failing)  # it fails:
     agent, _ = agent_with(engine, answer=lambda m: "Yes [1].")  # no word shared with any chunk either:
     ans = agent.ask("Which port should the widget server listen on?")
     assert ans.citations[0].chunk_id == ans.sources[0]["chunk_ids"][0]  # the answer stands, its first chunk cited

@@ -404,3 +404,29 @@ def test_a_tool_line_without_an_argument_shows_none(make_engine):
     repl._event("tool", {"tool": "read:walk", "args": {}, "ok": True})
     repl._event("tool", {"tool": "rag_search", "args": {"query": "pumps"}, "ok": True})
     assert [x.rstrip() for x in buf.getvalue().splitlines()] == ["  read:walk →", "  rag_search 'pumps' →"]
+
+
+def test_ollama_gone_after_the_model_was_made_leaves_the_quote_and_one_line(manual_engine):
+    """Ollama stops after the chat model was made (a restart, a crash): the client's own error (httpx's ConnectError)
+    escaped the answer path as 'unexpected ConnectError' and the quote was lost. The model's failure is one line
+    naming Ollama, and the quote stands; an optional call (a follow-up's rewrite) falls back as before."""
+    from thread_rag.agent.loop import Agent
+    from thread_rag.errors import ThreadRagError
+    from thread_rag.llm.backends import make_chat_model
+
+    OllamaStandIn.requests = []
+    srv = HTTPServer(("127.0.0.1", 0), OllamaStandIn)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    host = f"http://127.0.0.1:{srv.server_address[1]}"
+    s = manual_engine.settings.replace(CHAT_BACKEND="ollama", OLLAMA_HOST=host)
+    manual_engine.settings = s
+    model = make_chat_model(s)
+    srv.shutdown()
+    srv.server_close()
+    agent = Agent(manual_engine, chat_model=model)
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert ans.quote and not ans.refused and "thread-rag preheat" in ans.answer   # the manual's own lines stand
+    assert ans.note.startswith("no explanation: ") and f"Ollama request failed at {host}" in ans.note, ans.note
+    with pytest.raises(ThreadRagError, match="Ollama"):
+        model.invoke([__import__("langchain_core.messages", fromlist=["HumanMessage"]).HumanMessage("hi")])

@@ -84,6 +84,11 @@ class ModelUnavailableError(ThreadRagError):
     """A model, runtime or server that is not installed or not reachable."""
 
 
+class ModelCallError(ThreadRagError):
+    """A call to the chat model failed (the backend's own error, named in the message: llama.cpp's, Ollama's
+    client's). Raised at the model's door (``llm/backends.py``), so the answer path catches this, never Exception."""
+
+
 class EmbedderMismatchError(ThreadRagError):
     """Stored vectors come from another embedder than the one configured (re-index, or switch back)."""
 

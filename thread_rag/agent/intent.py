@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import ThreadRagError
 from ..ingest.loaders import SUPPORTED_SUFFIXES as SUPPORTED
 
 ACTIONS = ("question", "list_available_documents", "index_new_document", "pre_heat_summaries", "nested_retrieve",
@@ -155,7 +156,7 @@ def recognise(text: str, invoke_json=None) -> Intent:
     schema = {"type": "object", "properties": {"action": {"enum": list(ACTIONS)}}, "required": ["action"]}
     try:
         got = invoke_json([HumanMessage(INTENT_PROMPT.format(text=text[:500]))], schema, 12).get("action")
-    except Exception:  # noqa: BLE001 - an unusable reply means: treat it as a question
+    except (ThreadRagError, ValueError):  # the model failed or replied unusably: treat it as a question
         got = "question"
     if got != cand:  # both must agree; anything else is answered as a question
         return Intent("question", {})

@@ -78,8 +78,8 @@ def unmentioned_terms(engine, question: str) -> list[str]:
         terms = engine.retriever.index.unmentioned(question)
         pieces = engine.query_embedder.count_tokens(terms) if terms else []
         return [t for t, n in zip(terms, pieces) if n > 1]
-    except Exception:  # noqa: BLE001 - a note, never a reason for the answer to fail
-        return []
+    except (ThreadRagError, OSError, ValueError):  # the query embedder or the index failed: a note, never a
+        return []                                     # reason for the answer to fail
 
 
 class Agent:
@@ -128,7 +128,10 @@ class Agent:
         r = self.model.invoke(messages, format=schema, **limit(self.model, max_tokens))
         self.tok_in += (r.usage_metadata or {}).get("input_tokens", 0)
         self.tok_out += (r.usage_metadata or {}).get("output_tokens", 0)
-        return parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content))
+        got = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content))
+        if not isinstance(got, dict):
+            raise ValueError(f"not a JSON object: {str(got)[:80]!r}")
+        return got
 
     def condense(self, question: str) -> str:
         if not self.history or not self.settings.CONDENSE_FOLLOWUPS or not looks_like_followup(question):
@@ -140,7 +143,7 @@ class Agent:
                                     CONDENSE_SCHEMA, max_tokens=80)
             q = str(out.get("question", "")).strip()
             return q or question
-        except Exception:  # noqa: BLE001 - condensation is optional
+        except (ThreadRagError, ValueError):  # the model failed, or its reply was no JSON object: optional
             return question
 
     def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None,
@@ -324,7 +327,7 @@ class Agent:
         under the same budget, so the answer never reads more than any other strategy."""
         try:
             got = self.invoke_json(decide_messages(question, sources), DECIDE_SCHEMA, max_tokens=48)
-        except Exception:  # noqa: BLE001 - an unusable decision answers from what was read
+        except (ThreadRagError, ValueError):  # the model failed, or its reply was unusable: answer from what was read
             return sources
         query = str(got.get("query") or "").strip() if isinstance(got, dict) and got.get("decision") == "search" else ""
         trace.append({"step": len(trace), "tool": "decide", "ok": True, "error": None,
@@ -408,7 +411,7 @@ class Agent:
             calls = 1
             try:
                 nums, how = ask_sources(self.model, msgs, text, len(sources)), "sources_call"
-            except Exception:  # noqa: BLE001 - an unusable reply leaves the similarity match
+            except (ThreadRagError, ValueError):  # the model failed or replied no JSON: the similarity match is left
                 nums = []
         cites = self._cite([x for n in nums for x in sources if x.n == n], text, how)
         if not cites:
@@ -429,8 +432,8 @@ class Agent:
         try:
             vecs = self.engine.query_embedder.embed_queries([said[x.n] for x in wide]) if wide else []
             near = {x.n: closest(self.engine.retriever.index, v, holding[x.n])[0] for x, v in zip(wide, vecs)}
-        except Exception:  # noqa: BLE001 - the answer has streamed already: its sources' first chunks stand
-            near = {}
+        except (ThreadRagError, OSError, ValueError):  # the query embedder or the index failed after the answer
+            near = {}                                     # streamed: its sources' first chunks stand
         out = []
         for x in cited:
             chunk = near.get(x.n) or holding.get(x.n, x.chunk_ids)[0]

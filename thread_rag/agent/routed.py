@@ -13,6 +13,7 @@ import time
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ..errors import ThreadRagError
 from ..llm.backends import limit
 from ..records import distinct_names, to_dict
 from .answer import HoldBack, cited_ids, said_not_in_docs, sentences, stream_answer
@@ -145,7 +146,7 @@ class RoutedTurn:
             r = self.agent.model.invoke([HumanMessage(f"{HYDE}\n\nQuestion: {self.standalone}")],
                                         **limit(self.agent.model, 80))
             return f"{self.standalone} {r.content}"
-        except Exception:  # noqa: BLE001 - HyDE is optional
+        except ThreadRagError:  # the model failed: HyDE is optional
             return self.standalone
 
     def _steps(self, query: str) -> None:
@@ -157,7 +158,7 @@ class RoutedTurn:
         for step in range(1, self.settings.MAX_STEPS):
             try:
                 decision = route(self.agent, self.msgs)
-            except Exception as exc:  # noqa: BLE001 - malformed routing reply
+            except (ThreadRagError, ValueError) as exc:  # the model failed, or its routing reply was unusable
                 self.failures += 1
                 self.trace.append({"step": step, "tool": None, "ok": False, "error": f"routing reply unusable: {exc}"})
                 self.agent.on_event("routing_error", {"error": str(exc)})
@@ -229,7 +230,7 @@ class RoutedTurn:
         try:
             gate = self.agent.invoke_json(self.msgs + [HumanMessage(GATE)], GATE_SCHEMA, max_tokens=12)
             return bool(gate.get("answerable", True)), rel
-        except Exception:  # noqa: BLE001 - an unusable gate reply does not block the answer
+        except (ThreadRagError, ValueError):  # a failed or unusable gate reply does not block the answer
             return True, rel
 
     def _answer(self, on_token) -> Answer:

@@ -24,6 +24,7 @@ from typing import Callable
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from ..errors import ThreadRagError
 from ..llm.backends import limit
 from ..retrieve.pipeline import MAX_QUERY_CHARS
 from .answer import parse_json_lenient
@@ -76,7 +77,7 @@ class QuestionSteps:
             return hits[:k], trace
         try:
             more = self._search(trace.query, k)
-        except Exception as exc:  # noqa: BLE001 - the question's own hits stand
+        except (ThreadRagError, OSError, ValueError) as exc:  # the search failed: the question's own hits stand
             trace.error = f"search: {exc}"[:200]
             return hits[:k], trace
         return interleave(hits[:k], more[:k]), trace
@@ -91,7 +92,8 @@ class QuestionSteps:
                 text = fill(lookup, trace.answers, trace.searched)
                 trace.searched.append(text)
                 trace.answers.append(self.answer(text, self._search(text, PASSAGES), trace))
-        except Exception as exc:  # noqa: BLE001 - steps are an addition: what was found so far is used
+        except (ThreadRagError, OSError, ValueError) as exc:  # a model call or a search failed: steps are an
+            # addition, what was found so far is used
             trace.error = f"{exc.__class__.__name__}: {exc}"[:200]
         names = " ".join(a for a in trace.answers if a)
         if names:  # the answers must survive the search's cut of long queries: the question gives way

@@ -4,11 +4,16 @@
   ``invoke(messages, format=<JSON schema>)`` constrains the output to the schema (grammar).
 - Ollama: ``langchain_ollama.ChatOllama`` with ``num_ctx`` set explicitly so prompts are never
   silently truncated; ``format=<schema>`` works the same way.
+Both are the model's door: a failed call (llama.cpp's own errors; httpx's and ollama's when the server went away) is
+one :class:`~thread_rag.errors.ModelCallError` or ``ModelUnavailableError`` naming what failed, so the answer path
+catches those, not ``Exception``.
 ``make_chat_model`` detects (never assumes) which one to use and ``describe`` says which.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import urllib.error
 import urllib.request
 from typing import Any, Iterator
@@ -18,7 +23,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-from ..errors import ModelUnavailableError, SettingsError
+from ..errors import ModelCallError, ModelUnavailableError, SettingsError, ThreadRagError
 from .model_files import MODELS, load_llama, load_vocab, model_label
 
 ROLE = {"human": "user", "ai": "assistant", "system": "system", "tool": "user"}
@@ -80,7 +85,8 @@ class EmbeddedChatModel(BaseChatModel):
         return p
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
-        r = self.llama.create_chat_completion(**self._params(messages, stop, kwargs))
+        with _model_door("llama.cpp"):
+            r = self.llama.create_chat_completion(**self._params(messages, stop, kwargs))
         text = r["choices"][0]["message"].get("content") or ""
         u = r.get("usage") or {}
         msg = AIMessage(content=text, usage_metadata={"input_tokens": u.get("prompt_tokens", 0),
@@ -89,6 +95,10 @@ class EmbeddedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     def _stream(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
+        with _model_door("llama.cpp"):
+            yield from self._parts(messages, stop, run_manager, kwargs)
+
+    def _parts(self, messages, stop, run_manager, kwargs) -> Iterator[ChatGenerationChunk]:
         for part in self.llama.create_chat_completion(stream=True, **self._params(messages, stop, kwargs)):
             delta = part["choices"][0].get("delta", {}).get("content") or ""
             if delta:
@@ -99,6 +109,43 @@ class EmbeddedChatModel(BaseChatModel):
             if part["choices"][0].get("finish_reason"):  # "length" when max_tokens stopped it
                 yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={
                     "finish_reason": part["choices"][0]["finish_reason"]}))
+
+
+@contextlib.contextmanager
+def _model_door(backend: str, host: str = "", model: str = ""):
+    """A model call's own errors as one ThreadRagError: ModelUnavailableError for a server that failed (``host``),
+    ModelCallError for a local runtime's failure. Ours (ThreadRagError), Ctrl-C and a closed stream pass as they are."""
+    try:
+        yield
+    except ThreadRagError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the model's door: llama.cpp, httpx and ollama raise their own types
+        if host:
+            raise ollama_error(exc, host, model, instead="CHAT_BACKEND=embedded") from exc
+        raise ModelCallError(f"{backend} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                             .rstrip(": ")) from exc
+
+
+def _ollama_chat(**kwargs):
+    """``ChatOllama`` whose failed calls are one ModelUnavailableError naming the server (``_model_door``)."""
+    from langchain_ollama import ChatOllama
+
+    class OllamaChat(ChatOllama):
+        def _generate(self, *args, **kw):
+            with _model_door("Ollama", self.base_url, self.model):
+                return super()._generate(*args, **kw)
+
+        def _stream(self, *args, **kw):
+            with _model_door("Ollama", self.base_url, self.model):
+                yield from super()._stream(*args, **kw)
+
+    return OllamaChat(**kwargs)
+
+
+def is_ollama(model) -> bool:
+    """Whether ``model`` is a ChatOllama (imported only if langchain_ollama already is)."""
+    mod = sys.modules.get("langchain_ollama")
+    return mod is not None and isinstance(model, mod.ChatOllama)
 
 
 def ollama_reachable(host: str, timeout: float = 1.5) -> tuple[bool, list[str], str]:
@@ -151,10 +198,8 @@ def make_chat_model(settings) -> BaseChatModel:
                                                 f"(it has: {', '.join(names[:8]) or 'none'})")
                 passed_over = f"Ollama at {host} has no model '{model}'"
             else:
-                from langchain_ollama import ChatOllama
-
-                m = ChatOllama(model=model, base_url=host, num_ctx=settings.OLLAMA_NUM_CTX,
-                               temperature=settings.TEMPERATURE, num_predict=settings.MAX_ANSWER_TOKENS, seed=0)
+                m = _ollama_chat(model=model, base_url=host, num_ctx=settings.OLLAMA_NUM_CTX,
+                                 temperature=settings.TEMPERATURE, num_predict=settings.MAX_ANSWER_TOKENS, seed=0)
                 m.metadata = {"backend": f"Ollama at {host}", "model": model, "ctx": settings.OLLAMA_NUM_CTX}
                 return m
         elif backend == "ollama":
@@ -181,7 +226,7 @@ def limit(model, max_tokens: int, stop: list[str] | None = None) -> dict:
     backend. llama.cpp takes ``max_tokens`` and ``stop``; Ollama takes ``num_predict`` and ``stop`` inside ``options``
     (``ChatOllama`` forwards unknown keywords to ``ollama.Client.chat``, which rejects them, and drops its own
     ``stop`` when ``options`` are given), so the model's own options are repeated there."""
-    if type(model).__name__ != "ChatOllama":
+    if not is_ollama(model):
         return {"max_tokens": int(max_tokens), **({"stop": list(stop)} if stop else {})}
     opts = {"num_ctx": model.num_ctx, "temperature": model.temperature, "seed": model.seed,
             "num_predict": int(max_tokens), "stop": list(stop) if stop else None}
