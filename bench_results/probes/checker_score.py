@@ -1,6 +1,9 @@
 """The span checker against hand labels (issue 43): its precision and recall on the hand-checked sample.
 
     PYTHONPATH=. python bench_results/probes/checker_score.py > bench_results/checker-labels/score.json
+    PYTHONPATH=. python bench_results/probes/checker_score.py 2 > bench_results/checker-labels/score-2.json
+
+``2``: the fresh sample (sample-2.jsonl, labels-2.json), drawn and labelled after the checker's last change.
 
 ``sample.jsonl`` (grounding_spans.py sample) holds each answer and its sources; ``labels.json`` the spans a reader marked in
 each answer, blind to the checker: ``{"<id>": [{"text": ..., "kind": ..., "in_sources": true|false}, ...]}``. A
@@ -10,6 +13,7 @@ unsupported, how many the checker flags (recall, the goal being all of them); th
 the checker find what a reader would check).
 """
 import json
+import sys
 from pathlib import Path
 
 from thread_rag.agent.check import CheckedStream, SourceText
@@ -27,8 +31,9 @@ def same(a: str, b: str) -> bool:
 
 
 def main() -> None:
-    items = [json.loads(line) for line in (DIR / "sample.jsonl").read_text().splitlines() if line.strip()]
-    labels = json.loads((DIR / "labels.json").read_text())
+    tag = f"-{sys.argv[1]}" if sys.argv[1:] else ""
+    items = [json.loads(line) for line in (DIR / f"sample{tag}.jsonl").read_text().splitlines() if line.strip()]
+    labels = json.loads((DIR / f"labels{tag}.json").read_text())
     found = flagged = flagged_right = unsupported = unsupported_caught = labelled = labelled_found = 0
     misses, false_flags = [], []
     for it in items:
@@ -55,7 +60,8 @@ def main() -> None:
                 unsupported_caught += 1
             else:
                 misses.append({"id": it["id"], "span": m["text"], "kind": m.get("kind")})
-    out = {"command": "PYTHONPATH=. python bench_results/probes/checker_score.py", "answers": len(items),
+    out = {"command": "PYTHONPATH=. python bench_results/probes/checker_score.py" + (f" {sys.argv[1]}" if tag else ""),
+           "sample": f"sample{tag}.jsonl", "answers": len(items),
            "labelled_spans": labelled, "labelled_spans_the_checker_finds": labelled_found, "checker_spans": found,
            "flagged": flagged, "flagged_that_readers_call_unsupported": flagged_right,
            "precision": round(flagged_right / flagged, 3) if flagged else None,

@@ -3,13 +3,16 @@ hand-checked sample drawn from them (issue 43).
 
     PYTHONPATH=. python bench_results/probes/grounding_spans.py recheck > bench_results/grounding-spans.json
     PYTHONPATH=. python bench_results/probes/grounding_spans.py sample > bench_results/checker-labels/sample.jsonl
+    PYTHONPATH=. python bench_results/probes/grounding_spans.py fresh > bench_results/checker-labels/sample-2.jsonl
 
 The answers do not depend on the checker (with UNSUPPORTED = "mark" it only marks), so the stored texts are checked
 again here, every set with the same checker, against the same sources: each row's `read` ranges rebuilt into the
 numbered sources the answer path made (the benchmark corpora in bench_out/ as the runs indexed them; the Debian guide
 indexed again), checked as the answer path checks a stream (check.CheckedStream, segment by segment).
 The sample: every Debian answer, and a seeded draw of 20 aws-docs-qa answers (explain and sources configurations
-alike, refusals left out), drawn before any label was written. Only the sets whose grounding run has model answers are
+alike, refusals left out), drawn before any label was written. The fresh sample (``fresh``, 2026-12-05): a seeded draw
+of 60 of the other aws-docs-qa answers, none of them in the first sample, drawn after the checker's last change (the
+one the first sample's miss led to), so its labels judge a checker nobody fitted to them. Only the sets whose grounding run has model answers are
 read (the leval-legal and musique runs of 2026-12-04 measured the quote alone).
 """
 import json
@@ -114,8 +117,26 @@ def sample() -> list[dict]:
     return items
 
 
+def fresh(n: int = 60) -> list[dict]:
+    """``n`` aws-docs-qa answers the first sample does not hold, drawn with their own seed."""
+    first = {json.loads(line)["id"] for line in Path("bench_results/checker-labels/sample.jsonl").read_text().splitlines()
+             if line.strip()}
+    engine, questions = engines()["aws-docs-qa"]
+    rs = [r for c in ("explain", "sources") for r in rows("aws-docs-qa")[c] if r["text"].strip()]
+    rs = [r for r in rs if f"aws-docs-qa:{r['qid']}:{r['config']}" not in first]
+    out = []
+    for r in random.Random(4302).sample(rs, min(n, len(rs))):
+        srcs = sources(engine, r["read"])
+        out.append({"id": f"aws-docs-qa:{r['qid']}:{r['config']}", "question": questions[r["qid"]],
+                    "answer": r["text"], "sources": [x.header() + "\n" + x.text for x in srcs]})
+    return out
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["recheck"]:
+    if sys.argv[1:] == ["fresh"]:
+        for it in fresh():
+            print(json.dumps(it, ensure_ascii=False))
+    elif sys.argv[1:] == ["recheck"]:
         print(json.dumps(recheck(), indent=1, ensure_ascii=False))
     elif sys.argv[1:] == ["sample"]:
         for it in sample():

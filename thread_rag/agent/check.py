@@ -227,11 +227,23 @@ def plain(text: str) -> str:
     return " ".join(text.translate(_PLAIN).lower().split())
 
 
+MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # CommonMark: a backslash before ASCII punctuation escapes it
+
+
+def md_unescaped(text: str) -> str:
+    """``text`` with Markdown's backslash escapes read as the characters they escape (``ml\\.eia2`` -> ``ml.eia2``)."""
+    return MD_ESCAPE.sub(r"\1", text)
+
+
 class SourceText:
-    """The text an answer is checked against (the sources it read), prepared once for many lookups."""
+    """The text an answer is checked against (the sources it read), prepared once for many lookups. Sources taken
+    from Markdown may escape punctuation (``\\.``, ``\\(``): they are looked in as written and as they read."""
 
     def __init__(self, texts: list[str]):
         joined = "\n".join(texts)
+        unescaped = md_unescaped(joined)
+        if unescaped != joined:
+            joined += "\n" + unescaped
         self.plain = plain(joined)
         self.tight = _squeeze(self.plain)
         self.numbers = {_number_key(m) for m in NUMBER.finditer(joined.translate(_PLAIN))}
