@@ -174,8 +174,54 @@ def test_no_figure_without_a_json_behind_it(page):
     assert not stray, f"figures in {page} that no bench_results JSON gives (add them to PAGES): {stray}"
 
 
+# The user manual (docs/) explains in words and points to BENCHMARKS.md / bench_results/DETAILS.md for the numbers: a
+# figure in its prose (outside code blocks, which are program output) must be one of its page's numbers below, none
+# of them a measurement. Keep these lists short: a measured figure belongs in README.md or BENCHMARKS.md.
+DOC_NUMBERS = {
+    "docs/01-getting-started.md": ["3.10"],  # the oldest Python supported
+    "docs/02-indexing.md": [
+        "3.2", "2.5", "1.5", "1.1",  # the Debian guide's Table 3.2, its section 2.5, "1.5 GHz", "1.1." (heading examples)
+        "1.0",  # `--debounce 1.0`, the watcher's default
+    ],
+    "docs/03-searching.md": [
+        "0.1", "0.9",  # settings: STAGE3_LEXICAL_FLOOR = 0.1, HOP_MIN_SCORE 0.9 (and compare's F1 goal)
+        "95%",  # the level of eval's bootstrap intervals
+        "1.5",  # an example: `1.5` is not `15`
+        "0.8", "5 minutes", "10 s", "5%",  # goals: eval's Kendall tau, a 500-page eval, compare's time and false changes
+    ],
+    "docs/04-windows-and-summaries.md": [],
+    "docs/05-agent-and-chat.md": [
+        "95%",  # the level of a paired interval
+        "2.5", "3.2",  # the Debian guide's section 2.5 and Table 3.2
+        "2.0",  # JSON-RPC 2.0
+    ],
+    "docs/06-configuration-and-troubleshooting.md": [
+        "1,000", "1,000,000",  # settings: the catalog log folded every 1,000 changes, HNSW_THRESHOLD
+        "0.05", "95%",  # MATCH_MIN = 0.05, the cross-encoder's own "95% not relevant"
+        "1.1",  # the packaged model's size once joined (1.1 GB), a fact of the package
+        "2.5", "3.2",  # the Debian guide's section 2.5 and Table 3.2
+    ],
+}
+
+
+def test_every_docs_page_has_its_list():
+    assert sorted(DOC_NUMBERS) == sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))
+
+
+@pytest.mark.parametrize("page", DOC_NUMBERS)
+def test_docs_carry_no_measured_figure(page):
+    found = [m.group(0) for m in FIGURE.finditer(prose(_text(page)))]
+    stray = [f for f in found if f not in DOC_NUMBERS[page]]
+    assert not stray, (f"figures in {page} that are not among its setting values, versions and goals (DOC_NUMBERS): "
+                       f"{stray}; measured figures belong in README.md or BENCHMARKS.md, checked against bench_results "
+                       "JSON here: say in words what the run showed and point to the BENCHMARKS.md section")
+    unused = [n for n in DOC_NUMBERS[page] if n not in found]
+    assert not unused, f"DOC_NUMBERS lists numbers {page} no longer states (remove them): {unused}"
+
+
 def test_the_checks_see_a_drifted_figure_and_a_figure_with_no_file(monkeypatch):
-    """The checks themselves: a figure changed in its last digit fails the first, a new number the second."""
+    """The checks themselves: a figure changed in its last digit fails the first, a new number the second, a measured
+    figure added to a docs page the third."""
     me = sys.modules[__name__]
     original, first = (REPO / "README.md").read_text(), rendered("README.md")[1]
     drifted = re.sub(r"\d(?=\D*$)", lambda m: str((int(m.group()) + 1) % 10), first, count=1)
@@ -185,3 +231,7 @@ def test_the_checks_see_a_drifted_figure_and_a_figure_with_no_file(monkeypatch):
     monkeypatch.setattr(me, "OVERRIDE", {"README.md": original + "\nSearches take 12.5 ms.\n"}, raising=False)
     with pytest.raises(AssertionError, match="12.5 ms"):
         test_no_figure_without_a_json_behind_it("README.md")
+    page = "docs/03-searching.md"
+    monkeypatch.setattr(me, "OVERRIDE", {page: (REPO / page).read_text() + "\nA search took 12.5 s.\n"}, raising=False)
+    with pytest.raises(AssertionError, match=r"12\.5 s.*belong in README.md or BENCHMARKS.md"):
+        test_docs_carry_no_measured_figure(page)
