@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .atomic import atomic_write_bytes, atomic_write_json, file_lock, read_only, remove_stale_temporaries
-from .errors import CorruptFileError, IngestError, ReadOnlyError, ThreadRagError, UnknownDocumentError, printable, why_missing
+from .errors import CorruptFileError, IngestError, ReadOnlyError, ThreadRagError, printable, why_missing
 from .faults import crash_point
 from .ids import ChunkId, format_doc_id, generation_name, parse_doc_id, parse_generation_name
 from .ingest import SUPPORTED_SUFFIXES, load_document, make_chunker, text_for_embedding
@@ -33,7 +33,6 @@ from .ingest.loaders import FOLDER_SUFFIXES
 from .records import Chunk, DocumentRecord, IndexResult, Thread, content_key
 from .settings import Settings, load_settings
 from .store import Catalog, ChunkStore, Library, TokenCache
-from .store.library import store_place
 from .store.read_only_store import ReadOnlyChunkStore
 from .store.catalog import kept_logs
 
@@ -63,10 +62,6 @@ def _folder_progress(progress: Progress, name: str, before: int, size: int, tota
             share = 0.0 if stage == "load" else 1.0
         progress(f"{name}: {stage} {done}/{of}", before + int(size * share), total)
     return update
-
-
-def _store_differs(rec: DocumentRecord) -> str:
-    return f"{rec.doc_id}: the stored chunks are not the ones its catalog record committed (index {rec.path} again)"
 
 
 @dataclasses.dataclass
@@ -246,7 +241,7 @@ class Engine:
         folders (a listing, no Chroma read; a committed generation normally has both, so a catalog behind a store
         that lost both folders goes unnoticed); a generation with a pending marker is a write in progress. The
         listing comes first and the catalog is read after it, so a writer committing meanwhile is seen committed."""
-        on_disk = self.token_cache.present() | self._part_generations()
+        on_disk = self.token_cache.present() | self.part_generations()
         writing = self._pending_generations()
         self.catalog.reload()
         committed, nxt = dict(self.catalog.committed()), self.catalog.next_serial
@@ -266,6 +261,10 @@ class Engine:
         release = getattr(getattr(self, "catalog", None), "release", None)
         if release is not None:
             release()  # a server catalog's collection belonged to the closed client
+        self.drop_parts()
+
+    def drop_parts(self) -> None:
+        """Forget the search, window and tree parts: they reopen on need (their caches may hold what changed)."""
         self._retriever = self._windows = self._nested = None
 
     def __enter__(self) -> "Engine":
@@ -381,15 +380,15 @@ class Engine:
 
     def recover(self, full: bool = False, sweep: bool = True) -> list[str]:
         """Remove what a killed writer left behind. Runs only if no writer holds the lock. ``sweep``: also dead
-        writers' temporaries (see ``_recover_locked``)."""
+        writers' temporaries (see ``recover_locked``)."""
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(self.write_lock(timeout=0))
             except TimeoutError:
                 return []  # a live writer holds the lock; it cleans up after itself
-            return self._recover_locked(full, sweep)
+            return self.recover_locked(full, sweep)
 
-    def _recover_locked(self, full: bool = False, sweep: bool = True) -> list[str]:
+    def recover_locked(self, full: bool = False, sweep: bool = True) -> list[str]:
         """Recovery proper; the caller holds the write lock (flock locks belong to one open file,
         so a writer that already holds it must call this, not :meth:`recover`). ``sweep``: also remove dead
         writers' temporaries (at start; a commit skips it: listing every document's files per commit would
@@ -459,10 +458,10 @@ class Engine:
         for serial, gen in self.token_cache.present() - committed:
             self.token_cache.remove(serial, gen)
             notes.append(f"removed orphan token cache {format_doc_id(serial)} generation {gen}")
-        for serial, gen in self._tree_generations() - committed:
+        for serial, gen in self.tree_generations() - committed:
             self._remove_derived(serial, gen=gen)
             notes.append(f"removed orphan tree {format_doc_id(serial)} generation {gen}")
-        for serial, gen in self._part_generations() - committed:
+        for serial, gen in self.part_generations() - committed:
             self._remove_derived(serial, gen=gen)
             notes.append(f"removed orphan index part {format_doc_id(serial)} generation {gen}")
         return notes
@@ -473,7 +472,7 @@ class Engine:
         are recovered by their pending markers)."""
         self.catalog.reload()
         committed, flying = dict(self.catalog.committed()), self.catalog.in_flight()
-        local = self.token_cache.present() | self._part_generations() | self._tree_generations()
+        local = self.token_cache.present() | self.part_generations() | self.tree_generations()
         stale = sorted((s, g) for s, g in local - flying - self._pending_generations()
                        if (s in committed and g < committed[s]) or (s not in committed and s < self.catalog.next_serial))
         for s, g in stale:
@@ -491,108 +490,18 @@ class Engine:
         return [p for d, owned in places for p in remove_stale_temporaries(d, owned=owned)]
 
     def check_consistency(self) -> list[str]:
-        """Problems between catalog, Chroma and token cache (empty list = consistent)."""
-        in_store = self.store.generations()  # listed first (see _recover_locked)
-        self.catalog.reload()
-        problems = []
-        committed = set(self.catalog.committed())
-        for serial, gen in sorted(in_store - committed - self.catalog.in_flight()):
-            problems.append(f"orphan chunks {format_doc_id(serial)}@g{gen}")
-        for rec in self.catalog.documents():
-            chunks, _ = self.store.load(rec.serial, rec.generation)
-            if not chunks and rec.chunk_count:  # one line with the way out, not one per derived file
-                problems.append(f"{rec.doc_id}: its chunks are missing from the store (thread-rag doctor --repair "
-                                f"indexes {rec.path} again; if that file is gone: thread-rag delete {rec.doc_id})")
-                continue
-            if len(chunks) != rec.chunk_count:
-                problems.append(f"{rec.doc_id}: catalog says {rec.chunk_count} chunks, store has {len(chunks)}")
-            if [c.position for c in chunks] != list(range(len(chunks))):
-                problems.append(f"{rec.doc_id}: chunk positions are not 0..n-1")
-            elif rec.content_key and content_key(chunks, rec.embedder, rec.chunk_strategy) != rec.content_key:
-                problems.append(_store_differs(rec))
-            n_tokens = self.token_cache.readable_chunks(rec.serial, rec.generation)
-            if n_tokens is None:
-                problems.append(f"{rec.doc_id}: token cache missing or unreadable (searches recompute it in memory; "
-                                f"thread-rag doctor --repair rebuilds it)")
-            elif n_tokens != rec.chunk_count:
-                problems.append(f"{rec.doc_id}: token cache has a different chunk count")
-            if self._has_tree(rec) and self.nested.state(rec) == "missing":
-                problems.append(f"{rec.doc_id}: nested tree missing (nested searches build it in memory; "
-                                f"thread-rag doctor --repair rebuilds it)")
-            problems.extend(f"{rec.doc_id}: {what}" for what in self._derived_from_other_content(rec))
-        for serial, gen in sorted(self.token_cache.present() - committed):
-            problems.append(f"orphan token cache {format_doc_id(serial)}@g{gen}")
-        for serial, gen in sorted(self._tree_generations() - committed):
-            problems.append(f"orphan tree {format_doc_id(serial)}@g{gen}")
-        for serial, gen in sorted(self._part_generations() - committed):
-            problems.append(f"orphan index part {format_doc_id(serial)}@g{gen}")
-        return problems
+        """Problems between catalog, Chroma and token cache (empty list = consistent): see ``repair.py``."""
+        from .repair import consistency_problems
+
+        return consistency_problems(self)
 
     def repair(self, timeout: float = 60, reindex: bool = True) -> list[str]:
-        """Bring the store and what is derived from it back in line with the catalog (``thread-rag doctor
-        --repair``): finish or undo interrupted writes and remove orphans (full recovery), rebuild each committed
-        document's lost or mismatched token cache (its stored chunk texts embedded again by the indexing model),
-        nested tree and index part from the stored chunks (no source file needed); a document whose chunks the
-        store lost (a deleted chroma folder) is indexed again from its file, after the lock (indexing takes it).
-        What cannot be repaired is named with the way out. One note per change. ``reindex=False`` names the lost
-        documents instead (after a mended catalog log one of them may be a document that had been deleted)."""
-        lost: list[DocumentRecord] = []
-        kept = kept_logs(self.home)
-        reindex = reindex and not kept  # while a mended log is kept, a lost one may have been deleted
-        with self.write_lock(timeout=timeout):
-            notes = self._recover_locked(full=True)
-            self.catalog.reload()
-            for rec in self.catalog.documents():
-                try:
-                    notes.extend(self._repair_document(rec, lost))
-                except (ThreadRagError, OSError, ValueError) as exc:  # one document's trouble does not stop the rest
-                    notes.append(f"{rec.doc_id}: not repaired ({str(exc) or type(exc).__name__}); index {rec.path} again")
-        self.library.clear()
-        self._retriever = self._windows = self._nested = None  # their caches may hold what was repaired
-        for rec in lost:
-            if not reindex:
-                why = f" (a line of {kept[-1].name} that did not read may have deleted it)" if kept else ""
-                notes.append(f"{rec.doc_id}: its chunks are missing from the store{why}; index {rec.path} again, "
-                             f"or `thread-rag delete {rec.doc_id}` if it had been deleted")
-                continue
-            try:
-                notes.append(self._index_lost(rec))
-            except (ThreadRagError, OSError, ValueError, TimeoutError) as exc:
-                notes.append(f"{rec.doc_id}: its chunks were missing from the store; indexing {rec.path} again "
-                             f"failed ({str(exc) or type(exc).__name__})")
-        return notes
+        """``thread-rag doctor --repair``: mend what ``check_consistency`` finds (``repair.py``; one note per change)."""
+        from .repair import repair
 
-    def _index_lost(self, rec: DocumentRecord) -> str:
-        """A document whose chunks the store lost, indexed again from its file (the record read again first:
-        another process may have deleted or re-indexed it since the lock was let go)."""
-        lost = f"{rec.doc_id}: its chunks were missing from the store"
-        self.refresh()
-        try:
-            if self.catalog.get(rec.serial).generation != rec.generation:
-                return f"{lost}; it has been indexed again since"
-        except UnknownDocumentError:
-            return f"{lost}; it has been deleted since"
-        if not self.catalog.own(rec):
-            return f"{lost}; another data dir indexed it ({rec.path}): index it again there"
-        src = Path(rec.path)
-        if not src.is_absolute() or not src.is_file():
-            return (f"{lost} and its file is gone ({rec.path}); restore {store_place(self.shared)}, or `thread-rag "
-                    f"delete {rec.doc_id}` and index a copy of the file")
-        res = self.index_file(src)
-        if res.status == "failed":
-            return f"{lost}; indexing {rec.path} again failed: {res.error}"
-        if res.status == "unchanged":  # the store looked whole to the cheap check: not mended
-            return f"{lost}; indexing {rec.path} again found it unchanged: `thread-rag delete {rec.doc_id}` and index it"
-        new = self.document(rec.doc_id) if res.doc_id == rec.doc_id else None
-        if new is None:
-            return f"{lost}; {rec.path} was indexed as {res.doc_id}"
-        changed = [what for what, old, cur in (("the file", rec.content_hash, new.content_hash),
-                                               ("the chunking", rec.chunk_strategy, new.chunk_strategy),
-                                               ("the embedder", rec.embedder, new.embedder)) if old != cur]
-        since = f" ({', '.join(changed)} changed since it was indexed)" if changed else ""
-        return f"{lost}; indexed again from {rec.path}{since}"
+        return repair(self, timeout=timeout, reindex=reindex)
 
-    def _stored(self, rec: DocumentRecord, strict: bool = True) -> bool:
+    def stored(self, rec: DocumentRecord, strict: bool = True) -> bool:
         """Whether the store holds the record's first and last chunk (one read by id; a lost chroma folder).
         Not ``strict`` (a re-index's "unchanged" check): a store that holds at least as many rows as the catalog's
         documents have chunks is taken as whole, counted once per catalog version (one call for a folder)."""
@@ -605,75 +514,6 @@ class Engine:
                 return True
         ends = {(rec.serial, 0, rec.generation), (rec.serial, max(0, rec.chunk_count - 1), rec.generation)}
         return len(self.store.get_chunks(sorted(ends))) == len(ends)
-
-    def _derived_from_other_content(self, rec: DocumentRecord) -> list[str]:
-        """Which of a document's derived files were made from other content than its record committed (a token
-        cache, a nested tree, a search-index part under its name), or that it was committed before content keys."""
-        if not rec.content_key:
-            return ["committed before content keys: its derived data cannot be checked (thread-rag doctor --repair "
-                    "keys it)"]
-        from .retrieve.search_index import part_key
-
-        found = []
-        if self.token_cache.key_of(rec.serial, rec.generation) not in (None, rec.content_key):
-            found.append("token cache made from other content (thread-rag doctor --repair rebuilds it)")
-        if self.nested.state(rec) == "other":
-            found.append("nested tree made from other content (thread-rag doctor --repair rebuilds it)")
-        if part_key(self.home / "index_parts", rec.serial, rec.generation) not in (None, rec.content_key):
-            found.append("search-index part made from other content (thread-rag doctor --repair rebuilds it)")
-        return found
-
-    def _has_tree(self, rec: DocumentRecord) -> bool:
-        """Whether the document is due a nested tree under these settings."""
-        return self.settings.NESTED and rec.chunk_count >= self.settings.NESTED_MIN_CHUNKS
-
-    def _repair_document(self, rec: DocumentRecord, lost: list[DocumentRecord]) -> list[str]:
-        """Notes of what was mended; a document the store lost is added to ``lost`` (indexed again after the lock)."""
-        if not self._stored(rec):
-            self.catalog.reload()  # another machine may have replaced it meanwhile (a shared library)
-            if (rec.serial, rec.generation) in self.catalog.committed() and not self._stored(rec):
-                lost.append(rec)
-            return []
-        from .retrieve.search_index import part_key, write_part
-
-        parts = self.home / "index_parts"
-        tokens_ok = (self.token_cache.readable_chunks(rec.serial, rec.generation) == rec.chunk_count
-                     and self.token_cache.key_of(rec.serial, rec.generation) == rec.content_key)
-        tree = self._has_tree(rec)
-        tree_ok = not tree or self.nested.state(rec) == "ok"
-        part_ok = part_key(parts, rec.serial, rec.generation) in (None, rec.content_key)  # None: merged, or rebuilt on need
-        if tokens_ok and tree_ok and part_ok and rec.content_key:
-            stored, _ = self.store.load(rec.serial, rec.generation)  # the derived data is fine; is the store?
-            return [] if content_key(stored, rec.embedder, rec.chunk_strategy) == rec.content_key else [_store_differs(rec)]
-        if rec.embedder != self.settings.EMBEDDER_MODEL:
-            return [f"{rec.doc_id}: indexed with {rec.embedder}, not {self.settings.EMBEDDER_MODEL}; index {rec.path} again"]
-        chunks, vecs = self.store.load(rec.serial, rec.generation, with_embeddings=True)
-        if [c.position for c in chunks] != list(range(rec.chunk_count)):
-            return [f"{rec.doc_id}: the store does not hold its {rec.chunk_count} chunks in order ({len(chunks)} "
-                    f"found); index {rec.path} again"]
-        key, notes, rekey = content_key(chunks, rec.embedder, rec.chunk_strategy), [], not rec.content_key
-        if not rekey and key != rec.content_key:
-            return [_store_differs(rec)]
-        if rekey:  # committed before keys: what was derived from it cannot be checked, so all of it is made again
-            tokens_ok = tree_ok = part_ok = False
-            notes.append(f"{rec.doc_id}: keyed by the content of its {len(chunks)} stored chunks")
-        if not tokens_ok:
-            staged = self.token_cache.stage()
-            try:
-                self._embed([text_for_embedding(c.text) for c in chunks], staged)  # as indexing does
-                self.token_cache.write(rec.serial, rec.generation, staged, key=key)
-            finally:
-                staged.discard()
-            notes.append(f"{rec.doc_id}: token cache rebuilt from its {len(chunks)} stored chunks")
-        if not tree_ok and tree:
-            self.nested.build(rec.serial, rec.generation, chunks, vecs=vecs, key=key)
-            notes.append(f"{rec.doc_id}: nested tree rebuilt")
-        if not part_ok:
-            write_part(parts, rec.serial, rec.generation, chunks, vecs, key)
-            notes.append(f"{rec.doc_id}: search-index part rebuilt")
-        if rekey:  # last: the derived data of the key first, then the record that names it
-            self.catalog.commit(dataclasses.replace(rec, content_key=key), if_current=True)  # not if removed meanwhile
-        return notes
 
     # -- what readers see (the Library) ----------------------------------------------------------
     def refresh(self) -> bool:
@@ -863,7 +703,7 @@ class Engine:
         staged = self.token_cache.stage()  # token vectors go to disk per batch, never all in memory
         try:
             t_embed = time.perf_counter()
-            vectors = self._embed(texts, staged, progress, single)
+            vectors = self.embed_tokens(texts, staged, progress, single)
             timings["embed_s"] = round(time.perf_counter() - t_embed, 3)
         except BaseException:
             staged.discard()
@@ -871,7 +711,7 @@ class Engine:
         return _Ready(doc, key, name, content_hash, self._recipe(), drafts, vectors, staged, shown_path or key,
                       time.perf_counter() - t0, timings, progress)
 
-    def _embed(self, texts: list[str], staged, progress: Progress | None = None, single: bool = False):
+    def embed_tokens(self, texts: list[str], staged, progress: Progress | None = None, single: bool = False):
         """Embed ``texts`` 64 at a time with the indexing model: token vectors go to ``staged`` (the token cache's
         stage), the chunk vectors are returned (n x dim)."""
         import numpy as np
@@ -1001,7 +841,7 @@ class Engine:
         each document committed or pending (recovery removes it). Raises ThreadRagError when the shared part fails."""
         t_shared = time.perf_counter()  # the lock, markers and Chroma write: shared by the group's documents
         with self.write_lock():
-            self._recover_locked(sweep=False)  # an attempt aborted in this process (Ctrl-C) left a pending marker
+            self.recover_locked(sweep=False)  # an attempt aborted in this process (Ctrl-C) left a pending marker
             self.catalog.reload()
             plans = [self._plan(r) for r in group]
             crash_point("after_marker")
@@ -1105,7 +945,7 @@ class Engine:
             if rec.content_hash != content_hash or not same_recipe(rec):
                 return None
             intact = self.token_cache.exists(rec.serial, rec.generation, rec.content_key)  # a lost one is rebuilt by re-indexing
-            return rec if intact and self._stored(rec, strict=False) else None  # so are lost chunks (a deleted chroma folder)
+            return rec if intact and self.stored(rec, strict=False) else None  # so are lost chunks (a deleted chroma folder)
         dup = self.catalog.find_by_hash(content_hash)  # same bytes already indexed (by this data dir) from another path
         return dup if dup is not None and same_recipe(dup) else None  # (lost chunks of it: doctor --repair)
 
@@ -1143,11 +983,11 @@ class Engine:
         found = (parse_generation_name(f.name, suffixes) for f in (self.home / folder).glob("DOC*.g*"))
         return {key for key in found if key}
 
-    def _tree_generations(self) -> set[tuple[int, int]]:
+    def tree_generations(self) -> set[tuple[int, int]]:
         """Nested-tree files (``trees/DOCn.gX.json`` and ``.npy``)."""
         return self._generations_in("trees", self._TREE_SUFFIXES)
 
-    def _part_generations(self) -> set[tuple[int, int]]:
+    def part_generations(self) -> set[tuple[int, int]]:
         """Search-index parts (``index_parts/DOCn.gX``)."""
         return self._generations_in("index_parts")
 
@@ -1205,7 +1045,7 @@ class Engine:
         if self.fresh:  # an unknown id's error, and no library made for it
             self.catalog.get(serial)
         with self.write_lock():
-            self._recover_locked(sweep=False)
+            self.recover_locked(sweep=False)
             self.catalog.reload()
             rec = self.catalog.get(serial)
             marker = self._pending_dir() / f"DELETE-DOC{serial}.json"  # recovery finishes a killed delete
