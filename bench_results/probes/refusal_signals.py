@@ -21,9 +21,9 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from thread_rag.agent.loop import Agent
 from thread_rag.bench.corpus import bench_home, open_corpus_engine
 from thread_rag.bench.datasets import load_dataset
+from thread_rag.bench.refusal import quote_agent
 from thread_rag.bench.retrieval import machine
 from thread_rag.engine import Engine
 from thread_rag.settings import load_settings
@@ -62,9 +62,7 @@ def named(q: str) -> set[str]:
 
 
 def ask_all(engine, queries) -> list[dict]:
-    agent = Agent(engine)
-    agent.settings = engine.settings.replace(ANSWER_MODE="quote", QUOTE_MIN=-100.0, INTENTS=False,
-                                             CONDENSE_FOLLOWUPS=False)
+    agent = quote_agent(engine)
     rows = []
     for q in queries:
         agent.clear()

@@ -47,16 +47,23 @@ def _scores(engine, questions: list[str], k: int = 3) -> tuple[list[float], list
 def quote_scores(engine, questions: list[str]) -> list[float | None]:
     """Per question: the best line's cross-encoder logit of the quote the answer path makes from what it read (None
     when the cosine floor refuses first), with the evidence floor itself off."""
-    from ..agent.loop import Agent
-
-    agent = Agent(engine)
-    agent.settings = engine.settings.replace(ANSWER_MODE="quote", QUOTE_MIN=-100.0, INTENTS=False,
-                                             CONDENSE_FOLLOWUPS=False)
+    agent = quote_agent(engine)
     out = []
     for q in questions:
         agent.clear()
         out.append(agent.ask(q, reader="walk").quote_best)
     return out
+
+
+def quote_agent(engine):
+    """The answer path in quote mode with the evidence floor off (``QUOTE_MIN`` -100): every question gets its quote
+    and the quote's best score, for a floor to be chosen on."""
+    from ..agent.loop import Agent
+
+    agent = Agent(engine)
+    agent.settings = engine.settings.replace(ANSWER_MODE="quote", QUOTE_MIN=-100.0, INTENTS=False,
+                                             CONDENSE_FOLLOWUPS=False)
+    return agent
 
 
 def quote_floor_grid(scores: dict, grid: list[float] = QUOTE_GRID) -> list[dict]:
