@@ -241,3 +241,28 @@ def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_pa
     assert shown["HOME"]["value"] == str(tmp_path / "d") and shown["WALK_MAX"]["source"] == "THREAD_RAG_WALK_MAX"
     assert cli.main(["settings"]) == 0
     assert "(inert: it acts only with" in next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("HYDE"))
+
+
+def test_the_explanation_settings_do_nothing_when_the_answer_is_the_quote_alone(manual_engine):
+    """With ANSWER_MODE = "quote" the model is never asked (every door: the fast path returns the quote; the routed
+    loop reads none of these): what the explanation reads, how unsupported spans are shown, the sources follow-up and
+    the weak-match leave are named as doing nothing, and they act again with the explanation on. Shown on the answer
+    path too: a quote-mode answer comes out the same whatever they are set to."""
+    from fakes import ScriptedChatModel
+    from thread_rag.agent.loop import Agent
+    from thread_rag.settings import Settings, inert_settings
+
+    moved = dict(EXPLAIN_FROM="sources", UNSUPPORTED="drop", CITE_FOLLOWUP=False, WEAK_MATCH="refuse")
+    assert [n.split()[0] for n in inert_settings(Settings(ANSWER_MODE="quote", **moved))] == list(moved)
+    assert inert_settings(Settings(ANSWER_MODE="explain", **moved)) == []
+    assert inert_settings(Settings(ANSWER_MODE="quote")) == []
+    answers = []
+    for changes in ({}, moved):
+        model = ScriptedChatModel(answer=lambda m: "never asked")
+        model.calls = []
+        agent = Agent(manual_engine, chat_model=model)
+        agent.settings = manual_engine.settings.replace(ANSWER_MODE="quote", **changes)
+        ans = agent.ask("how do I pre-heat summaries?")
+        answers.append((ans.answer, ans.quote, ans.refused))
+        assert model.calls == [] and not ans.refused and ans.quote
+    assert answers[0] == answers[1]

@@ -397,8 +397,10 @@ def _hop_runs(s) -> bool:
 # settings that act only when another one is set: name -> (does it act under these settings?, what makes it act)
 _ROUTED = (lambda s: s.AGENT_MODE == "routed", 'AGENT_MODE = "routed"')
 _HOP = (_hop_runs, "HOP_K > 0 and the packaged cross-encoder as RERANKER")
+_EXPLAINS = (lambda s: s.ANSWER_MODE != "quote", 'ANSWER_MODE = "explain" (with "quote" the model is never asked)')
 ACTS_ONLY_WITH = {"HYDE": _ROUTED, "LOST_IN_MIDDLE": _ROUTED, "MAX_STEPS": _ROUTED,
-                  **{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")}}
+                  **{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")},
+                  **{n: _EXPLAINS for n in ("EXPLAIN_FROM", "UNSUPPORTED", "CITE_FOLLOWUP", "WEAK_MATCH")}}
 
 
 def inert_settings(settings: Settings) -> list[str]:
