@@ -16,7 +16,8 @@ questions went up / down. The rules (each reorders the stage-3 pool; the rest fo
 - ``floor0.1+rrf_s2_kK_w``: both;
 - ``floor_exact_t``: the floor on each candidate's own BM25 score (``bm25_exact``; the floor as built now), in dumps
   that have it.
-DUMP files may be gzipped (``.json.gz``); the dumps behind BENCHMARKS.md are in ``stage3_data/``.
+DUMP files may be gzipped (``.json.gz``); the dumps of the stage-3 runs left the tree with the probes that no current
+figure needs (``git log -- bench_results/probes/stage3_data`` finds them).
 """
 from __future__ import annotations
 
