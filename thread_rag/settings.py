@@ -245,7 +245,7 @@ class Settings:
         need(self.CHUNK_STRATEGY in ("sentence", "semantic", "parent_child"), "CHUNK_STRATEGY",
              "use sentence, semantic or parent_child")
         need(16 <= self.CHUNK_TOKENS <= 4096, "CHUNK_TOKENS", "must be between 16 and 4096")
-        from .embedder import embedder_window
+        from .packaged import embedder_window
 
         window = embedder_window(self.EMBEDDER_MODEL)
         need(window is None or self.CHUNK_TOKENS <= window - 2, "CHUNK_TOKENS",
@@ -313,8 +313,7 @@ class Settings:
              "CHROMA_LIBRARY", "a library id is 32 hex digits (thread-rag doctor shows a library's id)")
         need(not self.CHROMA_LIBRARY.strip() or bool(self.CHROMA_HOST.strip()), "CHROMA_LIBRARY",
              "joins a library on a Chroma server: set CHROMA_HOST too")
-        from .embedder import PACKAGED_EMBEDDERS
-        from .onnx_models import PACKAGED, PACKAGED_RERANKERS
+        from .packaged import PACKAGED, PACKAGED_EMBEDDERS, PACKAGED_RERANKERS
 
         need(bool(self.RERANKER.strip()) and (not self.RERANKER.startswith(PACKAGED)
                                                or self.RERANKER[len(PACKAGED):] in PACKAGED_RERANKERS), "RERANKER",
@@ -379,6 +378,13 @@ class Settings:
         ``MATCH_MIN``."""
         return match is not None and match < self.MATCH_MIN
 
+    def hop_runs(self) -> bool:
+        """Whether the second hop runs after stage 3: ``HOP_K`` > 0 and the packaged cross-encoder (its scores are the
+        probabilities ``HOP_MIN_SCORE`` was chosen on, and it truncates the long hop pairs to ``HOP_MAX_TOKENS``)."""
+        from .packaged import PACKAGED
+
+        return self.HOP_K > 0 and self.RERANKER.startswith(PACKAGED)
+
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
 
@@ -388,15 +394,9 @@ class Settings:
 
 _FIELD_TYPES = {f.name: f.type for f in fields(Settings)}
 
-def _hop_runs(s) -> bool:
-    from .retrieve.pipeline import hop_runs
-
-    return hop_runs(s)
-
-
 # settings that act only when another one is set: name -> (does it act under these settings?, what makes it act)
 _ROUTED = (lambda s: s.AGENT_MODE == "routed", 'AGENT_MODE = "routed"')
-_HOP = (_hop_runs, "HOP_K > 0 and the packaged cross-encoder as RERANKER")
+_HOP = (Settings.hop_runs, "HOP_K > 0 and the packaged cross-encoder as RERANKER")
 _EXPLAINS = (lambda s: s.ANSWER_MODE != "quote", 'ANSWER_MODE = "explain" (with "quote" the model is never asked)')
 ACTS_ONLY_WITH = {"HYDE": _ROUTED, "LOST_IN_MIDDLE": _ROUTED, "MAX_STEPS": _ROUTED,
                   **{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")},

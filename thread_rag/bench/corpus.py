@@ -15,7 +15,7 @@ def bench_home(settings: Settings, dataset: str) -> Path:
     s = settings
     from ..ingest.loaders import LOADER_VERSION
 
-    from ..embedder import PACKAGED_MINILM
+    from ..packaged import PACKAGED_MINILM
 
     recipe = f"{s.CHUNK_STRATEGY}-{s.CHUNK_TOKENS}-{s.CHUNK_OVERLAP}-L{LOADER_VERSION}"
     if s.EMBEDDER_MODEL != PACKAGED_MINILM:  # vectors of another embedder live in their own corpus home

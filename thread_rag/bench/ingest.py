@@ -39,7 +39,8 @@ def run_embedders_bench(settings, file: str | None, rounds: int = 3) -> dict:
     """``thread-rag bench embedders``: encode the same chunks with each packaged embedder, alternating A, B, A,
     B, ... so both see the same machine load; chunks/s as indexing encodes (sentence + token vectors), and
     query-encoding latency. The ratio is what decides a default; absolute rates move with the load."""
-    from ..embedder import PACKAGED_BGE, PACKAGED_MINILM, make_embedder
+    from ..embedder import make_embedder
+    from ..packaged import PACKAGED_BGE, PACKAGED_MINILM
     from ..ingest import load_document, make_chunker, text_for_embedding
     from .metrics import percentile
 

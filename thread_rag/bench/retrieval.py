@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ..retrieve.pipeline import NEVER_EXIT, PIPELINES, hop_runs
+from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
 from ..settings import RERANK_CONTEXTS
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
@@ -98,13 +98,13 @@ def default_spec(settings) -> str:
     rest = f"{trunc}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
     depth = "" if s.HOP_DEPTH == 1 else f":d{s.HOP_DEPTH}"  # labels from before HOP_DEPTH stay valid
     rest += (f":h{s.HOP_K}:s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}:x{s.HOP_MAX_TOKENS}{depth}"
-             if hop_runs(s) else ":h0")
+             if s.hop_runs() else ":h0")
     return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}{steps}"
 
 
 def _truncation(s) -> int | None:
     """``RERANK_MAX_TOKENS`` where it applies (the packaged cross-encoder), else None."""
-    from ..onnx_models import PACKAGED
+    from ..packaged import PACKAGED
 
     return s.RERANK_MAX_TOKENS if s.RERANKER.startswith(PACKAGED) else None
 
@@ -120,7 +120,7 @@ def same_config(a: str, b: str, settings) -> bool:
                 s.STAGE3_PRIOR if s.STAGE3_WEIGHT < 1 else None,
                 *((s.RERANK_CONTEXT, s.STAGE3_LEXICAL_FLOOR, _truncation(s)) if PIPELINES[name].rerank
                   else (None, None, None)),
-                *(tuple(getattr(s, n) for n in HOP_SETTINGS) if PIPELINES[name].rerank and hop_runs(s)
+                *(tuple(getattr(s, n) for n in HOP_SETTINGS) if PIPELINES[name].rerank and s.hop_runs()
                   else (0,) + (None,) * (len(HOP_SETTINGS) - 1)),
                 s.QUESTION_STEPS)
 

@@ -249,7 +249,7 @@ class Retriever:
         if pipeline.rerank and cand and not early_exit and self.reranker is not None:
             cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings, pipeline.bm25)
             stages.append("stage3")
-            if hop_runs(s) and k > 1 and len(cand) > 1:
+            if s.hop_runs() and k > 1 and len(cand) > 1:
                 cand, hop_map, picks = self._hop(index, query, cand, final, rows, pipeline, timings, k)
                 stages.append("hop")
         hits = []
@@ -410,14 +410,6 @@ class Retriever:
         if chunks is None:
             raise LibraryChangedError(generations={(serial, generation)})
         return chunks
-
-
-def hop_runs(settings) -> bool:
-    """Whether the second hop runs after stage 3: ``HOP_K`` > 0 and the packaged cross-encoder (its scores are the
-    probabilities ``HOP_MIN_SCORE`` was chosen on, and it truncates the long hop pairs to ``HOP_MAX_TOKENS``)."""
-    from ..onnx_models import PACKAGED
-
-    return settings.HOP_K > 0 and settings.RERANKER.startswith(PACKAGED)
 
 
 def _blend(scores, prior, w: float) -> np.ndarray:

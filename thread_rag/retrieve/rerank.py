@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import ModelUnavailableError
-from ..onnx_models import PACKAGED
+from ..packaged import PACKAGED
 from ..settings import RERANK_CONTEXTS, Settings
 
 
