@@ -430,3 +430,15 @@ def test_ollama_gone_after_the_model_was_made_leaves_the_quote_and_one_line(manu
     assert ans.note.startswith("no explanation: ") and f"Ollama request failed at {host}" in ans.note, ans.note
     with pytest.raises(ThreadRagError, match="Ollama"):
         model.invoke([__import__("langchain_core.messages", fromlist=["HumanMessage"]).HumanMessage("hi")])
+
+
+def test_a_bug_of_ours_in_an_ollama_call_is_not_called_a_server_failure(settings_for, standin):
+    """The model's door turns only the client's own errors into 'Ollama request failed': a keyword the client does not
+    take (a bug on our side) stays a TypeError, not a message that sends the user to the server (review finding)."""
+    from langchain_core.messages import HumanMessage
+
+    from thread_rag.llm.backends import make_chat_model
+
+    m = make_chat_model(settings_for(CHAT_BACKEND="ollama", OLLAMA_HOST=standin))
+    with pytest.raises(TypeError):
+        m.invoke([HumanMessage("hi")], max_tokens=5)

@@ -15,7 +15,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from .errors import ModelUnavailableError
+from .errors import ModelUnavailableError, failing_as
 from .onnx_models import OnnxEncoder  # light: onnxruntime and tokenizers load on first use
 from .packaged import PACKAGED_BGE, PACKAGED_MINILM
 
@@ -25,6 +25,8 @@ BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
 # bench_results/probes/onednn_cache_probe.py). Read by oneDNN at its first kernel, so set before the first encode;
 # a value already in the environment wins.
 ONEDNN_CACHE_CAPACITY = "8"
+
+
 def offline_hub() -> None:
     """Make sure no Hugging Face library tries the network."""
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
@@ -238,7 +240,7 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         import torch
 
-        with torch.inference_mode():
+        with torch.inference_mode(), failing_as(f"the embedder {self.name}", (RuntimeError,)):  # torch's (memory too)
             out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=False,
                                     convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
         return out.float().cpu().numpy().astype(np.float32, copy=False)

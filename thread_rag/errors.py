@@ -6,6 +6,7 @@ Front doors print that line and exit non-zero; they never show a traceback for i
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -87,6 +88,17 @@ class ModelUnavailableError(ThreadRagError):
 class ModelCallError(ThreadRagError):
     """A call to the chat model failed (the backend's own error, named in the message: llama.cpp's, Ollama's
     client's). Raised at the model's door (``llm/backends.py``), so the answer path catches this, never Exception."""
+
+
+@contextlib.contextmanager
+def failing_as(what: str, errors: tuple):
+    """A model runtime's call whose own ``errors`` (llama.cpp's, torch's) become one ModelCallError naming ``what``.
+    Only those types: a bug of ours in the same block (a TypeError, a KeyError) stays what it is."""
+    try:
+        yield
+    except errors as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise ModelCallError(f"{what} failed: {type(exc).__name__}" + (f": {first}" if first else "")) from exc
 
 
 class EmbedderMismatchError(ThreadRagError):

@@ -23,7 +23,7 @@ from typing import Callable
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ..errors import ModelUnavailableError, ThreadRagError
+from ..errors import ModelCallError, ModelUnavailableError, ThreadRagError
 from ..ids import ChunkId
 from ..llm.backends import EmbeddedChatModel, limit
 from ..records import Thread, distinct_names, to_dict
@@ -271,7 +271,8 @@ class Agent:
             quoted = choose(scored, QuoteSettings(margin=s.QUOTE_MARGIN, words=s.QUOTE_WORDS))
             quote = Quote(quote_lines(quoted, sources), best=max((u.score for u in scored), default=None),
                           units=len(scored), reading=quote_lines(reading(scored, quoted, s.EXPLAIN_WORDS), sources))
-        except ModelUnavailableError as exc:  # no cross-encoder: no quote, the explanation reads the sources
+        except (ModelUnavailableError, ModelCallError) as exc:  # no cross-encoder, or it failed: no quote, the
+            # explanation reads the sources
             quote = Quote(note=f"no quote: {exc}")
         quote.seconds = round(time.perf_counter() - t, 3)
         base.update(quote=[to_dict(x) for x in quote.lines], quote_best=None if quote.best is None else round(quote.best, 3),

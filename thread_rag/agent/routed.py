@@ -93,8 +93,8 @@ def route(agent, msgs: list) -> dict:
     schema). Small models pick and fill far better this way than with one schema for everything (measured: see
     bench_results/DETAILS.md)."""
     choice = agent.invoke_json(msgs + [HumanMessage(ROUTE)], tool_choice_schema(ROUTED_TOOLS), max_tokens=24)
-    if not isinstance(choice, dict) or "tool" not in choice:
-        raise ValueError("no 'tool' key")
+    if not isinstance(choice, dict) or not isinstance(choice.get("tool"), str):
+        raise ValueError(f"no tool named: {str(choice)[:80]!r}")
     tool = choice["tool"]
     if tool == "answer" or not ARGS.get(tool):
         return {"tool": tool, "args": {}}

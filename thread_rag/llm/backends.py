@@ -4,9 +4,9 @@
   ``invoke(messages, format=<JSON schema>)`` constrains the output to the schema (grammar).
 - Ollama: ``langchain_ollama.ChatOllama`` with ``num_ctx`` set explicitly so prompts are never
   silently truncated; ``format=<schema>`` works the same way.
-Both are the model's door: a failed call (llama.cpp's own errors; httpx's and ollama's when the server went away) is
-one :class:`~thread_rag.errors.ModelCallError` or ``ModelUnavailableError`` naming what failed, so the answer path
-catches those, not ``Exception``.
+Both are the model's door: a failed call (llama.cpp's runtime errors; httpx's and ollama's when the server went away)
+is one :class:`~thread_rag.errors.ModelCallError` or ``ModelUnavailableError`` naming what failed, so the answer path
+catches those, not ``Exception``; a bug of ours passes through as itself.
 ``make_chat_model`` detects (never assumes) which one to use and ``describe`` says which.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-from ..errors import ModelCallError, ModelUnavailableError, SettingsError, ThreadRagError
+from ..errors import ModelUnavailableError, SettingsError, failing_as
 from .model_files import MODELS, load_llama, load_vocab, model_label
 
 ROLE = {"human": "user", "ai": "assistant", "system": "system", "tool": "user"}
@@ -85,8 +85,9 @@ class EmbeddedChatModel(BaseChatModel):
         return p
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
-        with _model_door("llama.cpp"):
-            r = self.llama.create_chat_completion(**self._params(messages, stop, kwargs))
+        params = self._params(messages, stop, kwargs)
+        with failing_as("llama.cpp", LLAMA_ERRORS):
+            r = self.llama.create_chat_completion(**params)
         text = r["choices"][0]["message"].get("content") or ""
         u = r.get("usage") or {}
         msg = AIMessage(content=text, usage_metadata={"input_tokens": u.get("prompt_tokens", 0),
@@ -95,11 +96,12 @@ class EmbeddedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     def _stream(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
-        with _model_door("llama.cpp"):
-            yield from self._parts(messages, stop, run_manager, kwargs)
+        params = self._params(messages, stop, kwargs)
+        with failing_as("llama.cpp", LLAMA_ERRORS):
+            yield from self._parts(params, run_manager)
 
-    def _parts(self, messages, stop, run_manager, kwargs) -> Iterator[ChatGenerationChunk]:
-        for part in self.llama.create_chat_completion(stream=True, **self._params(messages, stop, kwargs)):
+    def _parts(self, params: dict, run_manager) -> Iterator[ChatGenerationChunk]:
+        for part in self.llama.create_chat_completion(stream=True, **params):
             delta = part["choices"][0].get("delta", {}).get("content") or ""
             if delta:
                 chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
@@ -111,32 +113,33 @@ class EmbeddedChatModel(BaseChatModel):
                     "finish_reason": part["choices"][0]["finish_reason"]}))
 
 
+LLAMA_ERRORS = (RuntimeError, ValueError, OSError)  # what llama.cpp raises when a call fails (context full, decode)
+
+
 @contextlib.contextmanager
-def _model_door(backend: str, host: str = "", model: str = ""):
-    """A model call's own errors as one ThreadRagError: ModelUnavailableError for a server that failed (``host``),
-    ModelCallError for a local runtime's failure. Ours (ThreadRagError), Ctrl-C and a closed stream pass as they are."""
+def _ollama_door(host: str, model: str):
+    """A failed Ollama call (the server gone, an error reply) as one ModelUnavailableError naming the server, as a
+    failed start is. Only the client's own errors: a bug of ours (a TypeError) stays what it is."""
+    import httpx
+    import ollama
+
     try:
         yield
-    except ThreadRagError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the model's door: llama.cpp, httpx and ollama raise their own types
-        if host:
-            raise ollama_error(exc, host, model, instead="CHAT_BACKEND=embedded") from exc
-        raise ModelCallError(f"{backend} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                             .rstrip(": ")) from exc
+    except (httpx.HTTPError, ollama.ResponseError, OSError, ValueError) as exc:
+        raise ollama_error(exc, host, model, instead="CHAT_BACKEND=embedded") from exc
 
 
 def _ollama_chat(**kwargs):
-    """``ChatOllama`` whose failed calls are one ModelUnavailableError naming the server (``_model_door``)."""
+    """``ChatOllama`` whose failed calls are one ModelUnavailableError naming the server (``_ollama_door``)."""
     from langchain_ollama import ChatOllama
 
     class OllamaChat(ChatOllama):
         def _generate(self, *args, **kw):
-            with _model_door("Ollama", self.base_url, self.model):
+            with _ollama_door(self.base_url, self.model):
                 return super()._generate(*args, **kw)
 
         def _stream(self, *args, **kw):
-            with _model_door("Ollama", self.base_url, self.model):
+            with _ollama_door(self.base_url, self.model):
                 yield from super()._stream(*args, **kw)
 
     return OllamaChat(**kwargs)

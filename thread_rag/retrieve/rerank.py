@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import ModelUnavailableError
+from ..errors import ModelUnavailableError, failing_as
 from ..packaged import PACKAGED
 from ..settings import RERANK_CONTEXTS, Settings
 
@@ -126,7 +126,8 @@ class LLMRelevanceReranker:
             prompt = ("<|im_start|>system\nYou judge search results. Answer yes or no.<|im_end|>\n"
                       f"<|im_start|>user\nQuestion: {query}\n\nPassage: {' '.join(p.split()[:220])}\n\n"
                       "Does the passage help answer the question?<|im_end|>\n<|im_start|>assistant\n")
-            r = self.llama.create_completion(prompt, max_tokens=1, temperature=0.0, logprobs=10)
+            with failing_as("the LLM reranker", (RuntimeError, ValueError, OSError)):  # llama.cpp's own errors
+                r = self.llama.create_completion(prompt, max_tokens=1, temperature=0.0, logprobs=10)
             top = (r["choices"][0].get("logprobs") or {}).get("top_logprobs") or [{}]
             yes = sum(math.exp(v) for k, v in top[0].items() if k.strip().lower() == "yes")
             no = sum(math.exp(v) for k, v in top[0].items() if k.strip().lower() == "no")
