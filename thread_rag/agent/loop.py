@@ -42,6 +42,11 @@ from .routed import RoutedTurn
 from .tools import call_tool, describe_outcome, make_tools
 
 
+def reader_name(reader: str | Callable) -> str:
+    """A reader's name in traces and ``mode``: the name given, or a benchmark baseline's function name."""
+    return reader if isinstance(reader, str) else reader.__name__
+
+
 class _GenerationGone(Exception):
     """A document's generation the search ranked was replaced and removed before it was read."""
 
@@ -178,7 +183,7 @@ class Agent:
     # -- the fast path: code jumps and walks, the model reads once -----------------------
     def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float) -> Answer:
         s = self.settings
-        name = reader if isinstance(reader, str) else reader.__name__
+        name = reader_name(reader)
         standalone = self.condense(question)
         calls = 0
         hits = self.engine.retriever.search(standalone, doc_id=doc_id, k=max(s.READ_K, 1)).hits
@@ -315,8 +320,7 @@ class Agent:
         return merged
 
     def _trace_read(self, trace: list, reader: str | Callable, sources: list, t_read: float) -> None:
-        name = reader if isinstance(reader, str) else reader.__name__
-        trace.append({"step": len(trace), "tool": f"read:{name}", "ok": True, "error": None,
+        trace.append({"step": len(trace), "tool": f"read:{reader_name(reader)}", "ok": True, "error": None,
                       "result": [f"[{x.n}] " + x.chunk_ids[0] + (".." + x.chunk_ids[-1] if len(x.chunk_ids) > 1 else "")
                                  for x in sources], "ms": round((time.perf_counter() - t_read) * 1000, 1)})
         self.on_event("tool", trace[-1])
