@@ -45,7 +45,7 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
     def reply(self, messages, kwargs) -> str:
         last = messages[-1].content
         self.calls.append({"last": last[:200], "tail": last[-300:], "format": kwargs.get("format"), "system": messages[0].content,
-                           "stop": kwargs.get("stop")})
+                           "stop": kwargs.get("stop"), "max_tokens": kwargs.get("max_tokens")})
         if messages[0].content == SPLIT_SYSTEM:
             return self.lookups if isinstance(self.lookups, str) else json.dumps({"steps": self.lookups or [last]})
         if messages[0].content == LOOKUP_SYSTEM:
