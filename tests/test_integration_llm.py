@@ -106,7 +106,7 @@ def test_question_steps_with_the_real_model(debian):
 def test_the_usb_question_is_answered_by_the_guide_s_own_command_lines(debian):
     """Issue 43's case: asked how to write the installer to a USB stick, the quote (no model) holds the guide's own
     two command lines, as lines, and names its chunk and page."""
-    from thread_rag.tools import quote_answer
+    from thread_rag.agent.loop import quote_answer
 
     res = quote_answer(debian, "How do I write the installer image to a USB stick from Linux?")
     assert not res["refused"], res

@@ -55,6 +55,7 @@ def test_a_read_only_library_is_searched_fetched_and_listed_and_nothing_is_writt
     """``lost``: the search index and trees were never made (an older library, or deleted): they are built in memory
     from vectors read off a private copy of the chroma folder, removed when the engine closes."""
     from thread_rag import tools
+    from thread_rag.agent.loop import quote_answer
     from thread_rag.engine import Engine
 
     src = tmp_path / "src"
@@ -79,7 +80,7 @@ def test_a_read_only_library_is_searched_fetched_and_listed_and_nothing_is_writt
         assert CountingSummarizer.calls == made and again["windows"][0]["text"] == first["windows"][0]["text"]
         nested = tools.nested_retrieve(e, "how are scanned pages read", limit=3)
         assert nested["hits"]
-        quote = tools.quote_answer(e, "How are scanned pages read?")
+        quote = quote_answer(e, "How are scanned pages read?")
         assert quote["quote"]
         copy = e.store._copy[1].path.parent if e.store._copy else None  # the private copy of the chroma folder
         assert (copy is not None) == (derived == "lost")  # vectors were needed only when the index was lost

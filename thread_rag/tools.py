@@ -74,23 +74,6 @@ def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = Non
     return to_dict(engine.nested.retrieve(query, limit=limit, doc_id=doc_id, offset=offset))
 
 
-def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
-    """The documents' own lines that answer ``question``: the answer path's search, walk and quote, no language model
-    (``ask --quote``; ``ANSWER_MODE = "quote"``). ``refused``: the relevance floor, or no line under the evidence floor
-    (``related``: the nearest lines are then in ``quote``)."""
-    from .agent.loop import Agent
-
-    if not isinstance(question, str) or not question.strip():
-        raise ThreadRagError("question is empty: ask something about the documents")
-    agent = Agent(engine)
-    agent.settings = engine.settings.replace(ANSWER_MODE="quote", CONDENSE_FOLLOWUPS=False, QUESTION_STEPS=0,
-                                             DECIDE=False)  # nothing on this path may call a model
-    ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER)
-    return {"question": question, "answer": ans.answer, "refused": ans.refused, "related": ans.related,
-            "quote": ans.quote, "quote_best": ans.quote_best, "relevance": ans.relevance,
-            "unmentioned": ans.unmentioned, "note": ans.note, "timings": ans.timings}
-
-
 def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, explain: bool = False,
                       explain_limit: int = 10, explain_within: int | None = None, limit: int | None = None) -> dict:
     """Align two documents' chunk threads step by step and label each pair same / changed / only-in-A /

@@ -96,7 +96,7 @@ class Agent:
         self.settings = engine.settings
         self._model = chat_model  # the engine's is reached for at the first call (a bad question is named first)
         self.before_model = before_model
-        self.tools = make_tools(engine)
+        self.tools = make_tools(engine, quote=partial(quote_answer, engine))
         self.history: list[tuple[str, str]] = []  # (question, answer)
         self.on_event = on_event or (lambda kind, data: None)
 
@@ -475,3 +475,18 @@ class Agent:
                       invalid_citations=[], tool_trace=[entry], fallback_used=False, routing_failures=0,
                       backend=self.backend, mode=f"action/{intent.action}",
                       timings={"first_token_s": None, "total_s": round(time.perf_counter() - t0, 3)})
+
+
+def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
+    """The documents' own lines that answer ``question``: the answer path's search, walk and quote, no language model
+    (``ask --quote``; ``ANSWER_MODE = "quote"``). ``refused``: the relevance floor, or no line under the evidence floor
+    (``related``: the nearest lines are then in ``quote``)."""
+    if not isinstance(question, str) or not question.strip():
+        raise ThreadRagError("question is empty: ask something about the documents")
+    agent = Agent(engine)
+    agent.settings = engine.settings.replace(ANSWER_MODE="quote", CONDENSE_FOLLOWUPS=False, QUESTION_STEPS=0,
+                                             DECIDE=False)  # nothing on this path may call a model
+    ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER)
+    return {"question": question, "answer": ans.answer, "refused": ans.refused, "related": ans.related,
+            "quote": ans.quote, "quote_best": ans.quote_best, "relevance": ans.relevance,
+            "unmentioned": ans.unmentioned, "note": ans.note, "timings": ans.timings}

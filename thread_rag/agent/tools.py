@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Optional, get_args
+from typing import Any, Callable, Optional, get_args
 
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -107,7 +107,9 @@ SCHEMAS = {"list_available_documents": NoArgs, "index_new_document": IndexArgs, 
            "compare_documents": CompareArgs, "quote_answer": QuoteArgs}
 
 
-def make_tools(engine) -> dict[str, StructuredTool]:
+def make_tools(engine, quote: Callable | None = None) -> dict[str, StructuredTool]:
+    """The tools over ``engine``; ``quote_answer`` among them when ``quote(question, doc_id=None)`` is given (the
+    answer path's quote, ``agent.loop.quote_answer``: it runs the agent, which is built on these tools)."""
     fns = {
         "list_available_documents": lambda: T.list_available_documents(engine),
         "index_new_document": lambda file_path: T.index_new_document(engine, file_path, restrict=True),
@@ -119,8 +121,9 @@ def make_tools(engine) -> dict[str, StructuredTool]:
             engine, query, limit=limit, doc_id=doc_id, offset=offset),
         "compare_documents": lambda doc_a, doc_b, topic=None, limit=None: T.compare_documents(
             engine, doc_a, doc_b, topic=topic, limit=limit),
-        "quote_answer": lambda question, doc_id=None: T.quote_answer(engine, question, doc_id=doc_id),
     }
+    if quote is not None:
+        fns["quote_answer"] = lambda question, doc_id=None: quote(question, doc_id=doc_id)
     return {name: StructuredTool.from_function(func=fn, name=name, description=DESCRIPTIONS[name],
                                                args_schema=SCHEMAS[name]) for name, fn in fns.items()}
 

@@ -48,9 +48,9 @@ def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> di
 
 
 def _refused(engine, texts: list[str]) -> list[bool]:
-    from .. import tools
+    from ..agent.loop import quote_answer
 
-    return [bool(tools.quote_answer(engine, t)["refused"]) for t in texts]
+    return [bool(quote_answer(engine, t)["refused"]) for t in texts]
 
 
 def kendall(a: list[float], b: list[float]) -> float | None:
@@ -235,5 +235,5 @@ def _refusals(engine, ds, name: str, split: str, limit: int, seed: int, synth: l
     out["seconds"] = round(time.perf_counter() - t, 1)
     if not near:
         out["note"] = "every question's gold document is in the shrunk corpus: no in-domain unanswerable questions"
-    out["path"] = "tools.quote_answer (the answer path in quote mode: relevance floor, then QUOTE_MIN)"
+    out["path"] = "agent.loop.quote_answer (the answer path in quote mode: relevance floor, then QUOTE_MIN)"
     return out

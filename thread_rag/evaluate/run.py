@@ -253,11 +253,10 @@ def _model(engine):
 
 def _answerer(engine, mode: str):
     """``answer(text) -> dict``: the quote path with no model (``quote``), or the whole answer as ``ask`` gives it."""
-    from .. import tools
+    from ..agent.loop import Agent, quote_answer
 
     if mode == "quote":
-        return lambda text: tools.quote_answer(engine, text)
-    from ..agent.loop import Agent
+        return lambda text: quote_answer(engine, text)
 
     engine.chat_model  # the model loads now, or its one line is the error before any search
     agent = Agent(engine)
