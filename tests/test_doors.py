@@ -917,3 +917,34 @@ def test_every_command_of_the_parser_has_one_function_in_the_table():
     bench = cli.build_parser().commands["bench"]
     kinds = next(a.choices for a in bench._actions if a.dest == "kind")
     assert set(kinds) == set(bench_cli.KINDS)  # and every benchmark kind likewise
+
+
+def test_preheat_counts_a_model_failure_and_lets_a_bug_surface_keeping_what_it_made(manual_engine):
+    """A summarizer's model failing on one chunk is one error line and the run goes on; a bug of ours (a TypeError)
+    is not counted as a summary that failed: it surfaces (the door prints it, with --debug its traceback), and the
+    summaries made before it are kept."""
+    from thread_rag.errors import ModelCallError
+    from thread_rag.threads.preheat import preheat
+    from thread_rag.threads.summary_cache import SummaryCache
+
+    class Flaky:
+        id = "flaky-v1"
+
+        def __init__(self, fail):
+            self.fail, self.calls = fail, 0
+
+        def summarize(self, text, heading=""):
+            self.calls += 1
+            if self.calls == 2:
+                raise self.fail
+            return text.split(".")[0][:60]
+
+    e = manual_engine
+    r = preheat(e.library, lambda: Flaky(ModelCallError("llama.cpp failed: out of memory")), e.settings.cache_path,
+                "DOC4")
+    assert r.failed == 1 and r.errors[0].endswith("llama.cpp failed: out of memory") and r.made >= 1
+    cache = e.settings.cache_path / "bug"
+    with pytest.raises(TypeError, match="a bug"):
+        preheat(e.library, lambda: Flaky(TypeError("a bug")), cache, "DOC4")
+    rec, first = e.library.document("DOC4"), e.thread("DOC4").chunks[0]
+    assert SummaryCache(cache).get(rec.content_hash, "flaky-v1", first.text) is not None  # made before the bug

@@ -117,29 +117,30 @@ LLAMA_ERRORS = (RuntimeError, ValueError, OSError)  # what llama.cpp raises when
 
 
 @contextlib.contextmanager
-def _ollama_door(host: str, model: str):
+def ollama_door(host: str, model: str, instead: str = "CHAT_BACKEND=embedded"):
     """A failed Ollama call (the server gone, an error reply) as one ModelUnavailableError naming the server, as a
-    failed start is. Only the client's own errors: a bug of ours (a TypeError) stays what it is."""
+    failed start is, and ``instead``, the setting that does without Ollama. Only the client's own errors: a bug of
+    ours (a TypeError) stays what it is."""
     import httpx
     import ollama
 
     try:
         yield
     except (httpx.HTTPError, ollama.ResponseError, OSError, ValueError) as exc:
-        raise ollama_error(exc, host, model, instead="CHAT_BACKEND=embedded") from exc
+        raise ollama_error(exc, host, model, instead=instead) from exc
 
 
 def _ollama_chat(**kwargs):
-    """``ChatOllama`` whose failed calls are one ModelUnavailableError naming the server (``_ollama_door``)."""
+    """``ChatOllama`` whose failed calls are one ModelUnavailableError naming the server (``ollama_door``)."""
     from langchain_ollama import ChatOllama
 
     class OllamaChat(ChatOllama):
         def _generate(self, *args, **kw):
-            with _ollama_door(self.base_url, self.model):
+            with ollama_door(self.base_url, self.model):
                 return super()._generate(*args, **kw)
 
         def _stream(self, *args, **kw):
-            with _ollama_door(self.base_url, self.model):
+            with ollama_door(self.base_url, self.model):
                 yield from super()._stream(*args, **kw)
 
     return OllamaChat(**kwargs)

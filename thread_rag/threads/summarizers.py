@@ -111,15 +111,13 @@ class OllamaSummarizer:
         self.id = f"ollama-v1:{self.model}:{self.max_words}"
 
     def summarize(self, text: str, heading: str = "") -> str:
-        from .. llm.backends import ollama_error
+        from ..llm.backends import ollama_door
 
-        try:
-            r = self.client.chat(model=self.model, messages=[
-                {"role": "system", "content": "You write one-sentence summaries."},
-                {"role": "user", "content": PROMPT.format(n=self.max_words, heading=heading or "-", text=text)}],
-                options={"temperature": 0, "num_ctx": self.num_ctx, "num_predict": self.max_words * 2})
-        except Exception as exc:  # noqa: BLE001
-            raise ollama_error(exc, self.host, self.model, instead="SUMMARY_BACKEND=extractive") from None
+        messages = [{"role": "system", "content": "You write one-sentence summaries."},
+                    {"role": "user", "content": PROMPT.format(n=self.max_words, heading=heading or "-", text=text)}]
+        options = {"temperature": 0, "num_ctx": self.num_ctx, "num_predict": self.max_words * 2}
+        with ollama_door(self.host, self.model, instead="SUMMARY_BACKEND=extractive"):
+            r = self.client.chat(model=self.model, messages=messages, options=options)
         return _clean_llm(r["message"]["content"] or "", self.max_words)
 
 
