@@ -13,6 +13,7 @@ import pytest
 from conftest import DOCS
 from fakes import ScriptedChatModel
 from thread_rag.agent.loop import Agent
+from thread_rag.embedder import cpu_has_bf16
 from thread_rag.settings import Settings, load_settings
 
 TESTS = Path(__file__).parent
@@ -86,7 +87,8 @@ ANSWER = {"READER": ("windows", {}), "WALK_MAX": (0, {}), "WALK_QUERY_MIN": (0.9
           "QUOTE_MARGIN": (0.2, {}), "QUOTE_TOKENS": (16, {}), "EXPLAIN_WORDS": (600, {}), "READ_K": (1, {}),
           "READ_BUDGET": (200, {}), "WALK_THRESHOLD": (0.95, {}), "RELEVANCE_MIN": (0.9, {}), "MATCH_MIN": (0.9, {}),
           "MAX_ANSWER_TOKENS": (50, {})}
-PARTS = {"EMBEDDER_DTYPE": ("bfloat16", {}), "EMBED_BATCH": (4, {}), "TORCH_THREADS": (1, {}),
+# EMBEDDER_DTYPE "auto" is bfloat16 on a CPU with BF16, else float32: moved to the other one
+PARTS = {"EMBEDDER_DTYPE": ("float32" if cpu_has_bf16() else "bfloat16", {}), "EMBED_BATCH": (4, {}), "TORCH_THREADS": (1, {}),
          "LLM_THREADS": (1, {}), "LLM_BATCH": (64, {}), "TEMPERATURE": (0.7, {}), "SHARED_DATA": ("/nonexistent", {}),
          "NESTED": (False, {}), "CONDENSE_FOLLOWUPS": (False, {}),
          "HYDE": (True, {"AGENT_MODE": "routed"}), "LOST_IN_MIDDLE": (True, {"AGENT_MODE": "routed"}),
