@@ -157,46 +157,63 @@ def path_checks(settings, env=None) -> list[dict]:
 
 
 def store_checks(settings) -> list[dict]:
-    """Chroma and store consistency, for a store that exists; nothing is opened (so nothing made) otherwise."""
-    home = settings.home
-    host = settings.CHROMA_HOST.strip() or None
-    library = home / "chroma" / "library.json"
-    from .engine import holds_library
-
-    has_store = holds_library(home)
-    out = []
+    """Chroma and store consistency, for a store that exists; nothing is opened (so nothing made) otherwise. Each
+    step adds its rows and says whether the next can run (a store that did not open is not checked further)."""
+    home, host = settings.home, settings.CHROMA_HOST.strip() or None
+    out: list[dict] = []
 
     def add(name, ok, detail, fix=""):
         out.append({"check": name, "ok": bool(ok), "detail": detail, "fix": "" if ok else fix})
 
     if host:
-        from .store.chunk_store import is_loopback
+        _chroma_access(settings, host, add)
+    for step in (_no_store_yet, _catalog, _chroma_opens, _consistency):
+        if not step(settings, home, host, add):
+            break
+    return out
 
-        open_door = not is_loopback(host) and not settings.CHROMA_TOKEN.strip()  # only CHROMA_INSECURE lets it be
-        add("chroma access", not open_door,
-            f"{host}: another machine, reached with no token (CHROMA_INSECURE): anyone who reaches it reads, changes "
-            f"or deletes every library on it" if open_door else
-            f"{host}: " + ("this machine (loopback)" if is_loopback(host) else "a token is sent (CHROMA_TOKEN)"),
-            "put the server behind a proxy that checks a token and set CHROMA_TOKEN, or reach it through an SSH tunnel")
-    # a data dir with no library on the server yet: opening it would record one, so only ask the server
+
+def _chroma_access(settings, host: str, add) -> None:
+    from .store.chunk_store import is_loopback
+
+    open_door = not is_loopback(host) and not settings.CHROMA_TOKEN.strip()  # only CHROMA_INSECURE lets it be
+    add("chroma access", not open_door,
+        f"{host}: another machine, reached with no token (CHROMA_INSECURE): anyone who reaches it reads, changes "
+        f"or deletes every library on it" if open_door else
+        f"{host}: " + ("this machine (loopback)" if is_loopback(host) else "a token is sent (CHROMA_TOKEN)"),
+        "put the server behind a proxy that checks a token and set CHROMA_TOKEN, or reach it through an SSH tunnel")
+
+
+def _no_store_yet(settings, home: Path, host: str | None, add) -> bool:
+    """No store here, or a data dir with no library on the server yet (opening it would record one, so only the
+    server is asked): said, and nothing more to check."""
+    from .engine import holds_library
+
+    library = home / "chroma" / "library.json"
     no_library = bool(host) and not library.exists() and not (home / "chroma" / "chroma.sqlite3").exists()
-    if not has_store or no_library:
-        if host:
-            try:
-                from .store.chunk_store import _heartbeat, auth_headers, parse_chroma_host
+    if holds_library(home) and not no_library:
+        return True
+    if host:
+        try:
+            from .store.chunk_store import _heartbeat, auth_headers, parse_chroma_host
 
-                h, port, ssl = parse_chroma_host(host)
-                url = f"{'https' if ssl else 'http'}://{h}:{port}"
-                _heartbeat(url, headers=auth_headers(settings.CHROMA_TOKEN))
-                add("chroma", True, f"{url}: answers; no library for this data dir yet (made on first index)")
-            except Exception as exc:  # noqa: BLE001
-                add("chroma", False, str(exc), "start the Chroma server (`chroma run`), or unset CHROMA_HOST")
-        else:
-            add("chroma", True, f"{home / 'chroma'}: no store yet (made on first index)")
-        add("store consistency", True, "no documents indexed yet")
-        return out
+            h, port, ssl = parse_chroma_host(host)
+            url = f"{'https' if ssl else 'http'}://{h}:{port}"
+            _heartbeat(url, headers=auth_headers(settings.CHROMA_TOKEN))
+            add("chroma", True, f"{url}: answers; no library for this data dir yet (made on first index)")
+        except Exception as exc:  # noqa: BLE001 - the doctor's door: any failure to reach the server is its line
+            add("chroma", False, str(exc), "start the Chroma server (`chroma run`), or unset CHROMA_HOST")
+    else:
+        add("chroma", True, f"{home / 'chroma'}: no store yet (made on first index)")
+    add("store consistency", True, "no documents indexed yet")
+    return False
+
+
+def _catalog(settings, home: Path, host: str | None, add) -> bool:
+    """The catalog read as plain JSON (opening the Catalog would set a corrupt file aside), a log kept from a mend,
+    and a local store the catalog names documents of but that holds none."""
     cat, named = home / "catalog.json", 0
-    if cat.exists():  # read as plain JSON: opening the Catalog would set a corrupt file aside
+    if cat.exists():
         try:
             from .store.catalog import checked_snapshot, read_log
 
@@ -206,12 +223,12 @@ def store_checks(settings) -> list[dict]:
         except CorruptFileError as exc:  # a line of the log (its message names the file and the line)
             what, _, fix = str(exc).partition("; ")
             add("catalog", False, what, fix or "restore the data dir from a backup")
-            return out
+            return False
         except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError) as exc:
             add("catalog", False, f"{cat} is unreadable ({exc.__class__.__name__})",
                 "run `thread-rag doctor --repair` (it rebuilds the catalog from catalog.log if the log holds its "
                 "whole history), restore a good catalog.json, or move the data dir away and index again")
-            return out
+            return False
     from .store.catalog import kept_logs
 
     for kept in kept_logs(home)[-1:]:
@@ -225,14 +242,19 @@ def store_checks(settings) -> list[dict]:
             "run `thread-rag doctor --repair` (indexes them again from their files), or restore the data dir's "
             "chroma folder")
         add("store consistency", not named, "nothing stored yet", "see the message above")
-        return out
+        return False
+    return True
+
+
+def _chroma_opens(settings, home: Path, host: str | None, add) -> bool:
+    cat = home / "catalog.json"
     try:
         from .atomic import read_only
         from .store.chunk_store import ChunkStore
         from .store.read_only_store import ReadOnlyChunkStore
 
         if host is None and not (home / "chroma").is_dir():
-            raise FileNotFoundError(f"{home / 'chroma'} is missing but {home / 'catalog.json'} exists")
+            raise FileNotFoundError(f"{home / 'chroma'} is missing but {cat} exists")
         store = (ReadOnlyChunkStore(home / "chroma") if host is None and read_only(home) else
                  ChunkStore(home / "chroma", host=host, token=settings.CHROMA_TOKEN))
         n = store.count()
@@ -242,16 +264,21 @@ def store_checks(settings) -> list[dict]:
         store.close()
         if host and cat.exists():
             add("catalog", True, f"{cat} moves to the server on the next command that opens the library")
-            return out
-    except Exception as exc:  # noqa: BLE001
+            return False
+    except Exception as exc:  # noqa: BLE001 - the doctor's door: whatever stops Chroma opening is its line
         add("chroma", False, str(exc), f"check permissions of {home}")
         add("store consistency", False, "not checked: the store did not open (see chroma)",
             "fix what the chroma line names first")
-        return out  # an Engine opening it again fails inside Chroma's half-made client
+        return False  # an Engine opening it again fails inside Chroma's half-made client
+    return True
+
+
+def _consistency(settings, home: Path, host: str | None, add) -> bool:
+    """The store opened as it is, without finishing interrupted writes (the doctor only reports), checked whole."""
     from .engine import Engine
 
     class LookingEngine(Engine):
-        """An Engine that opens the store without finishing interrupted writes: the doctor only reports."""
+        """An Engine that opens the store without finishing interrupted writes."""
 
         LOOKING = True
 
@@ -272,10 +299,11 @@ def store_checks(settings) -> list[dict]:
         add("store consistency", not problems, detail, "run `thread-rag doctor --repair` (rebuilds from the stored chunks, "
             "indexes documents whose chunks the store lost again from their files, removes orphans); a document it "
             "cannot repair is named with what to do")
-        out.append(source_files_check(e.own_documents()))
-    except Exception as exc:  # noqa: BLE001
+        row = source_files_check(e.own_documents())
+        add(row["check"], row["ok"], row["detail"], row["fix"])
+    except Exception as exc:  # noqa: BLE001 - the doctor's door: a store that fails its check is its line
         add("store consistency", False, str(exc), "see the message above")
-    return out
+    return True
 
 
 def source_files_check(docs) -> dict:
