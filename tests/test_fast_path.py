@@ -794,3 +794,37 @@ def test_the_walk_leaves_no_hole_when_the_budget_cuts_it():
                        walk_query_min=0.2)
     kept = [cid for s in got for cid in s.chunk_ids]
     assert kept == ["DOC1_000", "DOC1_001"], kept  # not DOC1_000 + DOC1_002 (a hole at step two)
+
+
+@needs_shared
+def test_on_a_real_guide_no_reader_exceeds_its_budget_and_the_walk_leaves_no_hole(debian_library, embedder):
+    """Issue 46's reading: on the Debian guide's numbered procedures, the text each shipped reader gives the model
+    (chunks, and a window's neighbour summaries) fits READ_BUDGET, LLM tokens of source text, and the walk's sources
+    are runs of neighbouring chunks (no step left out between two it kept), at the default budget and a tight one.
+    The windows reader's summaries were not counted (1,082 tokens against 900), nor a nested passage longer than the
+    budget (1,164)."""
+    from thread_rag.engine import Engine
+    from thread_rag.ids import ChunkId
+
+    settings, _ = debian_library
+    questions = ["How do I write the installer image to a USB stick from Linux?",
+                 "How do I set up encrypted LVM during partitioning?",
+                 "How do I load missing firmware during the installation?",
+                 "How do I verify the checksums of downloaded installation images?"]
+    with Engine(settings, embedder=embedder) as e:
+        model = ScriptedChatModel()
+        model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+        agent = Agent(e, chat_model=model)
+        for budget in (settings.READ_BUDGET, 450):
+            agent.settings = settings.replace(READ_BUDGET=budget)
+            for q in questions:
+                hits = e.retriever.search(q, k=3).hits
+                qvec = e.query_embedder.embed_queries([q])[0]
+                for reader in ("walk", "windows", "nested"):
+                    sources = agent.read(reader, q, hits, qvec)
+                    assert sources and sum(agent._count(s.text) for s in sources) <= budget, (reader, budget, q)
+                    assert all(s.tokens == agent._count(s.render()) for s in sources)
+                    if reader == "walk":
+                        for s in sources:
+                            positions = [ChunkId.parse(c).position for c in s.chunk_ids]
+                            assert positions == list(range(positions[0], positions[0] + len(positions))), s.chunk_ids

@@ -396,7 +396,8 @@ class Agent:
                                 frame=partial(self._neighbour_summary, thread_of) if reader == "windows" else None)
         if reader == "nested":
             res = e.nested.retrieve(query, limit=s.READ_K, doc_id=doc_id)
-            return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET)
+            return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET,
+                                  best=lambda ids: closest(e.retriever.index, qvec, ids)[0])
         raise ThreadRagError(f"unknown reader {reader!r} ({', '.join(READERS)})")
 
     def _neighbour_summary(self, thread_of: Callable, chunk, step: int) -> str:

@@ -88,8 +88,7 @@ def walk_sources(hits: list, k: int, thread_of: Callable, index, qvec: np.ndarra
                 prio = min(q_sim, picked[(serial, pos)] - 1e-6)
                 pos += step
                 picked[(serial, pos)] = max(picked.get((serial, pos), -99.0), prio)
-    kept = fit_budget(picked, thread_of, count, budget)
-    return number(as_sources(kept, order, thread_of, count, frame))
+    return number(fit_sources(picked, order, thread_of, count, budget, frame))
 
 
 ENTRY = 1000.0  # an entry chunk's priority before its rank; neighbours score a cosine (<= 1) or a negative distance
@@ -123,6 +122,23 @@ def fit_budget(picked: dict, thread_of: Callable, count: Callable[[str], int], b
     return kept
 
 
+def fit_sources(picked: dict, order: list, thread_of: Callable, count: Callable[[str], int], budget: int,
+                frame=None) -> list[Source]:
+    """The sources of the chunks that fit ``budget``, LLM tokens of the text they read (``READ_BUDGET``): the chunks
+    joined and, in a window, the neighbours' summaries (a source's numbered header is not counted). Chunks are taken
+    by priority on their own texts (``fit_budget``); while the sources' texts are over, the kept chunk of lowest
+    priority at the end of a run goes (the far end of a walk first, never one between two kept), down to the first
+    entry chunk, which stays whatever its size."""
+    kept = fit_budget(picked, thread_of, count, budget)
+    sources = as_sources(kept, order, thread_of, count, frame)
+    while len(kept) > 1 and sum(count(s.text) for s in sources) > budget:
+        first = max(kept, key=lambda x: picked[x])
+        ends = [x for x in kept if x != first and ((x[0], x[1] - 1) not in kept or (x[0], x[1] + 1) not in kept)]
+        kept.discard(min(ends, key=lambda x: picked[x]))
+        sources = as_sources(kept, order, thread_of, count, frame)
+    return sources
+
+
 def as_sources(kept: set, order: list, thread_of: Callable, count: Callable[[str], int], frame=None) -> list[Source]:
     """Consecutive kept chunks as one source each, ordered by their first entry chunk's rank."""
     runs: list[list[tuple[int, int]]] = []
@@ -141,15 +157,40 @@ def as_sources(kept: set, order: list, thread_of: Callable, count: Callable[[str
     return out
 
 
-def nested_sources(hits: list, thread_of: Callable, count: Callable[[str], int], budget: int) -> list[Source]:
-    """``nested_retrieve`` passages as sources, best first, while they fit the budget."""
+def nested_sources(hits: list, thread_of: Callable, count: Callable[[str], int], budget: int,
+                   best: Callable[[list], str | None] | None = None) -> list[Source]:
+    """``nested_retrieve`` passages as sources, best first, while their texts fit the budget; a passage too long for
+    what is left is cut to the run of its chunks around its best one (``best(chunk_ids)``, the chunk nearest the question)
+    that fits; the first passage keeps at least that chunk."""
     out, used = [], 0
     for h in hits:
         ids = [ChunkId.parse(c) for c in h.chunk_ids]
         thread = thread_of(ids[0].serial)
-        src = source_of([thread.chunks[c.position] for c in ids], thread.record.name, "entry", count)
-        if out and used + src.tokens > budget:
-            continue
-        out.append(src)
-        used += src.tokens
+        chunks = [thread.chunks[c.position] for c in ids]
+        src = source_of(chunks, thread.record.name, "entry", count)
+        if used + count(src.text) > budget:
+            src = _cut(chunks, thread.record.name, count, budget - used, best, keep=not out)
+        if src is not None:
+            out.append(src)
+            used += count(src.text)
     return number(out)
+
+
+def _cut(chunks: list, name: str, count: Callable[[str], int], room: int, best, keep: bool) -> Source | None:
+    """The longest run of ``chunks`` around the best one whose text fits ``room`` (grown one chunk at a time, the
+    next one first); the best chunk alone when nothing fits and ``keep``, else None."""
+    ids = [c.chunk_id for c in chunks]
+    found = best(ids) if best else None
+    lo = hi = ids.index(found) if found in ids else 0
+    src = source_of(chunks[lo:hi + 1], name, "entry", count)
+    if count(src.text) > room:
+        return src if keep else None
+    while True:
+        for a, b in ((lo, hi + 1), (lo - 1, hi)):
+            if a >= 0 and b < len(chunks):
+                grown = source_of(chunks[a:b + 1], name, "entry", count)
+                if count(grown.text) <= room:
+                    lo, hi, src = a, b, grown
+                    break
+        else:
+            return src

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..agent.answer import Source, number
-from ..agent.reading import entry_chunks, fit_budget, as_sources, source_of
+from ..agent.reading import entry_chunks, fit_sources, source_of
 from ..ids import ChunkId
 
 
@@ -36,7 +36,7 @@ def sentence_window(hits: list, k: int, thread_of: Callable, count: Callable[[st
             for p in (pos - step, pos + step):
                 if 0 <= p < n:
                     picked[(serial, p)] = max(picked.get((serial, p), -99.0), -step - rank / 100)
-    return number(as_sources(fit_budget(picked, thread_of, count, budget), order, thread_of, count))
+    return number(fit_sources(picked, order, thread_of, count, budget))
 
 
 PARENT_WORDS = 1000
@@ -62,7 +62,7 @@ def parent_doc(hits: list, k: int, thread_of: Callable, count: Callable[[str], i
         a, b = next(blk for blk in parent_blocks(thread_of(serial).chunks, words) if blk[0] <= pos <= blk[1])
         for p in range(a, b + 1):
             picked[(serial, p)] = max(picked.get((serial, p), -99.0), -abs(p - pos) - rank / 100)
-    return number(as_sources(fit_budget(picked, thread_of, count, budget), order, thread_of, count))
+    return number(fit_sources(picked, order, thread_of, count, budget))
 
 
 BASELINES = {"topk": topk, "sentence_window": sentence_window, "parent_doc": parent_doc}
