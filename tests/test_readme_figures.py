@@ -59,6 +59,21 @@ PAGES = {
         (GROUNDING, [["configs", "explain", "prompt_tokens_mean"], ["configs", "sources", "prompt_tokens_mean"],
                      ["configs", "explain", "first_token_s_median"], ["configs", "sources", "first_token_s_median"]],
          "reads {:.1f} prompt tokens instead of {} and starts after a median {} s instead of\n  {} s"),
+        ("grounding-musique.json", [["configs", "explain", "shown_recall"], ["configs", "sources", "model_recall"],
+                                    ["configs", "explain", "shown_recall_minus_sources_ci95", 0],
+                                    ["configs", "explain", "shown_recall_minus_sources_ci95", 1],
+                                    ["configs", "explain", "model_recall"],
+                                    ["configs", "explain", "model_recall_minus_sources_ci95", 0],
+                                    ["configs", "explain", "model_recall_minus_sources_ci95", 1]],
+         "holds gold-token recall {} against {} for the old answer (paired 95% CI of the difference {} to\n  {}); "
+         "the explanation alone {} (CI {} to {}:"),
+        ("grounding-musique.json", [["configs", "explain", "prompt_tokens_mean"], ["configs", "sources", "prompt_tokens_mean"],
+                                    ["configs", "explain", "first_token_s_median"],
+                                    ["configs", "sources", "first_token_s_median"],
+                                    ["configs", "explain", "unsupported_spans"], ["configs", "explain", "checked_spans"],
+                                    ["configs", "sources", "unsupported_spans"], ["configs", "sources", "checked_spans"]],
+         "reads {:.1f} prompt tokens instead of {:.1f} and starts after a median {} s instead of {} s (both in one run,\n"
+         "  interleaved, part of it beside other work on the CPU); {} of its {} checkable spans and {} of the old answers' {}"),
         ("grounding-spans.json", [["sets", "aws-docs-qa", c, k] for c in ("sources", "explain")
                                   for k in ("unsupported_spans", "checked_spans")],
          "{} of the old answers' {} checkable spans were not in their sources, {} of the explanation's {}."),
