@@ -13,7 +13,9 @@ The sample: every Debian answer, and a seeded draw of 20 aws-docs-qa answers (ex
 alike, refusals left out), drawn before any label was written. The fresh sample (``fresh``, 2026-12-05): a seeded draw
 of 60 of the other aws-docs-qa answers, none of them in the first sample, drawn after the checker's last change (the
 one the first sample's miss led to), so its labels judge a checker nobody fitted to them. Only the sets whose grounding run has model answers are
-read (the leval-legal and musique runs of 2026-12-04 measured the quote alone).
+read (the leval-legal run measured the quote alone). Both samples were drawn from the aws-docs-qa run of 2026-12-04,
+kept as grounding-aws-docs-qa-2026-12-04.json since the run of 2026-12-05 (today's code) replaced it; ``recheck``
+reads the current runs.
 """
 import json
 import random
@@ -76,8 +78,12 @@ def checked(answer: str, srcs: list) -> dict:
             "citations_held": citations_hold(answer, {x.n: x.text for x in srcs})}
 
 
-def rows(name: str) -> dict:
-    d = json.loads(Path(f"bench_results/grounding-{name}.json").read_text())
+SAMPLED = {"aws-docs-qa": "grounding-aws-docs-qa-2026-12-04.json"}  # the runs the hand-labelled samples drew from
+
+
+def rows(name: str, sampled: bool = False) -> dict:
+    d = json.loads(Path("bench_results", SAMPLED.get(name, f"grounding-{name}.json") if sampled
+                        else f"grounding-{name}.json").read_text())
     return {c: [r for r in d["rows"].get(c, []) if not r["refused"]] for c in ("explain", "sources")}
 
 
@@ -109,7 +115,7 @@ def sample() -> list[dict]:
     items = []
     for name in SETS:
         engine, questions = eng[name]
-        rs = [r for c in ("explain", "sources") for r in rows(name)[c] if r["text"].strip()]
+        rs = [r for c in ("explain", "sources") for r in rows(name, sampled=True)[c] if r["text"].strip()]
         for r in (rs if name == "debian" else rng.sample(rs, DRAW[name])):
             srcs = sources(engine, r["read"])
             items.append({"id": f"{name}:{r['qid']}:{r['config']}", "question": r.get("question") or questions[r["qid"]],
@@ -122,7 +128,7 @@ def fresh(n: int = 60) -> list[dict]:
     first = {json.loads(line)["id"] for line in Path("bench_results/checker-labels/sample.jsonl").read_text().splitlines()
              if line.strip()}
     engine, questions = engines()["aws-docs-qa"]
-    rs = [r for c in ("explain", "sources") for r in rows("aws-docs-qa")[c] if r["text"].strip()]
+    rs = [r for c in ("explain", "sources") for r in rows("aws-docs-qa", sampled=True)[c] if r["text"].strip()]
     rs = [r for r in rs if f"aws-docs-qa:{r['qid']}:{r['config']}" not in first]
     out = []
     for r in random.Random(4302).sample(rs, min(n, len(rs))):
