@@ -828,3 +828,15 @@ def test_on_a_real_guide_no_reader_exceeds_its_budget_and_the_walk_leaves_no_hol
                         for s in sources:
                             positions = [ChunkId.parse(c).position for c in s.chunk_ids]
                             assert positions == list(range(positions[0], positions[0] + len(positions))), s.chunk_ids
+
+
+def test_an_answer_citing_nothing_is_matched_to_what_it_read(manual_engine):
+    """The model cites no source and names none when asked: each sentence is matched to the chunk it read most like it
+    (marked inferred). The match lived on the routed turn after the split, and this path raised AttributeError
+    ('Agent' object has no attribute '_attribute'), found by `bench grounding` on aws-docs-qa."""
+    said = "Run thread-rag preheat to summarise every chunk of a document ahead of time."
+    agent, model = agent_with(manual_engine, answer=lambda m: said, sources=[])
+    ans = agent.ask("how do I pre-heat summaries?")
+    assert not ans.refused and ans.citations and all(c.inferred for c in ans.citations)
+    read = {c for s in ans.sources for c in s["chunk_ids"]}
+    assert {c.chunk_id for c in ans.citations} <= read

@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from ..errors import ChunkIdError
 from ..ids import ChunkId
 from ..llm.backends import limit
+from .result import Citation
 
 ANSWER_PROMPT = """Answer the question from the numbered sources below.
 - Use only facts stated in the sources; never invent steps, values or commands.
@@ -317,3 +318,25 @@ class HoldBack:
         if self.on_token and self.shown < len(self.text):
             self.on_token(self.text[self.shown:])
             self.shown = len(self.text)
+
+
+def matched_citations(text: str, windows: list[dict], already: set, chunk_of: Callable, embed: Callable) -> list:
+    """Citations the model did not write: each answer sentence (of 4+ words) matched to the most similar chunk it
+    was given (``windows``: dicts with ``chunk_ids``, ``doc_id``, ``doc_name``; embedder cosine >= 0.5), each chunk
+    once and none of ``already``; marked ``inferred``. ``chunk_of(id)``: the chunk; ``embed(texts)``: unit vectors."""
+    said = [x.strip() for x in sentences(text) if len(x.split()) >= 4]
+    chunk_ids = [c for w in windows for c in w["chunk_ids"]]
+    if not said or not chunk_ids:
+        return []
+    chunks = [chunk_of(c) for c in chunk_ids]
+    sims = embed(said) @ embed([c.text for c in chunks]).T
+    out, seen = [], set(already)
+    by_chunk = {c: w for w in windows for c in w["chunk_ids"]}
+    for row in sims:
+        j = int(row.argmax())
+        cid = chunk_ids[j]
+        if row[j] >= 0.5 and cid not in seen:
+            seen.add(cid)
+            w = by_chunk[cid]
+            out.append(Citation(cid, w["doc_id"], w["doc_name"], chunks[j].pages_label, inferred=True))
+    return out

@@ -31,8 +31,8 @@ from ..retrieve.pipeline import plain_query
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from .answer import (DECIDE_SCHEMA, HoldBack, Source, answer_messages, ask_sources, cited_text, decide_messages,
-                     holding_chunks, parse_json_lenient, quote_sources, said_not_in_docs, stream_answer,
-                     written_citations)
+                     holding_chunks, matched_citations, parse_json_lenient, quote_sources, said_not_in_docs,
+                     stream_answer, written_citations)
 from .check import CheckedStream, SourceText, citations_hold, unsupported
 from .quote import Quote, QuoteSettings, choose, quote_lines, reading, score_units
 from .intent import recognise
@@ -422,7 +422,7 @@ class Agent:
         cites = self._cite([x for n in nums for x in sources if x.n == n], text, how)
         if not cites:
             windows = [{"chunk_ids": x.chunk_ids, "doc_id": x.doc_id, "doc_name": x.doc_name} for x in sources]
-            cites = self._attribute(text, windows, set())
+            cites = matched_citations(text, windows, set(), self.engine.chunk, self.engine.embedder.embed)
         return cites, invalid, calls
 
     def _cite(self, cited: list, answer: str, how: str) -> list[Citation]:

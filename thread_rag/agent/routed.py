@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from ..errors import ThreadRagError
 from ..llm.backends import limit
 from ..records import distinct_names, to_dict
-from .answer import HoldBack, cited_ids, said_not_in_docs, sentences, stream_answer
+from .answer import HoldBack, cited_ids, matched_citations, said_not_in_docs, stream_answer
 from .reading import best_similarity
 from .result import REFUSAL, Answer, Citation
 from .tools import call_tool, compact, tool_args_schema, tool_choice_schema
@@ -272,28 +272,6 @@ class RoutedTurn:
         cited = [Citation(cid, by_chunk[cid]["doc_id"], by_chunk[cid]["doc_name"], self.engine.chunk(cid).pages_label)
                  for cid in ids]
         if not refused:
-            cited.extend(self._attribute(text, windows, {c.chunk_id for c in cited}))
+            cited.extend(matched_citations(text, windows, {c.chunk_id for c in cited}, self.engine.chunk,
+                                            self.engine.embedder.embed))
         return cited, invalid
-
-    def _attribute(self, text: str, windows: list[dict], already: set) -> list:
-        """Citations the model did not write: each answer sentence is matched to the most similar
-        chunk it was given (MiniLM cosine >= 0.5); marked ``inferred``."""
-        said = [x.strip() for x in sentences(text) if len(x.split()) >= 4]
-        chunk_ids = [c for w in windows for c in w["chunk_ids"]]
-        if not said or not chunk_ids:
-            return []
-        chunks = [self.engine.chunk(c) for c in chunk_ids]
-        emb = self.engine.embedder
-        sv = emb.embed(said)
-        cv = emb.embed([c.text for c in chunks])
-        sims = sv @ cv.T
-        out, seen = [], set(already)
-        by_chunk = {c: w for w in windows for c in w["chunk_ids"]}
-        for row in sims:
-            j = int(row.argmax())
-            cid = chunk_ids[j]
-            if row[j] >= 0.5 and cid not in seen:
-                seen.add(cid)
-                w = by_chunk[cid]
-                out.append(Citation(cid, w["doc_id"], w["doc_name"], chunks[j].pages_label, inferred=True))
-        return out
