@@ -59,7 +59,7 @@ PAGES = {
          "quote alone holds gold-token recall {:.3f} against {:.3f} for the old answer from every source, in a median {}"),
         (GROUNDING, [["configs", "explain", "prompt_tokens_mean"], ["configs", "sources", "prompt_tokens_mean"],
                      ["configs", "explain", "first_token_s_median"], ["configs", "sources", "first_token_s_median"]],
-         "reads {:.1f} prompt tokens instead of {} and starts after a median {} s instead of\n  {} s"),
+         "reads {:.1f} prompt tokens instead of {:.1f} and starts after a median {} s instead of\n  {} s"),
         ("grounding-musique.json", [["configs", "explain", "shown_recall"], ["configs", "sources", "model_recall"],
                                     ["configs", "explain", "shown_recall_minus_sources_ci95", 0],
                                     ["configs", "explain", "shown_recall_minus_sources_ci95", 1],
