@@ -2,13 +2,12 @@
 manual: what the user sees (the quoted lines, their order before the model's text, the marks, the refusal)."""
 import io
 import json
-from functools import partial
 
 from rich.console import Console
 
 from fakes import ScriptedChatModel
 from thread_rag.agent.answer import EXPLAIN_PROMPT
-from thread_rag.agent.loop import Agent, quote_answer
+from thread_rag.agent.loop import Agent
 from thread_rag.agent.result import REFUSAL
 
 QUESTION = "how do I pre-heat summaries?"
@@ -117,9 +116,10 @@ def test_the_cli_prints_the_quote_then_the_explanation_and_json_gives_the_quote_
 
 
 def test_the_quote_tool_serves_scripts_and_mcp_without_a_model(manual_engine):
-    from thread_rag.agent.tools import call_tool, make_tools
+    from thread_rag.agent.loop import all_tools
+    from thread_rag.agent.tools import call_tool
 
-    tools = make_tools(manual_engine, quote=partial(quote_answer, manual_engine))
+    tools = all_tools(manual_engine)
     out = call_tool(tools, "quote_answer", {"question": QUESTION})
     assert out.ok and out.result["quote"] and not out.result["refused"], out.error
     bad = call_tool(tools, "quote_answer", {"question": ""})

@@ -14,7 +14,6 @@ import json
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 
 import anyio
 from mcp import types
@@ -22,8 +21,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
-from .agent.loop import quote_answer
-from .agent.tools import DESCRIPTIONS, SCHEMAS, call_tool, make_tools, result_errors
+from .agent.loop import all_tools
+from .agent.tools import DESCRIPTIONS, SCHEMAS, call_tool, result_errors
 from .errors import ThreadRagError, counted
 
 READ_TOOLS = ("list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents",
@@ -60,8 +59,8 @@ def build_server(engine, *, allow_writes: bool = False, worker: ThreadPoolExecut
     """The MCP server for ``engine``. Tool calls run one at a time on ``worker`` (one thread: the engine is used
     from a single thread, and the event loop keeps answering while a long call runs)."""
     offered = READ_TOOLS + (WRITE_TOOLS if allow_writes else ())
-    all_tools = make_tools(engine, quote=partial(quote_answer, engine))  # the agent's (indexing restricted to ALLOWED_ROOTS)
-    tools = {name: all_tools[name] for name in offered}
+    every = all_tools(engine)  # the agent's StructuredTools (indexing restricted to ALLOWED_ROOTS)
+    tools = {name: every[name] for name in offered}
     listing = [_tool(name) for name in offered]
     worker = worker or ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-rag-mcp")
 

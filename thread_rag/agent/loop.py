@@ -96,7 +96,7 @@ class Agent:
         self.settings = engine.settings
         self._model = chat_model  # the engine's is reached for at the first call (a bad question is named first)
         self.before_model = before_model
-        self.tools = make_tools(engine, quote=partial(quote_answer, engine))
+        self.tools = all_tools(engine)
         self.history: list[tuple[str, str]] = []  # (question, answer)
         self.on_event = on_event or (lambda kind, data: None)
 
@@ -476,6 +476,12 @@ class Agent:
                       invalid_citations=[], tool_trace=[entry], fallback_used=False, routing_failures=0,
                       backend=self.backend, mode=f"action/{intent.action}",
                       timings={"first_token_s": None, "total_s": round(time.perf_counter() - t0, 3)})
+
+
+def all_tools(engine) -> dict:
+    """Every tool over ``engine``, ``quote_answer`` (which runs the agent) among them: what the agent, scripts and
+    the MCP server offer."""
+    return make_tools(engine, quote=partial(quote_answer, engine))
 
 
 def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:

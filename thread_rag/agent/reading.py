@@ -168,11 +168,13 @@ def nested_sources(hits: list, thread_of: Callable, count: Callable[[str], int],
         thread = thread_of(ids[0].serial)
         chunks = [thread.chunks[c.position] for c in ids]
         src = source_of(chunks, thread.record.name, "entry", count)
-        if used + count(src.text) > budget:
+        size = count(src.text)
+        if used + size > budget:
             src = _cut(chunks, thread.record.name, count, budget - used, best, keep=not out)
+            size = count(src.text) if src is not None else 0
         if src is not None:
             out.append(src)
-            used += count(src.text)
+            used += size
     return number(out)
 
 

@@ -10,13 +10,12 @@ import codecs
 import json
 import math
 import sys
-from functools import partial
 from pathlib import Path
 
 from ..errors import ThreadRagError, one_line
 from ..records import to_dict
-from .loop import quote_answer
-from .tools import call_tool, json_kind, make_tools, result_errors
+from .loop import all_tools
+from .tools import call_tool, json_kind, result_errors
 
 
 def _no_constant(name: str):
@@ -69,7 +68,7 @@ def _script_file(path: str) -> bytes:
 def run_script(engine, path: str, out=None, chat_model=None) -> int:
     out = out or sys.stdout
     data = _standard_input() if path == "-" else _script_file(path)
-    tools = make_tools(engine, quote=partial(quote_answer, engine))
+    tools = all_tools(engine)
     agent = None
     failed = 0
     data = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data  # a BOM is no part of line 1
