@@ -276,6 +276,7 @@ def load_image(path: Path):
 
 _LEXICON: dict | None = None
 _RUN = re.compile(r"[A-Za-z]{8,}")
+_CAMEL = re.compile(r"[a-z][A-Z]")  # "SubmittingInstallation": in prose, words run together
 _PATHLIKE = frozenset("/\\._-=:~$@%{}<>[]")
 
 
@@ -298,26 +299,29 @@ def _lexicon() -> dict:
 
 
 def respace(pages: list[list[str]]) -> list[list[str]]:
-    """Words the recogniser ran together and ``spaced`` could not part ("thestickisunmounted"), parted by the
-    cheapest split into known words: English words (``_lexicon``) and the words these pages print apart at least
-    twice ("Debian", "netinst"). Only runs of 8 letters or more that are no known word themselves are split, and
-    only into pieces of 3.5 letters on average with no unknown piece, and never a run inside a path, file name,
-    option or variable ("/boot/newinstall/"); the letters and their case stay as read."""
+    """Words the recogniser parted or ran together, put right from these pages' own spelling. First, pieces of one
+    word printed apart ("M emory", "Firm ware", "Installat io n") are joined where the joined word is printed whole
+    on these pages more often than each piece stands alone ("in to" stays: "in" is commoner than "into"). Then runs
+    ``spaced`` could not part ("thestickisunmounted") are split the cheapest way into known words: English words
+    (``_lexicon``) and the words these pages print at least twice ("Debian", "netinst"), unless such a word is a
+    phrase these pages print apart at least as often ("YourSystem", a run-together title the contents repeat). Only runs of 8 letters or
+    more that are no known word themselves are split, and only into pieces of 3.5 letters on average with no unknown
+    piece, and never a run inside a path, file name, option or variable ("/boot/newinstall/"); the letters and their
+    case stay as read."""
     own: dict = {}
     for lines in pages:
         for w in re.findall(r"[A-Za-z]+", " ".join(lines)):
             own[w.lower()] = own.get(w.lower(), 0) + 1
-    lexicon = dict(_lexicon())
-    for w, n in own.items():
-        if n >= 2 and 3 <= len(w) <= 12:  # a run-together phrase that recurs is no word of its own
-            lexicon[w] = min(lexicon.get(w, 99.0), 4.0)
+    pages = [[_rejoin(ln, own) for ln in lines] for lines in pages]
+    lexicon = _own_lexicon(own, " " + " ".join(re.findall(r"[a-z]+", "\n".join(map("\n".join, pages)).lower())) + " ")
 
     def split(m) -> str:
         run, text = m.group(0), m.string
         low = run.lower()
-        if low in lexicon or text[m.start() - 1:m.start()] in _PATHLIKE or text[m.end():m.end() + 1] in _PATHLIKE:
+        if (low in lexicon and not _CAMEL.search(run)) or text[m.start() - 1:m.start()] in _PATHLIKE \
+                or text[m.end():m.end() + 1] in _PATHLIKE:
             return run  # a word, or part of a path, a file name, an option or a variable: as read
-        parts = _segment(low, lexicon)
+        parts = _segment(low, lexicon, whole=False)
         if not parts or len(low) / len(parts) < 3.5:
             return run
         out, at = [], 0
@@ -329,14 +333,78 @@ def respace(pages: list[list[str]]) -> list[list[str]]:
     return [[_RUN.sub(split, ln) for ln in lines] for lines in pages]
 
 
-def _segment(text: str, lexicon: dict) -> list[str] | None:
-    """The cheapest split of ``text`` into lexicon words (None when there is none)."""
+def _rejoin(line: str, own: dict) -> str:
+    """``line`` with each run of 2 to 4 letter-only pieces joined where the joined word is printed whole more often
+    than each of its pieces stands alone (``own``: how often each word is printed on these pages), longest first; a
+    run's first piece may open with a bracket or quote and its last close with one or with punctuation."""
+    words = line.split(" ")
+    out, i = [], 0
+    while i < len(words):
+        for n in (4, 3, 2):
+            group = words[i:i + n]
+            if len(group) < n:
+                continue
+            head, core, tail = _core(group)
+            if all(w.isascii() and w.isalpha() for w in core) and (all(w[0].islower() for w in core[1:])
+                                                                   or all(w.isupper() for w in core)):
+                whole = own.get("".join(core).lower(), 0)
+                if whole >= 2 and all(own.get(w.lower(), 0) < whole for w in core):
+                    out.append(head + "".join(core) + tail)
+                    i += n
+                    break
+        else:
+            out.append(words[i])
+            i += 1
+    return " ".join(out)
+
+
+def _core(group: list[str]) -> tuple[str, list[str], str]:
+    """A run of pieces as (what opens it, its pieces, what closes it): '("M', 'emory").' -> '("', [M, emory], '").'"""
+    first, last = group[0], group[-1]
+    head = first[:len(first) - len(first.lstrip("(\"'[<"))]
+    tail = last[len(last.rstrip(".,;:!?)\"']>")):]
+    core = list(group)
+    core[0] = core[0][len(head):]
+    core[-1] = core[-1][:len(core[-1]) - len(tail)] if tail else core[-1]
+    return head, core, tail
+
+
+_GLUE = frozenset("the this that to your you see for of and are will with from note".split())
+
+
+def _own_lexicon(own: dict, words: str) -> dict:
+    """English words (``_lexicon``) and the words these pages print at least twice (``own``), the latter cheap. A
+    recurring run of 8 letters or more is a phrase the recogniser ran together ("theinstallation", "seesection"), not
+    a word ("installer", "bootable", "preconfiguration"), and stays out, when its cheapest split holds a short function
+    word ("the", "to", "see"), or is printed apart more often than the run is printed together (``words``:
+    the pages' words, lower case, one space apart), or, over 12 letters, the run is printed fewer than 5 times. Runs
+    are decided shortest first, so that a split can use them."""
+    lexicon = dict(_lexicon())
+    for w, n in own.items():
+        if n >= 2 and len(w) >= 3:
+            if w in lexicon:
+                lexicon[w] = min(lexicon[w], 4.0)
+            elif len(w) < 8:
+                lexicon[w] = 4.0
+    for w in sorted((w for w, n in own.items() if n >= 2 and len(w) >= 8 and w not in lexicon), key=len):
+        parts = _segment(w, lexicon)
+        if not parts or len(parts) == 1:
+            lexicon[w] = 4.0
+        elif not (_GLUE & set(parts) or words.count(" " + " ".join(parts) + " ") > own[w]
+                  or (len(w) > 12 and own[w] < 5)):
+            lexicon[w] = 4.0
+    return lexicon
+
+
+def _segment(text: str, lexicon: dict, whole: bool = True) -> list[str] | None:
+    """The cheapest split of ``text`` into lexicon words (None when there is none); ``whole=False``: into two or
+    more."""
     import math
 
     best, back = [0.0] + [math.inf] * len(text), [0] * (len(text) + 1)
     for j in range(1, len(text) + 1):
         for i in range(max(0, j - 24), j):
-            c = lexicon.get(text[i:j])
+            c = lexicon.get(text[i:j]) if whole or j - i < len(text) else None
             if c is not None and best[i] + c < best[j]:
                 best[j], back[j] = best[i] + c, i
     if best[-1] == math.inf:
