@@ -3,7 +3,8 @@ the ``rapidocr-onnxruntime`` package (ONNX, run by onnxruntime on the CPU; nothi
 
 ``read_image(image)`` gives the page's lines in reading order (a page in two columns column by column), the boxes
 the detector found on one line joined left to right, "" where a vertical gap parts two paragraphs, and the spaces
-the recogniser runs together put back; ``respace`` then parts words still run together into known words. The model
+the recogniser runs together put back; ``respace`` then joins the pieces of a word read apart and parts words
+still run together, from the pages' own spelling and an English word list. The model
 files are checked against the package's RECORD before the first page (``model_check.verify``). A page is rendered
 for it at 144 dpi (``render_pdf_page``): on 2 AVX2 cores about 7 s a page, 1.3% of characters wrong on the median
 page of ten rendered pages of the Debian guide (issue 44, ``bench_results/ocr-debian.json``).
