@@ -158,12 +158,32 @@ def test_folders_pick_up_html_pages(tmp_path):
     assert [p.name for p in Walker().expand_paths([tmp_path / "site" / "c.png"])] == ["c.png"]
 
 
+def test_a_page_of_a_saved_site_is_filed_under_the_pages_above_it(tmp_path):
+    site = tmp_path / "site"
+    write(site / "index.html", "<title>The Guide</title><h1>The Guide</h1><p>Home.</p>")
+    write(site / "ch04.html", '<title>Chapter 4. Media</title><link rel="up" href="index.html" title="The Guide">'
+                              "<h1>Chapter 4. Media</h1><p>Chapter text.</p>")
+    write(site / "ch04s03.html", '<head><title>4.3. USB</title><link href="ch04.html" rel="up"></head>'
+                                 "<h2>4.3. USB</h2><p>Write it.</p><h3>4.3.1. Hybrid</h3><p>cp it.</p>")
+    write(site / "loop.html", '<link rel="up" href="loop.html"><h2>Loop</h2><p>Self.</p>')
+    write(site / "gone.html", '<link rel="up" href="missing.html"><link rel="up" href="../x.html"><h2>Gone</h2><p>x</p>')
+    doc = load_document(site / "ch04s03.html")
+    # the chain of rel="up" links (the site's top page left out: it is every page's), its title attribute or its page's
+    assert block_with(doc, "cp it.").heading_path == ("Chapter 4. Media", "4.3. USB", "4.3.1. Hybrid")
+    assert block_with(doc, "Write it.").heading_path == ("Chapter 4. Media", "4.3. USB")
+    assert "Chapter 4. Media" not in doc.full_text  # a path, not text
+    assert block_with(load_document(site / "ch04.html"), "Chapter text.").heading_path == ("Chapter 4. Media",)
+    assert block_with(load_document(site / "loop.html"), "Self.").heading_path == ("Loop",)
+    assert block_with(load_document(site / "gone.html"), "x").heading_path == ("Gone",)
+
+
 @needs_shared
 def test_debian_html_page_usb_stick_commands():
     doc = load_document(DEBIAN_HTML / "ch04s03.html")
     block = next(b for b in doc.blocks if "# cp debian.iso /dev/sdX" in b.text.splitlines())
     assert "# sync" in block.text.splitlines()
-    assert block.heading_path == ("4.3. Preparing Files for USB Memory Stick Booting",
+    assert block.heading_path == ("Chapter 4. Obtaining System Installation Media",  # the page above it (rel="up")
+                                  "4.3. Preparing Files for USB Memory Stick Booting",
                                   "4.3.1. Preparing a USB stick using a hybrid CD/DVD image")
     nav = {"Prev", "Next", "Up", "Home", "4.2. Downloading Files from Debian Mirrors",
            "4.4. Preparing Files for Hard Disk Booting", "Chapter 4. Obtaining System Installation Media"}

@@ -450,4 +450,45 @@ def load_html(p: Path) -> LoadedDocument:
     text, enc, warnings = _decode(p, p.read_bytes())
     doc = parse_html(text, str(p), encoding=enc)
     doc.warnings.extend(warnings)
+    above = pages_above(p, text)
+    for b in doc.blocks:
+        b.heading_path = above + tuple(h for h in b.heading_path if h not in above)
     return doc
+
+
+_LINK = re.compile(r"<link\b[^>]*>", re.I)
+_ATTR = re.compile(r"""\b(rel|href|title)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+
+
+def pages_above(p: Path, text: str, depth: int = 8) -> tuple:
+    """The titles of the pages above ``p`` in its saved site, outermost first: its ``<link rel="up">`` and theirs
+    (DocBook's and Texinfo's pages say which page they belong under), each named by the link's ``title`` or else by
+    that page's ``<title>``. The top page (the one with no page above it: the site's home, every page's) is left out;
+    the chain stops at a link that leaves the folder, names a page that is not there, or comes back round."""
+    from html import unescape
+
+    folder, seen, chain = p.parent.resolve(), {p.resolve()}, []
+    up = _up_link(text)
+    while up is not None and len(chain) < depth:
+        target = (folder / up.get("href", "").split("#")[0]).resolve()
+        if target in seen or target.parent != folder or not target.is_file():
+            break
+        seen.add(target)
+        try:
+            page = target.read_bytes()[:200_000].decode("utf-8", errors="replace")
+        except OSError:  # unreadable: the page is filed under what was found above it
+            break
+        m = _TITLE.search(page)
+        up, title = _up_link(page), up.get("title") or (m.group(1) if m else "")
+        chain.append((" ".join(unescape(title).split()), up is None))
+    return tuple(t for t, top in reversed(chain) if t and not top)
+
+
+def _up_link(text: str) -> dict | None:
+    return next((a for a in map(_attrs, _LINK.findall(text[:20000])) if a.get("rel", "").lower() == "up"
+                 and a.get("href")), None)
+
+
+def _attrs(tag: str) -> dict:
+    return {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _ATTR.finditer(tag)}

@@ -21,13 +21,14 @@ from .html import load_html
 from .pdf import COMMAND_LINE, load_pdf, reflow
 from .text import assign_offsets, load_text
 
-LOADER_VERSION = 6  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
+LOADER_VERSION = 7  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
 #                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words; 4: plain
 #                    text's numbered section lines are headings, box-drawn tables pipe rows, comment and laid-out
 #                    lines keep their breaks, and the chunker keeps a block's line breaks and indentation; 5: a PDF's
 #                    lines in a monospaced font and its captioned tables' rows are lines of their own; 6: a DOCX
 #                    table is one block of pipe rows, spans repeated under their columns, content controls read, list
-#                    and heading numbers written as Word shows them)
+#                    and heading numbers written as Word shows them; 7: an HTML page is filed under the pages above
+#                    it (rel="up"), OCR'd words joined and parted from the document's own spelling)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html",
