@@ -77,4 +77,9 @@ def test_the_debian_guide_packed_as_an_epub_reads_like_its_html_edition(tmp_path
     assert [b.text for b in epub.blocks[1:]] == [b.text for b in html]  # every page's blocks, in reading order
     assert "# cp debian.iso /dev/sdX\n# sync" in epub.full_text
     usb = next(b for b in epub.blocks if b.text.startswith("# cp debian.iso"))
-    assert usb.heading_path[0] == "Debian GNU/Linux Installation Guide" and len(usb.heading_path) >= 2
+    # under the book's title, the chapter its page's rel="up" names (a chapter of the book), then the page's own
+    assert usb.heading_path == ("Debian GNU/Linux Installation Guide", "Chapter 4. Obtaining System Installation Media",
+                                "4.3. Preparing Files for USB Memory Stick Booting",
+                                "4.3.1. Preparing a USB stick using a hybrid CD/DVD image")
+    assert all(e.heading_path[-len(h.heading_path):] == h.heading_path and len(e.heading_path) - len(h.heading_path) <= 1
+               for e, h in zip(epub.blocks[1:], html))  # as the HTML edition's, under the book's title

@@ -17,7 +17,7 @@ from xml.etree import ElementTree
 
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
-from .html import _decode, parse_html
+from .html import _decode, file_under, pages_above, parse_html
 from .zips import zip_guard
 
 _NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "opf": "http://www.idpf.org/2007/opf",
@@ -60,12 +60,23 @@ def load_epub(p: Path) -> LoadedDocument:
             except IngestError:
                 warnings.append(f"spine item {name} is not text: skipped")
                 continue
-            for b in parse_html(text, f"{p}#{name}", encoding=enc).blocks:
+            chapter = parse_html(text, f"{p}#{name}", encoding=enc).blocks
+            file_under(chapter, pages_above(text, name, _chapter_reader(zf, names, name)))
+            for b in chapter:
                 path = (title,) + b.heading_path if title and b.heading_path[:1] != (title,) else b.heading_path
                 blocks.append(Block(text=b.text, heading_path=path, is_heading=b.is_heading))
     if title and blocks:
         blocks.insert(0, Block(text=title, heading_path=(title,), is_heading=True))
     return LoadedDocument(path=str(p), kind="epub", blocks=blocks, warnings=warnings)
+
+
+def _chapter_reader(zf: zipfile.ZipFile, names: set, chapter: str):
+    """``pages_above``'s reader for a chapter: the book's other pages, by a link relative to the chapter."""
+    def read(href: str) -> tuple[str, str] | None:
+        name = posixpath.normpath(posixpath.join(posixpath.dirname(chapter), unquote(href)))
+        return (name, zf.read(name)[:200_000].decode("utf-8", errors="replace")) if name in names else None
+
+    return read
 
 
 def _package_path(p: Path, zf: zipfile.ZipFile, names: set) -> str:

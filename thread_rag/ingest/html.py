@@ -450,9 +450,7 @@ def load_html(p: Path) -> LoadedDocument:
     text, enc, warnings = _decode(p, p.read_bytes())
     doc = parse_html(text, str(p), encoding=enc)
     doc.warnings.extend(warnings)
-    above = pages_above(p, text)
-    for b in doc.blocks:
-        b.heading_path = above + tuple(h for h in b.heading_path if h not in above)
+    file_under(doc.blocks, pages_above(text, str(p.resolve()), _sibling_reader(p)))
     return doc
 
 
@@ -461,28 +459,48 @@ _ATTR = re.compile(r"""\b(rel|href|title)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
 
-def pages_above(p: Path, text: str, depth: int = 8) -> tuple:
-    """The titles of the pages above ``p`` in its saved site, outermost first: its ``<link rel="up">`` and theirs
-    (DocBook's and Texinfo's pages say which page they belong under), each named by the link's ``title`` or else by
-    that page's ``<title>``. The top page (the one with no page above it: the site's home, every page's) is left out;
-    the chain stops at a link that leaves the folder, names a page that is not there, or comes back round."""
+def file_under(blocks: list[Block], above: tuple) -> None:
+    """Each block's heading path headed by ``above`` (the titles of the pages above its page)."""
+    for b in blocks:
+        b.heading_path = above + tuple(h for h in b.heading_path if h not in above)
+
+
+def pages_above(text: str, name: str, read, depth: int = 8) -> tuple:
+    """The titles of the pages above page ``name`` (whose markup is ``text``) in its site or book, outermost first:
+    its ``<link rel="up">`` and theirs (DocBook's and Texinfo's pages say which page they belong under), each named by
+    the link's ``title`` or else by that page's ``<title>``. ``read(href)`` gives a linked page as (its name, its
+    text), None when it is not one of the site's pages (outside the folder or book, missing, unreadable). The top
+    page (with no page above it: the home page, every page's) is left out; the chain stops at a link that ``read``
+    refuses or that comes back round."""
     from html import unescape
 
-    folder, seen, chain = p.parent.resolve(), {p.resolve()}, []
+    seen, chain = {name}, []
     up = _up_link(text)
     while up is not None and len(chain) < depth:
-        target = (folder / up.get("href", "").split("#")[0]).resolve()
-        if target in seen or target.parent != folder or not target.is_file():
+        found = read(up["href"].split("#")[0])
+        if found is None or found[0] in seen:
             break
-        seen.add(target)
-        try:
-            page = target.read_bytes()[:200_000].decode("utf-8", errors="replace")
-        except OSError:  # unreadable: the page is filed under what was found above it
-            break
-        m = _TITLE.search(page)
-        up, title = _up_link(page), up.get("title") or (m.group(1) if m else "")
+        seen.add(found[0])
+        m = _TITLE.search(found[1])
+        up, title = _up_link(found[1]), up.get("title") or (m.group(1) if m else "")
         chain.append((" ".join(unescape(title).split()), up is None))
     return tuple(t for t, top in reversed(chain) if t and not top)
+
+
+def _sibling_reader(p: Path):
+    """``pages_above``'s reader for a page on disk: pages in its own folder."""
+    folder = p.parent.resolve()
+
+    def read(href: str) -> tuple[str, str] | None:
+        target = (folder / href).resolve()
+        if target.parent != folder or not target.is_file():
+            return None
+        try:
+            return str(target), target.read_bytes()[:200_000].decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    return read
 
 
 def _up_link(text: str) -> dict | None:
