@@ -99,13 +99,14 @@ def test_words_run_together_are_parted_into_known_words_but_paths_and_names_stay
 
 
 def test_pieces_of_one_word_are_joined_where_the_pages_print_it_whole_and_phrases_run_together_are_parted():
-    body = ["Load the firmware: it is in the memory of the installed system, your system. Log in to the system."] * 3
+    body = ["Load the firmware: it is in the memory of the installed system, your system. Log in to the system.",
+            "Memory sizes: 512 M, 1 M, 2 M, 4 M; a memory stick."] * 3  # "M" stands alone more often than "memory"
     pages = [body + ["4.3 Preparing Files for USB M emory Stick Booting",
                      '6.4 Loading Missing Firm ware (see "Installat io n").', "6.3.7 Making YourSystem Bootable", "6.4.2 Firmware and theInstalled System",
                      "Making YourSystem Bootable; installation and installation, your system"]]
     out = ocr.respace(pages)[0]
-    assert out[:3] == body  # "Log in to": "in" and "to" stand alone more often than "into" is printed
-    assert out[3:] == ["4.3 Preparing Files for USB Memory Stick Booting",
+    assert out[:6] == body  # "Log in to": "in" and "to" stand alone more often than "into" is printed
+    assert out[6:] == ["4.3 Preparing Files for USB Memory Stick Booting",
                        '6.4 Loading Missing Firmware (see "Installation").', "6.3.7 Making Your System Bootable",
                        "6.4.2 Firmware and the Installed System",
                        "Making Your System Bootable; installation and installation, your system"]

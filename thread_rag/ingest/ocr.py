@@ -336,7 +336,9 @@ def respace(pages: list[list[str]]) -> list[list[str]]:
 
 def _rejoin(line: str, own: dict) -> str:
     """``line`` with each run of 2 to 4 letter-only pieces joined where the joined word is printed whole more often
-    than each of its pieces stands alone (``own``: how often each word is printed on these pages), longest first; a
+    than each of its pieces stands alone (``own``: how often each word is printed on these pages; a lone letter other
+    than "a" or "I" is no word and is not counted: "M emory" is joined however often an "M" stands alone), longest
+    first; a
     run's first piece may open with a bracket or quote and its last close with one or with punctuation."""
     words = line.split(" ")
     out, i = [], 0
@@ -349,7 +351,7 @@ def _rejoin(line: str, own: dict) -> str:
             if all(w.isascii() and w.isalpha() for w in core) and (all(w[0].islower() for w in core[1:])
                                                                    or all(w.isupper() for w in core)):
                 whole = own.get("".join(core).lower(), 0)
-                if whole >= 2 and all(own.get(w.lower(), 0) < whole for w in core):
+                if whole >= 2 and all(own.get(w.lower(), 0) < whole for w in core if len(w) > 1 or w in "aAI"):
                     out.append(head + "".join(core) + tail)
                     i += n
                     break
