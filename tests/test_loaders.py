@@ -474,6 +474,18 @@ def test_docx_tables_are_pipe_rows_with_each_cell_under_its_column():
 
 
 @needs_shared
+@needs_shared
+def test_a_docx_chart_is_read_as_the_table_of_its_data():
+    doc = load_document(DOCLING / "docx/sources/drawingml.docx")
+    i = next(i for i, b in enumerate(doc.blocks) if "Series 1" in b.text)
+    assert doc.blocks[i - 1].text == "Line chart"  # its title, else its kind, on the line above
+    # the numbers the chart keeps beside its drawing: a row a category, a column a series, as its author's sheet
+    assert doc.blocks[i].text.splitlines() == ["|  | Series 1 | Series 2 | Series 3 |",
+                                  "| Category 1 | 4.3 | 2.4 | 2 |", "| Category 2 | 2.5 | 4.4 | 2 |",
+                                  "| Category 3 | 3.5 | 1.8 | 3 |", "| Category 4 | 4.5 | 2.8 | 5 |"]
+    assert doc.full_text.index("Text 1") < doc.full_text.index("Series 1")  # where the chart stands
+
+
 def test_docx_table_in_a_one_cell_box_and_tables_in_content_controls_are_read():
     text = [b.text for b in load_document(DOCLING / "docx/sources/tablecell.docx").blocks]
     assert text == ["Hello world1\nHello2", "Some text before", "| Tab1 | Tab2 | Tab3 |\n| A | B | C |\n| D | E | F |",

@@ -1,7 +1,8 @@
 """DOCX loader (python-docx): paragraphs, headings and tables in body order.
 
 Headings (the Title and Heading N styles) give heading paths; list and heading numbers are written as Word shows
-them; a table is one block of ``| cell | cell |`` rows; text boxes are read once and content controls are read.
+them; a table is one block of ``| cell | cell |`` rows, and so is a chart's data (under its title); text boxes are
+read once and content controls are read. Equations (OMML) are not read.
 """
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ def load_docx(p: Path) -> LoadedDocument:
         if child.tag == qn("w:p"):
             para = Paragraph(child, document)
             text = _para_text(child, qn)
+            charts = [lines for lines in (_chart(document, el) for el in child.iter(_CHART)) if lines]
+            for title, table in charts:
+                blocks += [Block(text=t, heading_path=tuple(h for _, h in path)) for t in (title, table)]
             if not text.strip():
                 continue
             style = (para.style.name if para.style is not None else "") or ""
@@ -70,6 +74,49 @@ def load_docx(p: Path) -> LoadedDocument:
 
 
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_CHART = _C + "chart"
+_RID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+_A_T = "{http://schemas.openxmlformats.org/drawingml/2006/main}t"
+
+
+def _chart(document, el) -> tuple[str, str] | None:
+    """A chart drawn in the text as (its title, else its kind: "Line chart"; the table of its data), from the values
+    the chart part keeps beside its drawing (each series' cached category labels and numbers): a row a category, a
+    column a series, the series' names as the header. None where the part is missing or holds no series."""
+    from lxml import etree
+
+    try:
+        root = etree.fromstring(document.part.related_parts[el.get(_RID)].blob)
+    except (KeyError, etree.XMLSyntaxError):  # a missing or malformed chart part: the text reads on
+        return None
+    series = root.findall(f".//{_C}ser")
+    if not series:
+        return None
+    cats, cols = {}, []
+    for ser in series:
+        name = " ".join((ser.findtext(f"{_C}tx//{_C}v") or "").split())  # its cached name, not the sheet reference
+        for pt in ser.iterfind(f"{_C}cat//{_C}pt"):
+            cats.setdefault(int(pt.get("idx", 0)), (pt.findtext(f"{_C}v") or "").strip())
+        cols.append((name, {int(pt.get("idx", 0)): _number(pt.findtext(f"{_C}v") or "")
+                            for pt in ser.iterfind(f"{_C}val//{_C}pt")}))
+    rows = [["", *(n for n, _ in cols)]] + [[cats.get(i, str(i + 1)), *(v.get(i, "") for _, v in cols)]
+                                           for i in sorted(set(cats) | {i for _, v in cols for i in v})]
+    plot = next((c.tag[len(_C):] for c in root.iterfind(f".//{_C}plotArea/*") if c.tag.endswith("Chart")), "chart")
+    title = root.find(f".//{_C}title")
+    named = " ".join("".join(t.text or "" for t in title.iter(_A_T)).split()) if title is not None else ""
+    kind = re.sub(r"(3D)?Chart$", "", plot)
+    return (named or f"{kind[:1].upper()}{kind[1:]} chart",
+            "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows))
+
+
+def _number(v: str) -> str:
+    """A cached chart value as the sheet shows it: 4.4000000000000004 -> 4.4, 2.0 -> 2."""
+    try:
+        s = repr(float(v))
+    except ValueError:
+        return v.strip()
+    return s[:-2] if s.endswith(".0") else s
 
 
 def _para_text(p_el, qn) -> str:

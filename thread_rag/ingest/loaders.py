@@ -28,7 +28,8 @@ LOADER_VERSION = 7  # part of the index recipe: a changed loader re-indexes on t
 #                    lines in a monospaced font and its captioned tables' rows are lines of their own; 6: a DOCX
 #                    table is one block of pipe rows, spans repeated under their columns, content controls read, list
 #                    and heading numbers written as Word shows them; 7: an HTML page is filed under the pages above
-#                    it (rel="up"), OCR'd words joined and parted from the document's own spelling)
+#                    it (rel="up"), OCR'd words joined and parted from the document's own spelling, a DOCX chart
+#                    the table of its data)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html",
