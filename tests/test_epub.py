@@ -81,5 +81,5 @@ def test_the_debian_guide_packed_as_an_epub_reads_like_its_html_edition(tmp_path
     assert usb.heading_path == ("Debian GNU/Linux Installation Guide", "Chapter 4. Obtaining System Installation Media",
                                 "4.3. Preparing Files for USB Memory Stick Booting",
                                 "4.3.1. Preparing a USB stick using a hybrid CD/DVD image")
-    assert all(e.heading_path[-len(h.heading_path):] == h.heading_path and len(e.heading_path) - len(h.heading_path) <= 1
-               for e, h in zip(epub.blocks[1:], html))  # as the HTML edition's, under the book's title
+    assert all(e.heading_path[-len(h.heading_path):] == h.heading_path
+               and len(e.heading_path) - len(h.heading_path) <= 1 for e, h in zip(epub.blocks[1:], html))  # as the HTML edition's, under the book's title

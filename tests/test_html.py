@@ -166,7 +166,8 @@ def test_a_page_of_a_saved_site_is_filed_under_the_pages_above_it(tmp_path):
     write(site / "ch04s03.html", '<head><title>4.3. USB</title><link href="ch04.html" rel="up"></head>'
                                  "<h2>4.3. USB</h2><p>Write it.</p><h3>4.3.1. Hybrid</h3><p>cp it.</p>")
     write(site / "loop.html", '<link rel="up" href="loop.html"><h2>Loop</h2><p>Self.</p>')
-    write(site / "gone.html", '<link rel="up" href="missing.html"><link rel="up" href="../x.html"><h2>Gone</h2><p>x</p>')
+    write(site / "gone.html", '<link rel="up" href="missing.html"><link rel="up" href="../x.html">'
+                              "<h2>Gone</h2><p>x</p>")
     doc = load_document(site / "ch04s03.html")
     # the chain of rel="up" links (the site's top page left out: it is every page's), its title attribute or its page's
     assert block_with(doc, "cp it.").heading_path == ("Chapter 4. Media", "4.3. USB", "4.3.1. Hybrid")

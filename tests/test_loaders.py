@@ -163,6 +163,9 @@ def test_numbered_lines_are_headings_only_inside_a_numbering(tmp_path):
         ("Part I Basics", ("Part I Basics",)),
         ("Chapter 1. Start", ("Part I Basics", "Chapter 1. Start")),
         ("Chapter 2: Requirements", ("Part I Basics", "Chapter 2: Requirements"))]
+    # OCR runs a chapter's number into its word ("Chapter2"); a letter never counts run in ("PARTS" is no Part S)
+    ocrd = "Chapter 1\n\nText.\n\nChapter2\n\nText.\n\nPARTS\n\nText.\n\nAPPENDIXB\n\nText.\n"
+    assert [t for t, _ in _heads(tmp_path, ocrd)] == ["Chapter 1", "Chapter2"]
 
 
 RFC = """Table of Contents

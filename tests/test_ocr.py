@@ -102,7 +102,8 @@ def test_pieces_of_one_word_are_joined_where_the_pages_print_it_whole_and_phrase
     body = ["Load the firmware: it is in the memory of the installed system, your system. Log in to the system.",
             "Memory sizes: 512 M, 1 M, 2 M, 4 M; a memory stick."] * 3  # "M" stands alone more often than "memory"
     pages = [body + ["4.3 Preparing Files for USB M emory Stick Booting",
-                     '6.4 Loading Missing Firm ware (see "Installat io n").', "6.3.7 Making YourSystem Bootable", "6.4.2 Firmware and theInstalled System",
+                     '6.4 Loading Missing Firm ware (see "Installat io n").', "6.3.7 Making YourSystem Bootable",
+                     "6.4.2 Firmware and theInstalled System",
                      "Making YourSystem Bootable; installation and installation, your system"]]
     out = ocr.respace(pages)[0]
     assert out[:6] == body  # "Log in to": "in" and "to" stand alone more often than "into" is printed

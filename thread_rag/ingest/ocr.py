@@ -305,10 +305,10 @@ def respace(pages: list[list[str]]) -> list[list[str]]:
     on these pages more often than each piece stands alone ("in to" stays: "in" is commoner than "into"). Then runs
     ``spaced`` could not part ("thestickisunmounted") are split the cheapest way into known words: English words
     (``_lexicon``) and the words these pages print at least twice ("Debian", "netinst"), unless such a word is a
-    phrase these pages print apart at least as often ("YourSystem", a run-together title the contents repeat). Only runs of 8 letters or
-    more that are no known word themselves are split, and only into pieces of 3.5 letters on average with no unknown
-    piece, and never a run inside a path, file name, option or variable ("/boot/newinstall/"); the letters and their
-    case stay as read."""
+    phrase (``_own_lexicon``: "YourSystem", a run-together title the contents repeat). Only runs of 8 letters or
+    more that are no known word themselves (or that hold a capital inside) are split, and only into pieces of 3.5
+    letters on average with no unknown piece, and never a run inside a path, file name, option or variable
+    ("/boot/newinstall/"); the letters and their case stay as read."""
     own: dict = {}
     for lines in pages:
         for w in re.findall(r"[A-Za-z]+", " ".join(lines)):

@@ -283,7 +283,7 @@ def _box_tables(lines: list[str]) -> list[str]:
 
 _WORD_RANK = {"Part": 0, "PART": 0, "Chapter": 1, "CHAPTER": 1, "Appendix": 1, "APPENDIX": 1, "Article": 1,
               "ARTICLE": 1, "Section": 2, "SECTION": 2}
-_WORD_HEADING = re.compile(r"(?P<word>" + "|".join(_WORD_RANK) + r")\s+(?P<label>\d{1,3}|[A-Z]|[IVXLC]+)"
+_WORD_HEADING = re.compile(r"(?P<word>" + "|".join(_WORD_RANK) + r")(?:\s*(?=\d)|\s+)(?P<label>\d{1,3}|[A-Z]|[IVXLC]+)"
                            r"(?P<sub>(?:\.\d{1,3})*)[.:]?(?:\s+(?:[-\u2013\u2014]\s+)?(?P<title>[^\W\d_].*))?")
 _NUM_HEADING = re.compile(r"(?P<num>[1-9]\d?|(?:[1-9]\d?|0|[A-Z])(?:\.(?:0|[1-9]\d{0,2}))+)\.?\s+(?P<title>[^\W\d_].*)")
 
