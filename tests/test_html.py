@@ -166,8 +166,19 @@ def test_a_page_of_a_saved_site_is_filed_under_the_pages_above_it(tmp_path):
     write(site / "ch04s03.html", '<head><title>4.3. USB</title><link href="ch04.html" rel="up"></head>'
                                  "<h2>4.3. USB</h2><p>Write it.</p><h3>4.3.1. Hybrid</h3><p>cp it.</p>")
     write(site / "loop.html", '<link rel="up" href="loop.html"><h2>Loop</h2><p>Self.</p>')
-    write(site / "gone.html", '<link rel="up" href="missing.html"><link rel="up" href="../x.html">'
-                              "<h2>Gone</h2><p>x</p>")
+    write(site / "gone.html", '<link rel="up" href="missing.html"><h2>Gone</h2><p>x</p>')
+    write(tmp_path / "x.html", "<title>Outside</title>")
+    write(site / "out.html", '<link rel="up" href="../x.html"><h2>Out</h2><p>o</p>')
+    write(site / "disc.iso", "<title>Not a page</title>")
+    write(site / "iso.html", '<link rel="up" href="disc.iso"><h2>Iso</h2><p>i</p>')
+    # Texinfo: the Top page links up out of the site ("(dir)"); it is the top, left out like a home page
+    write(site / "Top.html", '<link rel="up" href="dir.html#Top" title="(dir)"><title>Top (Bash)</title><p>t</p>')
+    write(site / "Shell.html", '<link rel="up" href="Top.html#Top" title="Top"><title>Syntax</title><p>s</p>')
+    write(site / "Quoting.html", '<link rel="up" href="Shell.html?x=1" title="Shell Syntax"><h3>3.1 Quoting</h3>'
+                                 "<p>q</p>")
+    (site / "latin.html").write_bytes('<meta charset="iso-8859-1"><title>Chapitre 1. Démarrage</title>'
+                                      '<link rel="up" href="index.html">'.encode("latin-1"))
+    write(site / "fr.html", '<link rel="up" href="latin.html"><link rel="up" href="x"><h2>1.1 Écran</h2><p>f</p>')
     doc = load_document(site / "ch04s03.html")
     # the chain of rel="up" links (the site's top page left out: it is every page's), its title attribute or its page's
     assert block_with(doc, "cp it.").heading_path == ("Chapter 4. Media", "4.3. USB", "4.3.1. Hybrid")
@@ -175,7 +186,11 @@ def test_a_page_of_a_saved_site_is_filed_under_the_pages_above_it(tmp_path):
     assert "Chapter 4. Media" not in doc.full_text  # a path, not text
     assert block_with(load_document(site / "ch04.html"), "Chapter text.").heading_path == ("Chapter 4. Media",)
     assert block_with(load_document(site / "loop.html"), "Self.").heading_path == ("Loop",)
-    assert block_with(load_document(site / "gone.html"), "x").heading_path == ("Gone",)
+    for name, needle, own in (("gone", "x", "Gone"), ("out", "o", "Out"), ("iso", "i", "Iso")):  # nothing above
+        assert block_with(load_document(site / f"{name}.html"), needle).heading_path == (own,)
+    assert block_with(load_document(site / "Quoting.html"), "q").heading_path == ("Shell Syntax", "3.1 Quoting")
+    # a page above is read in the encoding it declares
+    assert block_with(load_document(site / "fr.html"), "f").heading_path == ("Chapitre 1. Démarrage", "1.1 Écran")
 
 
 @needs_shared

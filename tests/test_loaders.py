@@ -477,7 +477,6 @@ def test_docx_tables_are_pipe_rows_with_each_cell_under_its_column():
 
 
 @needs_shared
-@needs_shared
 def test_a_docx_chart_is_read_as_the_table_of_its_data():
     doc = load_document(DOCLING / "docx/sources/drawingml.docx")
     i = next(i for i, b in enumerate(doc.blocks) if "Series 1" in b.text)
@@ -489,6 +488,28 @@ def test_a_docx_chart_is_read_as_the_table_of_its_data():
     assert doc.full_text.index("Text 1") < doc.full_text.index("Series 1")  # where the chart stands
 
 
+@needs_shared
+def test_a_scatter_chart_keeps_its_x_values_and_a_broken_chart_leaves_the_text(tmp_path):
+    def edited(name: str, edit):
+        out = tmp_path / name
+        with zipfile.ZipFile(DOCLING / "docx/sources/drawingml.docx") as src, zipfile.ZipFile(out, "w") as dst:
+            for item in src.infolist():
+                data = src.read(item.filename)
+                dst.writestr(item, edit(data.decode()).encode() if item.filename == "word/charts/chart1.xml" else data)
+        return out
+
+    scatter = edited("scatter.docx", lambda x: x.replace("c:lineChart>", "c:scatterChart>").replace(
+        "<c:cat>", "<c:xVal>").replace("</c:cat>", "</c:xVal>").replace("c:val>", "c:yVal>").replace(
+        "<c:v>Category 1</c:v>", "<c:v>10.0</c:v>"))
+    doc = load_document(scatter)
+    i = next(i for i, b in enumerate(doc.blocks) if "Series 1" in b.text)
+    assert doc.blocks[i - 1].text == "Scatter chart"
+    assert doc.blocks[i].text.splitlines()[1] == "| 10 | 4.3 | 2.4 | 2 |"
+    broken = load_document(edited("broken.docx", lambda x: x.replace('<c:pt idx="0"><c:v>Category 1', '<c:pt idx="one"><c:v>Category 1', 1)))
+    assert "Text 1" in broken.full_text and "Series 1" not in broken.full_text  # the chart left out, not the file
+
+
+@needs_shared
 def test_docx_table_in_a_one_cell_box_and_tables_in_content_controls_are_read():
     text = [b.text for b in load_document(DOCLING / "docx/sources/tablecell.docx").blocks]
     assert text == ["Hello world1\nHello2", "Some text before", "| Tab1 | Tab2 | Tab3 |\n| A | B | C |\n| D | E | F |",

@@ -111,6 +111,12 @@ def test_pieces_of_one_word_are_joined_where_the_pages_print_it_whole_and_phrase
                        '6.4 Loading Missing Firmware (see "Installation").', "6.3.7 Making Your System Bootable",
                        "6.4.2 Firmware and the Installed System",
                        "Making Your System Bootable; installation and installation, your system"]
+    # a name the pages print twice stays whole ("VirtualBox"), and so do a quoted word and a command line's words
+    names = [["Start VirtualBox now. VirtualBox runs. JavaScript and JavaScript", 'Option "AutoAddDevices" off',
+              "# systemctl restart thenetworkservice", "then the network service is back: thenetworkservice"]]
+    assert ocr.respace(names, keep=lambda ln: ln.startswith("#")) == [
+        ["Start VirtualBox now. VirtualBox runs. JavaScript and JavaScript", 'Option "AutoAddDevices" off',
+         "# systemctl restart thenetworkservice", "then the network service is back: the network service"]]
     # a piece that stands alone more often than the joined word is printed is left apart: "boot loader", "set up"
     assert ocr.respace([["boot loader boot boot bootloader bootloader set up set set setup setup"]]) == [
         ["boot loader boot boot bootloader bootloader set up set set setup setup"]]

@@ -82,32 +82,43 @@ _A_T = "{http://schemas.openxmlformats.org/drawingml/2006/main}t"
 
 def _chart(document, el) -> tuple[str, str] | None:
     """A chart drawn in the text as (its title, else its kind: "Line chart"; the table of its data), from the values
-    the chart part keeps beside its drawing (each series' cached category labels and numbers): a row a category, a
-    column a series, the series' names as the header. None where the part is missing or holds no series."""
+    the chart part keeps beside its drawing (each series' cached category labels, or x values, and numbers): a row a
+    category, a column a series, the series' names as the header. None where the part is missing, malformed or
+    holds no series."""
     from lxml import etree
 
     try:
         root = etree.fromstring(document.part.related_parts[el.get(_RID)].blob)
-    except (KeyError, etree.XMLSyntaxError):  # a missing or malformed chart part: the text reads on
+        cols, cats = _series(root)
+    except (KeyError, ValueError, etree.XMLSyntaxError):  # a missing or malformed chart part: the text reads on
         return None
-    series = root.findall(f".//{_C}ser")
-    if not series:
+    if not cols:
         return None
-    cats, cols = {}, []
-    for ser in series:
-        name = " ".join((ser.findtext(f"{_C}tx//{_C}v") or "").split())  # its cached name, not the sheet reference
-        for pt in ser.iterfind(f"{_C}cat//{_C}pt"):
-            cats.setdefault(int(pt.get("idx", 0)), (pt.findtext(f"{_C}v") or "").strip())
-        cols.append((name, {int(pt.get("idx", 0)): _number(pt.findtext(f"{_C}v") or "")
-                            for pt in ser.iterfind(f"{_C}val//{_C}pt")}))
     rows = [["", *(n for n, _ in cols)]] + [[cats.get(i, str(i + 1)), *(v.get(i, "") for _, v in cols)]
                                            for i in sorted(set(cats) | {i for _, v in cols for i in v})]
     plot = next((c.tag[len(_C):] for c in root.iterfind(f".//{_C}plotArea/*") if c.tag.endswith("Chart")), "chart")
-    title = root.find(f".//{_C}title")
-    named = " ".join("".join(t.text or "" for t in title.iter(_A_T)).split()) if title is not None else ""
+    title = root.find(f"{_C}chart/{_C}title")  # the chart's own, not an axis's
+    named = " ".join("".join(t.text or "" for t in title.iter(_A_T, _C + "v")).split()) if title is not None else ""
     kind = re.sub(r"(3D)?Chart$", "", plot)
     return (named or f"{kind[:1].upper()}{kind[1:]} chart",
             "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows))
+
+
+def _series(root) -> tuple[list, dict]:
+    """A chart's series as [(name, {point index: value})] and its category labels {point index: label}; a scatter or
+    bubble chart's x values stand for categories, its y values for values."""
+    cats, cols = {}, []
+    for ser in root.iterfind(f".//{_C}ser"):
+        name = " ".join((ser.findtext(f"{_C}tx//{_C}v") or "").split())  # its cached name, not the sheet reference
+        labels = ser.find(f"{_C}cat")
+        source = labels if labels is not None else ser.find(f"{_C}xVal")
+        for pt in source.iterfind(f".//{_C}pt") if source is not None else ():
+            v = pt.findtext(f"{_C}v") or ""
+            cats.setdefault(int(pt.get("idx", 0)), v.strip() if labels is not None else _number(v))
+        values = ser.find(f"{_C}val") if ser.find(f"{_C}val") is not None else ser.find(f"{_C}yVal")
+        cols.append((name, {int(pt.get("idx", 0)): _number(pt.findtext(f"{_C}v") or "")
+                            for pt in (values.iterfind(f".//{_C}pt") if values is not None else [])}))
+    return cols, cats
 
 
 def _number(v: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import zipfile
+import zlib
 from pathlib import Path
 from urllib.parse import unquote
 from xml.etree import ElementTree
@@ -71,10 +72,17 @@ def load_epub(p: Path) -> LoadedDocument:
 
 
 def _chapter_reader(zf: zipfile.ZipFile, names: set, chapter: str):
-    """``pages_above``'s reader for a chapter: the book's other pages, by a link relative to the chapter."""
+    """``pages_above``'s reader for a chapter: the book's other pages (.html, .htm, .xhtml) by a link relative to the
+    chapter, their first 200,000 bytes; a member that will not unpack is no page."""
     def read(href: str) -> tuple[str, str] | None:
         name = posixpath.normpath(posixpath.join(posixpath.dirname(chapter), unquote(href)))
-        return (name, zf.read(name)[:200_000].decode("utf-8", errors="replace")) if name in names else None
+        if name not in names or not name.lower().endswith((".html", ".htm", ".xhtml")):
+            return None
+        try:
+            with zf.open(name) as f:
+                return name, _decode(Path(name), f.read(200_000))[0]
+        except (zipfile.BadZipFile, zlib.error, RuntimeError, NotImplementedError, OSError, IngestError):
+            return None
 
     return read
 

@@ -469,35 +469,42 @@ def pages_above(text: str, name: str, read, depth: int = 8) -> tuple:
     """The titles of the pages above page ``name`` (whose markup is ``text``) in its site or book, outermost first:
     its ``<link rel="up">`` and theirs (DocBook's and Texinfo's pages say which page they belong under), each named by
     the link's ``title`` or else by that page's ``<title>``. ``read(href)`` gives a linked page as (its name, its
-    text), None when it is not one of the site's pages (outside the folder or book, missing, unreadable). The top
-    page (with no page above it: the home page, every page's) is left out; the chain stops at a link that ``read``
-    refuses or that comes back round."""
+    text), None when it is not one of the site's pages (outside the folder or book, not a page, missing,
+    unreadable). The last page the chain reaches is the top (the home page, every page's; Texinfo's Top links up out
+    of the site) and is left out; the chain also stops where it comes back round."""
     from html import unescape
 
     seen, chain = {name}, []
     up = _up_link(text)
-    while up is not None and len(chain) < depth:
-        found = read(up["href"].split("#")[0])
+    while up is not None:
+        if len(chain) == depth:
+            return tuple(t for t in reversed(chain) if t)  # no top reached
+        found = read(re.split(r"[#?]", up["href"])[0])
         if found is None or found[0] in seen:
             break
         seen.add(found[0])
         m = _TITLE.search(found[1])
         up, title = _up_link(found[1]), up.get("title") or (m.group(1) if m else "")
-        chain.append((" ".join(unescape(title).split()), up is None))
-    return tuple(t for t, top in reversed(chain) if t and not top)
+        chain.append(" ".join(unescape(title).split()))
+    return tuple(t for t in reversed(chain[:-1]) if t)
+
+
+_PAGE_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
 def _sibling_reader(p: Path):
-    """``pages_above``'s reader for a page on disk: pages in its own folder."""
+    """``pages_above``'s reader for a page on disk: the pages (.html, .htm, .xhtml) in its own folder, their first
+    200,000 bytes, decoded as the page says."""
     folder = p.parent.resolve()
 
     def read(href: str) -> tuple[str, str] | None:
         target = (folder / href).resolve()
-        if target.parent != folder or not target.is_file():
+        if target.parent != folder or target.suffix.lower() not in _PAGE_SUFFIXES or not target.is_file():
             return None
         try:
-            return str(target), target.read_bytes()[:200_000].decode("utf-8", errors="replace")
-        except OSError:
+            with open(target, "rb") as f:
+                return str(target), _decode(target, f.read(200_000))[0]
+        except (OSError, IngestError):
             return None
 
     return read

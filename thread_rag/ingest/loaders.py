@@ -120,7 +120,7 @@ def _load_image(p: Path, ocr: bool) -> LoadedDocument:
 
     if not ocr or not ocr_mod.available():
         return LoadedDocument(path=str(p), kind="image", blocks=[], pages=1)
-    lines = ocr_mod.respace([ocr_mod.read_image(ocr_mod.load_image(p))])[0]
+    lines = ocr_mod.respace([ocr_mod.read_image(ocr_mod.load_image(p))], keep=COMMAND_LINE.match)[0]
     read = any(ln.strip() for ln in lines)
     return LoadedDocument(path=str(p), kind="image", blocks=_line_blocks(lines, 1), pages=1,
                           ocr_pages=[1] if read else [],

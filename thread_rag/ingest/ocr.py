@@ -277,8 +277,7 @@ def load_image(path: Path):
 
 _LEXICON: dict | None = None
 _RUN = re.compile(r"[A-Za-z]{8,}")
-_CAMEL = re.compile(r"[a-z][A-Z]")  # "SubmittingInstallation": in prose, words run together
-_PATHLIKE = frozenset("/\\._-=:~$@%{}<>[]")
+_PATHLIKE = frozenset("/\\._-=:~$@%{}<>[]\"'`")
 
 
 def _lexicon() -> dict:
@@ -299,30 +298,29 @@ def _lexicon() -> dict:
     return _LEXICON
 
 
-def respace(pages: list[list[str]]) -> list[list[str]]:
+def respace(pages: list[list[str]], keep=None) -> list[list[str]]:
     """Words the recogniser parted or ran together, put right from these pages' own spelling. First, pieces of one
     word printed apart ("M emory", "Firm ware", "Installat io n") are joined where the joined word is printed whole
     on these pages more often than each piece stands alone ("in to" stays: "in" is commoner than "into"). Then runs
     ``spaced`` could not part ("thestickisunmounted") are split the cheapest way into known words: English words
     (``_lexicon``) and the words these pages print at least twice ("Debian", "netinst"), unless such a word is a
     phrase (``_own_lexicon``: "YourSystem", a run-together title the contents repeat). Only runs of 8 letters or
-    more that are no known word themselves (or that hold a capital inside) are split, and only into pieces of 3.5
-    letters on average with no unknown piece, and never a run inside a path, file name, option or variable
-    ("/boot/newinstall/"); the letters and their case stay as read."""
-    own: dict = {}
-    for lines in pages:
-        for w in re.findall(r"[A-Za-z]+", " ".join(lines)):
-            own[w.lower()] = own.get(w.lower(), 0) + 1
-    pages = [[_rejoin(ln, own) for ln in lines] for lines in pages]
+    more that are no known word themselves are split (a name the pages print twice, "VirtualBox", is a word), and
+    only into pieces of 3.5 letters on average with no unknown piece, and never a run inside a path, file name,
+    option, variable or quotes ("/boot/newinstall/", "AutoAddDevices"); the letters and their case stay as read.
+    Lines ``keep`` says yes to (a command line) are left as read."""
+    as_read = (lambda line: False) if keep is None else keep
+    printed = _counts(pages)
+    pages = [[ln if as_read(ln) else _rejoin(ln, printed) for ln in lines] for lines in pages]
+    own = _counts(pages)  # as the pages read once pieces are joined
     lexicon = _own_lexicon(own, " " + " ".join(re.findall(r"[a-z]+", "\n".join(map("\n".join, pages)).lower())) + " ")
 
     def split(m) -> str:
         run, text = m.group(0), m.string
         low = run.lower()
-        if (low in lexicon and not _CAMEL.search(run)) or text[m.start() - 1:m.start()] in _PATHLIKE \
-                or text[m.end():m.end() + 1] in _PATHLIKE:
-            return run  # a word, or part of a path, a file name, an option or a variable: as read
-        parts = _segment(low, lexicon, whole=False)
+        if low in lexicon or text[m.start() - 1:m.start()] in _PATHLIKE or text[m.end():m.end() + 1] in _PATHLIKE:
+            return run  # a word, or part of a path, a file name, an option, a variable or a quoted name: as read
+        parts = _segment(low, lexicon)
         if not parts or len(low) / len(parts) < 3.5:
             return run
         out, at = [], 0
@@ -331,7 +329,16 @@ def respace(pages: list[list[str]]) -> list[list[str]]:
             at += len(p)
         return " ".join(out)
 
-    return [[_RUN.sub(split, ln) for ln in lines] for lines in pages]
+    return [[ln if as_read(ln) else _RUN.sub(split, ln) for ln in lines] for lines in pages]
+
+
+def _counts(pages: list[list[str]]) -> dict:
+    """How often each word (letters only, lower case) is printed on these pages."""
+    own: dict = {}
+    for lines in pages:
+        for w in re.findall(r"[A-Za-z]+", " ".join(lines)):
+            own[w.lower()] = own.get(w.lower(), 0) + 1
+    return own
 
 
 def _rejoin(line: str, own: dict) -> str:
@@ -399,15 +406,14 @@ def _own_lexicon(own: dict, words: str) -> dict:
     return lexicon
 
 
-def _segment(text: str, lexicon: dict, whole: bool = True) -> list[str] | None:
-    """The cheapest split of ``text`` into lexicon words (None when there is none); ``whole=False``: into two or
-    more."""
+def _segment(text: str, lexicon: dict) -> list[str] | None:
+    """The cheapest split of ``text`` into lexicon words (None when there is none)."""
     import math
 
     best, back = [0.0] + [math.inf] * len(text), [0] * (len(text) + 1)
     for j in range(1, len(text) + 1):
         for i in range(max(0, j - 24), j):
-            c = lexicon.get(text[i:j]) if whole or j - i < len(text) else None
+            c = lexicon.get(text[i:j])
             if c is not None and best[i] + c < best[j]:
                 best[j], back[j] = best[i] + c, i
     if best[-1] == math.inf:

@@ -254,7 +254,8 @@ def _ocr_blank_pages(p: Path, reader, page_lines: list, code_lines: list, failed
             page_lines[i] = lines
             code_lines[i] = {j for j, ln in enumerate(lines) if COMMAND_LINE.match(ln)}
             done.append(i + 1)
-    for i, lines in zip([d - 1 for d in done], ocr_mod.respace([page_lines[d - 1] for d in done])):
+    read = ocr_mod.respace([page_lines[d - 1] for d in done], keep=COMMAND_LINE.match)  # commands as read
+    for i, lines in zip([d - 1 for d in done], read):
         page_lines[i] = lines
     if progress:
         progress("OCR", len(blank), len(blank))
