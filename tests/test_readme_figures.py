@@ -75,6 +75,30 @@ PAGES = {
                                     ["configs", "sources", "unsupported_spans"], ["configs", "sources", "checked_spans"]],
          "reads {:.1f} prompt tokens instead of {:.1f} and starts after a median {} s instead of {} s (both in one run,\n"
          "  interleaved, part of it beside other work on the CPU); {} of its {} checkable spans and {} of the old answers' {}"),
+        ("grounding-leval-legal.json", [["configs", "quote", "recall"], ["configs", "sources", "model_recall"],
+                                        ["configs", "quote", "recall_minus_sources_ci95", 0],
+                                        ["configs", "quote", "recall_minus_sources_ci95", 1],
+                                        ["configs", "quote", "quote_words_median"]],
+         "the quote alone holds gold-token recall {} against {}\n  for the old answer (paired 95% CI of the difference "
+         "{} to {}), in a median {} words"),
+        ("grounding-leval-legal.json", [["configs", "explain", "shown_recall"],
+                                        ["configs", "explain", "shown_recall_minus_sources_ci95", 0],
+                                        ["configs", "explain", "shown_recall_minus_sources_ci95", 1],
+                                        ["configs", "explain", "model_recall"],
+                                        ["configs", "explain", "model_recall_minus_sources_ci95", 0],
+                                        ["configs", "explain", "model_recall_minus_sources_ci95", 1],
+                                        ["configs", "explain", "words_mean"], ["configs", "sources", "words_mean"]],
+         "with the explanation\n  under it {} (CI {} to {}); the explanation alone {} (CI {} to {}: {:.1f} words on "
+         "average\n  against the old answer's {:.1f}"),
+        ("grounding-leval-legal.json", [["configs", "explain", "prompt_tokens_mean"],
+                                        ["configs", "sources", "prompt_tokens_mean"],
+                                        ["configs", "explain", "first_token_s_median"],
+                                        ["configs", "sources", "first_token_s_median"],
+                                        ["configs", "explain", "unsupported_spans"], ["configs", "explain", "checked_spans"],
+                                        ["configs", "sources", "unsupported_spans"], ["configs", "sources", "checked_spans"]],
+         "It reads {:.1f} prompt tokens instead of\n  {:.1f} and starts after a median {} s instead of {} s (one run, "
+         "interleaved, its first half beside other work on\n  the CPU); {} of its {} checkable spans and {} of the old "
+         "answers' {}"),
         ("grounding-spans.json", [["sets", "aws-docs-qa", c, k] for c in ("sources", "explain")
                                   for k in ("unsupported_spans", "checked_spans")],
          "{} of the old answers' {} checkable spans were not in their sources, {} of the explanation's {}."),
