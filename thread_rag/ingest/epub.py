@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
-from .html import _decode, file_under, pages_above, parse_html
+from .html import PAGE_SUFFIXES, _decode, file_under, pages_above, parse_html
 from .zips import zip_guard
 
 _NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "opf": "http://www.idpf.org/2007/opf",
@@ -76,7 +76,7 @@ def _chapter_reader(zf: zipfile.ZipFile, names: set, chapter: str):
     chapter, their first 200,000 bytes; a member that will not unpack is no page."""
     def read(href: str) -> tuple[str, str] | None:
         name = posixpath.normpath(posixpath.join(posixpath.dirname(chapter), unquote(href)))
-        if name not in names or not name.lower().endswith((".html", ".htm", ".xhtml")):
+        if name not in names or not name.lower().endswith(PAGE_SUFFIXES):
             return None
         try:
             with zf.open(name) as f:

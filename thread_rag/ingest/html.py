@@ -489,7 +489,7 @@ def pages_above(text: str, name: str, read, depth: int = 8) -> tuple:
     return tuple(t for t in reversed(chain[:-1]) if t)
 
 
-_PAGE_SUFFIXES = (".html", ".htm", ".xhtml")
+PAGE_SUFFIXES = (".html", ".htm", ".xhtml")  # what a rel="up" link may name, on disk or in a book
 
 
 def _sibling_reader(p: Path):
@@ -499,7 +499,7 @@ def _sibling_reader(p: Path):
 
     def read(href: str) -> tuple[str, str] | None:
         target = (folder / href).resolve()
-        if target.parent != folder or target.suffix.lower() not in _PAGE_SUFFIXES or not target.is_file():
+        if target.parent != folder or target.suffix.lower() not in PAGE_SUFFIXES or not target.is_file():
             return None
         try:
             with open(target, "rb") as f:

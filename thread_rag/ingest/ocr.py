@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -310,10 +311,10 @@ def respace(pages: list[list[str]], keep=None) -> list[list[str]]:
     option, variable or quotes ("/boot/newinstall/", "AutoAddDevices"); the letters and their case stay as read.
     Lines ``keep`` says yes to (a command line) are left as read."""
     as_read = (lambda line: False) if keep is None else keep
-    printed = _counts(pages)
+    printed = Counter(_words(pages))
     pages = [[ln if as_read(ln) else _rejoin(ln, printed) for ln in lines] for lines in pages]
-    own = _counts(pages)  # as the pages read once pieces are joined
-    lexicon = _own_lexicon(own, " " + " ".join(re.findall(r"[a-z]+", "\n".join(map("\n".join, pages)).lower())) + " ")
+    words = _words(pages)  # as the pages read once pieces are joined
+    lexicon = _own_lexicon(Counter(words), " " + " ".join(words) + " ")
 
     def split(m) -> str:
         run, text = m.group(0), m.string
@@ -332,21 +333,16 @@ def respace(pages: list[list[str]], keep=None) -> list[list[str]]:
     return [[ln if as_read(ln) else _RUN.sub(split, ln) for ln in lines] for lines in pages]
 
 
-def _counts(pages: list[list[str]]) -> dict:
-    """How often each word (letters only, lower case) is printed on these pages."""
-    own: dict = {}
-    for lines in pages:
-        for w in re.findall(r"[A-Za-z]+", " ".join(lines)):
-            own[w.lower()] = own.get(w.lower(), 0) + 1
-    return own
+def _words(pages: list[list[str]]) -> list[str]:
+    """The words (letters only, lower case) these pages print, in order."""
+    return re.findall(r"[a-z]+", "\n".join(ln for lines in pages for ln in lines).lower())
 
 
 def _rejoin(line: str, own: dict) -> str:
     """``line`` with each run of 2 to 4 letter-only pieces joined where the joined word is printed whole more often
     than each of its pieces stands alone (``own``: how often each word is printed on these pages; a lone letter other
     than "a" or "I" is no word and is not counted: "M emory" is joined however often an "M" stands alone), longest
-    first; a
-    run's first piece may open with a bracket or quote and its last close with one or with punctuation."""
+    first; a run's first piece may open with a bracket or quote and its last close with one or with punctuation."""
     words = line.split(" ")
     out, i = [], 0
     while i < len(words):
