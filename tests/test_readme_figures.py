@@ -121,7 +121,7 @@ PAGES = {
         ("small-index.json", [["speed", "A wall s", "median"], ["speed", "B wall s", "median"]],
          "a median {} s with the ONNX embedder against {} s loading torch"),
         ("editions-debian.json", [["found", e] for e in ("txt", "html", "epub", "ocr")] + [["same_page_top3", "ocr"]],
-         "edition for {}, HTML {}, EPUB {}, an OCR'd image-only copy {} (its top 3 on the PDF's page for {}; goal 10)"),
+         "edition for {}, HTML {}, EPUB {}, an OCR'd image-only copy {} (its top 3 on the PDF's\n  page for {}; goal 10)"),
         ("ocr-debian.json", [["debian", "cer_median_page"], ["debian", "seconds_per_page_median"]],
          "character error rate {}, {} s a page"),
         ("docling-fixtures.json", [["totals", "docx_before", "words_f1_mean"], ["totals", "docx_now", "words_f1_mean"]],
