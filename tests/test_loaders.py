@@ -70,6 +70,25 @@ def test_pdf_outline_gives_heading_paths_and_pages(debian_pdf):
 
 
 @needs_shared
+@needs_shared
+def test_a_pdf_without_bookmarks_takes_its_headings_from_its_type_sizes():
+    """A PDF with no outline (docling's fixtures, a Word export without bookmarks) had no headings at all. A short
+    line set larger than the body text (or wholly bold, larger) is a heading, a heading wrapped over two lines is one,
+    sizes give the levels; body text, an italic run-in phrase and a page of one size give none."""
+    doc = load_document(DOCLING / "pdf/sources/multi_page.pdf")
+    heads = [b.text for b in doc.blocks if b.is_heading]
+    assert heads[:3] == ["The Evolution of the Word Processor", "Pre-Digital Era (19th - Early 20th Century)",
+                         "The Birth of Word Processing (1960s - 1970s)"] and len(heads) == 11
+    body = next(b for b in doc.blocks if not b.is_heading and "IBM MT/ST" in b.text)
+    assert body.heading_path[-1] == "The Birth of Word Processing (1960s - 1970s)"
+    redp = [b.text for b in load_document(DOCLING / "pdf/sources/redp5110_sampled.pdf").blocks if b.is_heading]
+    assert "Row and Column Access Control Support in IBM DB2 for i" in redp  # wrapped: one heading
+    assert "1.1 Security fundamentals" in redp and "Preface" in redp
+    # italic run-in headings at the body's size stay text; so does every line of a page set in one size
+    assert not any(b.is_heading for b in load_document(DOCLING / "pdf/sources/amt_handbook_sample.pdf").blocks)
+    assert not any(b.is_heading for b in load_document(PYPDF / "001-trivial/minimal-document.pdf").blocks)
+
+
 def test_debian_txt_and_pdf_give_comparable_text(debian_pdf):
     pdf = debian_pdf.full_text.split()
     txt = load_document(DEBIAN_TXT).full_text.split()
@@ -166,6 +185,21 @@ def test_numbered_lines_are_headings_only_inside_a_numbering(tmp_path):
     # OCR runs a chapter's number into its word ("Chapter2"); a letter never counts run in ("PARTS" is no Part S)
     ocrd = "Chapter 1\n\nText.\n\nChapter2\n\nText.\n\nPARTS\n\nText.\n\nAPPENDIXB\n\nText.\n"
     assert [t for t, _ in _heads(tmp_path, ocrd)] == ["Chapter 1", "Chapter2"]
+
+
+def test_a_chapter_title_set_a_blank_line_below_its_number_is_the_chapter_s_title(tmp_path):
+    """A typeset manual prints "Chapter 1", a gap, then the chapter's title (the Debian guide, as OCR or a PDF's
+    text gives it): the heading is "Chapter 1 Welcome to Debian", and the title line is not body text. A sentence
+    or a long line there is the chapter's text, not its title."""
+    text = ("Chapter 1\n\nWelcome to Debian\n\nThis chapter gives an overview.\n\nChapter2\n\nSystem Requirements\n\n"
+            "Hardware you need.\n\nChapter 3\n\nThis chapter is short.\n")
+    doc = load_document(write(tmp_path / "guide.txt", text))
+    assert [b.text for b in doc.blocks if b.is_heading] == [
+        "Chapter 1 Welcome to Debian", "Chapter2 System Requirements", "Chapter 3"]
+    body = {b.text: b.heading_path for b in doc.blocks if not b.is_heading}
+    assert "Welcome to Debian" not in body and "System Requirements" not in body
+    assert body["Hardware you need."] == ("Chapter2 System Requirements",)
+    assert body["This chapter is short."] == ("Chapter 3",)
 
 
 RFC = """Table of Contents

@@ -34,6 +34,28 @@ def test_a_scanned_pdf_page_is_read_by_the_packaged_models(tmp_path, usb_page_im
     assert seen[0] == ("OCR page 1", 0, 1) and seen[-1] == ("OCR", 1, 1)
 
 
+def test_an_ocr_d_chapter_page_files_its_sections_under_the_chapter_s_title(tmp_path, monkeypatch):
+    """A scan has no bookmarks: "Chapter 2", a gap, "System Requirements" on an OCR'd page make one heading, the
+    chapter's title in the path of the sections under it (as the PDF's outline gives it), the running header left
+    out. The OCR reader is replaced by the lines it would return; the PDF and its loader are real."""
+    from PIL import Image
+
+    pages = [["Chapter 2", "", "System Requirements", "", "This section says what hardware you need.", "",
+              "2.1 Supported Hardware", "", "Debian supports many machines."],
+             ["CHAPTER 2. SYSTEM REQUIREMENTS 2.2. MEMORY", "", "2.2 Memory", "", "You need 780MB of memory."]]
+    scan = tmp_path / "scan.pdf"
+    imgs = [Image.new("RGB", (300, 400), "white") for _ in pages]
+    imgs[0].save(scan, save_all=True, append_images=imgs[1:])
+    monkeypatch.setattr(ocr, "available", lambda: True)
+    monkeypatch.setattr(ocr, "render_pdf_page", lambda p, i, scale=2.0: i)
+    monkeypatch.setattr(ocr, "read_image", lambda i: list(pages[i]))
+    doc = load_document(scan)
+    assert doc.ocr_pages == [1, 2]
+    paths = {b.text: b.heading_path for b in doc.blocks if not b.is_heading}
+    assert paths["This section says what hardware you need."] == ("Chapter 2 System Requirements",)
+    assert paths["You need 780MB of memory."] == ("Chapter 2 System Requirements", "2.2 Memory")
+
+
 def test_ocr_off_or_a_blank_image_is_one_line(tmp_path):
     from PIL import Image
 

@@ -4,7 +4,7 @@ expect), read by the loader at a commit given and by today's (issue 44). Per fil
 - text: the expected Markdown's words (its syntax left out: #, |, table rules, emphasis, image comments) against the
   loaded text's, as a bag (F1) and in order (difflib's ratio over the word sequences);
 - headings: the expected '#' lines found among the loaded headings (a heading block, or an entry of a block's
-  heading path), compared lower-cased with whitespace collapsed;
+  heading path), compared lower-cased with whitespace collapsed; and the loaded headings no '#' line names;
 - table cells (compared by their words: markup inside a cell is left out): each expected table row matched to the loaded row with the most cells equal at the same position (as
   pdf_tables_probe.py does); a loaded row is a line with a '|' in it, its outer pipes stripped.
 
@@ -71,8 +71,10 @@ def measure(load, path: Path, truth: str) -> dict:
     order = difflib.SequenceMatcher(None, exp_w, got_w, autojunk=False).ratio() if exp_w or got_w else 1.0
     found = {norm(b.text) for b in doc.blocks if b.is_heading} | {norm(h) for b in doc.blocks for h in b.heading_path}
     heads = md_headings(truth)
+    loaded = {norm(b.text) for b in doc.blocks if b.is_heading} | {norm(h) for b in doc.blocks for h in b.heading_path}
     return {"seconds": seconds, "words_f1": round(f1, 3), "words_in_order": round(order, 3),
             "headings_expected": len(heads), "headings_found": sum(h in found for h in heads),
+            "headings_loaded": len(loaded), "headings_not_expected": len(loaded - set(heads)),
             **score_cells(md_rows(truth), loaded_rows(doc.blocks))}
 
 
@@ -110,6 +112,8 @@ def main() -> None:
             totals[f"{kind}_{when}"] = {
                 "files": len(mine),
                 "headings": f"{sum(r['headings_found'] for r in mine)}/{sum(r['headings_expected'] for r in mine)}",
+                "headings_not_expected": f"{sum(r.get('headings_not_expected', 0) for r in mine)}/"
+                                         f"{sum(r.get('headings_loaded', 0) for r in mine)}",
                 "cells": f"{sum(r['cells_in_place'] for r in mine)}/{sum(r['expected_cells'] for r in mine)}",
                 "rows_whole": f"{sum(r['rows_whole'] for r in mine)}/{sum(r['expected_rows'] for r in mine)}",
                 "words_f1_mean": round(sum(r["words_f1"] for r in mine) / len(mine), 3) if mine else None,

@@ -21,7 +21,7 @@ from .html import load_html
 from .pdf import COMMAND_LINE, load_pdf, reflow
 from .text import assign_offsets, load_text
 
-LOADER_VERSION = 7  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
+LOADER_VERSION = 8  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
 #                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words; 4: plain
 #                    text's numbered section lines are headings, box-drawn tables pipe rows, comment and laid-out
 #                    lines keep their breaks, and the chunker keeps a block's line breaks and indentation; 5: a PDF's
@@ -29,7 +29,7 @@ LOADER_VERSION = 7  # part of the index recipe: a changed loader re-indexes on t
 #                    table is one block of pipe rows, spans repeated under their columns, content controls read, list
 #                    and heading numbers written as Word shows them; 7: an HTML page is filed under the pages above
 #                    it (rel="up"), OCR'd words joined and parted from the document's own spelling, a DOCX chart
-#                    the table of its data)
+#                    the table of its data; 8: a bare "Chapter 2" takes its title from the line after a gap)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html",

@@ -8,6 +8,7 @@ table-of-contents lines are left out. Pages with no text layer that draw an imag
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from ..errors import IngestError, counted
 from ..records import Block, LoadedDocument
-from .text import numbered_headings
+from .text import bare_word_heading, numbered_headings
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
@@ -50,10 +51,10 @@ def _outline_entries(reader) -> list[tuple[int, int, str]]:
 
 def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> LoadedDocument:
     reader, n_pages = _open_pdf(p, password)
-    page_lines, code_lines, failed = _read_pages(reader)
+    page_lines, code_lines, styles, failed = _read_pages(reader)
     ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
     running, running_prefix = _running_lines(page_lines, n_pages)
-    by_page = _headings_by_page(reader, page_lines, ocr_pages, running, running_prefix)
+    by_page = _headings_by_page(reader, page_lines, styles, ocr_pages, running, running_prefix)
     built = _Built()
     for pg, lines in enumerate(page_lines):
         _page_blocks(built, pg, lines, code_lines[pg], list(by_page.get(pg, [])), running, running_prefix)
@@ -93,20 +94,23 @@ def _open_pdf(p: Path, password: str | None):
     return reader, n_pages
 
 
-def _read_pages(reader) -> tuple[list[list[str]], list[set[int]], list[int]]:
-    """Every page's lines, the indexes of its monospaced lines, and the numbers of the pages that failed."""
+def _read_pages(reader) -> tuple[list[list[str]], list[set[int]], list[list], list[int]]:
+    """Every page's lines, the indexes of its monospaced lines, each line's type style ((size, bold), None where
+    mixed or unknown), and the numbers of the pages that failed."""
     page_lines: list[list[str]] = []
     code_lines: list[set[int]] = []   # per page: indexes of lines set in a monospaced font (commands, code)
+    styles: list[list] = []
     failed: list[int] = []
     for number, page in enumerate(reader.pages, start=1):
         try:
-            lines, code = _page_lines(page)
+            lines, code, style = _page_lines(page)
         except Exception:  # noqa: BLE001 - one bad page does not sink the document, but is reported
-            lines, code = [], set()
+            lines, code, style = [], set(), []
             failed.append(number)
         page_lines.append(lines)
         code_lines.append(code)
-    return page_lines, code_lines, failed
+        styles.append(style)
+    return page_lines, code_lines, styles, failed
 
 
 def _running_lines(page_lines: list[list[str]], n_pages: int) -> tuple[set, set]:
@@ -131,16 +135,67 @@ def _running_lines(page_lines: list[list[str]], n_pages: int) -> tuple[set, set]
     return running, running_prefix
 
 
-def _headings_by_page(reader, page_lines: list, ocr_pages: list[int], running: set,
-                      running_prefix: set) -> dict[int, list[tuple[int, str]]]:
-    """Page index -> (depth, title) of the headings that start on it: the outline's, else an OCR'd scan's."""
-    entries = _outline_entries(reader)
+def _headings_by_page(reader, page_lines: list, styles: list, ocr_pages: list[int], running: set,
+                      running_prefix: set) -> dict[int, list[tuple]]:
+    """Page index -> (depth, title, line index or None, lines it spans) of the headings that start on it: the
+    outline's (found on the page by their titles), else an OCR'd scan's numbered section lines, else the lines set
+    in a heading's type (``_styled_headings``)."""
+    entries = [(pg, depth, title, None, 1) for pg, depth, title in _outline_entries(reader)]
     if not entries and ocr_pages:  # a scan has no bookmarks: its numbered section lines are its headings
-        entries = _ocr_headings(page_lines, ocr_pages, running, running_prefix)
-    by_page: dict[int, list[tuple[int, str]]] = {}
-    for pg, depth, title in entries:
-        by_page.setdefault(pg, []).append((depth, title))
+        entries = [(pg, depth, title, None, 1)
+                   for pg, depth, title in _ocr_headings(page_lines, ocr_pages, running, running_prefix)]
+    if not entries:
+        entries = _styled_headings(page_lines, styles, running, running_prefix)
+    by_page: dict[int, list[tuple]] = {}
+    for pg, *entry in entries:
+        by_page.setdefault(pg, []).append(tuple(entry))
     return by_page
+
+
+def _styled_headings(page_lines: list, styles: list, running: set, running_prefix: set) -> list[tuple]:
+    """(page index, depth, title, line index, lines) of a PDF's headings read from its type, for a PDF without
+    bookmarks: a short line with no closing comma, colon or full stop, set wholly in one style that is larger than
+    the body text (the size most of the text is set in) or bold at least as large, and a style that is not a
+    large share of the text; a heading wrapped over up to three lines in one style is one heading. Larger type is a
+    higher level, bold above regular at one size. Running headers, contents lines and italic run-in phrases stay
+    text."""
+    sizes: Counter = Counter()
+    for lines, sts in zip(page_lines, styles):
+        for ln, st in zip(lines, sts):
+            if st:
+                sizes[st] += len(ln.strip())
+    if not sizes:
+        return []
+    body = Counter({sz: 0 for sz, _ in sizes})
+    for (sz, _), n in sizes.items():
+        body[sz] += n
+    body_size, total = body.most_common(1)[0][0], sum(sizes.values())
+
+    def heading_style(ln: str, st) -> bool:
+        words = ln.split()
+        return bool(st) and 1 <= len(words) <= 12 and any(c.isalpha() for c in ln) \
+            and not re.search(r"[.,;:]$", ln.strip()) and sizes[st] <= 0.2 * total \
+            and (st[0] >= 1.12 * body_size or (st[1] and st[0] >= body_size))
+
+    found = []
+    for pg, (lines, sts) in enumerate(zip(page_lines, styles)):
+        li = 0
+        while li < len(lines):
+            ln, st = lines[li], sts[li] if li < len(sts) else None
+            if not (heading_style(ln, st) and not _TOC_LINE.search(ln) and not _running_line(ln, running,
+                                                                                              running_prefix)):
+                li += 1
+                continue
+            n = 1
+            while n < 3 and li + n < len(lines) and li + n < len(sts) and sts[li + n] == st \
+                    and heading_style(lines[li + n], st):
+                n += 1
+            title = " ".join(" ".join(lines[li:li + n]).split())
+            if len(title.split()) <= 16:
+                found.append((pg, st, title, li, n))
+            li += n
+    levels = {st: d for d, st in enumerate(sorted({f[1] for f in found}, key=lambda st: (-st[0], not st[1])))}
+    return [(pg, levels[st], title, li, n) for pg, st, title, li, n in found]
 
 
 @dataclass
@@ -169,7 +224,7 @@ def _flush(built: _Built, pg: int, para: list[str], kept: list[str]) -> None:
         kept.clear()
 
 
-def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pending: list[tuple[int, str]],
+def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pending: list[tuple],
                  running: set, running_prefix: set) -> None:
     """One page's lines as blocks: paragraphs, kept code lines and table rows, and the headings ``pending`` on it
     (running headers and footers and table-of-contents lines left out)."""
@@ -178,11 +233,19 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
     para: list[str] = []
     kept: list[str] = []  # consecutive code lines or table rows: one block that keeps its lines
     max_len = max((len(ln) for ln in lines), default=0)
+    title_below = ""  # after a bare "Chapter 2" whose heading is "Chapter 2 System Requirements": that title's line
+    skip = range(0)  # the further lines of a heading wrapped over several
     for li, ln in enumerate(lines):
         s = ln.strip()
+        if li in skip:
+            continue
         if not s:
             _flush(built, pg, para, kept)
             continue
+        if title_below and _title_match(s, title_below):
+            title_below = ""
+            continue
+        title_below = ""
         if li in code or _PIPE_ROW.match(s):  # a command or a table row: a line of its own
             if para:
                 _flush(built, pg, para, kept)
@@ -194,17 +257,19 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
             continue
         if _TOC_LINE.search(s):
             continue  # table-of-contents line with dot leaders: navigation, not content
-        if pending and _title_match(s, pending[0][1]):
+        if pending and (pending[0][2] == li if pending[0][2] is not None else _title_match(s, pending[0][1])):
             _flush(built, pg, para, kept)
-            depth, title = pending.pop(0)
+            depth, title, at, n = pending.pop(0)
             built.enter(depth, title)
-            built.add(s, pg, is_heading=True)
+            title_below = title[len(s):] if at is None and len(title) > len(s) and title.startswith(s) else ""
+            skip = range(li + 1, li + n)
+            built.add(title if title_below or at is not None else s, pg, is_heading=True)
             continue
         para.append(s)
         if len(ln) < 0.6 * max_len and s[-1:] in ".:!?)" and max_len > 40:
             _flush(built, pg, para, kept)
     _flush(built, pg, para, kept)
-    for depth, title in pending:
+    for depth, title, *_ in pending:
         built.enter(depth, title)
 
 
@@ -232,8 +297,8 @@ def _ocr_headings(page_lines: list, ocr_pages: list[int], running: set, running_
         for ln in page_lines[pg] + [""]:
             lines.append("" if ln.strip() and _running_line(ln, running, running_prefix) else ln)
             where.append(pg)
-    found, _ = numbered_headings(lines)
-    return [(where[i], level, " ".join(lines[i].split())) for i, (level, _title) in sorted(found.items())]
+    found, _ = numbered_headings(lines)  # a bare "Chapter 2"'s title is the line under it: in ``title``
+    return [(where[i], level, title) for i, (level, title) in sorted(found.items())]
 
 
 def _ocr_blank_pages(p: Path, reader, page_lines: list, code_lines: list, failed: list, progress) -> list[int]:
@@ -288,6 +353,7 @@ _TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
 _PIPE_ROW = re.compile(r"^\|.*\|$")
 _CAPTION = re.compile(r"^\s*Table\s+[A-Z]?\d+(?:[.-]\d+)*[.:]?\s+[A-Z(\"“]")  # "Table 3.2 Recommended ...", not
 #                                                                               "Table 2-1 describes ..."
+_BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 _MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)
 _COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
 
@@ -297,28 +363,31 @@ def _page_lines(page) -> tuple[list[str], set[int]]:
     or code: kept as its own line, never run into the paragraph around it), and, on a page with a table caption
     ("Table 3.2 ..."), the table's rows as ``| cell | cell |`` lines (read from pypdf's layout mode, where columns
     stand apart; that mode costs ~2x, so only such pages pay it)."""
-    pieces: list[tuple[str, bool]] = []
+    pieces: list[tuple[str, bool, tuple[float, bool]]] = []
 
     def visit(text, cm, tm, font, size) -> None:
         name = str((font or {}).get("/BaseFont", "")) if hasattr(font, "get") else ""
-        pieces.append((text, bool(_MONO.search(name))))
+        scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])  # the type's height on the page
+        pieces.append((text, bool(_MONO.search(name)), (round(size * scale * 2) / 2, bool(_BOLD.search(name)))))
 
     txt = page.extract_text(visitor_text=visit) or ""
-    joined = "".join(t for t, _ in pieces)
-    mono = [m for t, m in pieces for _ in t] if joined == txt else []  # the visitor's pieces make up the text
+    joined = "".join(t for t, _, _ in pieces)
+    per = [(m, st) for t, m, st in pieces for _ in t] if joined == txt else []  # the pieces make up the text
     lines, flags, at = [], [], 0
     for ln in txt.replace("\r", "\n").split("\n"):  # same length: the flags stay in step
-        inked = [f for ch, f in zip(ln, mono[at:at + len(ln)]) if not ch.isspace()] if mono else []
-        flags.append(len(inked) >= 2 and sum(inked) >= 0.9 * len(inked))
+        inked = [f for ch, f in zip(ln, per[at:at + len(ln)]) if not ch.isspace()] if per else []
+        style, n = Counter(st for _, st in inked).most_common(1)[0] if inked else (None, 0)
+        flags.append((len(inked) >= 2 and sum(m for m, _ in inked) >= 0.9 * len(inked),
+                      style if n >= 0.9 * len(inked) else None))
         lines.append(ln.rstrip())
         at += len(ln) + 1
     if any(_CAPTION.match(ln) for ln in lines):
         lines, flags = _pdf_table_rows(page, lines, flags)
-    return lines, {i for i, f in enumerate(flags) if f}
+    return lines, {i for i, (mono, _) in enumerate(flags) if mono}, [st for _, st in flags]
 
 
-def _pdf_table_rows(page, lines: list[str], flags: list[bool]) -> tuple[list[str], list[bool]]:
-    """``lines`` (and their monospaced flags) with each captioned table's lines replaced by its rows as pipe rows
+def _pdf_table_rows(page, lines: list[str], flags: list[tuple]) -> tuple[list[str], list[tuple]]:
+    """``lines`` (and their flags: monospaced, type style) with each captioned table's lines replaced by its rows as pipe rows
     (``| cell | cell |``). The rows come from pypdf's layout mode, where columns stand apart (``_layout_tables``); the
     default lines they replace are those the table's words make up (``_table_span``), and only when those lines hold
     the whole table (else the plain lines stand: never a row twice)."""
@@ -331,7 +400,7 @@ def _pdf_table_rows(page, lines: list[str], flags: list[bool]) -> tuple[list[str
         span = _table_span(out, caption, rows)
         if span is not None:
             out[span[0]:span[1]] = ["| " + " | ".join(row) + " |" for row in rows]
-            marks[span[0]:span[1]] = [False] * len(rows)
+            marks[span[0]:span[1]] = [(False, None)] * len(rows)
     return out, marks
 
 
@@ -425,6 +494,8 @@ def _title_match(line: str, title: str) -> bool:
     b = re.sub(r"[^a-z0-9]+", " ", title.lower()).strip()
     if not a or not b:
         return False
+    if bare_word_heading(line) and b.startswith(a + " "):  # "Chapter 2" of "Chapter 2 System Requirements"
+        return True
     a = re.sub(r"^(chapter )?[0-9a-z]?[0-9. ]*\s", "", a + " ").strip() if len(a) > len(b) else a
     return a == b or a.endswith(" " + b) or (len(b) > 12 and a.startswith(b) and len(a) < len(b) + 12)
 

@@ -288,6 +288,12 @@ _WORD_HEADING = re.compile(r"(?P<word>" + "|".join(_WORD_RANK) + r")(?:\s*(?=\d)
 _NUM_HEADING = re.compile(r"(?P<num>[1-9]\d?|(?:[1-9]\d?|0|[A-Z])(?:\.(?:0|[1-9]\d{0,2}))+)\.?\s+(?P<title>[^\W\d_].*)")
 
 
+def bare_word_heading(line: str) -> bool:
+    """A "Chapter 2" / "APPENDIX B" / "Chapter2" line with no title of its own."""
+    m = _WORD_HEADING.fullmatch(" ".join(line.split()))
+    return bool(m) and not m.group("title")
+
+
 def numbering_follows(a: list[str], b: list[str]) -> bool:
     """Whether section number ``b`` can come right after ``a`` (2.4.6 -> 2.5, 2.5 -> 2.5.1, 2.5 -> 3, 8 -> A,
     A.5 -> B), as parts: ["2", "4", "6"]."""
@@ -309,9 +315,9 @@ def _plain_title(title: str) -> bool:
 
 def numbered_headings(lines: list[str]) -> tuple[dict[int, tuple[int, str]], set[int]]:
     """Plain text's numbered section lines: {line index: (level, title)}, and the lines that only carried a title.
-    "Chapter 2. System Requirements", "ARTICLE I" with "DEFINITIONS" on the next line (after a word: Part > Chapter,
-    Appendix, Article > Section; a blank line before, the next line may be text), and, each standing between blank
-    lines, "2.5. Memory and Disk Space Requirements" where dotted numbers form a numbering (two or more, most
+    "Chapter 2. System Requirements", "ARTICLE I" with "DEFINITIONS" on the next line or after a blank line (after a
+    word: Part > Chapter, Appendix, Article > Section; a blank line before, the next line may be text), and, each
+    standing between blank lines, "2.5. Memory and Disk Space Requirements" where dotted numbers form a numbering (two or more, most
     following the number before: a lone "1.5 GHz Processor" is text) and "1.  Introduction" where a single number
     leads into that numbering (its "1.1" comes next, or it follows a section: numbered steps "1. Download" stay
     text). Levels rank the kinds found: a word's, then numbers by their parts. Also text: a table of contents (no
@@ -328,10 +334,10 @@ def numbered_headings(lines: list[str]) -> tuple[dict[int, tuple[int, str]], set
         if m and (not m.group("title") or _plain_title(m.group("title"))) \
                 and not (_NUM_HEADING.fullmatch(after) or _WORD_HEADING.fullmatch(after)):  # not a contents entry
             parts = (m.group("label") + (m.group("sub") or "")).split(".")
-            if not m.group("title") and after and len(after) <= 60 and _plain_title(after) \
-                    and (i + 2 == len(lines) or not lines[i + 2].strip()):
-                titles[i + 1] = after
-                text += " " + after
+            t = _title_below(lines, i) if not m.group("title") else None
+            if t is not None:
+                titles[i] = t
+                text += " " + " ".join(lines[t].split())
             found.append((i, _WORD_RANK[m.group("word")] + len(parts) - 1, parts, text, "word"))
             continue
         m = _NUM_HEADING.fullmatch(text)
@@ -352,7 +358,21 @@ def numbered_headings(lines: list[str]) -> tuple[dict[int, tuple[int, str]], set
             continue
         kept.append(f)
     levels = {r: n + 1 for n, r in enumerate(sorted({f[1] for f in kept}))}
-    return {i: (levels[rank], text) for i, rank, _, text, _ in kept}, {i + 1 for i, *_ in kept if i + 1 in titles}
+    return {i: (levels[rank], text) for i, rank, _, text, _ in kept}, {titles[i] for i, *_ in kept if i in titles}
+
+
+def _title_below(lines: list[str], i: int) -> int | None:
+    """The line holding the title of the bare "Chapter 2" / "ARTICLE I" on line ``i``: the next line, or, where a
+    typeset page leaves a gap, the one after a blank line; a short title-like line standing alone (a blank line or
+    the end after it)."""
+    for t in (i + 1, i + 2):
+        if t >= len(lines) or (t == i + 2 and lines[i + 1].strip()):
+            return None
+        title = " ".join(lines[t].split())
+        if title:
+            alone = t + 1 == len(lines) or not lines[t + 1].strip()
+            return t if len(title) <= 60 and _plain_title(title) and alone else None
+    return None
 
 
 def assign_offsets(blocks: list[Block]) -> None:
