@@ -38,6 +38,25 @@ def test_docx_reading_order_headings_and_tables():
 
 
 @needs_shared
+@needs_shared
+def test_docx_equations_are_read_as_latex():
+    """Word equations (OMML) were dropped: a cell holding the area formula came out empty. They are read as LaTeX,
+    inline ($...$) and on a line of their own ($$...$$, also where a paragraph holds equations alone, each its own),
+    in a table cell too."""
+    table = load_document(DOCLING / "docx/sources/table_with_equations.docx").blocks[0].text
+    assert table.split("\n") == ["| The next cell has an equation | $$A=\\pi r^{2}$$ |",
+                                  "| The next cell has another equation | $$x=\\frac{-b\\pm\\sqrt{b^{2}-4ac}}{2a}$$ |"]
+    text = load_document(DOCLING / "docx/sources/equations.docx").full_text
+    assert "an inline equation: $A=\\pi r^{2}$." in text and "equations: $E=mc^{2}$ and $F=ma$ are" in text
+    assert "\n$$a^{2}+b^{2}=c^{2} \\times 23$$\n" in text
+    assert "\\sum_{n=1}^{\\infty}\\left(a_{n}\\cos\\frac{n\\pi x}{L}" in text
+    assert "\\sum_{k=0}^{n}\\left(\\binom{n}{k}\\right)" in text
+    multi = load_document(DOCLING / "docx/sources/omml_multi_equation_paragraph.docx").full_text
+    assert "$$a=b$$\n$$c=d$$\n$$e=f$$" in multi
+    frac = load_document(DOCLING / "docx/sources/omml_frac_superscript.docx").full_text
+    assert "$${\\frac{(x-c)}{v}}^{2}$$" in frac
+
+
 def test_all_docling_docx_open_except_strict():
     for f in sorted((DOCLING / "docx/sources").glob("*.docx")):
         if f.name == "Strict.docx":

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
 from .zips import zip_guard
+from . import omml
 
 
 def load_docx(p: Path) -> LoadedDocument:
@@ -131,9 +132,10 @@ def _number(v: str) -> str:
 
 
 def _para_text(p_el, qn) -> str:
-    """A paragraph's text; a text box's paragraphs each end a line, and an ``mc:Fallback`` (the same text box again,
+    """A paragraph's text (its equations as LaTeX: ``omml``); a text box's paragraphs each end a line, and an ``mc:Fallback`` (the same text box again,
     for older readers) is skipped: read, each box came twice, run together."""
     parts: list[str] = []
+    inline: list[str] = []  # the paragraph's inline equations
     t, tab, breaks, para = qn("w:t"), qn("w:tab"), (qn("w:br"), qn("w:cr")), qn("w:p")
 
     def walk(el) -> None:
@@ -144,6 +146,12 @@ def _para_text(p_el, qn) -> str:
                 continue
             if node.tag == t:
                 parts.append(node.text or "")
+            elif node.tag == omml.OMATH:
+                inline.append(omml.latex(node))
+                parts.append(f"{' ' if parts and parts[-1].endswith('$') else ''}${inline[-1]}$")
+            elif node.tag == omml.OMATH_PARA:  # equations on lines of their own
+                shown = ["$$" + omml.latex(m) + "$$" for m in node.iter(omml.OMATH)]
+                parts.append(("\n" if parts and not parts[-1].endswith("\n") else "") + "\n".join(shown) + "\n")
             elif node.tag == tab:
                 parts.append("\t")
             elif node.tag in breaks:
@@ -154,6 +162,8 @@ def _para_text(p_el, qn) -> str:
                     parts.append("\n")  # a paragraph inside a text box
 
     walk(p_el)
+    if inline and not any(x.text and x.text.strip() for x in p_el.iter(t)):  # equations alone: each on its line
+        return "\n".join("$$" + x + "$$" for x in inline)
     return "".join(parts)
 
 
