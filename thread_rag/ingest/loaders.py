@@ -29,7 +29,8 @@ LOADER_VERSION = 8  # part of the index recipe: a changed loader re-indexes on t
 #                    table is one block of pipe rows, spans repeated under their columns, content controls read, list
 #                    and heading numbers written as Word shows them; 7: an HTML page is filed under the pages above
 #                    it (rel="up"), OCR'd words joined and parted from the document's own spelling, a DOCX chart
-#                    the table of its data; 8: a bare "Chapter 2" takes its title from the line after a gap)
+#                    the table of its data; 8: a bare "Chapter 2" takes its title from the line after a gap,
+#                    a PDF without bookmarks its headings from its type, a DOCX equation is read as LaTeX)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html",
