@@ -57,6 +57,14 @@ def test_docx_equations_are_read_as_latex():
     assert "$${\\frac{(x-c)}{v}}^{2}$$" in frac
 
 
+@needs_shared
+def test_docx_list_numbers_and_bullets_inside_a_table_cell_are_written():
+    """A numbered list in a cell lost its numbers ("Number one Number two"), as body lists once did."""
+    rows = [b.text for b in load_document(DOCLING / "docx/sources/docx_rich_cells.docx").blocks if "|" in b.text][0]
+    assert "before a numbered list 1. Number one 2. Number two 3. Number three |" in rows
+    assert "| This is a list: - A First - A Second - A Third |" in rows
+
+
 def test_all_docling_docx_open_except_strict():
     for f in sorted((DOCLING / "docx/sources").glob("*.docx")):
         if f.name == "Strict.docx":
@@ -565,7 +573,7 @@ def test_a_scatter_chart_keeps_its_x_values_and_a_broken_chart_leaves_the_text(t
 @needs_shared
 def test_docx_table_in_a_one_cell_box_and_tables_in_content_controls_are_read():
     text = [b.text for b in load_document(DOCLING / "docx/sources/tablecell.docx").blocks]
-    assert text == ["Hello world1\nHello2", "Some text before", "| Tab1 | Tab2 | Tab3 |\n| A | B | C |\n| D | E | F |",
+    assert text == ["- Hello world1\n- Hello2", "Some text before",  # a bulleted list in the box (as docling writes it) "| Tab1 | Tab2 | Tab3 |\n| A | B | C |\n| D | E | F |",
                     "Some text after"]
     # content_control_with_picture.docx keeps its text inside a content control (w:sdt): it was left out
     truth = set(re.findall(r"\w+", (DOCLING / "docx/groundtruth/content_control_with_picture.docx.md").read_text()))

@@ -68,7 +68,7 @@ def load_docx(p: Path) -> LoadedDocument:
                     marker = "- "
                 blocks.append(Block(text="  " * depth + marker + text.strip(), heading_path=tuple(t for _, t in path)))
         else:
-            text = _table_text(Table(child, document), qn)
+            text = _table_text(Table(child, document), qn, lambda el: numbers.marker(el, Paragraph(el, document).style)[0])
             if text:
                 blocks.append(Block(text=text, heading_path=tuple(t for _, t in path)))
     return LoadedDocument(path=str(p), kind="docx", blocks=blocks)
@@ -291,34 +291,44 @@ def _body_items(parent, qn):
             yield from _body_items(child, qn)
 
 
-def _table_text(table, qn) -> str:
+def _table_text(table, qn, marker=lambda el: "") -> str:
     """A table as ``| cell | cell |`` lines, its first row (the header) first, one line a row; a cell spanning
     columns or rows repeats its text in each (each cell stays under its column's header); columns a row skips at its
     start (``w:gridBefore``) are empty cells. A cell's paragraphs, and a table nested in it, are one line of text. A
     table of one cell is a framed note or a layout box: its paragraphs come as plain lines (a table in it as a
     table)."""
-    rows = []
+    rows, read = [], {}  # read: a spanning cell is one cell, read (and its list numbers counted) once
+
+    def text(tc) -> str:
+        if tc not in read:
+            read[tc] = _cell_text(tc, qn, marker)
+        return read[tc]
+
     for row in table.rows:
         try:
             before = row.grid_cols_before
         except Exception:  # noqa: BLE001 - a malformed row property: read the cells alone
             before = 0
-        rows.append([""] * before + [_cell_text(cell._tc, qn) for cell in row.cells])
+        rows.append([""] * before + [text(cell._tc) for cell in row.cells])
     if sum(len(r) for r in rows) == 1:  # a box: its paragraphs as lines, a table in it as a table
         from docx.table import Table
 
-        return "\n".join(_table_text(Table(item, table), qn) if item.tag == qn("w:tbl") else _para_text(item, qn)
+        return "\n".join(_table_text(Table(item, table), qn, marker) if item.tag == qn("w:tbl")
+                         else marker(item) + _para_text(item, qn) if _para_text(item, qn).strip() else ""
                          for item in _body_items(table.rows[0].cells[0]._tc, qn)).strip()
     lines = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows if any(r)]
     return "\n".join(lines)
 
 
-def _cell_text(tc, qn) -> str:
-    """A cell's paragraphs, and the cells of a table nested in it, as one line of text."""
+def _cell_text(tc, qn, marker=lambda el: "") -> str:
+    """A cell's paragraphs (each after its list number or bullet, ``marker``), and the cells of a table nested in
+    it, as one line of text."""
     parts = []
     for item in _body_items(tc, qn):
         if item.tag == qn("w:p"):
-            parts.append(_para_text(item, qn))
+            text = _para_text(item, qn)
+            parts.append(marker(item) + text if text.strip() else text)
         else:
-            parts += [_cell_text(c, qn) for tr in item.iterchildren(qn("w:tr")) for c in tr.iterchildren(qn("w:tc"))]
+            parts += [_cell_text(c, qn, marker) for tr in item.iterchildren(qn("w:tr"))
+                      for c in tr.iterchildren(qn("w:tc"))]
     return " ".join(" ".join(parts).split())
