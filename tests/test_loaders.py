@@ -573,8 +573,8 @@ def test_a_scatter_chart_keeps_its_x_values_and_a_broken_chart_leaves_the_text(t
 @needs_shared
 def test_docx_table_in_a_one_cell_box_and_tables_in_content_controls_are_read():
     text = [b.text for b in load_document(DOCLING / "docx/sources/tablecell.docx").blocks]
-    assert text == ["- Hello world1\n- Hello2", "Some text before",  # a bulleted list in the box (as docling writes it) "| Tab1 | Tab2 | Tab3 |\n| A | B | C |\n| D | E | F |",
-                    "Some text after"]
+    assert text == ["- Hello world1\n- Hello2", "Some text before",  # the box's list keeps its bullets (as docling's)
+                    "| Tab1 | Tab2 | Tab3 |\n| A | B | C |\n| D | E | F |", "Some text after"]
     # content_control_with_picture.docx keeps its text inside a content control (w:sdt): it was left out
     truth = set(re.findall(r"\w+", (DOCLING / "docx/groundtruth/content_control_with_picture.docx.md").read_text()))
     ours = set(re.findall(r"\w+", load_document(DOCLING / "docx/sources/content_control_with_picture.docx").full_text))
