@@ -67,6 +67,23 @@ def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path):
         load_document(d)
 
 
+def test_a_page_that_rel_up_links_name_is_read_once_for_the_whole_book(tmp_path, monkeypatch):
+    """Every chapter under one part named the part page by rel="up": the part was unpacked again for each."""
+    top = b'<html><head><title>The Book</title></head><body><h1>Contents</h1></body></html>'
+    part = (b'<html><head><title>Part One</title><link rel="up" href="index.xhtml"/></head>'
+            b'<body><h1>Part One</h1></body></html>')
+    page = lambda n: (f'<html><head><title>S{n}</title><link rel="up" href="part.xhtml" title="Part One"/></head>'  # noqa: E731
+                      f'<body><h2>Section {n}</h2><p>Text {n}.</p></body></html>').encode()
+    book = make_epub(tmp_path / "b.epub", [("index.xhtml", top), ("part.xhtml", part)] + [(f"s{n}.xhtml", page(n)) for n in range(4)])
+    opened = []
+    real_open = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, name, *a, **k: opened.append(str(getattr(name, "filename", name))) or real_open(self, name, *a, **k))
+    doc = load_document(book)
+    assert opened.count("OEBPS/part.xhtml") <= 2  # its own reading, and once as the pages' parent
+    path = next(b.heading_path for b in doc.blocks if b.text == "Text 3.")
+    assert path[:2] == ("A Book", "Part One") and path[-1] == "Section 3"
+
+
 @needs_shared
 def test_the_debian_guide_packed_as_an_epub_reads_like_its_html_edition(tmp_path):
     pages = debian_html_pages()

@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 from ..errors import IngestError
 from ..records import Block, LoadedDocument
-from .html import PAGE_SUFFIXES, _decode, file_under, pages_above, parse_html
+from .html import HEAD_CHARS, PAGE_SUFFIXES, _decode, file_under, pages_above, parse_html
 from .zips import zip_guard
 
 _NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "opf": "http://www.idpf.org/2007/opf",
@@ -46,6 +46,7 @@ def load_epub(p: Path) -> LoadedDocument:
         order = [r for r in refs if r.get("linear") != "no"] + [r for r in refs if r.get("linear") == "no"]
         blocks: list[Block] = []
         warnings: list[str] = []
+        heads: dict = {}  # the pages rel="up" links name, read once for the whole book
         for ref in order:
             item = manifest.get(ref.get("idref"))
             if item is None or item.get("media-type", "") not in _PAGES:
@@ -62,7 +63,7 @@ def load_epub(p: Path) -> LoadedDocument:
                 warnings.append(f"spine item {name} is not text: skipped")
                 continue
             chapter = parse_html(text, f"{p}#{name}", encoding=enc).blocks
-            file_under(chapter, pages_above(text, name, _chapter_reader(zf, names, name)))
+            file_under(chapter, pages_above(text, name, _chapter_reader(zf, names, name, heads)))
             for b in chapter:
                 path = (title,) + b.heading_path if title and b.heading_path[:1] != (title,) else b.heading_path
                 blocks.append(Block(text=b.text, heading_path=path, is_heading=b.is_heading))
@@ -71,18 +72,21 @@ def load_epub(p: Path) -> LoadedDocument:
     return LoadedDocument(path=str(p), kind="epub", blocks=blocks, warnings=warnings)
 
 
-def _chapter_reader(zf: zipfile.ZipFile, names: set, chapter: str):
+def _chapter_reader(zf: zipfile.ZipFile, names: set, chapter: str, heads: dict):
     """``pages_above``'s reader for a chapter: the book's other pages (.html, .htm, .xhtml) by a link relative to the
-    chapter, their first 200,000 bytes; a member that will not unpack is no page."""
+    chapter, the head of their first 200,000 bytes (where the title and links are), kept in ``heads`` for the next
+    chapter that names them; a member that will not unpack is no page."""
     def read(href: str) -> tuple[str, str] | None:
         name = posixpath.normpath(posixpath.join(posixpath.dirname(chapter), unquote(href)))
         if name not in names or not name.lower().endswith(PAGE_SUFFIXES):
             return None
-        try:
-            with zf.open(name) as f:
-                return name, _decode(Path(name), f.read(200_000))[0]
-        except (zipfile.BadZipFile, zlib.error, RuntimeError, NotImplementedError, OSError, IngestError):
-            return None
+        if name not in heads:
+            try:
+                with zf.open(name) as f:
+                    heads[name] = _decode(Path(name), f.read(200_000))[0][:HEAD_CHARS]
+            except (zipfile.BadZipFile, zlib.error, RuntimeError, NotImplementedError, OSError, IngestError):
+                heads[name] = None
+        return None if heads[name] is None else (name, heads[name])
 
     return read
 

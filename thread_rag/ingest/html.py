@@ -483,7 +483,7 @@ def pages_above(text: str, name: str, read, depth: int = 8) -> tuple:
         if found is None or found[0] in seen:
             break
         seen.add(found[0])
-        m = _TITLE.search(found[1])
+        m = _TITLE.search(found[1][:HEAD_CHARS])
         up, title = _up_link(found[1]), up.get("title") or (m.group(1) if m else "")
         chain.append(" ".join(unescape(title).split()))
     return tuple(t for t in reversed(chain[:-1]) if t)
@@ -510,8 +510,11 @@ def _sibling_reader(p: Path):
     return read
 
 
+HEAD_CHARS = 20_000  # a page's head: where its <title> and <link rel="up"> are looked for
+
+
 def _up_link(text: str) -> dict | None:
-    return next((a for a in map(_attrs, _LINK.findall(text[:20000])) if a.get("rel", "").lower() == "up"
+    return next((a for a in map(_attrs, _LINK.findall(text[:HEAD_CHARS])) if a.get("rel", "").lower() == "up"
                  and a.get("href")), None)
 
 
