@@ -135,7 +135,7 @@ def _para_text(p_el, qn) -> str:
     """A paragraph's text (its equations as LaTeX: ``omml``); a text box's paragraphs each end a line, and an ``mc:Fallback`` (the same text box again,
     for older readers) is skipped: read, each box came twice, run together."""
     parts: list[str] = []
-    inline: list[str] = []  # the paragraph's inline equations
+    equations: list[str] = []  # the paragraph's equations, in order
     t, tab, breaks, para = qn("w:t"), qn("w:tab"), (qn("w:br"), qn("w:cr")), qn("w:p")
 
     def walk(el) -> None:
@@ -147,11 +147,13 @@ def _para_text(p_el, qn) -> str:
             if node.tag == t:
                 parts.append(node.text or "")
             elif node.tag == omml.OMATH:
-                inline.append(omml.latex(node))
-                parts.append(f"{' ' if parts and parts[-1].endswith('$') else ''}${inline[-1]}$")
+                equations.append(omml.latex(node))
+                parts.append(f"{' ' if parts and parts[-1].endswith('$') else ''}${equations[-1]}$")
             elif node.tag == omml.OMATH_PARA:  # equations on lines of their own
-                shown = ["$$" + omml.latex(m) + "$$" for m in node.iter(omml.OMATH)]
-                parts.append(("\n" if parts and not parts[-1].endswith("\n") else "") + "\n".join(shown) + "\n")
+                shown = [omml.latex(m) for m in node.iter(omml.OMATH)]
+                equations.extend(shown)
+                parts.append(("\n" if parts and not parts[-1].endswith("\n") else "")
+                             + "\n".join(f"$${x}$$" for x in shown) + "\n")
             elif node.tag == tab:
                 parts.append("\t")
             elif node.tag in breaks:
@@ -162,8 +164,8 @@ def _para_text(p_el, qn) -> str:
                     parts.append("\n")  # a paragraph inside a text box
 
     walk(p_el)
-    if inline and not any(x.text and x.text.strip() for x in p_el.iter(t)):  # equations alone: each on its line
-        return "\n".join("$$" + x + "$$" for x in inline)
+    if equations and not any(x.text and x.text.strip() for x in p_el.iter(t)):  # equations alone: each its line
+        return "\n".join("$$" + x + "$$" for x in equations)
     return "".join(parts)
 
 
@@ -297,27 +299,30 @@ def _table_text(table, qn, marker=lambda el: "") -> str:
     start (``w:gridBefore``) are empty cells. A cell's paragraphs, and a table nested in it, are one line of text. A
     table of one cell is a framed note or a layout box: its paragraphs come as plain lines (a table in it as a
     table)."""
-    rows, read = [], {}  # read: a spanning cell is one cell, read (and its list numbers counted) once
-
-    def text(tc) -> str:
-        if tc not in read:
-            read[tc] = _cell_text(tc, qn, marker)
-        return read[tc]
-
-    for row in table.rows:
-        try:
-            before = row.grid_cols_before
-        except Exception:  # noqa: BLE001 - a malformed row property: read the cells alone
-            before = 0
-        rows.append([""] * before + [text(cell._tc) for cell in row.cells])
-    if sum(len(r) for r in rows) == 1:  # a box: its paragraphs as lines, a table in it as a table
+    try:
+        grid = [(row.grid_cols_before, row.cells) for row in table.rows]
+    except Exception:  # noqa: BLE001 - a malformed row property: read the cells alone
+        grid = [(0, row.cells) for row in table.rows]
+    if sum(before + len(cells) for before, cells in grid) == 1:  # a box: its paragraphs as lines, a table in it as one
         from docx.table import Table
 
+        items = _body_items(grid[0][1][0]._tc, qn)
         return "\n".join(_table_text(Table(item, table), qn, marker) if item.tag == qn("w:tbl")
-                         else marker(item) + _para_text(item, qn) if _para_text(item, qn).strip() else ""
-                         for item in _body_items(table.rows[0].cells[0]._tc, qn)).strip()
+                         else _marked(item, qn, marker) for item in items).strip()
+    rows, read = [], {}  # read: a spanning cell is one cell, read (and its list numbers counted) once
+    for before, cells in grid:
+        for cell in cells:
+            if cell._tc not in read:
+                read[cell._tc] = _cell_text(cell._tc, qn, marker)
+        rows.append([""] * before + [read[cell._tc] for cell in cells])
     lines = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows if any(r)]
     return "\n".join(lines)
+
+
+def _marked(p_el, qn, marker) -> str:
+    """A paragraph's text after its list number or bullet (none when it has no text)."""
+    text = _para_text(p_el, qn)
+    return marker(p_el) + text if text.strip() else text
 
 
 def _cell_text(tc, qn, marker=lambda el: "") -> str:
@@ -326,8 +331,7 @@ def _cell_text(tc, qn, marker=lambda el: "") -> str:
     parts = []
     for item in _body_items(tc, qn):
         if item.tag == qn("w:p"):
-            text = _para_text(item, qn)
-            parts.append(marker(item) + text if text.strip() else text)
+            parts.append(_marked(item, qn, marker))
         else:
             parts += [_cell_text(c, qn, marker) for tr in item.iterchildren(qn("w:tr"))
                       for c in tr.iterchildren(qn("w:tc"))]

@@ -468,7 +468,8 @@ def file_under(blocks: list[Block], above: tuple) -> None:
 def pages_above(text: str, name: str, read, depth: int = 8) -> tuple:
     """The titles of the pages above page ``name`` (whose markup is ``text``) in its site or book, outermost first:
     its ``<link rel="up">`` and theirs (DocBook's and Texinfo's pages say which page they belong under), each named by
-    the link's ``title`` or else by that page's ``<title>``. ``read(href)`` gives a linked page as (its name, its
+    the link's ``title`` or else by that page's ``<title>`` (both looked for in a page's first ``HEAD_CHARS``
+    characters). ``read(href)`` gives a linked page as (its name, its
     text), None when it is not one of the site's pages (outside the folder or book, not a page, missing,
     unreadable). The last page the chain reaches is the top (the home page, every page's; Texinfo's Top links up out
     of the site) and is left out; the chain also stops where it comes back round."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 M = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
 OMATH, OMATH_PARA = M + "oMath", M + "oMathPara"
+W_INS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}ins"
 
 SYMBOLS = {
     "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ε": r"\epsilon", "ζ": r"\zeta", "η": r"\eta",
@@ -28,7 +29,13 @@ ACCENTS = {"\u0302": r"\hat", "\u0303": r"\tilde", "\u0304": r"\bar", "\u0305": 
            "\u0308": r"\ddot", "\u20d7": r"\vec", "\u030c": r"\check"}
 FUNCTIONS = {"sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "log",
              "ln", "lg", "exp", "lim", "max", "min", "sup", "inf", "det", "deg", "gcd", "arg", "dim", "ker", "Pr"}
-DELIMITERS = {"{": r"\{", "}": r"\}", "": ".", "〈": r"\langle", "〉": r"\rangle", "|": "|", "‖": r"\|"}
+DELIMITERS = {"{": r"\{", "}": r"\}", "": ".", "〈": r"\langle", "〉": r"\rangle", "⟨": r"\langle", "⟩": r"\rangle",
+              "|": "|", "‖": r"\|", "⌈": r"\lceil", "⌉": r"\rceil", "⌊": r"\lfloor", "⌋": r"\rfloor"}
+
+
+def _delimiter(ch: str) -> str:
+    """A bracket as \\left / \\right take it: ( ) [ ] as they are, others by name, one LaTeX has no name for as none."""
+    return ch if ch and ch in "()[]" else DELIMITERS.get(ch, ".")
 
 
 def latex(el) -> str:
@@ -83,6 +90,8 @@ def _group(s: str) -> str:
 
 def _node(el) -> str:  # noqa: C901 - one branch per OMML structure
     kind = _local(el)
+    if el.tag == W_INS:  # a tracked insertion inside an equation: its runs are the equation's
+        return latex(el)
     if not kind or kind.endswith("Pr"):
         return ""  # properties, and Word's own (w:) markup inside a run
     if kind == "r":
@@ -107,16 +116,16 @@ def _node(el) -> str:  # noqa: C901 - one branch per OMML structure
     if kind == "nary":
         op = _val(el, "naryPr", "chr", "∫")
         sub, sup = _arg(el, "sub"), _arg(el, "sup")
-        return NARY.get(op, _text(op)) + (f"_{{{sub}}}" if sub else "") + (f"^{{{sup}}}" if sup else "") \
-            + _arg(el, "e")
+        return _join([NARY.get(op, _text(op)) + (f"_{{{sub}}}" if sub else "") + (f"^{{{sup}}}" if sup else ""),
+                      _arg(el, "e")])
     if kind == "d":
         beg, end = _val(el, "dPr", "begChr", "("), _val(el, "dPr", "endChr", ")")
         sep = _text(_val(el, "dPr", "sepChr", "|"))
         inner = sep.join(latex(e) for e in el.findall(M + "e"))
-        return r"\left" + DELIMITERS.get(beg, beg) + inner + r"\right" + DELIMITERS.get(end, end)
+        return _join([r"\left" + _delimiter(beg), inner, r"\right" + _delimiter(end)])
     if kind == "func":
         name = _arg(el, "fName")
-        return ("\\" + name if name in FUNCTIONS else name) + _arg(el, "e")
+        return _join(["\\" + name if name in FUNCTIONS else name, _arg(el, "e")])
     if kind == "acc":
         cmd = ACCENTS.get(_val(el, "accPr", "chr", "\u0302"), r"\hat")
         return cmd + "{" + _arg(el, "e") + "}"
@@ -125,8 +134,9 @@ def _node(el) -> str:  # noqa: C901 - one branch per OMML structure
     if kind == "groupChr":
         top = _val(el, "groupChrPr", "pos", "bot") == "top"
         return (r"\overbrace{" if top else r"\underbrace{") + _arg(el, "e") + "}"
-    if kind == "limLow":
-        return _group(_arg(el, "e")) + "_{" + _arg(el, "lim") + "}"
+    if kind == "limLow":  # "lim" under "n -> infinity"
+        base = _arg(el, "e")
+        return ("\\" + base if base in FUNCTIONS else _group(base)) + "_{" + _arg(el, "lim") + "}"
     if kind == "limUpp":
         return _group(_arg(el, "e")) + "^{" + _arg(el, "lim") + "}"
     if kind == "m":

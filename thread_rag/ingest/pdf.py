@@ -54,7 +54,7 @@ def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> 
     page_lines, code_lines, styles, failed = _read_pages(reader)
     ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
     running, running_prefix = _running_lines(page_lines, n_pages)
-    by_page = _headings_by_page(reader, page_lines, styles, ocr_pages, running, running_prefix)
+    by_page = _headings_by_page(reader, page_lines, styles, code_lines, ocr_pages, running, running_prefix)
     built = _Built()
     for pg, lines in enumerate(page_lines):
         _page_blocks(built, pg, lines, code_lines[pg], list(by_page.get(pg, [])), running, running_prefix)
@@ -135,8 +135,8 @@ def _running_lines(page_lines: list[list[str]], n_pages: int) -> tuple[set, set]
     return running, running_prefix
 
 
-def _headings_by_page(reader, page_lines: list, styles: list, ocr_pages: list[int], running: set,
-                      running_prefix: set) -> dict[int, list[tuple]]:
+def _headings_by_page(reader, page_lines: list, styles: list, code_lines: list, ocr_pages: list[int],
+                      running: set, running_prefix: set) -> dict[int, list[tuple]]:
     """Page index -> (depth, title, line index or None, lines it spans) of the headings that start on it: the
     outline's (found on the page by their titles), else an OCR'd scan's numbered section lines, else the lines set
     in a heading's type (``_styled_headings``)."""
@@ -145,20 +145,22 @@ def _headings_by_page(reader, page_lines: list, styles: list, ocr_pages: list[in
         entries = [(pg, depth, title, None, 1)
                    for pg, depth, title in _ocr_headings(page_lines, ocr_pages, running, running_prefix)]
     if not entries:
-        entries = _styled_headings(page_lines, styles, running, running_prefix)
+        entries = _styled_headings(page_lines, styles, code_lines, running, running_prefix)
     by_page: dict[int, list[tuple]] = {}
     for pg, *entry in entries:
         by_page.setdefault(pg, []).append(tuple(entry))
     return by_page
 
 
-def _styled_headings(page_lines: list, styles: list, running: set, running_prefix: set) -> list[tuple]:
+def _styled_headings(page_lines: list, styles: list, code_lines: list, running: set,
+                     running_prefix: set) -> list[tuple]:
     """(page index, depth, title, line index, lines) of a PDF's headings read from its type, for a PDF without
     bookmarks: a short line with no closing comma, colon or full stop, set wholly in one style that is larger than
-    the body text (the size most of the text is set in) or bold at least as large, and a style that is not a
-    large share of the text; a heading wrapped over up to three lines in one style is one heading. Larger type is a
-    higher level, bold above regular at one size. Running headers, contents lines and italic run-in phrases stay
-    text."""
+    the body text (the size most of the text is set in) or bold at least as large, a style that is not a large
+    share of the text. A heading wrapped over up to three lines in one style is one heading; more lines in that
+    style on end (a list of names, a cover) are text, so is a bold line at the body's size not followed by a
+    paragraph (a table's bold cells), and so are command lines, table rows, running headers and contents lines. Levels: larger type ranks higher, bold above regular at one size, at most
+    three levels (smaller heading styles share the third)."""
     sizes: Counter = Counter()
     for lines, sts in zip(page_lines, styles):
         for ln, st in zip(lines, sts):
@@ -166,36 +168,39 @@ def _styled_headings(page_lines: list, styles: list, running: set, running_prefi
                 sizes[st] += len(ln.strip())
     if not sizes:
         return []
-    body = Counter({sz: 0 for sz, _ in sizes})
+    body: Counter = Counter()
     for (sz, _), n in sizes.items():
         body[sz] += n
     body_size, total = body.most_common(1)[0][0], sum(sizes.values())
 
-    def heading_style(ln: str, st) -> bool:
+    def heading_style(pg: int, li: int):
+        ln, st = page_lines[pg][li], styles[pg][li] if li < len(styles[pg]) else None
         words = ln.split()
-        return bool(st) and 1 <= len(words) <= 12 and any(c.isalpha() for c in ln) \
-            and not re.search(r"[.,;:]$", ln.strip()) and sizes[st] <= 0.2 * total \
-            and (st[0] >= 1.12 * body_size or (st[1] and st[0] >= body_size))
+        ok = bool(st) and 1 <= len(words) <= 12 and any(c.isalpha() for c in ln) and li not in code_lines[pg] \
+            and not re.search(r"[.,;:]$", ln.strip()) and not _PIPE_ROW.match(ln.strip()) \
+            and sizes[st] <= 0.2 * total and (st[0] >= 1.12 * body_size or (st[1] and st[0] >= body_size)) \
+            and not _TOC_LINE.search(ln) and not _running_line(ln, running, running_prefix)
+        return st if ok else None
 
     found = []
-    for pg, (lines, sts) in enumerate(zip(page_lines, styles)):
+    for pg, lines in enumerate(page_lines):
         li = 0
         while li < len(lines):
-            ln, st = lines[li], sts[li] if li < len(sts) else None
-            if not (heading_style(ln, st) and not _TOC_LINE.search(ln) and not _running_line(ln, running,
-                                                                                              running_prefix)):
+            st = heading_style(pg, li)
+            if st is None:
                 li += 1
                 continue
             n = 1
-            while n < 3 and li + n < len(lines) and li + n < len(sts) and sts[li + n] == st \
-                    and heading_style(lines[li + n], st):
+            while li + n < len(lines) and li + n < len(styles[pg]) and styles[pg][li + n] == st:
                 n += 1
             title = " ".join(" ".join(lines[li:li + n]).split())
-            if len(title.split()) <= 16:
+            after = next((x for x in lines[li + n:] if x.strip()), "")
+            led = st[0] >= 1.12 * body_size or len(after.split()) >= 5  # bold at the body's size: before a paragraph
+            if n <= 3 and led and all(heading_style(pg, k) for k in range(li, li + n)) and len(title.split()) <= 16:
                 found.append((pg, st, title, li, n))
             li += n
-    levels = {st: d for d, st in enumerate(sorted({f[1] for f in found}, key=lambda st: (-st[0], not st[1])))}
-    return [(pg, levels[st], title, li, n) for pg, st, title, li, n in found]
+    ranked = sorted({f[1] for f in found}, key=lambda st: (-st[0], not st[1]))
+    return [(pg, min(ranked.index(st), 2), title, li, n) for pg, st, title, li, n in found]
 
 
 @dataclass
@@ -212,6 +217,7 @@ class _Built:
         """Append a block on page index ``pg`` under the current heading path."""
         self.blocks.append(Block(text=text, page=pg + 1, heading_path=tuple(t for _, t in self.path),
                                  is_heading=is_heading))
+
 
 
 def _flush(built: _Built, pg: int, para: list[str], kept: list[str]) -> None:
@@ -237,6 +243,8 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
     skip = range(0)  # the further lines of a heading wrapped over several
     for li, ln in enumerate(lines):
         s = ln.strip()
+        while pending and pending[0][2] is not None and pending[0][2] < li:  # its line was left out: open it here
+            built.enter(*pending.pop(0)[:2])
         if li in skip:
             continue
         if not s:
@@ -246,6 +254,13 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
             title_below = ""
             continue
         title_below = ""
+        if pending and pending[0][2] == li:  # a heading found by its type, at its line
+            _flush(built, pg, para, kept)
+            depth, title, _, n = pending.pop(0)
+            built.enter(depth, title)
+            built.add(title, pg, is_heading=True)
+            skip = range(li + 1, li + n)
+            continue
         if li in code or _PIPE_ROW.match(s):  # a command or a table row: a line of its own
             if para:
                 _flush(built, pg, para, kept)
@@ -257,13 +272,13 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
             continue
         if _TOC_LINE.search(s):
             continue  # table-of-contents line with dot leaders: navigation, not content
-        if pending and (pending[0][2] == li if pending[0][2] is not None else _title_match(s, pending[0][1])):
+        opens, rest = _opens(lines, li, pending[0][1]) if pending and pending[0][2] is None else (False, "")
+        if opens:
             _flush(built, pg, para, kept)
-            depth, title, at, n = pending.pop(0)
+            depth, title, *_ = pending.pop(0)
             built.enter(depth, title)
-            title_below = title[len(s):] if at is None and len(title) > len(s) and title.startswith(s) else ""
-            skip = range(li + 1, li + n)
-            built.add(title if title_below or at is not None else s, pg, is_heading=True)
+            built.add(title if rest else s, pg, is_heading=True)
+            title_below = rest
             continue
         para.append(s)
         if len(ln) < 0.6 * max_len and s[-1:] in ".:!?)" and max_len > 40:
@@ -358,16 +373,19 @@ _MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|cod
 _COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
 
 
-def _page_lines(page) -> tuple[list[str], set[int]]:
+def _page_lines(page) -> tuple[list[str], set[int], list]:
     """A page's text lines (pypdf's default extraction), the indexes of those set in a monospaced font (a command
-    or code: kept as its own line, never run into the paragraph around it), and, on a page with a table caption
-    ("Table 3.2 ..."), the table's rows as ``| cell | cell |`` lines (read from pypdf's layout mode, where columns
-    stand apart; that mode costs ~2x, so only such pages pay it)."""
+    or code: kept as its own line, never run into the paragraph around it), each line's type style ((size in
+    points, bold) where nine tenths of its letters share one, else None; a piece of text is measured where pypdf
+    hands it over, so a line that changes size midway counts as its first piece's), and, on a page with a table
+    caption ("Table 3.2 ..."), the table's rows as ``| cell | cell |`` lines (read from pypdf's layout mode, where
+    columns stand apart; that mode costs ~2x, so only such pages pay it)."""
     pieces: list[tuple[str, bool, tuple[float, bool]]] = []
 
     def visit(text, cm, tm, font, size) -> None:
         name = str((font or {}).get("/BaseFont", "")) if hasattr(font, "get") else ""
-        scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])  # the type's height on the page
+        up = (tm[2] * cm[0] + tm[3] * cm[2], tm[2] * cm[1] + tm[3] * cm[3])  # the text's y axis on the page
+        scale = math.hypot(*up)  # the type's height: font size x this
         pieces.append((text, bool(_MONO.search(name)), (round(size * scale * 2) / 2, bool(_BOLD.search(name)))))
 
     txt = page.extract_text(visitor_text=visit) or ""
@@ -489,13 +507,27 @@ def _mostly_upper(line: str) -> bool:
     return len(letters) >= 6 and sum(c.isupper() for c in letters) / len(letters) > 0.6
 
 
+def _opens(lines: list[str], li: int, title: str) -> tuple[bool, str]:
+    """Whether line ``li`` opens the heading ``title`` (found by its title, not its line), and the rest of the title
+    where the line is a bare "Chapter 2" of "Chapter 2 System Requirements" whose title is the next line's."""
+    line = lines[li].strip()
+    a, b = _norm_words(line), _norm_words(title)
+    if bare_word_heading(line) and len(b) > len(a) and b[:len(a)] == a:
+        rest = " ".join(b[len(a):])
+        below = next((x.strip() for x in lines[li + 1:] if x.strip()), "")
+        return (True, rest) if _title_match(below, rest) else (False, "")
+    return _title_match(line, title), ""
+
+
+def _norm_words(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).split()
+
+
 def _title_match(line: str, title: str) -> bool:
     a = re.sub(r"[^a-z0-9]+", " ", line.lower()).strip()
     b = re.sub(r"[^a-z0-9]+", " ", title.lower()).strip()
     if not a or not b:
         return False
-    if bare_word_heading(line) and b.startswith(a + " "):  # "Chapter 2" of "Chapter 2 System Requirements"
-        return True
     a = re.sub(r"^(chapter )?[0-9a-z]?[0-9. ]*\s", "", a + " ").strip() if len(a) > len(b) else a
     return a == b or a.endswith(" " + b) or (len(b) > 12 and a.startswith(b) and len(a) < len(b) + 12)
 

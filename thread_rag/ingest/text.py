@@ -371,7 +371,8 @@ def _title_below(lines: list[str], i: int) -> int | None:
         title = " ".join(lines[t].split())
         if title:
             alone = t + 1 == len(lines) or not lines[t + 1].strip()
-            return t if len(title) <= 60 and _plain_title(title) and alone else None
+            heading = _WORD_HEADING.fullmatch(title) or _NUM_HEADING.fullmatch(title)  # a heading of its own
+            return t if len(title) <= 60 and _plain_title(title) and alone and not heading else None
     return None
 
 
