@@ -286,6 +286,26 @@ def test_bench_eval_agreement_and_its_table():
     table = eval_validity_table(x)
     assert "| `bm25_only` | 0.500 | 0.750 | 1.000 | 1.000 | 0.667 |" in table
     assert "real answerable 1/2" in table and "probes" not in table  # a group with no questions is left out
+    x["validity"]["separated_pairs_mrr@10"] = {"pairs": 10, "separated_by_real": 4, "same_order": 3,
+                                               "made_up_separates_same_order": 2, "rows": []}
+    assert ("leaves out 0): 4 of 10; the made-up questions order 3 of them the same way, and tell 2 apart the same way"
+            in eval_validity_table(x))
+
+
+def test_bench_eval_counts_the_pairs_the_real_questions_separate_and_how_the_made_up_set_orders_them():
+    """A tau over five configurations counts pairs that differ by noise. Also reported: the pairs whose real
+    difference's paired bootstrap 95% CI leaves out 0, and how many of them the made-up set orders the same way (and
+    separates itself)."""
+    from thread_rag.bench.eval_validity import separated_pairs
+
+    real = {"a": [1.0] * 30, "b": [0.0] * 30, "c": [1.0] * 29 + [0.0]}  # a > b and c > b clearly; a, c alike
+    made_up = {"a": [1.0] * 20, "b": [0.5, 0.0] * 10, "c": [0.0] * 20}  # a > b as real, c < b against real
+    out = separated_pairs(["a", "b", "c"], real, made_up)
+    assert out["pairs"] == 3 and out["separated_by_real"] == 2
+    assert out["same_order"] == 1 and out["made_up_separates_same_order"] == 1
+    rows = {(r["a"], r["b"]): r for r in out["rows"]}
+    assert rows[("a", "b")]["same_order"] and not rows[("b", "c")]["same_order"]
+    assert ("a", "c") not in rows  # not separated by the real questions: not judged
 
 
 def test_model_questions_stay_in_the_set_when_a_run_asks_for_none(widget, tmp_path):

@@ -1,5 +1,7 @@
 """Issue 44: the Debian installation guide in several editions, indexed separately: does each edition find the
 passage the PDF finds (the HTML edition as often as the TXT edition does), and do its chunks carry heading paths?
+Also counted: an edition's hit in the same section as the PDF's top hit (its deepest heading's words alike, numbers
+left out: ``same_section``), at its top hit and in its top 3.
 
 The 12 questions are txt_sections_probe.py's (written before any run, 2026-12-03); the PDF's top hit at k=3 is the
 reference; an edition "finds it" when one of its top 3 hits shares at least half of that chunk's words. Editions
@@ -15,13 +17,31 @@ PDF's top hit ("same_page_top1"), or one of their top 3 ("same_page_top3").
     PYTHONPATH=. python bench_results/probes/editions_probe.py P txt=T html=H epub=E ocr=O \
         > bench_results/editions-debian.json
 """
+import difflib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from txt_sections_probe import QUESTIONS, hits, words  # noqa: E402
+
+
+def section_key(path: list) -> str:
+    """A hit's own section, as its deepest heading's words without numbers or the chapter/appendix word and without
+    spaces (an OCR'd title parts words: "GN U/Linux"): "2.5. Memory and Disk Space Requirements" and "Memory and
+    Disk Space Requirements" are one section."""
+    if not path:
+        return ""
+    ws = [w for w in re.findall(r"[a-z0-9]+", path[-1].lower())
+          if not (w.isdigit() or len(w) == 1 or w in ("chapter", "appendix"))]
+    return "".join(ws)
+
+
+def same_section(a: list, b: list) -> bool:
+    ka, kb = section_key(a), section_key(b)
+    return bool(ka and kb) and difflib.SequenceMatcher(None, ka, kb).ratio() >= 0.85
 
 
 def heading_share(home: str) -> dict:
@@ -37,7 +57,8 @@ def heading_share(home: str) -> dict:
 def main(pdf: str, editions: dict) -> None:
     out = {"command": "PYTHONPATH=. python bench_results/probes/editions_probe.py P "
                       + " ".join(f"{k}={k[0].upper()}" for k in editions),
-           "questions": [], "found": {k: 0 for k in editions}, "same_page_top1": {}, "same_page_top3": {}}
+           "questions": [], "found": {k: 0 for k in editions}, "same_page_top1": {}, "same_page_top3": {},
+           "same_section_top1": {}, "same_section_top3": {}}
     for q in QUESTIONS:
         ref = hits(pdf, q)[0]
         gold = words(ref["text"])
@@ -49,6 +70,10 @@ def main(pdf: str, editions: dict) -> None:
             out["found"][name] += best >= 0.5
             row[name] = {"found": best >= 0.5, "best_share": round(best, 2),
                          "top": f"{hs[0]['chunk_id']} {' > '.join(hs[0]['heading_path']) or '(no heading)'}"}
+            sections = [same_section(h["heading_path"], ref["heading_path"]) for h in hs]
+            row[name]["same_section"] = sections
+            out["same_section_top1"][name] = out["same_section_top1"].get(name, 0) + sections[0]
+            out["same_section_top3"][name] = out["same_section_top3"].get(name, 0) + any(sections)
             if hs[0].get("page_start") is not None:
                 on = [bool(pages & set(range(h["page_start"], (h.get("page_end") or h["page_start"]) + 1)))
                       for h in hs]

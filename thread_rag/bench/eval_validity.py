@@ -76,6 +76,33 @@ def kendall(a: list[float], b: list[float]) -> float | None:
     return None if denom == 0 else round((agree - disagree) / denom, 4)
 
 
+def separated_pairs(configs: list, real: dict, made_up: dict) -> dict:
+    """The pairs of configurations the real questions tell apart, and whether the made-up set agrees: for each pair
+    whose real per-question differences (``real[config]``: scores in question order) have a paired bootstrap 95% CI
+    that leaves out 0, whether the made-up questions' mean difference (``made_up[config]``) has the same sign, and
+    whether its own CI leaves out 0 on that side. A tau over all pairs also counts pairs that differ by noise."""
+    from itertools import combinations
+
+    from .metrics import bootstrap_ci
+
+    rows = []
+    for a, b in combinations(configs, 2):
+        d = [x - y for x, y in zip(real[a], real[b])]
+        lo, hi = bootstrap_ci(d)
+        if lo <= 0 <= hi:
+            continue
+        m = [x - y for x, y in zip(made_up[a], made_up[b])]
+        mlo, mhi = bootstrap_ci(m)
+        sign = 1 if lo > 0 else -1
+        rows.append({"a": a, "b": b, "real_diff": round(float(np.mean(d)), 4), "real_ci": [round(lo, 4), round(hi, 4)],
+                     "made_up_diff": round(float(np.mean(m)), 4), "made_up_ci": [round(mlo, 4), round(mhi, 4)],
+                     "same_order": bool(np.mean(m) * sign > 0),
+                     "made_up_separates_same_order": bool(mlo > 0 if sign > 0 else mhi < 0)})
+    return {"pairs": len(configs) * (len(configs) - 1) // 2, "separated_by_real": len(rows),
+            "same_order": sum(r["same_order"] for r in rows),
+            "made_up_separates_same_order": sum(r["made_up_separates_same_order"] for r in rows), "rows": rows}
+
+
 def ranks(x: list[float]) -> np.ndarray:
     """1-based ranks, ties given their average rank."""
     x = np.asarray(x, dtype=np.float64)
@@ -156,6 +183,9 @@ def run_eval_validity(settings, args, progress=None) -> dict:
     validity["per_document"] = _per_document(ds, real, synthetic[default], default)
     validity["real_self_tau_ndcg@10"] = _self_tau(ds, configs, real)
     validity["kendall_tau_chunk_mrr@10"] = kendall(real_mrr, [synthetic[c]["chunk_mrr@10"] for c in configs])
+    validity["separated_pairs_mrr@10"] = separated_pairs(
+        configs, {c: real["per_query"][c]["mrr@10"] for c in configs},
+        {c: [r["mrr"] for r in synthetic[c]["rows"]] for c in configs})
     probes = probe_questions(synth, "\n".join(c.text for t in threads for c in t.chunks), max(5, len(synth) // 5),
                              random.Random(args.seed), {t.record.doc_id: t.record for t in threads})
     refusal = _refusals(engine, ds, name, split, limit, args.seed, synth, probes)

@@ -453,6 +453,12 @@ def eval_validity_table(x: dict) -> str:
               f"(nDCG@10): median tau {self_tau.get('median')}, 5th percentile {self_tau.get('p05')}. Per document: "
               f"{pd['documents']} documents with 2+ real questions, Spearman hit@5 {_num(pd.get('spearman_hit@5'))}, "
               f"nDCG@10 {_num(pd.get('spearman_ndcg@10'))}."]
+    sp = v.get("separated_pairs_mrr@10")
+    if sp:
+        lines += ["", f"Configuration pairs the real questions tell apart (paired bootstrap 95% CI of the MRR@10 "
+                      f"difference leaves out 0): {sp['separated_by_real']} of {sp['pairs']}; the made-up questions order "
+                      f"{sp['same_order']} of them the same way, and tell {sp['made_up_separates_same_order']} apart "
+                      f"the same way themselves."]
     ref = x["refusal"]
     lines += ["", "Refused by the answer path (quote mode): " + ", ".join(
         f"{g.replace('_', ' ')} {v['refused']}/{v['questions']}" for g, v in ref.items() if isinstance(v, dict) and v["questions"])

@@ -296,7 +296,7 @@ def _run_config(retriever, keymap: dict, ds, name: str, chunk_k: int, memo: Scor
     row["k5_questions"] = len(lat5)
     row["k5_p50_ms"] = round(percentile(lat5, 50), 2)
     row["k5_p95_ms"] = round(percentile(lat5, 95), 2)
-    return row, {m: [round(v, 4) for v in per[m]] for m in ("ndcg@10", "recall@5", "all@10")}
+    return row, {m: [round(v, 4) for v in per[m]] for m in ("ndcg@10", "recall@5", "mrr@10", "all@10")}
 
 
 def paired(per_query: dict, a: str, b: str, metric: str = "ndcg@10") -> tuple[float, list]:
