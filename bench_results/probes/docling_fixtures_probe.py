@@ -43,7 +43,7 @@ def md_headings(text: str) -> list[str]:
 
 def words(text: str) -> list[str]:
     text = re.sub(r"<!--.*?-->", " ", text)
-    return re.findall(r"[a-z0-9]+", text.lower())
+    return re.findall(r"[^\W_]+", text.lower())  # letters of any script (the Korean fixture), digits
 
 
 def loaded_rows(blocks) -> list[list[str]]:
