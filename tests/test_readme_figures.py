@@ -120,8 +120,10 @@ PAGES = {
          "after a median {} s\nin a running chat and {} s from a cold `thread-rag ask`; a cold `thread-rag search` takes {} s"),
         ("small-index.json", [["speed", "A wall s", "median"], ["speed", "B wall s", "median"]],
          "a median {} s with the ONNX embedder against {} s loading torch"),
-        ("editions-debian.json", [["found", e] for e in ("txt", "html", "epub", "ocr")] + [["same_page_top3", "ocr"]],
-         "edition for {}, HTML {}, EPUB {}, an OCR'd image-only copy {} (its top 3 on the PDF's\n  page for {}; goal 10)"),
+        ("editions-debian.json", [["found", e] for e in ("txt", "html", "epub", "ocr")]
+         + [["same_page_top3", "ocr"], ["same_section_top3", "ocr"], ["same_section_top3", "txt"]],
+         "edition for {}, HTML {}, EPUB {}, an OCR'd image-only copy {} (its top 3 on the PDF's\n  page for {}: goal 10 "
+         "met; in the PDF hit's section for {}, TXT {})"),
         ("ocr-debian.json", [["debian", "cer_median_page"], ["debian", "seconds_per_page_median"]],
          "character error rate {}, {} s a page"),
         ("docling-fixtures.json", [["totals", "docx_before", "words_f1_mean"], ["totals", "docx_now", "words_f1_mean"],
