@@ -22,6 +22,12 @@ DEFAULT = ["configs", "$default_config", "ndcg@10"]
 # is ``value``) or "max:key" (the largest ``key`` of a list's items); a list at the end of a path counts its items.
 PAGES = {
     "README.md": [
+        ("eval-run-debian.json", [["summary", "retrieval", m, *k] for m in ("hit@1", "hit@5", "mrr@10")
+                                  for k in (["mean"], ["ci95", 0], ["ci95", 1])],
+         "hit@1 {:.3f} ({:.3f}-{:.3f})   hit@5 {:.3f} ({:.3f}-{:.3f})   MRR@10 {:.3f} ({:.3f}-{:.3f})"),
+        ("eval-run-debian.json", [["summary", "answers", k] for k in ("probes_refused", "probes", "wrongly_refused",
+                                                                      "answerable", "quote_from_gold")],
+         "probes refused {}/{}, answerable wrongly refused {}/{}, quote from a gold chunk {:.0%}"),
         (RETRIEVAL.format("aws-docs-qa"), [["queries"], ["chunks"]],
          "on {} held-out aws-docs-qa questions over the full corpus ({:,} chunks)"),
         (RETRIEVAL.format("aws-docs-qa"), [DEFAULT, ["configs", "bm25_only", "ndcg@10"]],
