@@ -520,12 +520,13 @@ def _opens(lines: list[str], li: int, title: str) -> tuple[bool, str]:
 
 
 def _norm_words(text: str) -> list[str]:
+    """A line's words as headings are compared: lower case, letters and digits (a-z, 0-9) only."""
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).split()
 
 
 def _title_match(line: str, title: str) -> bool:
-    a = re.sub(r"[^a-z0-9]+", " ", line.lower()).strip()
-    b = re.sub(r"[^a-z0-9]+", " ", title.lower()).strip()
+    """Whether a page's line prints the heading ``title`` (case, punctuation and a leading number aside)."""
+    a, b = " ".join(_norm_words(line)), " ".join(_norm_words(title))
     if not a or not b:
         return False
     a = re.sub(r"^(chapter )?[0-9a-z]?[0-9. ]*\s", "", a + " ").strip() if len(a) > len(b) else a
