@@ -140,7 +140,15 @@ PAGES = {
                                  ["pairs", "pdf-amd64/pdf-arm64", "default", "counterpart_accuracy"]],
          "\"same\" F1 {}, \"changed or only\n  in one\" F1 {}, counterparts aligned {}"),
         ("eval-validity-aws-docs-qa.json", [["validity", "kendall_tau_mrr@10"]], "Kendall tau {} on aws-docs-qa"),
-        ("eval-validity-musique.json", [["validity", "kendall_tau_mrr@10"]], "and {} on musique"),
+        ("eval-validity-musique.json", [["validity", "kendall_tau_mrr@10"]], "{} on\nmusique"),
+        ("eval-validity-limit-small.json", [["validity", "kendall_tau_mrr@10"]], "and {} on limit-small"),
+        ("eval-validity-musique.json", [["validity", "separated_pairs_mrr@10", k]
+                                        for k in ("same_order", "separated_by_real")], "orders {} of {} the same way on musique"),
+        ("eval-validity-limit-small.json", [["validity", "separated_pairs_mrr@10", k]
+                                            for k in ("same_order", "separated_by_real")], "and {} of {} on\nlimit-small"),
+        ("eval-validity-aws-docs-qa.json", [["validity", "separated_pairs_mrr@10", k]
+                                            for k in ("separated_by_real", "pairs")],
+         "aws-docs-qa's real questions tell {} of {} pairs apart"),
         ("eval-run-debian.json", [["summary", "retrieval", k, "mean"] for k in ("hit@1", "hit@5", "mrr@10")],
          "hit@1 {}, hit@5 {}, MRR@10 {}"),
         ("concurrency-searches.json", [["readers", 0, "searches"], ["cycles"], ["readers", 0, "checked"],
