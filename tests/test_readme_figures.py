@@ -39,8 +39,8 @@ PAGES = {
         (COLDSTART, [["repl_warm", "median_quote_s"], ["ask", "quote_median_s"]],
          "median {} s in a running chat and\n  {:.1f} s from a cold"),
         ("suite-run.json", [["tests"], ["minutes"], ["commit"]],
-         "A full run of {} tests took {} minutes on 2 cores, all passing (AVX2-only AMD EPYC, nothing else running, at "
-         "commit {};"),
+         "A full run of {} tests took {} minutes on 2 cores, all passing (AVX2-only AMD EPYC, nothing else running but a "
+         "2-second test, at commit {};"),
     ],
     "BENCHMARKS.md": [
         *[(RETRIEVAL.format(ds), [["chunks"], DEFAULT, ["configs", "bm25_only", "ndcg@10"],
@@ -128,13 +128,13 @@ PAGES = {
          "a median {} s with the ONNX embedder against {} s loading torch"),
         ("editions-debian.json", [["found", e] for e in ("txt", "html", "epub", "ocr")]
          + [["same_page_top3", "ocr"], ["same_section_top3", "ocr"], ["same_section_top3", "txt"]],
-         "edition for {}, HTML {}, EPUB {}, an OCR'd image-only copy {} (its top 3 on the PDF's\n  page for {}: goal 10 "
-         "met; in the PDF hit's section for {}, TXT {})"),
+         "edition for {}, HTML {}, EPUB {}, an OCR'd\n  image-only copy {} (its top 3 on the PDF's page for {}: goal 10 "
+         "met on this page measure; in the PDF hit's\n  section for {}, TXT {})"),
         ("ocr-debian.json", [["debian", "cer_median_page"], ["debian", "seconds_per_page_median"]],
          "character error rate {}, {} s a page"),
         ("docling-fixtures.json", [["totals", "docx_before", "words_f1_mean"], ["totals", "docx_now", "words_f1_mean"],
                                    *[["totals", f"{k}_{w}", "headings"] for k in ("docx", "pdf") for w in ("before", "now")]],
-         "words F1 {} before, {} now; DOCX headings found\n  {} before, {} now; PDF headings found {} before, {} now"),
+         "DOCX words F1 {} before, {} now, headings found\n  {} before, {} now; PDF headings found {} before, {} now"),
         ("compare-debian.json", [["pairs", "pdf-amd64/pdf-arm64", "default", "same", "f1"],
                                  ["pairs", "pdf-amd64/pdf-arm64", "default", "changed_or_only", "f1"],
                                  ["pairs", "pdf-amd64/pdf-arm64", "default", "counterpart_accuracy"]],
@@ -146,6 +146,10 @@ PAGES = {
                                         for k in ("same_order", "separated_by_real")], "orders {} of {} the same way on musique"),
         ("eval-validity-limit-small.json", [["validity", "separated_pairs_mrr@10", k]
                                             for k in ("same_order", "separated_by_real")], "and {} of {} on\nlimit-small"),
+        ("eval-validity-musique.json", [["validity", "separated_pairs_mrr@10", "made_up_separates_same_order"]],
+         "its own CIs tell {} of 5"),
+        ("eval-validity-limit-small.json", [["validity", "separated_pairs_mrr@10", "made_up_separates_same_order"]],
+         "and {} of 7 apart"),
         ("eval-validity-aws-docs-qa.json", [["validity", "separated_pairs_mrr@10", k]
                                             for k in ("separated_by_real", "pairs")],
          "aws-docs-qa's real questions tell {} of {} pairs apart"),

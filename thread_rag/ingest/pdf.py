@@ -1,9 +1,10 @@
 """PDF loader (pypdf): each page's lines as blocks with page numbers, in reading order.
 
-Headings come from the outline (bookmarks); lines in a monospaced font (commands, code) and captioned tables' rows
+Headings come from the outline (bookmarks); without one, from an OCR'd scan's numbered section lines, else from
+the type (a short line set larger than the body text, or bold before a paragraph); lines in a monospaced font (commands, code) and captioned tables' rows
 (``| cell | cell |``, read from pypdf's layout mode) are lines of their own; running headers and footers and
 table-of-contents lines are left out. Pages with no text layer that draw an image (scans) are read by OCR
-(``ocr.py``), their numbered section lines taken as headings where the file has no outline.
+(``ocr.py``).
 """
 from __future__ import annotations
 
