@@ -2,7 +2,7 @@
 
 Headings (the Title and Heading N styles) give heading paths; list and heading numbers are written as Word shows
 them; a table is one block of ``| cell | cell |`` rows, and so is a chart's data (under its title); text boxes are
-read once and content controls are read. Equations (OMML) are not read.
+read once and content controls are read; equations (OMML) are read as LaTeX (``omml.py``).
 """
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def load_docx(p: Path) -> LoadedDocument:
                     marker = "- "
                 blocks.append(Block(text="  " * depth + marker + text.strip(), heading_path=tuple(t for _, t in path)))
         else:
-            text = _table_text(Table(child, document), qn, lambda el: numbers.marker(el, Paragraph(el, document).style)[0])
+            marker = lambda el: numbers.marker(el, Paragraph(el, document).style)[0]  # noqa: E731
+            text = _table_text(Table(child, document), qn, marker)
             if text:
                 blocks.append(Block(text=text, heading_path=tuple(t for _, t in path)))
     return LoadedDocument(path=str(p), kind="docx", blocks=blocks)
@@ -132,8 +133,8 @@ def _number(v: str) -> str:
 
 
 def _para_text(p_el, qn) -> str:
-    """A paragraph's text (its equations as LaTeX: ``omml``); a text box's paragraphs each end a line, and an ``mc:Fallback`` (the same text box again,
-    for older readers) is skipped: read, each box came twice, run together."""
+    """A paragraph's text (its equations as LaTeX: ``omml``); a text box's paragraphs each end a line, and an
+    ``mc:Fallback`` (the same text box again, for older readers) is skipped: read, each box came twice, run together."""
     parts: list[str] = []
     equations: list[str] = []  # the paragraph's equations, in order
     t, tab, breaks, para = qn("w:t"), qn("w:tab"), (qn("w:br"), qn("w:cr")), qn("w:p")

@@ -457,6 +457,7 @@ def load_html(p: Path) -> LoadedDocument:
 _LINK = re.compile(r"<link\b[^>]*>", re.I)
 _ATTR = re.compile(r"""\b(rel|href|title)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+HEAD_CHARS = 20_000  # a page's head: where its <title> and <link rel="up"> are looked for
 
 
 def file_under(blocks: list[Block], above: tuple) -> None:
@@ -466,13 +467,12 @@ def file_under(blocks: list[Block], above: tuple) -> None:
 
 
 def pages_above(text: str, name: str, read, depth: int = 8) -> tuple:
-    """The titles of the pages above page ``name`` (whose markup is ``text``) in its site or book, outermost first:
-    its ``<link rel="up">`` and theirs (DocBook's and Texinfo's pages say which page they belong under), each named by
-    the link's ``title`` or else by that page's ``<title>`` (both looked for in a page's first ``HEAD_CHARS``
-    characters). ``read(href)`` gives a linked page as (its name, its
-    text), None when it is not one of the site's pages (outside the folder or book, not a page, missing,
-    unreadable). The last page the chain reaches is the top (the home page, every page's; Texinfo's Top links up out
-    of the site) and is left out; the chain also stops where it comes back round."""
+    """The titles of the pages above page ``name`` (whose markup is ``text``) in its site or book, outermost first: its
+    ``<link rel="up">`` and theirs (DocBook's and Texinfo's pages say which page they belong under), each named by the
+    link's ``title`` or else by that page's ``<title>`` (both looked for in a page's first ``HEAD_CHARS`` characters).
+    ``read(href)`` gives a linked page as (its name, its text), None when it is not one of the site's pages (outside the
+    folder or book, not a page, missing, unreadable). The last page the chain reaches is the top (the home page, every
+    page's; Texinfo's Top links up out of the site) and is left out; the chain also stops where it comes back round."""
     from html import unescape
 
     seen, chain = {name}, []
@@ -509,9 +509,6 @@ def _sibling_reader(p: Path):
             return None
 
     return read
-
-
-HEAD_CHARS = 20_000  # a page's head: where its <title> and <link rel="up"> are looked for
 
 
 def _up_link(text: str) -> dict | None:

@@ -1,10 +1,10 @@
 """PDF loader (pypdf): each page's lines as blocks with page numbers, in reading order.
 
 Headings come from the outline (bookmarks); without one, from an OCR'd scan's numbered section lines, else from
-the type (a short line set larger than the body text, or bold before a paragraph); lines in a monospaced font (commands, code) and captioned tables' rows
-(``| cell | cell |``, read from pypdf's layout mode) are lines of their own; running headers and footers and
-table-of-contents lines are left out. Pages with no text layer that draw an image (scans) are read by OCR
-(``ocr.py``).
+the type (a short line set larger than the body text, or bold before a paragraph); lines in a monospaced font
+(commands, code) and captioned tables' rows (``| cell | cell |``, read from pypdf's layout mode) are lines of their
+own; running headers and footers and table-of-contents lines are left out. Pages with no text layer that draw an
+image (scans) are read by OCR (``ocr.py``).
 """
 from __future__ import annotations
 
@@ -160,8 +160,9 @@ def _styled_headings(page_lines: list, styles: list, code_lines: list, running: 
     the body text (the size most of the text is set in) or bold at least as large, a style that is not a large
     share of the text. A heading wrapped over up to three lines in one style is one heading; more lines in that
     style on end (a list of names, a cover) are text, so is a bold line at the body's size not followed by a
-    paragraph (a table's bold cells), and so are command lines, table rows, running headers and contents lines. Levels: larger type ranks higher, bold above regular at one size, at most
-    three levels (smaller heading styles share the third)."""
+    paragraph (a table's bold cells), and so are command lines, table rows, running headers and contents lines.
+    Levels: larger type ranks higher, bold above regular at one size, at most three levels (smaller heading styles
+    share the third)."""
     sizes: Counter = Counter()
     for lines, sts in zip(page_lines, styles):
         for ln, st in zip(lines, sts):
@@ -197,7 +198,7 @@ def _styled_headings(page_lines: list, styles: list, code_lines: list, running: 
             title = " ".join(" ".join(lines[li:li + n]).split())
             after = next((x for x in lines[li + n:] if x.strip()), "")
             led = st[0] >= 1.12 * body_size or len(after.split()) >= 5  # bold at the body's size: before a paragraph
-            if n <= 3 and led and all(heading_style(pg, k) for k in range(li, li + n)) and len(title.split()) <= 16:
+            if n <= 3 and led and all(heading_style(pg, k) for k in range(li + 1, li + n)) and len(title.split()) <= 16:
                 found.append((pg, st, title, li, n))
             li += n
     ranked = sorted({f[1] for f in found}, key=lambda st: (-st[0], not st[1]))
@@ -218,7 +219,6 @@ class _Built:
         """Append a block on page index ``pg`` under the current heading path."""
         self.blocks.append(Block(text=text, page=pg + 1, heading_path=tuple(t for _, t in self.path),
                                  is_heading=is_heading))
-
 
 
 def _flush(built: _Built, pg: int, para: list[str], kept: list[str]) -> None:
@@ -406,10 +406,10 @@ def _page_lines(page) -> tuple[list[str], set[int], list]:
 
 
 def _pdf_table_rows(page, lines: list[str], flags: list[tuple]) -> tuple[list[str], list[tuple]]:
-    """``lines`` (and their flags: monospaced, type style) with each captioned table's lines replaced by its rows as pipe rows
-    (``| cell | cell |``). The rows come from pypdf's layout mode, where columns stand apart (``_layout_tables``); the
-    default lines they replace are those the table's words make up (``_table_span``), and only when those lines hold
-    the whole table (else the plain lines stand: never a row twice)."""
+    """``lines`` (and their flags: monospaced, type style) with each captioned table's lines replaced by its rows as
+    pipe rows (``| cell | cell |``). The rows come from pypdf's layout mode, where columns stand apart
+    (``_layout_tables``); the default lines they replace are those the table's words make up (``_table_span``), and only
+    when those lines hold the whole table (else the plain lines stand: never a row twice)."""
     try:
         layout = page.extract_text(extraction_mode="layout") or ""
     except Exception:  # noqa: BLE001 - the plain lines stand

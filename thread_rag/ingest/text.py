@@ -317,12 +317,12 @@ def numbered_headings(lines: list[str]) -> tuple[dict[int, tuple[int, str]], set
     """Plain text's numbered section lines: {line index: (level, title)}, and the lines that only carried a title.
     "Chapter 2. System Requirements", "ARTICLE I" with "DEFINITIONS" on the next line or after a blank line (after a
     word: Part > Chapter, Appendix, Article > Section; a blank line before, the next line may be text), and, each
-    standing between blank lines, "2.5. Memory and Disk Space Requirements" where dotted numbers form a numbering (two or more, most
-    following the number before: a lone "1.5 GHz Processor" is text) and "1.  Introduction" where a single number
-    leads into that numbering (its "1.1" comes next, or it follows a section: numbered steps "1. Download" stay
-    text). Levels rank the kinds found: a word's, then numbers by their parts. Also text: a table of contents (no
-    blank lines between its entries), a contents line ending in its page number, a line of cross-references and a
-    heading run into its text ("4.7 LICENSE. Reseller shall")."""
+    standing between blank lines, "2.5. Memory and Disk Space Requirements" where dotted numbers form a numbering (two
+    or more, most following the number before: a lone "1.5 GHz Processor" is text) and "1.  Introduction" where a single
+    number leads into that numbering (its "1.1" comes next, or it follows a section: numbered steps "1. Download" stay
+    text). Levels rank the kinds found: a word's, then numbers by their parts. Also text: a table of contents (no blank
+    lines between its entries), a contents line ending in its page number, a line of cross-references and a heading run
+    into its text ("4.7 LICENSE. Reseller shall")."""
     found, titles = [], {}  # found: (line index, rank, number parts, title, kind: word | dotted | single)
     for i, line in enumerate(lines):
         text = " ".join(line.split())
