@@ -393,3 +393,79 @@ def test_rank_correlations_match_scipy_with_ties():
             tau, rho = stats.kendalltau(a, b).statistic, stats.spearmanr(a, b).statistic
         assert (kendall(a, b) is None) == (tau != tau) and (tau != tau or kendall(a, b) == pytest.approx(tau, abs=1e-4))
         assert (spearman(a, b) is None) == (rho != rho) and (rho != rho or spearman(a, b) == pytest.approx(rho))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Geneva Durben likes Quokkas, River Otters, Tapirs, Asymmetry and Snow Leopards.",
+     ("Geneva Durben", "likes", ["Quokkas", "River Otters", "Tapirs", "Asymmetry", "Snow Leopards"])),
+    ("Debian GNU/Linux 13 supports amd64, arm64,\narmhf, i386 and s390x.",  # a wrapped line is joined
+     ("Debian GNU/Linux 13", "supports", ["amd64", "arm64", "armhf", "i386", "s390x"])),
+    ("Dorathea Bastress likes Crows, Cherries, Chess, Drum Kits, Magic: The Gathering, Rice Cakes.",  # cut there
+     ("Dorathea Bastress", "likes", ["Crows", "Cherries", "Chess", "Drum Kits"])),
+    ("The installer can format ext4, xfs, btrfs or vfat partitions.",
+     ("The installer", "can format", ["ext4", "xfs", "btrfs", "vfat partitions"])),
+    ("Select the instance, choose **Actions**, **Networking**, **Manage IP Addresses**.", None),  # a menu path
+    ("You can use the console, the CLI, the SDKs, or the REST API.", None),                       # a pronoun
+    ("The film stars Richard Dix, Esther Ralston and Harry Beresford.", None),                    # three items
+    ("Pocahontas is a city in Randolph County, Arkansas, United States, along the Black River.", None),  # place
+    ("Over his career, Young wrote 45 books, including novels, plays, poems and essays.", None),
+    ("The driest months are November, December, January and February.", None),  # "What months are January?"
+    ("Gordius was employed by him, in 116 BC, to murder Ariarathes VI, and others.", None),       # clauses
+])
+def test_listing_sentences(text, expected):
+    from thread_rag.evaluate.questions import listings
+
+    got = listings(text)
+    assert (got[0][:3] if got else None) == expected
+
+
+ROSTER = {"durben.txt": "Geneva Durben likes Quokkas, River Otters, Tapirs, Hydrangeas and Glaciers.\n",
+          "bastress.txt": "Dorathea Bastress likes Crows, Tapirs, Cherries, Kangaroos and Caves.\n",
+          "schweda.txt": "Armand Schweda likes Mandolins, Quiches, Wombats, Starfish and Caves.\n",
+          "models.txt": "The Widget Pro supports Zigbee, Thread, Matter and Bluetooth LE.\n"}
+
+
+def test_list_questions_ask_from_the_item_and_gold_every_document_that_lists_it(make_engine, tmp_path):
+    """Records of the "Who likes X?" kind: the gold of an item two documents list is both documents' chunks, and the
+    search of the question ranks one of them first."""
+    import random
+
+    from thread_rag.evaluate.questions import library_key, list_questions
+
+    engine = make_engine()
+    engine.index_paths([write(tmp_path / n, t) for n, t in ROSTER.items()])
+    threads = [engine.thread(d.serial) for d in engine.documents()]
+    qs = list_questions(threads, random.Random(13))
+    by_text = {q.text: q for q in qs}
+    assert all(q.kind == "list" for q in qs) and len(by_text) == len(qs)  # an item two list is asked once
+    assert 6 <= len(qs) <= 8 and {q.source.split(" ")[1] for q in qs} >= {"Durben", "Bastress", "Schweda", "Widget"}
+    assert all(t.startswith("Who likes ") for t in by_text if "Widget" not in by_text[t].source)
+    assert all(t.startswith("What supports ") for t in by_text if "Widget" in by_text[t].source)
+    doc_of = {d.name: d.doc_id for d in engine.documents()}
+    for q in qs:
+        item = q.text.split(" ", 2)[2].rstrip("?")
+        listed = {doc_of[n] for n, t in ROSTER.items() if f" {item}," in t or f" {item}." in t}
+        assert {g.rsplit("_", 1)[0] for g in q.gold} == listed  # every document that lists it, no other
+        assert q.extra["library"] == library_key(threads)
+        top = engine.retriever.search(q.text, k=5).hits[0]
+        assert top.chunk_id in q.gold, (q.text, top.chunk_id)
+    assert list_questions(threads, random.Random(13)) == qs  # deterministic
+
+
+def test_a_list_question_is_made_again_when_another_document_joins(make_engine, tmp_path):
+    """A list question's gold spans documents: a new document listing the item changes its answer, so the saved
+    question is dropped and made again from the documents as they are."""
+    from thread_rag.evaluate.run import EvalOptions, load_set, run_eval
+
+    engine = make_engine()
+    engine.index_paths([write(tmp_path / n, ROSTER[n]) for n in ("durben.txt", "schweda.txt")])
+    run_eval(engine, EvalOptions([], questions=4, probes=0))
+    before, _ = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
+    assert {q.kind for q in before} == {"list"}
+    engine.index_paths([write(tmp_path / "bastress.txt", ROSTER["bastress.txt"])])
+    run_eval(engine, EvalOptions([], questions=4, probes=0))
+    after, _ = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
+    assert {q.extra["library"] for q in after} != {q.extra["library"] for q in before}
+    assert len({q.extra["library"] for q in after}) == 1
+    caves = [q for q in after if q.text == "Who likes Caves?"]
+    assert all(len({g.rsplit("_", 1)[0] for g in q.gold}) == 2 for q in caves)

@@ -170,7 +170,7 @@ PAGES = {
 # a figure: 27,607 / 0.843 / -0.0392 / 42% / 9 s, 12ms, 13 minutes, 3.2x / both ends of 0.84-0.86; not a version
 # (3.11.7) or a name (Qwen2.5-Coder, 1.5B). Plain integers (60 questions) are not looked for.
 # numbers a page states that are no measurement: goals set by an issue (each must be on its page)
-GOALS = {"README.md": [], "BENCHMARKS.md": ["(goal 0.8: missed)"]}
+GOALS = {"README.md": [], "BENCHMARKS.md": ["(goal 0.8: met on limit-small only)"]}
 
 FIGURE = re.compile(r"(?<![\w.])[+-]?(?:\d+(?:\.\d+)? ?(?:ms|s|min|minutes|seconds|x)\b|\d{1,3}(?:,\d{3})+"
                     r"|\d+(?:\.\d+)? ?%|\d+\.\d+(?!\d|\.\d|[A-Za-z]|-[A-Za-z]))")

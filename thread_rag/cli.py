@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("eval", "how well search (and answers) work on your own documents: questions made from them, scored")
     p.add_argument("doc_ids", nargs="*", metavar="DOC", help="only these documents (default: all)")
     p.add_argument("--questions", type=int, default=100, help="questions made from headings, procedures, table "
-                   "rows and defined terms (default 100)")
+                   "rows, defined terms and listing sentences (default 100)")
     p.add_argument("--model-questions", dest="model_questions", type=int, default=0,
                    help="also N questions written by the chat model for sampled chunks (slow: ~10 s each on 2 cores)")
     p.add_argument("--probes", type=int, default=None, help="unanswerable probes (default a fifth of --questions)")

@@ -2,7 +2,8 @@
 
 From structure, deterministic and free: a section's heading ("What are the steps for configuring the network?"),
 a procedure's "To ..." line before numbered steps ("How do I create a bucket?"), a table row's cell by its row and
-column labels, a defined term ("What does Confidential Information mean?"). Unanswerable probes: an answerable
+column labels, a defined term ("What does Confidential Information mean?"), an item of a listing sentence asked from
+the item's side ("Debian supports amd64, arm64, ..." -> "What supports arm64?"). Unanswerable probes: an answerable
 question about a product the library never names. Model-written questions live in ``model_questions.py``.
 
 A question records its document's key (``doc_key``: the content key of its chunks and the recipe that cut them):
@@ -16,8 +17,8 @@ import random
 import re
 from dataclasses import dataclass, field
 
-KINDS = ("heading", "procedure", "table", "term", "model", "probe")
-STRUCTURE_KINDS = ("heading", "procedure", "table", "term")
+KINDS = ("heading", "procedure", "table", "term", "list", "model", "probe")
+STRUCTURE_KINDS = ("heading", "procedure", "table", "term", "list")
 
 
 @dataclass
@@ -283,6 +284,105 @@ def term_questions(thread) -> list[EvalQuestion]:
 _NOT_A_TERM = _VAGUE | _PRONOUN
 
 
+# --- listing sentences -------------------------------------------------------------------------------------------
+_LISTING = re.compile(r"(?:^|(?<=[.!?]\s)|(?<=\n))(?P<subj>(?:(?:The|A|An) [\w'/\-]+|[A-Z][\w'/\-]*)"
+                      r"(?: [A-Z0-9][\w'/.\-]*){0,3}) "
+                      r"(?P<verb>[a-z]+(?: [a-z]+){0,3}) (?P<items>[^,.;:\n]{1,60}(?:, [^,.;:\n]{1,60}){2,}"
+                      r"(?:,? (?:and|or) [^,.;:\n]{1,60})?)(?=[.;:\n]|$)")
+_ITEM = re.compile(r"^(?:and |or )?(?P<item>[^\s].{0,59})$")
+_LINKS = {"of", "in", "to", "by", "for", "from", "with", "on", "at", "into", "via", "as", "than", "over", "under",
+          "during", "throughout", "within", "without", "across", "among", "between", "about", "around", "through",
+          "until", "despite", "upon", "against", "along", "beyond", "behind", "near"}  # no item opens so
+_NOT_IN_VERB = {"a", "an", "the", "his", "her", "their", "our", "my", "your", "and", "or"}  # an object begun already
+_COPULA = {"is", "are", "was", "were", "be", "been"}
+LIST_MIN_ITEMS = 4   # a shorter run of commas is a sentence's clauses more often than a list
+LIST_PER_SENTENCE = 2
+
+
+def _listing_items(items: str) -> list[str]:
+    """The items of a listing's comma run ("A, B, C and D" -> A, B, C, D); [] when one does not read as an item
+    (more than five words, no letter, a clause with its own verb, a step of a menu path ("choose **Actions**"),
+    a phrase opening on a preposition, markup or brackets)."""
+    parts = [p.strip() for p in re.split(r",\s+", items)]
+    last = re.split(r"\s+(?:and|or)\s+", parts[-1])
+    parts = parts[:-1] + [x for x in last if x]
+    out = []
+    for p in parts:
+        m = _ITEM.match(p)
+        words = p.split()
+        if (m is None or len(words) > 5 or not re.search(r"[^\W\d_]", p) or words[0].lower() in _NOT_A_TERM | _LINKS
+                or set(w.lower() for w in words) & {"is", "are", "was", "were", "be", "can", "will", "has", "have"}
+                or words[0] in VERBS or re.search(r"[*\\`\[\]()<>{}]", p)):
+            return []
+        out.append(m.group("item").strip())
+    return out
+
+
+def listings(text: str) -> list[tuple[str, str, list[str], str]]:
+    """Each listing sentence of a text: (subject, verb phrase, items, the sentence), for a sentence whose subject
+    (no pronoun, preposition or imperative verb: "Select the instance, choose ...") is followed by a verb phrase
+    (1-4 lower-case words; no article, possessive or "and" in it, which would mean the object began: "is a city in
+    Randolph County, Arkansas, ..."; not ending on "is"/"are", the subject's noun before it) and a run of at least ``LIST_MIN_ITEMS``
+    comma-separated items. The subject is a word with a capital first, or an article and
+    a word, and up to three words after it that start with a capital or a digit ("Debian GNU/Linux 13")."""
+    out = []
+    text = re.sub(r"(?<=[^\s.:;])[ \t]*\n[ \t]*(?=[^\s\-*+#|\d\u2022])", " ", text)  # a wrapped line joined
+    for m in _LISTING.finditer(text):
+        subj, verb = m.group("subj"), m.group("verb")
+        first = subj.split()[0].lower()
+        vwords = verb.split()
+        if first in _NOT_A_TERM | _LINKS | VERBS | {"you", "a", "an", "if", "once", "after", "before", "unless"} \
+                or vwords[0] in _NOT_A_TERM or set(vwords) & _NOT_IN_VERB or vwords[-1] in _COPULA:
+            continue
+        items = _listing_items(m.group("items"))
+        if text[m.end():m.end() + 1] == ":":  # "Magic: The Gathering": the last item goes on past the colon
+            items = items[:-1]
+        if len(items) >= LIST_MIN_ITEMS:
+            out.append((subj, verb, items, m.group(0).strip()))
+    return out
+
+
+def _asks_who(subject: str) -> bool:
+    """A subject that reads as a person's name (two or three capitalised words of letters only, no article):
+    "Who ...?"."""
+    words = subject.split()
+    return 2 <= len(words) <= 3 and words[0] not in ("The", "A", "An") and all(re.fullmatch(r"[A-Z][a-z'\-]+", w) for w in words)
+
+
+def library_key(threads) -> str:
+    """What a question drawn from several documents holds for: the keys of every document it was drawn from."""
+    keys = sorted(f"{t.record.doc_id}={doc_key(t.record)}" for t in threads)
+    return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+
+
+def list_questions(threads: list, rng: random.Random) -> list[EvalQuestion]:
+    """Up to ``LIST_PER_SENTENCE`` items of each listing sentence asked from the item's side, as a reader looks up
+    who or what has it ("Geneva Durben likes Quokkas, ..." -> "Who likes Quokkas?"); the gold is every chunk, in any
+    of ``threads``' documents, that lists the item under the same verb. Items listed so in more than three chunks
+    are not asked (a question much of the library answers says little). A question records the key of the whole
+    set of documents (``extra["library"]``): another document listing the item changes its answer."""
+    found = [(t.record, c, subj, verb, items, sent) for t in threads for c in t.chunks
+             for subj, verb, items, sent in listings(c.text)]
+    holders: dict[tuple, list] = {}
+    for _, c, _, verb, items, _ in found:
+        for it in items:
+            ids = holders.setdefault((verb, it.lower()), [])
+            if c.chunk_id not in ids:
+                ids.append(c.chunk_id)
+    library = library_key(threads) if found else ""
+    out, seen = [], set()
+    for doc, c, subj, verb, items, sent in found:
+        good = [it for it in items if len(holders[(verb, it.lower())]) <= 3 and it.lower() != subj.lower()]
+        for it in rng.sample(good, min(LIST_PER_SENTENCE, len(good))):
+            text = f"{'Who' if _asks_who(subj) else 'What'} {verb} {it}?"
+            if text.lower() in seen:
+                continue
+            seen.add(text.lower())
+            out.append(EvalQuestion.make("list", text, doc, holders[(verb, it.lower())], section_of(c), sent[:200],
+                                         extra={"subject": subj, "library": library}))
+    return out
+
+
 # --- probes ------------------------------------------------------------------------------------------------------
 ABSENT = ("OS/2 Warp", "a Commodore 64", "Windows 98", "Solaris 2.6", "BeOS 5", "an Amiga 500", "IRIX 6.5",
           "NetWare 4", "a PDP-11", "MS-DOS 3.3", "HP-UX 10.20", "a Palm Pilot")
@@ -321,6 +421,7 @@ def structure_questions(threads: list, seed: int = 13) -> dict[str, list[EvalQue
         out["procedure"] += procedure_questions(t)
         out["table"] += table_questions(t, rng)
         out["term"] += term_questions(t)
+    out["list"] = list_questions(threads, rng)
     return out
 
 

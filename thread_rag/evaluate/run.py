@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ThreadRagError
 from ..records import to_dict
-from .questions import EvalQuestion, doc_key, probe_questions, sample_mix, section_of, structure_questions
+from .questions import EvalQuestion, doc_key, library_key, probe_questions, sample_mix, section_of, structure_questions
 from .score import (K, common_lines, compare_runs, score_answers, score_retrieval, summarize, weakest_sections)
 
 ANSWER_MODES = ("quote", "full")
@@ -86,7 +86,8 @@ def build_set(threads: list, saved: list[EvalQuestion], tries: list[dict], opts:
     probes up to their count. Returns (this run's questions, every current question to keep in the set (more than
     this run asks when an earlier run asked for more), tries, seconds by kind)."""
     current = {t.record.doc_id: doc_key(t.record) for t in threads}
-    keep = [q for q in saved if current.get(q.doc_id) == q.doc_key]
+    library = library_key(threads)  # a question drawn from several documents holds for this set of them only
+    keep = [q for q in saved if current.get(q.doc_id) == q.doc_key and q.extra.get("library", library) == library]
     tries = [t for t in tries if current.get(t["chunk_id"].rsplit("_", 1)[0], t.get("doc_key")) == t.get("doc_key")]
     timings = {}
     t0 = time.perf_counter()
@@ -164,7 +165,8 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
     save_set(set_path, others + kept, tries)
     if not any(q.answerable for q in questions):
         raise ThreadRagError("no question could be made from these documents: they have no headings, 'To ...' "
-                             "procedures, tables or defined terms (--model-questions N has the model write some)")
+                             "procedures, tables, defined terms or listing sentences (--model-questions N has the "
+                             "model write some)")
     engine.retriever.search("warm up", k=K)  # models load outside the timed searches
     t = time.perf_counter()
     rows = score_retrieval(questions, lambda text: engine.retriever.search(text, k=K).hits, progress)
