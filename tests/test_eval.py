@@ -404,6 +404,13 @@ def test_rank_correlations_match_scipy_with_ties():
      ("Dorathea Bastress", "likes", ["Crows", "Cherries", "Chess", "Drum Kits"])),
     ("The installer can format ext4, xfs, btrfs or vfat partitions.",
      ("The installer", "can format", ["ext4", "xfs", "btrfs", "vfat partitions"])),
+    ("The Widget Pro supports Zigbee, Thread, Matter, and Bluetooth LE 5.0.",  # a serial comma, a version
+     ("The Widget Pro", "supports", ["Zigbee", "Thread", "Matter", "Bluetooth LE 5.0"])),
+    ("Is it fast? The package includes a charger, a cable, a manual and a case.",  # the verb phrase backs off
+     ("The package", "includes", ["a charger", "a cable", "a manual", "a case"])),
+    ("Supported hardware\nThe Widget Pro supports Zigbee, Thread, Matter and Bluetooth LE.",  # a heading above
+     ("The Widget Pro", "supports", ["Zigbee", "Thread", "Matter", "Bluetooth LE"])),
+    ("Alice Smith likes Cats, Dogs, Birds, Fish? No! Snakes.", None),
     ("Select the instance, choose **Actions**, **Networking**, **Manage IP Addresses**.", None),  # a menu path
     ("You can use the console, the CLI, the SDKs, or the REST API.", None),                       # a pronoun
     ("The film stars Richard Dix, Esther Ralston and Harry Beresford.", None),                    # three items
@@ -468,4 +475,26 @@ def test_a_list_question_is_made_again_when_another_document_joins(make_engine, 
     assert {q.extra["library"] for q in after} != {q.extra["library"] for q in before}
     assert len({q.extra["library"] for q in after}) == 1
     caves = [q for q in after if q.text == "Who likes Caves?"]
-    assert all(len({g.rsplit("_", 1)[0] for g in q.gold}) == 2 for q in caves)
+    assert caves and all(len({g.rsplit("_", 1)[0] for g in q.gold}) == 2 for q in caves)
+
+
+def test_a_list_questions_gold_is_every_chunk_of_the_library_that_names_the_item_after_the_verb(make_engine, tmp_path):
+    """The gold is found more loosely than questions are made: a profile that lists the item past a colon ("Magic:
+    The Gathering") or in other case is gold too; a run on one document still finds the answer in the others (search
+    reads them all); an item listed under another verb is not."""
+    from thread_rag.evaluate.run import EvalOptions, load_set, run_eval
+
+    files = {"a.txt": "Ada Lovelace likes Crows, Tapirs, Chess, Fennel and Caves.\n",
+             "b.txt": "Bob Marley likes Cherries, Magic: The Gathering, fennel, Chess and Kites.\n",
+             "c.txt": "Cy Twombly hates Fennel, Tapirs, Chess, Crows and Caves.\n"}
+    engine = make_engine()
+    engine.index_paths([write(tmp_path / n, t) for n, t in files.items()])
+    doc = {d.name: d.doc_id for d in engine.documents()}
+    run_eval(engine, EvalOptions([doc["a.txt"]], questions=20, probes=0))
+    qs, _ = load_set(tmp_path / "home" / "eval" / "questions.jsonl")
+    gold = {q.text: {g.rsplit("_", 1)[0] for g in q.gold} for q in qs if q.kind == "list"}
+    assert gold and all(t.startswith("Who likes ") for t in gold)  # from a.txt only: "hates" is not asked
+    expected = {"Fennel": {doc["a.txt"], doc["b.txt"]}, "Chess": {doc["a.txt"], doc["b.txt"]},
+                "Crows": {doc["a.txt"]}, "Tapirs": {doc["a.txt"]}, "Caves": {doc["a.txt"]}}
+    for text, docs in gold.items():
+        assert docs == expected[text[len("Who likes "):-1]], text

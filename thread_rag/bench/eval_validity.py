@@ -2,8 +2,9 @@
 
 On a data set with real questions and gold documents, the set ``eval`` makes from the corpus alone (structure
 questions, and the model's with ``--model-questions``) and the real questions are searched under the same retrieval
-configurations over the same index. Reported: each configuration's MRR@10 and hit@5 (document level, as ``bench
-retrieval`` scores the real questions: the rank of the gold chunk's document), Kendall's tau between the two
+configurations over the same index. Reported: each configuration's MRR@10 and "hit@5" (document level, as ``bench
+retrieval`` scores the real questions: the rank of the gold chunk's document; "hit@5" is the recall@5 of the gold
+documents, the same as hit@5 but for a list question answered in several), Kendall's tau between the two
 orderings of the configurations, the Spearman correlation of per-document hit@5 where documents have 2+ real
 questions, and the answer path's refusals (quote mode, no model) on real answerable questions, real in-domain
 unanswerable ones (questions whose gold document is not in the shrunk corpus, as ``bench refusal``), the synthetic

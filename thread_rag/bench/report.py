@@ -431,7 +431,7 @@ def eval_validity_table(x: dict) -> str:
     kinds = ", ".join(f"{k} {v}" for k, v in x["synthetic_questions"].items())
     lines = [f"{x['real_questions']} real questions, {sum(x['synthetic_questions'].values())} made up ({kinds}); "
              f"{x['corpus']} corpus of {x['corpus_docs']} documents, {x['chunks']} chunks; document-level scores",
-             "", "| configuration | real MRR@10 | made-up MRR@10 | real recall@5 | made-up hit@5 | made-up chunk hit@5 |",
+             "", "| configuration | real MRR@10 | made-up MRR@10 | real recall@5 | made-up recall@5 | made-up chunk hit@5 |",
              "|---|---|---|---|---|---|"]
     for c in x["configs"]:
         r, s = x["real"][c], x["synthetic"][c]

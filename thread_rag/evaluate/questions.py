@@ -285,57 +285,71 @@ _NOT_A_TERM = _VAGUE | _PRONOUN
 
 
 # --- listing sentences -------------------------------------------------------------------------------------------
-_LISTING = re.compile(r"(?:^|(?<=[.!?]\s)|(?<=\n))(?P<subj>(?:(?:The|A|An) [\w'/\-]+|[A-Z][\w'/\-]*)"
-                      r"(?: [A-Z0-9][\w'/.\-]*){0,3}) "
-                      r"(?P<verb>[a-z]+(?: [a-z]+){0,3}) (?P<items>[^,.;:\n]{1,60}(?:, [^,.;:\n]{1,60}){2,}"
-                      r"(?:,? (?:and|or) [^,.;:\n]{1,60})?)(?=[.;:\n]|$)")
-_ITEM = re.compile(r"^(?:and |or )?(?P<item>[^\s].{0,59})$")
+_I = r"(?:[^,.;:?!\n]|\.(?=[^\s.]))"  # a character of an item: a full stop inside one ("5.0", "e.g") ends nothing
+_DET = r"(?:a|an|the|his|her|their|our|my|your|its|and|or)\b"  # a verb phrase holding one has begun its object
+_LISTING = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=\n))(?P<subj>(?:(?:The|A|An) [\w'/\-]+|[A-Z][\w'/\-]*)(?: [A-Z0-9][\w'/.\-]*){0,3}) "
+    rf"(?P<verb>(?!{_DET})[a-z]+(?: (?!{_DET})[a-z]+){{0,3}}) "
+    rf"(?P<items>{_I}{{1,60}}(?:, {_I}{{1,60}}){{2,}}(?:,? (?:and|or) {_I}{{1,60}})?)(?=[.;:\n]|$)")
 _LINKS = {"of", "in", "to", "by", "for", "from", "with", "on", "at", "into", "via", "as", "than", "over", "under",
           "during", "throughout", "within", "without", "across", "among", "between", "about", "around", "through",
           "until", "despite", "upon", "against", "along", "beyond", "behind", "near"}  # no item opens so
-_NOT_IN_VERB = {"a", "an", "the", "his", "her", "their", "our", "my", "your", "and", "or"}  # an object begun already
 _COPULA = {"is", "are", "was", "were", "be", "been"}
+_NOT_A_SUBJECT = _NOT_A_TERM | _LINKS | VERBS | {"you", "a", "an", "if", "once", "after", "before", "unless"}
 LIST_MIN_ITEMS = 4   # a shorter run of commas is a sentence's clauses more often than a list
 LIST_PER_SENTENCE = 2
+LIST_MAX_HOLDERS = 3  # an item more chunks list is not asked: a question much of the library answers says little
 
 
 def _listing_items(items: str) -> list[str]:
-    """The items of a listing's comma run ("A, B, C and D" -> A, B, C, D); [] when one does not read as an item
-    (more than five words, no letter, a clause with its own verb, a step of a menu path ("choose **Actions**"),
-    a phrase opening on a preposition, markup or brackets)."""
-    parts = [p.strip() for p in re.split(r",\s+", items)]
-    last = re.split(r"\s+(?:and|or)\s+", parts[-1])
-    parts = parts[:-1] + [x for x in last if x]
+    """The items of a listing's comma run ("A, B, C and D", "A, B, C, and D" -> A, B, C, D); [] when one does not
+    read as an item (more than five words, no letter, a clause with its own verb, a step of a menu path ("choose
+    **Actions**"), a phrase opening on a preposition, markup or brackets): such a run is a sentence's clauses."""
+    parts = [re.sub(r"^(?:and|or)\s+", "", p.strip()) for p in re.split(r",\s+", items)]
+    parts = parts[:-1] + [x for x in re.split(r"\s+(?:and|or)\s+", parts[-1]) if x]
     out = []
     for p in parts:
-        m = _ITEM.match(p)
         words = p.split()
-        if (m is None or len(words) > 5 or not re.search(r"[^\W\d_]", p) or words[0].lower() in _NOT_A_TERM | _LINKS
-                or set(w.lower() for w in words) & {"is", "are", "was", "were", "be", "can", "will", "has", "have"}
+        if (not words or len(words) > 5 or not re.search(r"[^\W\d_]", p) or words[0].lower() in _NOT_A_TERM | _LINKS
+                or {w.lower() for w in words} & {"is", "are", "was", "were", "be", "can", "will", "has", "have"}
                 or words[0] in VERBS or re.search(r"[*\\`\[\]()<>{}]", p)):
             return []
-        out.append(m.group("item").strip())
+        out.append(p)
     return out
 
 
+def _join_wrapped(text: str) -> str:
+    """Lines a wrap broke joined: a line is continued by the next unless it ends a sentence or a clause, is short
+    and has no comma (a heading: "Supported hardware"), or the next opens a list item, a row or a heading."""
+    out: list[list[str]] = []  # each output line as its pieces
+    for line in text.split("\n"):
+        prev = out[-1][-1].rstrip() if out else ""
+        if (prev and line.strip() and not re.search(r"[.:;!?]$", prev) and (len(prev) >= 40 or prev.endswith(","))
+                and not re.match(r"\s*(?:[-*+#|\u2022]|\d+[.)]\s)", line)):
+            out[-1][-1] = prev
+            out[-1].append(line.strip())
+        else:
+            out.append([line])
+    return "\n".join(" ".join(pieces) for pieces in out)
+
+
 def listings(text: str) -> list[tuple[str, str, list[str], str]]:
-    """Each listing sentence of a text: (subject, verb phrase, items, the sentence), for a sentence whose subject
-    (no pronoun, preposition or imperative verb: "Select the instance, choose ...") is followed by a verb phrase
-    (1-4 lower-case words; no article, possessive or "and" in it, which would mean the object began: "is a city in
-    Randolph County, Arkansas, ..."; not ending on "is"/"are", the subject's noun before it) and a run of at least ``LIST_MIN_ITEMS``
-    comma-separated items. The subject is a word with a capital first, or an article and
-    a word, and up to three words after it that start with a capital or a digit ("Debian GNU/Linux 13")."""
+    """Each listing sentence of a text: (subject, verb phrase, items, the sentence). The subject is a word with a
+    capital first, or an article and a word, and up to three words after it that start with a capital or a digit
+    ("Debian GNU/Linux 13"), and is no pronoun, preposition or imperative verb ("Select the instance, choose ...");
+    the verb phrase is 1-4 lower-case words with no article, possessive or "and" in it (that would mean its object
+    began) and does not end on "is"/"are" (the subject's noun before it: "The driest months are ..."); then a run of
+    at least ``LIST_MIN_ITEMS`` comma-separated items. A run cut by a colon loses its last item ("Magic: The
+    Gathering")."""
     out = []
-    text = re.sub(r"(?<=[^\s.:;])[ \t]*\n[ \t]*(?=[^\s\-*+#|\d\u2022])", " ", text)  # a wrapped line joined
+    text = _join_wrapped(text)
     for m in _LISTING.finditer(text):
         subj, verb = m.group("subj"), m.group("verb")
-        first = subj.split()[0].lower()
-        vwords = verb.split()
-        if first in _NOT_A_TERM | _LINKS | VERBS | {"you", "a", "an", "if", "once", "after", "before", "unless"} \
-                or vwords[0] in _NOT_A_TERM or set(vwords) & _NOT_IN_VERB or vwords[-1] in _COPULA:
+        if subj.split()[0].lower() in _NOT_A_SUBJECT or verb.split()[0] in _NOT_A_TERM or \
+                verb.split()[-1] in _COPULA:
             continue
         items = _listing_items(m.group("items"))
-        if text[m.end():m.end() + 1] == ":":  # "Magic: The Gathering": the last item goes on past the colon
+        if text[m.end():m.end() + 1] == ":":
             items = items[:-1]
         if len(items) >= LIST_MIN_ITEMS:
             out.append((subj, verb, items, m.group(0).strip()))
@@ -343,43 +357,63 @@ def listings(text: str) -> list[tuple[str, str, list[str], str]]:
 
 
 def _asks_who(subject: str) -> bool:
-    """A subject that reads as a person's name (two or three capitalised words of letters only, no article):
-    "Who ...?"."""
+    """A subject that reads as a person's name (two or three capitalised words of letters, no article): "Who"."""
     words = subject.split()
-    return 2 <= len(words) <= 3 and words[0] not in ("The", "A", "An") and all(re.fullmatch(r"[A-Z][a-z'\-]+", w) for w in words)
+    return 2 <= len(words) <= 3 and words[0] not in ("The", "A", "An") and all(
+        w[:1].isupper() and w.replace("'", "").replace("-", "").isalpha() for w in words)
 
 
 def library_key(threads) -> str:
-    """What a question drawn from several documents holds for: the keys of every document it was drawn from."""
+    """What a question whose answer may be in any document holds for: the keys of every document of the library."""
     keys = sorted(f"{t.record.doc_id}={doc_key(t.record)}" for t in threads)
     return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
 
 
-def list_questions(threads: list, rng: random.Random) -> list[EvalQuestion]:
-    """Up to ``LIST_PER_SENTENCE`` items of each listing sentence asked from the item's side, as a reader looks up
-    who or what has it ("Geneva Durben likes Quokkas, ..." -> "Who likes Quokkas?"); the gold is every chunk, in any
-    of ``threads``' documents, that lists the item under the same verb. Items listed so in more than three chunks
-    are not asked (a question much of the library answers says little). A question records the key of the whole
-    set of documents (``extra["library"]``): another document listing the item changes its answer."""
+def _sentences(thread) -> list[tuple[str, list[str]]]:
+    """(chunk id, its sentences lower-cased, wrapped lines joined) for each chunk of ``thread``."""
+    return [(c.chunk_id, re.split(r"(?<=[.!?])\s+", " ".join(_join_wrapped(c.text).lower().split())))
+            for c in thread.chunks]
+
+
+def listed_in(sentences: list, verb: str, item: str) -> list[str]:
+    """The chunks with a sentence that names ``item`` after ``verb`` (whole words, any case): the gold of a list
+    question, found more loosely than the questions are made (a list run past a colon, an item in brackets)."""
+    pat = re.compile(rf"\b{re.escape(verb.lower())}\b.*(?<!\w){re.escape(item.lower())}(?!\w)")
+    return [cid for cid, sents in sentences if any(verb.lower() in s and pat.search(s) for s in sents)]
+
+
+def list_questions(threads: list, rng: random.Random, library: list | None = None) -> list[EvalQuestion]:
+    """Up to ``LIST_PER_SENTENCE`` items of each listing sentence of ``threads`` asked from the item's side, as a
+    reader looks up who or what has it ("Geneva Durben likes Quokkas, ..." -> "Who likes Quokkas?"); the gold is
+    every chunk of the ``library`` (default ``threads``: search reads the whole library) that names the item after
+    the same verb. A question records the library's key (``extra["library"]``): a document that joins or changes
+    may change its answer."""
     found = [(t.record, c, subj, verb, items, sent) for t in threads for c in t.chunks
              for subj, verb, items, sent in listings(c.text)]
-    holders: dict[tuple, list] = {}
-    for _, c, _, verb, items, _ in found:
-        for it in items:
-            ids = holders.setdefault((verb, it.lower()), [])
-            if c.chunk_id not in ids:
-                ids.append(c.chunk_id)
-    library = library_key(threads) if found else ""
-    out, seen = [], set()
+    if not found:
+        return []
+    library = library or threads
+    sentences = [x for t in library for x in _sentences(t)]
+    key, gold_of, out, seen = library_key(library), {}, [], set()
+
+    def gold(verb: str, item: str) -> list:
+        if (verb, item.lower()) not in gold_of:
+            gold_of[(verb, item.lower())] = listed_in(sentences, verb, item)
+        return gold_of[(verb, item.lower())]
+
     for doc, c, subj, verb, items, sent in found:
-        good = [it for it in items if len(holders[(verb, it.lower())]) <= 3 and it.lower() != subj.lower()]
-        for it in rng.sample(good, min(LIST_PER_SENTENCE, len(good))):
+        good, asked = [it for it in items if it.lower() != subj.lower()], 0
+        for it in rng.sample(good, len(good)):
+            if asked == LIST_PER_SENTENCE:
+                break
             text = f"{'Who' if _asks_who(subj) else 'What'} {verb} {it}?"
-            if text.lower() in seen:
+            ids = gold(verb, it)
+            if text.lower() in seen or not 0 < len(ids) <= LIST_MAX_HOLDERS or c.chunk_id not in ids:
                 continue
             seen.add(text.lower())
-            out.append(EvalQuestion.make("list", text, doc, holders[(verb, it.lower())], section_of(c), sent[:200],
-                                         extra={"subject": subj, "library": library}))
+            asked += 1
+            out.append(EvalQuestion.make("list", text, doc, ids, section_of(c), sent[:200],
+                                         extra={"subject": subj, "library": key}))
     return out
 
 
@@ -412,8 +446,9 @@ def probe_questions(answerable: list[EvalQuestion], library_text: str, n: int, r
 
 
 # --- the set -----------------------------------------------------------------------------------------------------
-def structure_questions(threads: list, seed: int = 13) -> dict[str, list[EvalQuestion]]:
-    """Every structure question of each document, by kind (deterministic for ``seed``)."""
+def structure_questions(threads: list, seed: int = 13, library: list | None = None) -> dict[str, list[EvalQuestion]]:
+    """Every structure question of each document, by kind (deterministic for ``seed``); ``library``: every
+    document search reads (default ``threads``), where a list question's answer may be too."""
     rng = random.Random(seed)
     out: dict[str, list] = {k: [] for k in STRUCTURE_KINDS}
     for t in threads:
@@ -421,7 +456,7 @@ def structure_questions(threads: list, seed: int = 13) -> dict[str, list[EvalQue
         out["procedure"] += procedure_questions(t)
         out["table"] += table_questions(t, rng)
         out["term"] += term_questions(t)
-    out["list"] = list_questions(threads, rng)
+    out["list"] = list_questions(threads, rng, library)
     return out
 
 

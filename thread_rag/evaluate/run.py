@@ -80,21 +80,24 @@ def save_set(path: Path, qs: list[EvalQuestion], tries: list[dict]) -> None:
 
 # --- making the set ----------------------------------------------------------------------------------------------
 def build_set(threads: list, saved: list[EvalQuestion], tries: list[dict], opts: EvalOptions, model=None,
-              on_saved=None, progress=None) -> tuple[list[EvalQuestion], list[EvalQuestion], list[dict], dict]:
+              on_saved=None, progress=None, library: list | None = None
+              ) -> tuple[list[EvalQuestion], list[EvalQuestion], list[dict], dict]:
     """The questions for ``threads``: saved ones still current come first; structure questions fill up to
     ``opts.questions``, the model writes up to ``opts.model_questions`` (``model``: (ask, answers) callables),
     probes up to their count. Returns (this run's questions, every current question to keep in the set (more than
-    this run asks when an earlier run asked for more), tries, seconds by kind)."""
+    this run asks when an earlier run asked for more), tries, seconds by kind). ``library``: every document search
+    reads (default ``threads``), where a list question's answer may be too."""
     current = {t.record.doc_id: doc_key(t.record) for t in threads}
-    library = library_key(threads)  # a question drawn from several documents holds for this set of them only
-    keep = [q for q in saved if current.get(q.doc_id) == q.doc_key and q.extra.get("library", library) == library]
+    key = library_key(library or threads)  # a list question holds for the library as it was when made
+    keep = [q for q in saved if current.get(q.doc_id) == q.doc_key and q.extra.get("library", key) == key]
     tries = [t for t in tries if current.get(t["chunk_id"].rsplit("_", 1)[0], t.get("doc_key")) == t.get("doc_key")]
     timings = {}
     t0 = time.perf_counter()
     structure = [q for q in keep if q.kind not in ("model", "probe")]
     if len(structure) < opts.questions:
         known = {q.qid for q in structure}
-        pools = {k: [q for q in v if q.qid not in known] for k, v in structure_questions(threads, opts.seed).items()}
+        made = structure_questions(threads, opts.seed, library)
+        pools = {k: [q for q in v if q.qid not in known] for k, v in made.items()}
         structure += sample_mix(pools, opts.questions - len(structure), opts.seed)
     have = structure[:opts.questions]
     timings["structure_s"] = round(time.perf_counter() - t0, 3)
@@ -157,11 +160,14 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
     saved, tries = load_set(set_path)
     model = _model(engine) if opts.model_questions else None
     answer = _answerer(engine, opts.answers) if opts.answers else None  # a model that does not load: said now
-    library = {d.doc_id for d in engine.documents()}
+    library_ids = {d.doc_id for d in engine.documents()}
     # documents not evaluated this time keep their questions; deleted documents' questions go
-    others = [q for q in saved if q.doc_id in library and q.doc_id not in {d.doc_id for d in docs}]
+    others = [q for q in saved if q.doc_id in library_ids and q.doc_id not in {d.doc_id for d in docs}]
+    everything = threads if {d.doc_id for d in docs} == library_ids else \
+        [engine.thread(d.serial) for d in engine.documents()]  # a list question's answer may be in any document
     questions, kept, tries, timings = build_set(threads, saved, tries, opts, model, progress=progress,
-                                                on_saved=lambda qs, ts: save_set(set_path, others + qs, ts))
+                                                on_saved=lambda qs, ts: save_set(set_path, others + qs, ts),
+                                                library=everything)
     save_set(set_path, others + kept, tries)
     if not any(q.answerable for q in questions):
         raise ThreadRagError("no question could be made from these documents: they have no headings, 'To ...' "
