@@ -28,6 +28,7 @@ def _doc_scores(ranked: list[str], gold: set) -> tuple[float, float]:
 
 def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> dict:
     from ..evaluate.score import rank_of
+    from ..ids import ChunkId
     from .metrics import ndcg_at_k
     from .retrieval import doc_ranking
 
@@ -35,7 +36,7 @@ def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> di
     for q in questions:
         hits = retriever.search(q.text, k=50, pipeline=name).hits
         ranked = doc_ranking(hits, keymap)
-        gold = {keymap[g.rsplit("_", 1)[0]] for g in q.gold}  # a list question's items may be in several
+        gold = {keymap[ChunkId.parse(g).doc_id] for g in q.gold}  # a list question's may be in several
         hit5, mrr = _doc_scores(ranked, gold)
         chunk_rank = rank_of(hits, set(q.gold))[0]  # as thread-rag eval ranks it: within the top 10
         rows.append({"qid": q.qid, "kind": q.kind, "doc": keymap[q.doc_id], "hit5": hit5, "mrr": mrr,

@@ -160,10 +160,10 @@ def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
     saved, tries = load_set(set_path)
     model = _model(engine) if opts.model_questions else None
     answer = _answerer(engine, opts.answers) if opts.answers else None  # a model that does not load: said now
-    library_ids = {d.doc_id for d in engine.documents()}
+    library_ids, evaluated = {d.doc_id for d in engine.documents()}, {d.doc_id for d in docs}
     # documents not evaluated this time keep their questions; deleted documents' questions go
-    others = [q for q in saved if q.doc_id in library_ids and q.doc_id not in {d.doc_id for d in docs}]
-    everything = threads if {d.doc_id for d in docs} == library_ids else \
+    others = [q for q in saved if q.doc_id in library_ids and q.doc_id not in evaluated]
+    everything = threads if evaluated == library_ids else \
         [engine.thread(d.serial) for d in engine.documents()]  # a list question's answer may be in any document
     questions, kept, tries, timings = build_set(threads, saved, tries, opts, model, progress=progress,
                                                 on_saved=lambda qs, ts: save_set(set_path, others + qs, ts),
