@@ -135,3 +135,98 @@ def test_markdown_escapes_in_the_sources_are_the_characters_they_escape():
     assert found == {"ml.eia2.medium": True, "c5d.24xlarge": True, "3.6 TB": True}, found
     assert all(s.found for s in check("Use `ml\\.eia2\\.medium`.", src))
     assert not any(s.found for s in check("Use `ml.eia2.large` with 7.2 TB.", src))  # and what is not there is not
+
+
+def test_a_number_without_a_unit_is_checked_where_it_sets_a_port_or_a_setting():
+    """Issue item 4: "port 9443" was no span (a bare number), so a wrong port went unmarked. A number given to a port,
+    a listener or a setting is looked up with its name beside it; a count in prose ("3 steps") is still no span."""
+    text = "Open port 9443 and listen on 8080. MaxConnections 500 is the cap; retries = 42. It takes 3 steps, 2 disks."
+    assert [(s.kind, s.text) for s in spans(text)] == [("value", "port 9443"), ("value", "listen on 8080"),
+                                                       ("value", "MaxConnections 500"), ("setting", "retries = 42")]
+    src = ["The console listens on port 8443. Set MaxConnections 500 in the file; retries = 42 by default."]
+    found = {s.text: s.found for s in check(text, src)}
+    assert found == {"port 9443": False, "listen on 8080": False, "MaxConnections 500": True,
+                     "retries = 42": True}
+    assert all(s.found for s in check("Open port 8443, it listens on 8443.", src))
+    assert check("A timeout of 30 seconds.", ["The timeout is 30 s."])[0].kind == "number"  # by value, as before
+    assert [(s.kind, s.text) for s in spans("Set the cache to 512 MB; size = 10 GB.")] == [("number", "512 MB"),
+                                                                                        ("number", "10 GB")]
+    # a label is one span (not its port); a name in CamelCase with a dotted number is a version (the aws-docs-qa runs)
+    assert [(s.kind, s.text) for s in spans('+ **HTTPS communication over port 443**. It uses port 8443.')] == [
+        ("label", "HTTPS communication over port 443"), ("value", "port 8443")]
+    assert [(s.kind, s.text) for s in spans("Install TensorFlow 1.11 or later.")] == [
+        ("version", "TensorFlow 1.11")]
+
+
+def test_two_part_versions_are_version_spans():
+    """Issue item 4: "Debian 13" and "Python 3.3" were unchecked (a version needed three parts or "version").
+    A product's name with a number, or a name with a dotted two-part number; no year, no numbered step or section."""
+    text = "Debian 13 ships Python 3.3 (version 3.3) on kernel 6.1 with TLS 1.2."
+    assert [(s.kind, s.text) for s in spans(text)] == [
+        ("version", "Debian 13"), ("version", "Python 3.3"), ("version", "version 3.3"), ("version", "kernel 6.1"),
+        ("version", "TLS 1.2")]
+    assert spans("In 2024 we did Step 3.1 and Section 2.4 of Table 1.2, About 2.5 times, Windows 2000.") == []
+    assert [s.text for s in spans("It uses TLS 1\\.2 on Python 3\\.6.")] == []  # Markdown's escape: not "TLS 1"
+    src = ["Debian GNU/Linux 13 comes with Python 3.3.1 (version 3.3 of the language) and Linux kernel 6.1. Only "
+           "TLS 1.2 is accepted."]
+    assert all(s.found for s in check(text, src))
+    assert [s.found for s in check("Debian 12 has Python 3.4 and kernel 6.10.", src)] == [False, False, False]
+
+
+def test_the_first_word_of_a_code_line_is_checked_whatever_the_word():
+    """Issue item 4: a code block's command is looked up word by word, whatever its name (COMMAND_WORDS, a fixed
+    list, only finds command names in prose): an installer the sources never name is flagged. Its first word is a
+    command's name: it is not found as a piece of a longer name."""
+    src = ["Run the NVIDIA installer with --silent to skip the questions."]
+    for answer in ("```\nnvidia-installer --silent\n```\n", "```sh\n$ sudo nvidia-installer --silent\n```\n",
+                   "1. Run:\n   ```\n   # nvidia-installer --silent  # as root\n   ```\n"):
+        stream = CheckedStream(src)
+        stream.feed(answer)
+        got = [(s.kind, s.found, s.missing) for s in stream.close().checked]
+        assert got == [("command", False, ["nvidia-installer"])], (answer, got)
+    # the first word is looked up as a command's name: not found inside a longer name (``apt`` in ``apt-get``)
+    src = ["# apt-get install grub-efi\n# nvidia-installer-legacy --silent"]
+    assert [s.missing for s in check("```\napt install grub-efi\nnvidia-installer\n```\n", src)] == [["apt"],
+                                                                                               ["nvidia-installer"]]
+    assert all(s.found for s in check("```\napt-get install grub-efi\nnvidia-installer-legacy\n```\n", src))
+
+
+def test_set_x_to_y_is_found_only_where_the_sources_give_x_that_value():
+    """Issue item 4: "set Port to 9443" checked nothing (9443 is a bare number); now the name and the value are looked
+    up together: the value in the same line or sentence of the sources as the name."""
+    text = "Set Port to 9443. Then change the listen address to 0.0.0.0 and set the timeout to 30."
+    assert [(s.kind, s.text) for s in spans(text)] == [
+        ("assignment", "Set Port to 9443"), ("assignment", "change the listen address to 0.0.0.0"),
+        ("assignment", "set the timeout to 30")]
+    good = ["The default Port is 22; many set it to 9443 for the console.\nListenAddress 0.0.0.0\ntimeout 30s"]
+    assert all(s.found for s in check(text, good))
+    bad = ["Port 22 is the default.\nThe console answers on 9443.\nThe listen address is set below.\n0.0.0.0 means "
+           "all. The timeout\n\nis 30 minutes."]
+    assert [s.found for s in check(text, bad)] == [False, False, False]
+    assert spans("Set it to 9443, set up the disk to 2, and go to 8.") == []
+
+
+def test_a_value_given_to_another_key_in_the_sources_is_flagged():
+    """Issue item 4: swapped values. The sources hold 8443, but as backup_port's: "port = 8443" is not in them. A
+    setting is found only where its name and value stand together; ``=``, ``:`` and a space between them are one."""
+    src = ["port = 9443\nbackup_port = 8443\n| timeout | 60 |"]
+    for text in ("port = 8443", "port: 8443", "Use port 8443.", "Set `port` = 8443."):
+        assert [s.found for s in check(text, src)] == [False], text
+    for text in ("port = 9443", "port: 9443", "Use port 9443.", "backup_port = 8443", "timeout: 60", "timeout = 60"):
+        assert [s.found for s in check(text, src)] == [True], text
+
+
+def test_a_long_hostile_answer_is_checked_in_linear_time():
+    """The name-and-value patterns hold bounded repeats only: 200 KB built to make them backtrack checks in < 1 s."""
+    import time
+
+    pieces = ("set " * 4000, "port " * 4000, "Debian " * 3000, "a_b = " * 3000, "MaxConn" * 3000 + " 5",
+              "a_b.c_d." * 3000 + " 5", "aB" * 10000 + " 5", "change the a b c d e f g to " * 700,
+              ("set " + "`x` " * 5 + "to ") * 1000, "x" * 20000 + " = 1", "9" * 20000,
+              " ".join(f"port = {i}" for i in range(1500)))
+    text = " ".join(pieces)[:200_000]
+    assert len(text) == 200_000
+    src = ["port = 9443 " * 2000 + "Debian GNU/Linux " * 2000 + " ".join(str(i) for i in range(2000))]
+    started = time.perf_counter()
+    check(text, src)
+    assert time.perf_counter() - started < 1.0

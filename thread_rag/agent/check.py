@@ -1,5 +1,5 @@
-"""The span check: every command, flag, path, number with its unit, version, quoted label and key name a model's
-answer holds, looked up in the sources it read.
+"""The span check: every command, flag, path, number with its unit, setting and the value it is given, version,
+quoted label and key name a model's answer holds, looked up in the sources it read.
 
 A manual is followed because it is exact; a small model rewrites it. What can be checked by code is the part a
 user would type or set: ``spans`` finds those pieces of an answer, ``check`` marks each as found in the sources or
@@ -9,10 +9,23 @@ How a span is looked up: texts are compared lower-cased, with typographic quotes
 whitespace as one space; paths, URLs and file names also with every space removed (PDF extraction breaks
 ``https://www. debian.org``); a number with its unit by value and unit (``1 GB``, ``1GB`` and ``1 gigabyte`` are one);
 a command line without its prompt (``$``, ``#``, ``sudo``), whole, else word by word: the words of a command the
-sources do not hold are what is flagged (``dd if=x.iso of=/dev/sdX bs=4M`` -> ``bs=4M``).
+sources do not hold are what is flagged (``dd if=x.iso of=/dev/sdX bs=4M`` -> ``bs=4M``). In a code block every line
+is a command, whatever its first word; in prose a bare command name is one only from a fixed list (``COMMAND_WORDS``).
+
+A name and the value it is given are looked up together, so a value the sources give another name is flagged
+(``port = 8443`` where they have ``port = 9443`` and ``backup_port = 8443``):
+- ``setting``: ``key=value``, and ``key = value`` with spaces: the name with the value beside it (``=``, ``:``, ``|``, a
+  space or a few small words such as "is" or "to" between);
+- ``value``: a number without a unit where it is a port's or a setting's (``port 9443``, ``listen on 8080``,
+  ``MaxConnections 500``, ``timeout: 30``): looked up the same way; a count in prose (``3 steps``) is no span;
+- ``assignment``: ``set X to Y`` / ``change X to Y`` in prose: ``Y`` in one line or sentence of the sources with ``X``
+  (its words, its words run together as in ``ListenAddress``, or its last word);
+- ``version``: three-part numbers and ``version 3.3`` as written; a product's name with a number (``Debian 13``,
+  ``kernel 6.1``, ``TLS 1.2``): the number within a few words after the name (``Debian GNU/Linux 13``).
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -22,11 +35,14 @@ DANGEROUS = ("command", "flag", "path", "url", "file", "setting")  # what the st
 @dataclass
 class Span:
     text: str                 # as the answer writes it
-    kind: str                 # command | flag | path | url | file | setting | number | version | label | key
+    kind: str                 # command | flag | path | url | file | setting | value | assignment | number | version
+    #                           | label | key
     start: int = 0            # offsets in the text checked
     end: int = 0
     found: bool = True        # the sources read hold it
     missing: list = field(default_factory=list)  # a command's words the sources do not hold (all of it: [text])
+    key: str = ""             # a setting's, value's or version's name, looked up with ``value`` (none: the text as is)
+    value: str = ""
 
 
 # --- finding spans ---------------------------------------------------------------------------------------------
@@ -59,6 +75,36 @@ KEY = re.compile(r"\b(?:Ctrl|Control|Alt|AltGr|Shift|Super|Cmd|Command|Meta|Fn|W
                  r"|\b(?:the\s+)?(?:Ctrl|Control|Alt|AltGr|Shift|Super|Enter|Return|Esc|Escape|Tab|Delete|Del|Backspace|"
                  r"Space|Insert|Home|End|PgUp|PgDn|Page Up|Page Down|Print Screen|SysRq|Windows|Option)\s+key\b"
                  r"|\b[Pp]ress(?:ing)?\s+(?:Enter|Return|Esc|Escape|Tab|Space|Delete|Backspace|[A-Z])\b")
+# a name and its value (module docstring); each quantifier is bounded or runs over characters the next part cannot
+# start with, so a long line is scanned in linear time
+SETTING_WORDS = r"(?:port|timeout|mtu|ttl|umask|uid|gid|vlan)"
+_KEYISH = (r"(?:[a-z]{1,40}(?:[A-Z][a-z0-9]{0,40}){1,8}|(?:[A-Z][a-z0-9]{1,40}){2,8}"  # maxConn, MaxConnections
+           r"|[A-Za-z][A-Za-z0-9]{0,40}(?:[._][A-Za-z0-9]{1,40}){1,6})")  # max_conn, net.ip_forward (with a "_")
+_NO_UNIT = rf"(?![\w%]|\\?[.,]\d|\s?(?i:{_UNIT_ALT})(?!\w))"  # not 30 s, not 3 of 3\.6 (Markdown's escape)
+_BARE = r"\d{1,9}(?:,\d{3})*(?:\.\d+)*"  # 9443, 1,000, 0.0.0.0
+_WHOLE = r"(?:\d{1,3}(?:\.\d{1,3}){3}|\d{1,9}(?:,\d{3})*)"  # an address or a whole number: not TensorFlow 1.11
+VALUE = re.compile(rf"(?i:\b(?P<listen>listen)(?:s|ing)?[ \t]+on(?:[ \t]+port)?"
+                   rf"|\b(?P<word>{SETTING_WORDS})s?:?(?:[ \t]+(?:number|no\.|is|of))?)"
+                   rf"[ \t]+`?(?P<v>{_WHOLE}){_NO_UNIT}`?"
+                   rf"|(?<![\w.`])`?(?P<ident>{_KEYISH})`?:?[ \t]+`?(?P<iv>{_WHOLE}){_NO_UNIT}`?")
+SETTING_SPACED = re.compile(r"(?<![\w/=.<>!?&:-])`?(?P<k>[A-Za-z_][\w.-]{1,60})`?(?:[ \t]+=[ \t]*|=[ \t]+)(?!=)"
+                            rf"`?(?P<v>[^\s,;`'\")(\[{{]{{1,200}})(?=[\s,;`'\")]|$){_NO_UNIT}`?")  # whole; 10 GB: a number
+_VERB = r"\b(?i:set(?:s|ting)?|chang(?:e|es|ed|ing))"
+_X_WORD = r"(?!(?i:to|and|or|then)\b)[A-Za-z][\w.-]{0,40}"  # "set A to no and B to 5" gives no X "A to no and B"
+_X = rf"(?:`[^`\n]{{1,40}}`|\"[^\"\n]{{1,40}}\"|{_X_WORD}(?:[ \t]+{_X_WORD}){{0,4}}?)"
+_Y = rf"(?:`[^`\n]{{1,60}}`|\"[^\"\n]{{1,60}}\"|(?<![\w.]){_BARE}{_NO_UNIT}|[A-Za-z_][\w-]{{0,40}}\d[\w.:-]{{0,40}})"
+ASSIGNMENT = re.compile(rf"{_VERB}[ \t]+(?P<x>{_X})(?:[ \t]+from[ \t]+\S{{1,60}})?[ \t]+to[ \t]+(?P<y>{_Y})")
+X_STOP = {"it", "this", "that", "them", "these", "those", "one", "up", "out", "off", "aside", "back", "apart", "from",
+          "all", "everything", "something", "yourself", "down", "in", "on", "value", "setting", "option", "number"}
+X_FILLER = re.compile(r"^(?:(?:the|a|an|your|its|their|this|that)\s+)?(?:(?:value|number)\s+of\s+(?:the\s+)?)?", re.I)
+PRODUCTS = (r"debian|ubuntu|fedora|centos|rhel|windows|macos|ios|android|python|java|jdk|node(?:\.js)?|php|perl|ruby|"
+            r"kernel|linux|postgresql|postgres|mysql|mariadb|mongodb|redis|kubernetes|docker|nginx|openssl|openssh|gcc|"
+            r"clang|llvm|cuda|gnome|kde|firefox|chrome|xcode|usb|pcie|bluetooth|tls|ssl|grub|systemd")
+NOT_PRODUCTS = r"(?:FIG|TABLE|STEP|SECTION|CHAPTER|PAGE|PART|NOTE|ITEM|USD|EUR|GBP|JPY|CAD|AUD|CHF)\b"
+VERSION_NAMED = re.compile(rf"(?i:\b(?P<p>{PRODUCTS}))[ \t]+v?(?P<n>\d{{1,3}}(?:\.\d{{1,4}})?)(?!\w|\\?\.\d)"
+                           rf"|\b(?!{NOT_PRODUCTS})"
+                           r"(?P<q>[A-Z]{2,6}|[a-z]+[A-Z][A-Za-z]{0,20}|[A-Z][a-z]+[A-Z][A-Za-z]{0,20})"  # TLS, macOS
+                           r"[ \t]+(?P<m>\d{1,3}\.\d{1,4})(?!\w|\\?\.\d)")
 PROMPT = re.compile(r"^\s*(?:[$#>]\s+|sudo\s+)+")
 COMMAND_LINE = re.compile(r"^\s*(?:\$\s+|#\s+(?=[a-z][\w.+-]*(?:\s|$))|sudo\s+)\S")
 # command names that are no English word: such a name anywhere is a command span
@@ -75,14 +121,15 @@ LABEL_STOP = {"note", "warning", "important", "tip", "caution", "example", "step
               "source", "sources", "yes", "no", "optional", "required", "recommended", "danger"}
 
 
-def _add(out: list, text: str, kind: str, start: int, taken: list) -> None:
+def _add(out: list, text: str, kind: str, start: int, taken: list, key: str = "", value: str = "") -> None:
     end = start + len(text)
     text = text.rstrip(".,;:!?")
     end = start + len(text)
-    if len(text.strip()) < 2 or any(start < b and end > a for a, b in taken):
+    i = bisect.bisect_left(taken, (start, end))  # taken: the spans' (start, end), in order, none overlapping
+    if len(text.strip()) < 2 or (i and taken[i - 1][1] > start) or (i < len(taken) and taken[i][0] < end):
         return
-    taken.append((start, end))
-    out.append(Span(text, kind, start, end))
+    taken.insert(i, (start, end))
+    out.append(Span(text, kind, start, end, key=key, value=value.rstrip(".,;:!?")))
 
 
 COMMENT = re.compile(r"(?:^|\s)#\s.*$")
@@ -123,10 +170,12 @@ def _code(line: str) -> str:
 
 
 def _line_spans(line: str, at: int, out: list, taken: list) -> None:
+    _pair_spans(line, at, out, taken)
     for m in INLINE_CODE.finditer(line):
         body = m.group(1).strip()
         if body:
-            _add(out, body, _kind_of(body), at + m.start(1) + m.group(1).index(body), taken)
+            kind, key, value = _pair_of(body) or (_kind_of(body), "", "")
+            _add(out, body, kind, at + m.start(1) + m.group(1).index(body), taken, key, value)
     for m in URL.finditer(line):
         _add(out, m.group(0), "url", at + m.start(), taken)
     for m in PATH.finditer(line):
@@ -144,12 +193,21 @@ def _line_spans(line: str, at: int, out: list, taken: list) -> None:
             _add(out, m.group(0), "number", at + m.start(), taken)
     for m in VERSION.finditer(line):
         _add(out, m.group(0), "version", at + m.start(), taken)
+    for m in VERSION_NAMED.finditer(line):
+        name, number = m.group("p") or m.group("q"), m.group("n") or m.group("m")
+        _add(out, m.group(0), "version", at + m.start(), taken, name, number)
     for m in FILE.finditer(line):
         word = m.group(0).rstrip(".")
         if _file_like(word):
             _add(out, word, "file", at + m.start(), taken)
     for m in COMMAND_WORDS.finditer(line):
         _add(out, m.group(0), "command", at + m.start(), taken)
+    for label, start, _ in _labels(line):
+        _add(out, label, "label", at + start, taken)
+
+
+def _labels(line: str):
+    """A line's quoted and bold UI labels: (label, start, end of the quote or bold that holds it)."""
     for pattern in (QUOTED, BOLD):
         for m in pattern.finditer(line):
             g = 1 if m.group(1) is not None else 2
@@ -157,7 +215,57 @@ def _line_spans(line: str, at: int, out: list, taken: list) -> None:
             if pattern is BOLD and line[m.end():m.end() + 1] == ":":  # "**Identify the device**:" titles a step
                 continue
             if _label_like(label):
-                _add(out, label, "label", at + m.start(g) + m.group(g).index(label), taken)
+                yield label, m.start(g) + m.group(g).index(label), m.end()
+
+
+def _pair_spans(line: str, at: int, out: list, taken: list) -> None:
+    """A line's names given values: ``set X to Y``, ``key = value`` and a port's or setting's bare number. Inline code
+    and labels holding a space are masked first: each is one span of its own (a command, a label), not a piece of
+    these."""
+    line = INLINE_CODE.sub(lambda m: m.group(0) if not re.search(r"\s", m.group(1)) else "\0" * len(m.group(0)), line)
+    masked = [(start - 1, end) for label, start, end in _labels(line) if " " in label]
+    if masked:
+        chars = list(line)
+        for start, end in masked:
+            chars[start:end] = "\0" * (end - start)
+        line = "".join(chars)
+    for m in (m for m in ASSIGNMENT.finditer(line) if "\0" not in m.group(0)):
+        x, y = _unquoted(m.group("x")), _unquoted(m.group("y"))
+        if _names_something(x):
+            _add(out, m.group(0), "assignment", at + m.start(), taken, x, y)
+    for m in (m for m in SETTING_SPACED.finditer(line) if "\0" not in m.group(0)):
+        _add(out, m.group(0), "setting", at + m.start(), taken, m.group("k"), m.group("v"))
+    for m in VALUE.finditer(line):
+        key = m.group("listen") or m.group("word") or m.group("ident")
+        if m.group("ident") is None or _keyish(key):
+            _add(out, m.group(0), "value", at + m.start(), taken, key, m.group("v") or m.group("iv"))
+
+
+def _pair_of(code: str) -> tuple | None:
+    """An inline code span that is a name given a value (``port = 8443``, ``MaxConnections 500``): its kind, name and
+    value."""
+    m = SETTING_SPACED.fullmatch(code)
+    if m:
+        return "setting", m.group("k"), m.group("v")
+    m = VALUE.fullmatch(code)
+    if m and (m.group("ident") is None or _keyish(m.group("ident"))):
+        return "value", m.group("listen") or m.group("word") or m.group("ident"), m.group("v") or m.group("iv")
+    return None
+
+
+def _unquoted(text: str) -> str:
+    return text.strip("`\"")
+
+
+def _names_something(x: str) -> bool:
+    """``set X to Y``: X names a thing (not "set it to", "set up the disk to")."""
+    words = X_FILLER.sub("", x).split()
+    return bool(words) and words[0].lower() not in X_STOP
+
+
+def _keyish(word: str) -> bool:
+    """A name written as a setting's: with an inner capital (MaxConnections) or an underscore (max_connections)."""
+    return "_" in word or bool(re.search(r"[a-z0-9][A-Z]", word))
 
 
 def _kind_of(code: str) -> str:
@@ -244,9 +352,26 @@ class SourceText:
         unescaped = md_unescaped(joined)
         if unescaped != joined:
             joined += "\n" + unescaped
+        self.joined = joined
         self.plain = plain(joined)
         self.tight = _squeeze(self.plain)
         self.numbers = {_number_key(m) for m in NUMBER.finditer(joined.translate(_PLAIN))}
+        self.memo: dict = {}  # lookups of a name's values, made once
+        self._pieces: dict | None = None
+
+    def holding(self, value: str) -> list[str]:
+        """The sources' lines and sentences (a sentence may run over a paragraph's wrapped lines), each plain, that
+        hold ``value`` as a word (a number also with a unit after it); indexed on the first call."""
+        if self._pieces is None:
+            lines = [plain(line) for line in self.joined.splitlines()]
+            sentences = [s for para in re.split(r"\n[ \t]*\n", self.joined)
+                         for s in re.split(r"(?<=[.!?])\s+", plain(para))]
+            self._pieces = {}
+            for piece in dict.fromkeys(p for p in lines + sentences if p):
+                for word in set(TOKEN.findall(piece)):
+                    for k in _token_keys(word):
+                        self._pieces.setdefault(k, []).append(piece)
+        return self._pieces.get(value, [])
 
     def holds(self, text: str, tight: bool = False) -> bool:
         """``text`` is in the sources (``tight``: also with the spaces beside signs removed from both, for a path or URL
@@ -259,14 +384,23 @@ class SourceText:
         squeezed = _squeeze(p)
         return tight and len(squeezed) >= 4 and not squeezed.isalnum() and _has(self.tight, squeezed)
 
+    def holds_name(self, name: str) -> bool:
+        """A command's name is in the sources as a name of its own: ``apt`` is not found in ``apt-get``, nor
+        ``nvidia-installer`` in ``nvidia-installer-legacy``."""
+        p = plain(name)
+        return not p or _has(self.plain, p, _name_inner) or (
+            len(p) >= 4 and "-" in p and _has(self.tight, _squeeze(p), _name_inner))
+
 
 def _squeeze(text: str) -> str:
     """Spaces beside a path's or URL's signs removed (``https://www. debian.org/`` as PDF extraction breaks it)."""
     return re.sub(r"\s*([/.:=_~-])\s*", r"\1", text)
 
 
-def _has(hay: str, p: str) -> bool:
-    """``p`` in ``hay``, not as a piece of a longer word (``/dev/sda`` is not found in ``/dev/sdab``)."""
+def _has(hay: str, p: str, inner=None) -> bool:
+    """``p`` in ``hay``, not as a piece of a longer word (``/dev/sda`` is not found in ``/dev/sdab``; ``inner``: what
+    a word is made of, letters, digits and ``_`` unless told)."""
+    inner = inner or _inner
     start = 0
     while True:
         i = hay.find(p, start)
@@ -274,13 +408,17 @@ def _has(hay: str, p: str) -> bool:
             return False
         before = hay[i - 1] if i else " "
         after = hay[i + len(p)] if i + len(p) < len(hay) else " "
-        if not (_inner(before) and _inner(p[0])) and not (_inner(after) and _inner(p[-1])):
+        if not (inner(before) and inner(p[0])) and not (inner(after) and inner(p[-1])):
             return True
         start = i + 1
 
 
 def _inner(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
+
+
+def _name_inner(ch: str) -> bool:
+    return ch.isalnum() or ch in "_-"
 
 
 def _number_key(m: re.Match) -> tuple:
@@ -290,6 +428,74 @@ def _number_key(m: re.Match) -> tuple:
     except ValueError:
         pass
     return value, UNITS.get(m.group(2).lower(), m.group(2).lower())
+
+
+SEP = r"[\s=:|*\"'`()\[\],;]"  # between a name and its value in the sources, and these small words
+GAP_WORDS = {"is", "are", "to", "of", "on", "at", "be", "set", "number", "no", "no.", "default", "defaults", "value",
+             "equal", "equals", "port"}
+TOKEN = re.compile(r"[^\s=:|*\"'`()\[\],;<>{}]+")
+
+
+def _token_keys(token: str) -> list[str]:
+    """What a word of the sources matches as a value: itself without a sentence's end, and a number's digits without
+    the unit after them (``30s`` gives ``30``)."""
+    token = token.rstrip(".!?")
+    m = re.match(r"\d+(?:[.,]\d+)*", token)
+    return [token, m.group(0)] if m and m.group(0) != token else [token]
+
+
+def _value_key(value: str) -> str:
+    return _token_keys(plain(_unquoted(value)))[0]
+
+
+def _values_beside(src: SourceText, key: str) -> set:
+    """The values the sources give ``key`` (memoized): the word after the name, with only signs or small words between
+    (``port = 9443``, ``Port: 9443``, ``| port | 9443 |``, ``listens on port 9443``), and those small words."""
+    k = plain(_unquoted(key))
+    if k not in src.memo:
+        found: set = set()
+        if k in src.plain:
+            pattern = rf"(?<![\w.-]){re.escape(k)}(?:s|es|ing)?(?![\w-])((?:{SEP}*[^\s=:|*\"'`()\[\],;]+){{1,4}})"
+            for m in re.finditer(pattern, src.plain):
+                for word in TOKEN.findall(m.group(1)):
+                    found.update(_token_keys(word))
+                    if word.rstrip(".") not in GAP_WORDS and word not in GAP_WORDS:
+                        break
+        src.memo[k] = found
+    return src.memo[k]
+
+
+def _beside(src: SourceText, key: str, value: str) -> bool:
+    """The sources give ``key`` the ``value``, not only another name (``backup_port = 8443`` is not ``port = 8443``)."""
+    return _value_key(value) in _values_beside(src, key)
+
+
+def _near(src: SourceText, name: str, value: str) -> bool:
+    """``set X to Y``: some line or sentence of the sources holds the value and X (its words, its words run together
+    as a setting's name, ``ListenAddress``, or its last word)."""
+    name = plain(X_FILLER.sub("", _unquoted(name)))
+    words = [w for w in name.split() if w not in ("value", "setting", "option", "parameter", "field")] or name.split()
+    joined = "".join(re.split(r"[\s_-]+", name))
+    for piece in src.holding(_value_key(value)):
+        if _has(piece, name) or (len(words[-1]) >= 3 and _has(piece, words[-1])) or (
+                len(words) > 1 and joined in "".join(re.split(r"[\s_-]+", piece))):
+            return True
+    return False
+
+
+def _after(src: SourceText, name: str, number: str) -> bool:
+    """A product's version: the number within a few words after the name (``Debian GNU/Linux 13`` for ``Debian
+    13``); ``3.3`` is found in ``3.3.1``, not in ``3.31`` (memoized by name)."""
+    k = ("after", name.lower())
+    if k not in src.memo:
+        found: set = set()
+        if name.lower() in src.plain:
+            for m in re.finditer(rf"(?<!\w){re.escape(name.lower())}(?!\w)((?:\W+\w[\w.]*){{1,4}})", src.plain):
+                for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)*", m.group(1)):
+                    parts = n.split(".")
+                    found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        src.memo[k] = found
+    return number.lstrip("vV") in src.memo[k]
 
 
 def command_words(command: str) -> list[str]:
@@ -308,12 +514,20 @@ def lookup(span: Span, src: SourceText) -> Span:
         parts = [PROMPT.sub("", p) for p in re.split(r"\s*(?:&&|\|\||;|\|)\s*", text)]  # each part's own "sudo"
         missing = []
         for part in (p for p in parts if p.strip()):
-            if src.holds(part, tight=True):
+            words = command_words(part)
+            # the first word is the command's name, whatever it is (a code line's as much as a listed one's)
+            if src.holds(part, tight=True) and (not words or src.holds_name(words[0])):
                 continue
-            words = [w for w in command_words(part) if not src.holds(w, tight=True)]
+            words = [w for i, w in enumerate(words) if not (src.holds_name(w) if i == 0 else src.holds(w, tight=True))]
             missing.extend(words or [part.strip()])
         span.missing = missing
         span.found = not missing
+    elif kind == "assignment":
+        span.found = _near(src, span.key, span.value)
+    elif kind in ("setting", "value") and span.key:
+        span.found = src.holds(text, tight=True) or _beside(src, span.key, span.value)
+    elif kind == "version" and span.key:
+        span.found = src.holds(text, tight=True) or _after(src, span.key, span.value)
     elif kind == "key":
         key = re.sub(r"(?i)^(?:the\s+|press(?:ing)?\s+)|\s+key$", "", text)
         span.found = src.holds(key) or src.holds(key.replace("+", "-"), tight=True) or src.holds(key.replace("-", "+"), tight=True)
