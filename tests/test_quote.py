@@ -1,14 +1,21 @@
 """The quote: units cut from stored chunk text (sentences, whole steps, whole code blocks, table rows with their
 header), chosen by score with what each needs, verbatim; one test with the packaged cross-encoder on the Debian
-guide's real USB-stick passage."""
+guide's real USB-stick passage. The widget manual (tests/data/widget-manual.md), loaded and chunked as the answer
+path reads it, holds the three cases users hit: a warning under a command, a numbered install procedure, a section
+title that scored best."""
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from conftest import needs_shared
 from thread_rag.agent.answer import Source, number
-from thread_rag.agent.quote import QuoteSettings, choose, quote_lines, score_units, units
+from thread_rag.agent.quote import QuoteSettings, choose, choose_quote, quote_lines, score_units, units
+from thread_rag.agent.reading import source_of
+from thread_rag.ingest.chunker import SentenceChunker
+from thread_rag.ingest.text import parse_text
 
 GUIDE = """4.3.1 Preparing a USB stick using a hybrid CD/DVD image
 The installation image you choose should be written directly to the USB stick, overwriting its current contents. For example, when using an existing GNU/Linux system, the image file can be written to a USB stick as follows, after having made sure that the stick is unmounted:
@@ -166,3 +173,102 @@ def test_two_sources_of_one_document_are_quoted_in_the_documents_order():
                                                              "Backups": 4.0}))
     lines = quote_lines(choose(scored, QuoteSettings(margin=3.0)), [later, other, first])
     assert [x.text[:2] for x in lines] == ["1.", "2.", "3.", "Ba"]
+
+
+WIDGET = Path(__file__).parent / "data" / "widget-manual.md"
+
+
+def _widget(target=200, markdown=True):
+    """The widget manual as the answer path reads it: loaded, chunked (a word a token), its chunks one walked source
+    (``source_of``: the overlap removed from the text, each chunk's own text kept)."""
+    doc = parse_text(WIDGET.read_text(encoding="utf-8"), WIDGET.name, markdown=markdown)
+    drafts = SentenceChunker(lambda ts: [len(t.split()) for t in ts], target=target, overlap=8).chunk(doc)
+    chunks = [SimpleNamespace(chunk_id=f"DOC1_{i:03d}", doc_id="DOC1", pages_label="", text=d.text,
+                              page_start=d.page_start, page_end=d.page_end, heading_path=d.heading_path,
+                              char_start=d.char_start, char_end=d.char_end) for i, d in enumerate(drafts)]
+    return number([source_of(chunks, WIDGET.name, "entry", count=lambda t: len(t.split()))])[0]
+
+
+def _quoted(question, src, best, words=200):
+    """The quote's lines as shown, and its note, with the line a reader would pick (``best``) scoring best."""
+    scored = score_units(question, [src], _scorer({best: 6.0}))
+    chosen, cut = choose_quote(question, scored, QuoteSettings(words=words))
+    return [x.shown() for x in quote_lines(chosen, [src])], cut
+
+
+def test_a_warning_beside_a_quoted_command_is_quoted_with_it():
+    """Asked how to reset the database, the quote held `# widgetctl reset --all` without the line under it, "This
+    deletes every stored widget. There is no undo." A warning beside a quoted command comes with it, also when a
+    chunk boundary falls between them; an ordinary line beside a command does not."""
+    for src in (_widget(), _widget(target=52)):
+        assert src.chunk_texts[-1].startswith("# widgetctl reset --all") == (len(src.chunk_ids) > 3)
+        lines, _ = _quoted("How do I reset the database?", src, "widgetctl reset")
+        assert lines == ["To remove every widget and start from an empty catalogue, run:", "# widgetctl reset --all",
+                         "This deletes every stored widget.", "There is no undo."], lines
+    lines, _ = _quoted("Which command enables the service at boot?", _widget(), "systemctl enable")
+    assert lines == ["# systemctl enable --now widget-server"]  # "The server listens on port 8080 ..." stays out
+    text = "Warning: this erases the whole disk. Unplug other drives first.\nTo write the image, run:\n" \
+           "# dd if=debian.iso of=/dev/sdX\nThe copy takes a few minutes."
+    lines, _ = _quoted("How do I write the image?", _source(text), "dd if=")
+    assert lines == ["Warning: this erases the whole disk.", "Unplug other drives first.", "To write the image, run:",
+                     "# dd if=debian.iso of=/dev/sdX"], lines  # a labelled warning before, whole
+
+
+def test_a_procedure_question_quotes_the_whole_list_with_its_commands():
+    """Asked how to install it, the quote held step 1 only. A quoted step of a procedure brings its list, first step
+    to last, each with its command; what the word budget leaves out is named, not silently dropped."""
+    src = _widget()
+    steps = ["Install the server as root, in this order:", "1. Add the Widget package repository.",
+             "# widgetctl repo add https://packages.example.com/widget", "2. Install the server package.",
+             "# apt install widget-server", "3. Start the service and enable it at boot.",
+             "# systemctl enable --now widget-server"]
+    assert _quoted("how do I install it?", src, "1. Add the Widget") == (steps, "")
+    assert _quoted("how do I install it?", src, "Install the server as root") == (steps, "")  # from its lead-in
+    cut = _widget(target=52)  # a chunk ends inside the list, after a "2." the chunker split from its step
+    assert cut.chunk_texts[1].endswith("\n2.") and cut.chunk_texts[2].startswith("# widgetctl repo add")
+    assert _quoted("how do I install it?", cut, "3. Start the service") == (steps, "")
+    assert _quoted("how do I install it?", src, "1. Add the Widget", words=20) == (
+        steps[:3], "steps 2-3 of 3 not shown (word budget)")
+    lines, _ = _quoted("Which repository is the server package in?", src, "1. Add the Widget")
+    assert lines == ["1. Add the Widget package repository."]  # not a procedure question: the step alone
+
+
+def test_a_section_title_is_never_quoted_alone():
+    """Asked how to change the port, the quote was the title line "Changing the port" (a Markdown heading the
+    loader keeps without its '#', cut as a sentence). A quoted title brings the section's body; a heading kept
+    with its '#' (the manual read as plain text) is a heading unit, never scored."""
+    body = ["The server reads its port from /etc/widget/server.conf.", "Set the new port on the port line:",
+            "port = 8443", "Then restart the service for the change to take effect:",
+            "# systemctl restart widget-server"]
+    for target in (200, 52):
+        lines, _ = _quoted("How do I change the port?", _widget(target), "Changing the port")
+        assert lines == ["Changing the port"] + body, lines
+    lines, _ = _quoted("How do I change the port?", _widget(), "Changing the port", words=12)
+    assert lines == ["Changing the port", body[0]]  # the budget cuts the body, never to nothing
+    plain = _widget(markdown=False)
+    assert "## Changing the port" in plain.text
+    scored = score_units("How do I change the port?", [plain], _scorer({"Changing the port": 9.0, "port = 8443": 6.0}))
+    assert not any(u.text.startswith("## ") for u in scored)  # a heading line is not scored, so never quoted
+    assert [x.shown() for x in quote_lines(choose(scored), [plain])] == ["port = 8443"]
+
+
+@pytest.mark.slow
+def test_the_packaged_cross_encoder_quotes_the_widget_manual_whole():
+    """The three questions users asked of the widget manual, scored by the packaged cross-encoder (which ranks the
+    section titles first): each quote holds the section's commands, the reset its warning, the install every step."""
+    from thread_rag.retrieve.rerank import OnnxCrossEncoder
+
+    ce = OnnxCrossEncoder(max_tokens=128, threads=2)
+    for src in (_widget(), _widget(target=52)):
+        quotes = {}
+        for q in ("How do I reset the database?", "how do I install it?", "How do I change the port?"):
+            scored = score_units(q, [src], lambda q, ps: ce.logits(q, ps, 128))
+            chosen, cut = choose_quote(q, scored, QuoteSettings())
+            lines = [x.shown() for x in quote_lines(chosen, [src])]
+            assert not cut and len(lines) == len(set(lines)) and lines[-1] not in ("Installing", "Changing the port")
+            quotes[q] = "\n".join(lines)
+        reset, install, port = quotes.values()
+        assert "# widgetctl reset --all\nThis deletes every stored widget.\nThere is no undo." in reset, reset
+        assert all(c in install for c in ("# widgetctl repo add", "# apt install", "# systemctl enable")), install
+        assert "1. Add" in install and "3. Start" in install and "8080" not in install, install
+        assert "port = 8443" in port and "# systemctl restart widget-server" in port, port

@@ -8,6 +8,20 @@ adds what a kept unit needs to be followed (the code block, list or table a sent
 the lead-in of a kept code block, the steps between two kept steps of one list), and cuts the rest to a word
 budget. The quote keeps each document's order; each line names its source number, chunk id and page.
 
+Then three rules make the quote whole, whatever the other lines scored:
+
+- a title is never quoted alone: a section title the loader left as a line of its own ("Changing the port", a
+  Markdown heading without its '#') brings the body under it, up to the next title, while the words fit;
+- asked for a procedure ("how do I ...", "how to", steps, install, set up, configure), a quoted step, or the
+  sentence leading into a list, brings the whole list: its lead-in, then every step with the code under it, from
+  the first step on while the words fit; the steps that do not fit are named in ``choose_quote``'s note
+  (``Quote.cut``: "steps 4-7 of 7 not shown (word budget)");
+- a warning travels with its command: a line that warns ("Warning:", "Note:", "There is no undo", "This deletes
+  ...", "make sure", "back up first") standing directly before or after a quoted command, code block or step of
+  the same source (past the lines quoted beside it, across a chunk boundary, never across a heading) is quoted
+  with it, with the rest of its warning. Only lines beside a quoted command are looked at, so an ordinary
+  sentence is never pulled in.
+
 The best unit's score is the evidence the sources answer the question: under ``QUOTE_MIN`` the answer path says
 the documents do not answer it and shows the nearest lines as related, not as an answer.
 """
@@ -27,6 +41,14 @@ TABLE_RULE = re.compile(r"^\s*\|?[\s:|+=-]+\|?\s*$")
 MD_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 ABBREV_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Fig|No|approx|Mr|Mrs|Dr|St|Inc|Ltd|Co|Sec|Art)|\b[A-Z])\.$")
+# a line that warns: a label ("Warning:", "Note:", a label on a line of its own) or words that say what is lost
+LABEL = re.compile(r"^\W*(?:warning|caution|danger|important|attention|note)\b\s*(?:[:!\u2013\u2014-]|$)", re.I)
+WARNING = re.compile(LABEL.pattern + r"|\b(?:no undo|can ?not be undone|can't be undone|irreversibl[ey]|deletes|erases|"
+                     r"overwrites|destroys|wipes|will (?:erase|delete|remove|destroy|overwrite|wipe)|make sure|"
+                     r"be sure to|back (?:it |them |this |everything )?up (?:first|before)|data loss)\b", re.I)
+# a question that asks for a procedure: its list is quoted whole
+PROCEDURE = re.compile(r"\b(?:how (?:do|does|can|could|should|would|to)\b|steps?\b|install|set ?up\b|setting up|"
+                       r"configur|procedure)", re.I)
 
 
 @dataclass
@@ -77,6 +99,8 @@ class Quote:
     seconds: float = 0.0
     note: str = ""                              # why there is no quote (the cross-encoder could not load)
     reading: list = field(default_factory=list)  # QuoteLine: what the explanation reads (the quote and more)
+    cut: str = ""                               # what of a quoted procedure the word budget left out
+    #                                             ("steps 4-7 of 7 not shown (word budget)"; from ``choose_quote``)
 
     def text(self) -> str:
         return "\n".join(x.shown() for x in self.lines)
@@ -255,7 +279,9 @@ class QuoteSettings:
 
 def source_units(sources: list) -> list[Unit]:
     """Every unit of the numbered sources with its source number, chunk index and order; of a chunk that begins
-    with the sentences ending the chunk before it (the overlap), those are left out (the chunk before has them)."""
+    with the sentences ending the chunk before it (the overlap), those are left out (the chunk before has them).
+    A unit that runs on past the overlap (the chunker cut "2." from "2. Install the package.") is kept whole, and
+    the piece of it that ends the chunk before is left out instead."""
     from ..threads.passages import strip_overlap
 
     out: list[Unit] = []
@@ -264,12 +290,22 @@ def source_units(sources: list) -> list[Unit]:
         for ci, text in enumerate(texts):
             skip = len(text) - len(strip_overlap(texts[ci - 1], text)) if ci else 0
             for u in units(text):
-                if u.start < skip:
+                if u.end <= skip:
                     continue
+                if u.start < skip:
+                    at = _in_chunk_before(texts[ci - 1], text, skip, u.start)
+                    while out and out[-1].source == src.n and out[-1].chunk == ci - 1 and out[-1].start >= at:
+                        out.pop()
                 u.chunk, u.source, u.order = ci, src.n, len(out)
                 u.block = u.block + 10000 * (ci + 1) + 10 ** 6 * src.n
                 out.append(u)
     return out
+
+
+def _in_chunk_before(prev: str, text: str, skip: int, at: int) -> int:
+    """Where offset ``at`` of ``text``'s overlap (``text[:skip]``, the end of ``prev`` again) lies in ``prev``."""
+    head = text[:skip]
+    return len(prev.rstrip()) - len(head.strip()) + at - (len(head) - len(head.lstrip()))
 
 
 def scored_text(u: Unit, heading: str) -> str:
@@ -320,23 +356,44 @@ def _between(kept: list[Unit], us: list[Unit]) -> list[Unit]:
     return out
 
 
-def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings(), start: list[Unit] = ()) -> list[Unit]:
-    """The units a quote holds, in order: the best, those within ``margin`` of it (and over ``floor``), each with
-    what it needs, while the words fit ``words`` (the best and what it needs always). ``start``: units already
-    held (their words count)."""
+def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings(), start: list[Unit] = (),
+           question: str = "") -> list[Unit]:
+    """The units a quote holds, in order (:func:`choose_quote` without its note)."""
+    return choose_quote(question, scored, cfg, start)[0]
+
+
+def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSettings(),
+                 start: list[Unit] = ()) -> tuple[list[Unit], str]:
+    """The units a quote holds, in order, and a note on what of a quoted procedure the word budget left out ("" when
+    nothing was). Chosen by score (:func:`_by_score`); then a quoted section title brings the body under it, a
+    quoted step brings its whole list when the question asks how to do something, and a quoted command, code block
+    or step brings the warning beside it. ``start``: units already held (their words count)."""
+    picked = _by_score(scored, cfg, start)
+    picked += _bodies(picked, scored, cfg.words)
+    cut = ""
+    if PROCEDURE.search(question):
+        more, cut = _procedures(picked, scored, cfg.words)
+        picked += more
+    picked += _warnings(picked, scored)
+    return sorted(picked, key=lambda u: u.order), cut
+
+
+def _by_score(scored: list[Unit], cfg: QuoteSettings, start: list[Unit] = ()) -> list[Unit]:
+    """The best unit, those within ``margin`` of it (and over ``floor``), each with what it needs, while the words
+    fit ``words`` (the best and what it needs always), and the steps between two kept steps of one list."""
     if not scored:
         return []
     ranked = sorted(scored, key=lambda u: -u.score)
     best = ranked[0].score
     picked: list[Unit] = list(start)
-    used = sum(len(x.text.split()) for x in picked)
+    used = _words(picked)
     for rank, u in enumerate(ranked[:cfg.max_units]):
         if rank and (u.score < best - cfg.margin or u.score < cfg.floor):
             break
         if u in picked:
             continue
         group = [u] + [x for x in _needs(u, scored, cfg.words) if x not in picked and x is not u]
-        words = sum(len(x.text.split()) for x in group)
+        words = _words(group)
         if rank and used + words > cfg.words:
             continue
         picked += group
@@ -344,7 +401,181 @@ def choose(scored: list[Unit], cfg: QuoteSettings = QuoteSettings(), start: list
     for x in _between(picked, scored):
         if x not in picked:
             picked.append(x)
-    return sorted(picked, key=lambda u: u.order)
+    return picked
+
+
+def _words(us) -> int:
+    return sum(len(x.text.split()) for x in us)
+
+
+def _next_to(a: Unit, b: Unit) -> bool:
+    """``b`` comes directly after ``a`` in one source: no unit, and no heading, between them."""
+    return a.source == b.source and b.order == a.order + 1
+
+
+def _beside(i: int, step: int, us: list[Unit], held: set) -> int | None:
+    """The index of the unit not yet quoted directly before (``step`` -1) or after (+1) the command ``us[i]``, past
+    the quoted lines that go with it (its lead-in, the steps and code blocks of its list); None at the end of its
+    source, at a heading, or at another quoted line (a sentence, a title: the command's neighbours end there)."""
+    while 0 <= i + step < len(us):
+        if not (_next_to(us[i], us[i + 1]) if step > 0 else _next_to(us[i - 1], us[i])):
+            return None
+        i += step
+        if us[i].order not in held:
+            return i
+        if us[i].kind not in ("code", "step") and not (step < 0 and us[i].lead):
+            return None
+    return None
+
+
+# --- a title brings its body ------------------------------------------------------------------------------------
+def _title_line(i: int, us: list[Unit]) -> bool:
+    """``us[i]`` is a section title cut as a sentence ("Changing the port": loaders keep a Markdown heading's text
+    without its '#'): a paragraph of one short line, a capital first, no sentence end or ':', not the line a
+    lead-in ("Set the port on this line:") leads into."""
+    u = us[i]
+    if u.kind != "sentence" or "\n" in u.text or len(u.text.split()) > 12 or not u.text[:1].isupper():
+        return False
+    if u.text.rstrip().endswith((".", "!", "?", ":", ";", ",")):
+        return False
+    alone = all(us[k].block != u.block for k in (i - 1, i + 1) if 0 <= k < len(us))
+    led = i > 0 and _next_to(us[i - 1], u) and us[i - 1].lead
+    return alone and not led
+
+
+def _bodies(picked: list[Unit], us: list[Unit], words: int) -> list[Unit]:
+    """A title is never quoted alone: a quoted section title whose next line is not quoted brings the body under it,
+    its units in order up to the next title (or heading, or the source's end) while the words fit ``words``, the
+    first always."""
+    held = {x.order for x in picked}
+    used, out = _words(picked), []
+    for i, u in enumerate(us):
+        if u.order not in held or not _title_line(i, us) or i + 1 == len(us) or not _next_to(u, us[i + 1]) \
+                or us[i + 1].order in held:  # not a title, or nothing under it, or its body is quoted already
+            continue
+        k = i + 1
+        while k < len(us) and _next_to(us[k - 1], us[k]) and not _title_line(k, us):
+            if us[k].order not in held:
+                n = len(us[k].text.split())
+                if k > i + 1 and used + n > words:
+                    break
+                out.append(us[k])
+                held.add(us[k].order)
+                used += n
+            k += 1
+    return out
+
+
+# --- a quoted step brings its list (a procedure question) -------------------------------------------------------
+def _list_at(i: int, us: list[Unit]) -> tuple[int, int]:
+    """Where the list holding the step ``us[i]`` begins and ends in ``us`` (``us[a:b]``): the run of steps and code
+    blocks around it in its source (across its chunks, no heading between), from its first step to its last step
+    and the code under that."""
+    a = b = i
+    while a > 0 and _next_to(us[a - 1], us[a]) and us[a - 1].kind in ("step", "code"):
+        a -= 1
+    while us[a].kind != "step":
+        a += 1
+    while b + 1 < len(us) and _next_to(us[b], us[b + 1]) and us[b + 1].kind in ("step", "code"):
+        b += 1
+    return a, b + 1
+
+
+def _steps(a: int, b: int, us: list[Unit]) -> list[list[Unit]]:
+    """The whole steps of the list ``us[a:b]``: each step with the code blocks under it; the first with the list's
+    lead-in (the sentence ending in ':' just before it)."""
+    groups: list[list[Unit]] = []
+    for x in us[a:b]:
+        if x.kind == "step":
+            groups.append([])
+        groups[-1].append(x)
+    if a > 0 and us[a - 1].kind == "sentence" and _leads_into_list(a - 1, us):
+        groups[0].insert(0, us[a - 1])
+    return groups
+
+
+def _leads_into_list(i: int, us: list[Unit]) -> bool:
+    """``us[i]`` ends in ':' and a list's first step follows it."""
+    return us[i].lead and i + 1 < len(us) and _next_to(us[i], us[i + 1]) and us[i + 1].kind == "step"
+
+
+def _procedures(picked: list[Unit], us: list[Unit], words: int) -> tuple[list[Unit], str]:
+    """A quoted step, or the lead-in of a list, brings the whole list: from its first step to its last, whole steps
+    in order while the words fit ``words``. Returns the units added and a note on the steps left out ("steps 4-7 of
+    7 not shown (word budget)"; "" when none were)."""
+    held = {x.order for x in picked}
+    used, out, notes, done = _words(picked), [], [], set()
+    for i, u in enumerate(us):
+        if u.order not in held:
+            continue
+        if u.kind != "step" and not _leads_into_list(i, us):
+            continue
+        a, b = _list_at(i if u.kind == "step" else i + 1, us)
+        if a in done:
+            continue
+        done.add(a)
+        groups = _steps(a, b, us)
+        for group in groups:
+            extra = [x for x in group if x.order not in held]
+            if extra and used + _words(extra) > words:
+                break
+            out += extra
+            held.update(x.order for x in extra)
+            used += _words(extra)
+        hidden = [n for n, g in enumerate(groups, 1) if not any(x.kind == "step" and x.order in held for x in g)]
+        if hidden:
+            notes.append(f"{_numbers(hidden)} of {len(groups)} not shown (word budget)")
+    return out, "; ".join(notes)
+
+
+def _numbers(ns: list[int]) -> str:
+    """Step numbers as a person reads them: "step 4", "steps 4-7", "steps 2, 5-6"."""
+    spans: list[list[int]] = []
+    for n in ns:
+        if spans and n == spans[-1][-1] + 1:
+            spans[-1].append(n)
+        else:
+            spans.append([n])
+    text = ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 1 else f"{s[0]}" for s in spans)
+    return ("steps " if len(ns) > 1 else "step ") + text
+
+
+# --- a warning travels with its command -------------------------------------------------------------------------
+def _warnings(picked: list[Unit], us: list[Unit]) -> list[Unit]:
+    """The warnings standing directly before or after a quoted command, code block or step (past the lines quoted
+    beside it), whatever their scores: a line that warns (``WARNING``) or a labelled paragraph, and the rest of its
+    warning."""
+    held = {x.order for x in picked}
+    out: list[Unit] = []
+    for i, u in enumerate(us):
+        if u.order not in held or u.kind not in ("code", "step"):
+            continue
+        for step in (-1, 1):
+            j = _beside(i, step, us, held)
+            new = [x for x in _warning_at(j, step, us) if x.order not in held] if j is not None else []
+            out += new
+            held.update(x.order for x in new)
+    return out
+
+
+def _warning_at(j: int, step: int, us: list[Unit]) -> list[Unit]:
+    """The warning that ``us[j]`` begins (after a command; ``step`` +1) or ends (before one; -1), [] when it does not
+    warn: the whole paragraph when it opens with a label ("Note: ..."), and after a label on a line of its own
+    ("Warning") the paragraph it labels too; else ``us[j]`` when it warns, with the sentences of its paragraph next
+    to it that warn too."""
+    para = [x for x in us if x.block == us[j].block]
+    if LABEL.match(para[0].text):
+        alone = len(para) == 1 and _words(para) == 1
+        if alone and step > 0 and j + 1 < len(us) and _next_to(us[j], us[j + 1]):
+            return para + [x for x in us if x.block == us[j + 1].block]
+        return para
+    if not WARNING.search(us[j].text):
+        return []
+    run, k = [us[j]], j + step
+    while 0 <= k < len(us) and us[k].block == us[j].block and WARNING.search(us[k].text):
+        run.append(us[k])
+        k += step
+    return run
 
 
 def reading(scored: list[Unit], quoted: list[Unit], words: int) -> list[Unit]:
