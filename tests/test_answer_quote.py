@@ -77,7 +77,9 @@ def test_no_line_that_answers_is_a_refusal_with_related_lines_and_no_llm_call(ma
     agent, model = agent_with(manual_engine, events)
     agent.settings = agent.settings.replace(QUOTE_MIN=50.0)  # no cross-encoder logit reaches it
     ans = agent.ask(QUESTION)
-    assert ans.refused and ans.related and ans.answer == REFUSAL and model.calls == [] and ans.llm_calls == 0
+    said = "The documents do not say how to pre-heat summaries."  # what they do not say, named
+    assert ans.refused and ans.related and ans.answer == said and model.calls == [] and ans.llm_calls == 0
+    assert ans.outcome["kind"] == "not_answered" and ans.outcome["line"] == said
     assert [k for k, _ in events][-1] == "related" and ans.quote
     from thread_rag.repl import Repl
 
@@ -86,7 +88,7 @@ def test_no_line_that_answers_is_a_refusal_with_related_lines_and_no_llm_call(ma
     agent.on_event = repl._event  # the chat's own printing of events
     repl.answer(QUESTION)
     out = buf.getvalue()
-    assert out.index(REFUSAL) < out.index("related passages, not an answer:"), out
+    assert out.index(said) < out.index("related passages, not an answer:"), out
 
 
 def test_the_cli_prints_the_quote_then_the_explanation_and_json_gives_the_quote_first(manual_engine, monkeypatch,
@@ -111,7 +113,8 @@ def test_the_cli_prints_the_quote_then_the_explanation_and_json_gives_the_quote_
     assert "explanation:" not in out and out.startswith("from the manual (quoted):") and len(model.calls) == calls
     assert cli.main(["--data-dir", home, "ask", "--json", QUESTION]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert list(d)[:3] == ["question", "quote", "quote_best"] and d["quote"][0]["chunk_id"].startswith("DOC")
+    assert list(d)[:4] == ["question", "outcome", "quote", "quote_best"] and d["quote"][0]["chunk_id"].startswith("DOC")
+    assert d["outcome"]["kind"] == "answered" and abs(d["outcome"]["evidence"]["quote_best"] - d["quote_best"]) < 1e-3
     assert d["timings"]["quote_s"] <= d["timings"]["total_s"] and d["unsupported"][0]["missing"] == ["warm"]
 
 

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = cmd("index", "index files or directories (PDF, DOCX, TXT, Markdown, reStructuredText, HTML)")
     p.add_argument("paths", nargs="+")
+    p.add_argument("--calibrate", action="store_true",
+                   help="then calibrate answered / not answered on the library, if it has no calibration or changed "
+                        "by more than a quarter since (thread-rag calibrate)")
     p = cmd("watch", "keep folders indexed: index new and edited files, remove deleted ones (Ctrl-C to stop)")
     p.add_argument("paths", nargs="+", metavar="DIR")
     p.add_argument("--debounce", type=float, default=1.0,
@@ -92,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("--quote", action="store_true", help="the quoted lines only, no LLM call (ANSWER_MODE = quote)")
     p.add_argument("--doc", dest="doc_id", help="only this document, e.g. DOC1")
+    p.add_argument("--anyway", action="store_true",
+                   help="explain a question the documents do not answer all the same (it stays 'not answered')")
+    p = cmd("calibrate", "calibrate answered / partly / not answered on this library's own questions (no model)")
+    p.add_argument("--questions", type=int, default=None, help="questions made from the library, each asked twice "
+                   "(default 40)")
+    p.add_argument("--target", type=float, default=None,
+                   help="share of the library's answerable questions the threshold may refuse (default 0.05)")
     p = cmd("eval", "how well search (and answers) work on your own documents: questions made from them, scored")
     p.add_argument("doc_ids", nargs="*", metavar="DOC", help="only these documents (default: all)")
     p.add_argument("--questions", type=int, default=100, help="questions made from headings, procedures, table "
@@ -112,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",
-                                      "coldstart", "scale", "reading", "band", "grounding", "eval"])
+                                      "coldstart", "scale", "reading", "band", "grounding", "eval", "outcome"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "
@@ -394,9 +404,14 @@ def _cmd_ask(engine, args, out) -> int:
                 out.print(line)
             if data.get("note"):
                 out.print(styled((f"({data['note']})", "dim")))
+            if data.get("cut"):
+                out.print(styled((f"({data['cut']})", "dim")))
             out.file.flush()  # into a pipe too, the quote is there before the model loads
+        elif kind == "outcome" and not args.json and data.get("line"):
+            out.print(styled((data["line"], "bold yellow")))
         elif kind == "answer_start" and not args.json:
-            out.print(styled(("explanation:", "bold")))
+            out.print(styled(("explanation:" if not data.get("anyway") else
+                              "explanation (asked anyway: the documents do not answer this):", "bold")))
 
     streamed = []
 
@@ -406,7 +421,7 @@ def _cmd_ask(engine, args, out) -> int:
         out.file.flush()
 
     ans = Agent(engine, on_event=event).ask(args.question, on_token=None if args.json else token,
-                                            doc_id=args.doc_id)
+                                            doc_id=args.doc_id, anyway=args.anyway)
     if args.json:
         d = _answer_json(ans)
         print(json.dumps(d, ensure_ascii=False, indent=1))
@@ -445,7 +460,7 @@ def _answer_json(ans) -> dict:
     from .records import to_dict
 
     d = to_dict(ans)
-    first = {k: d.pop(k) for k in ("question", "quote", "quote_best", "related") if k in d}
+    first = {k: d.pop(k) for k in ("question", "outcome", "quote", "quote_best", "related") if k in d}
     return {**first, **d}
 
 
@@ -500,9 +515,51 @@ def _cmd_index(engine, args, out) -> int:
         except Exception:  # noqa: BLE001 - the next start recovers; the interrupt is what to report
             pass
         raise
+    calibrated = _calibrate_if_due(engine, args, out) if args.calibrate else None
     if args.json:
-        _print_json({"results": results, "seconds": round(time.perf_counter() - t0, 3)})
+        _print_json({"results": results, "seconds": round(time.perf_counter() - t0, 3),
+                     **({"calibration": calibrated} if calibrated is not None else {})})
     return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _calibrate_if_due(engine, args, out) -> dict:
+    from .evaluate.calibrate import due
+
+    if not due(engine):
+        if not args.json:
+            out.print("calibration: up to date")
+        return {"made": False}
+    return _cmd_calibrate(engine, argparse.Namespace(questions=None, target=None, json=args.json), out, quiet=True)
+
+
+def _cmd_calibrate(engine, args, out, quiet: bool = False):
+    """Calibrate answered / not answered on the library's own questions; prints the operating point and its rates."""
+    from dataclasses import asdict
+
+    from .evaluate.calibrate import QUESTIONS, TARGET, calibrate
+    from .render import make_console, progress_bar
+
+    if not engine.documents():
+        raise ThreadRagError(no_documents(engine, args))
+    with progress_bar(make_console(stderr=True), disable=args.json) as bar:
+        cal = calibrate(engine, questions=args.questions or QUESTIONS,
+                        target=TARGET if args.target is None else args.target, progress=bar)
+    if args.json:
+        if quiet:
+            return {"made": True, **asdict(cal)}
+        _print_json(asdict(cal))
+        return 0
+    out.print(calibration_line(cal))
+    return {"made": True} if quiet else 0
+
+
+def calibration_line(cal) -> str:
+    """The calibration in one line (``calibrate``, ``doctor``, ``eval``)."""
+    r = cal.rates
+    return (f"calibration: threshold {cal.threshold:.2f} for {cal.target:.0%} of answerable questions refused; on "
+            f"{cal.questions} of this library's own questions (cross-validated) answerable wrongly refused "
+            f"{r.get('answerable_refused', 0):.0%}, with the answer hidden refused {r.get('hidden_refused', 0):.0%} "
+            f"({cal.seconds:.0f} s, {cal.made_at})")
 
 
 # each command's function: (args, out) for those that open no library, else (engine, args, out)
@@ -510,7 +567,7 @@ WITHOUT_ENGINE = {"doctor": _cmd_doctor, "settings": _settings, "bench": _cmd_be
 COMMANDS = {"chat": _cmd_chat, "mcp": _cmd_mcp, "index": _cmd_index, "watch": _cmd_watch, "docs": _cmd_docs,
             "delete": _cmd_delete, "search": _cmd_search, "fetch": _cmd_fetch, "nested": _cmd_nested,
             "compare": _cmd_compare, "preheat": _cmd_preheat, "ask": _cmd_ask, "eval": _cmd_eval,
-            "script": _cmd_script, "stats": _cmd_stats}
+            "script": _cmd_script, "stats": _cmd_stats, "calibrate": _cmd_calibrate}
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -301,6 +301,8 @@ def _consistency(settings, home: Path, host: str | None, add) -> bool:
             "cannot repair is named with what to do")
         row = source_files_check(e.own_documents())
         add(row["check"], row["ok"], row["detail"], row["fix"])
+        row = calibration_check(e.calibration(), e.documents())
+        add(row["check"], row["ok"], row["detail"], row["fix"])
     except Exception as exc:  # noqa: BLE001 - the doctor's door: a store that fails its check is its line
         add("store consistency", False, str(exc), "see the message above")
     return True
@@ -323,6 +325,24 @@ def source_files_check(docs) -> dict:
                        f"({where}): an unmounted drive or share?" if every else
                        f"{len(gone)} of {counted(len(files), 'indexed file')} are missing ({where})"),
             "fix": "mount the drive again; `thread-rag watch` keeps such documents, `thread-rag delete DOCn` removes one"}
+
+
+def calibration_check(cal, docs) -> dict:
+    """The library's answered / not answered calibration: its operating point and its rates on the library's own
+    questions, or that there is none (today's floors decide) or that the library changed much since."""
+    from .evaluate.calibrate import STALE_SHARE, stale_share
+
+    row = {"check": "calibration", "ok": True, "fix": ""}
+    if cal is None:
+        return {**row, "detail": "none: the floors RELEVANCE_MIN and QUOTE_MIN decide answered / not answered; "
+                                 "`thread-rag calibrate` fits them to this library (about a minute, no model)"}
+    r, changed = cal.rates, stale_share(cal, docs)
+    detail = (f"threshold {cal.threshold:.2f} ({cal.target:.0%} target), made {cal.made_at} on {cal.questions} "
+              f"questions: answerable wrongly refused {r.get('answerable_refused', 0):.0%}, with the answer hidden "
+              f"refused {r.get('hidden_refused', 0):.0%} (cross-validated); {changed:.0%} of the chunks changed since")
+    if changed > STALE_SHARE:
+        return {**row, "detail": detail, "fix": "`thread-rag calibrate` (or `index --calibrate`) makes it again"}
+    return {**row, "detail": detail}
 
 
 def summary_cache_check(settings) -> dict:

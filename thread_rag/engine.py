@@ -33,6 +33,7 @@ from .store import Catalog, ChunkStore, Library, TokenCache
 from .store.read_only_store import ReadOnlyChunkStore
 from .store.catalog import kept_logs
 
+CALIBRATION_FILE = "calibration.json"  # the library's answered / not answered operating point (thread-rag calibrate)
 LIBRARY_FILES = ("catalog.json", "catalog.log", "chroma", "pending", "data_dir_id")
 
 
@@ -71,6 +72,7 @@ class Engine:
                                read_only=self.read_only)
         self.indexer = Indexer(self)  # the indexing pipeline (indexing.py), given this engine's parts
         self._retriever = None
+        self._calibration = None  # (file stamp, Calibration or None)
         self._windows = None
         self._nested = None
         if not fresh and not self.read_only:
@@ -270,6 +272,24 @@ class Engine:
 
             self._chat_model = make_chat_model(self.settings)
         return self._chat_model
+
+    def calibration(self):
+        """The library's calibration of answered / not answered (``thread-rag calibrate``; ``agent/outcome.py``),
+        None when it has none or one an older version made (today's floors then apply)."""
+        from .agent.outcome import Calibration
+
+        path = self.home / CALIBRATION_FILE
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            return None
+        if self._calibration is None or self._calibration[0] != stamp:
+            try:
+                cal = Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError, KeyError, AttributeError):  # damaged or another version's: floors
+                cal = None
+            self._calibration = (stamp, cal)
+        return self._calibration[1]
 
     # -- locking & recovery -----------------------------------------------------------------
     def writable(self, path: Path | None = None, what: str = "summaries can be made and read, not stored") -> None:

@@ -30,6 +30,7 @@ COMMANDS = {
     "/preheat": "/preheat [DOC1]  summarise chunks ahead of time",
     "/delete": "/delete DOC1  remove a document",
     "/stats": "store statistics",
+    "/anyway": "explain the last question the documents do not answer, all the same (shown as such)",
     "/clear": "forget the conversation",
     "/help": "this list",
     "/exit": "leave (also: exit, Ctrl-D)",
@@ -78,6 +79,7 @@ class Repl:
         self._pt = (pt_input, pt_output)
         self.console = console or make_console()
         self._agent = agent
+        self._last_question = ""  # what /anyway explains
         self._input_fn = input_fn
         self._preload = preload
         self._loader: threading.Thread | None = None
@@ -137,8 +139,13 @@ class Repl:
                 c.print(line)
             if data.get("note"):
                 c.print(styled((f"  ({data['note']})", "dim yellow")))
+            if data.get("cut"):
+                c.print(styled((f"  ({data['cut']})", "dim yellow")))
+        elif kind == "outcome" and data.get("line"):
+            c.print(styled((data["line"], "bold yellow")))
         elif kind == "answer_start":
-            c.print(styled(("explanation:", "bold")))
+            c.print(styled(("explanation:" if not data.get("anyway") else
+                            "explanation (asked anyway: the documents do not answer this):", "bold")))
         elif kind == "routing_error":
             c.print(styled((f"  model reply not usable as a tool call ({data['error'][:60]})", "dim yellow")))
 
@@ -286,6 +293,10 @@ class Repl:
         elif cmd == "/stats":
             docs = self.engine.documents()
             c.print(styled(f"{counted(len(docs), 'document')}, {counted(sum(d.chunk_count for d in docs), 'chunk')}, data dir {self.engine.home}"))
+        elif cmd == "/anyway":
+            if not self._last_question:
+                raise ThreadRagError("no question asked yet: /anyway explains the last one the documents do not answer")
+            self.answer(self._last_question, anyway=True)
         elif cmd == "/clear":
             if self._agent is not None:
                 self._agent.clear()
@@ -321,9 +332,10 @@ class Repl:
 
         render_comparison(self.console, res, limit=limit, show_same="--all" in flags, more="--limit N")
 
-    def answer(self, question: str) -> None:
+    def answer(self, question: str, anyway: bool = False) -> None:
         c = self.console
-        ans = self.agent.ask(question, on_token=lambda t: c.print(marked_text(t), end="", soft_wrap=True))
+        self._last_question = question
+        ans = self.agent.ask(question, on_token=lambda t: c.print(marked_text(t), end="", soft_wrap=True), anyway=anyway)
         c.out("")
         if ans.interrupted:
             c.print(styled(("(stopped)", "yellow")))

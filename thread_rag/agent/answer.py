@@ -113,10 +113,6 @@ class Source:
     def render(self) -> str:
         return f"{self.header()}\n{self.text.strip()}"
 
-    def read_text(self) -> str:
-        """What the span check looks in: the header and the chunks' own texts (not a window's neighbour summaries)."""
-        return self.header() + "\n" + "\n".join(self.chunk_texts or [self.text])
-
 
 def number(sources: list[Source]) -> list[Source]:
     for i, s in enumerate(sources, 1):

@@ -34,7 +34,8 @@ from .answer import (DECIDE_SCHEMA, HoldBack, Source, answer_messages, ask_sourc
                      holding_chunks, matched_citations, parse_json_lenient, quote_sources, said_not_in_docs,
                      stream_answer, written_citations)
 from .check import CheckedStream, SourceText, citations_hold, unsupported
-from .quote import Quote, QuoteSettings, choose, quote_lines, reading, score_units
+from .outcome import NOT_ANSWERED, PARTLY, Evidence, Judge, Outcome, lowered, parts, word_evidence
+from .quote import Quote, QuoteSettings, choose_quote, quote_lines, reading, score_units
 from .intent import recognise
 from .reading import best_similarity, closest, nested_sources, walk_sources
 from .result import REFUSAL, Answer, Citation
@@ -152,12 +153,13 @@ class Agent:
             return question
 
     def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None,
-            reader: str | Callable | None = None) -> Answer:
+            reader: str | Callable | None = None, anyway: bool = False) -> Answer:
         """Answer one message. ``doc_id`` scopes it to one document. ``reader`` picks what the model reads
         (``walk``: the budgeted walk, the default; ``windows``: the walk framed by neighbour summaries; ``nested``:
         nested_retrieve passages; or a function ``(hits, k, thread_of, count, budget) -> sources``, as the
         benchmarks pass the readings they compare the walk with, ``bench/baselines.py``). Actions (list, index, pre-heat, nested passages)
-        are recognised first (``intent.recognise``: a pattern, then one constrained call)."""
+        are recognised first (``intent.recognise``: a pattern, then one constrained call). ``anyway``: a question the
+        documents do not answer is explained all the same (its outcome stays *not answered*)."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
         question = plain_query(question, 4000)
@@ -175,13 +177,14 @@ class Agent:
         elif self.settings.AGENT_MODE == "routed" and reader is None:
             ans = RoutedTurn(self, question, doc_id, t0).ask(on_token)
         else:
-            ans = self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0)
+            ans = self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0, anyway)
         ans.llm_calls += self._calls  # constrained JSON calls (intent, condensation, routing, gate)
         self.history.append((question, ans.answer))
         return ans
 
     # -- the fast path: code jumps and walks, the model reads once -----------------------
-    def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float) -> Answer:
+    def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float,
+                  anyway: bool = False) -> Answer:
         s = self.settings
         name = reader_name(reader)
         standalone = self.condense(question)
@@ -197,7 +200,8 @@ class Agent:
         base = dict(question=question, standalone_question=standalone, tool_trace=trace, backend=self.backend,
                     mode=f"fast/{name}", relevance=round(rel, 4), fallback_used=False, routing_failures=0,
                     match=None if match is None else round(match, 4))
-        if rel < s.RELEVANCE_MIN:  # the relevance floor: refuse before any LLM call
+        judge = Judge(self.engine.calibration(), s.RELEVANCE_MIN, s.QUOTE_MIN)
+        if rel < s.RELEVANCE_MIN and judge.calibration is None:  # the relevance floor: refuse before any LLM call
             return self._refusal(base, on_token, t0, calls)
         read_k = None
         if s.QUESTION_STEPS and reader != "nested":  # the nested reader searches its own tree
@@ -212,16 +216,20 @@ class Agent:
             return self._refusal(base, on_token, t0, calls)
         base["unmentioned"] = unmentioned_terms(self.engine, standalone)
         quote = self._quote(standalone, sources, base, t0)
-        if quote.best is not None and quote.best < s.QUOTE_MIN:  # no line of what was read answers the question
-            return self._related(base, quote, on_token, t0)
-        self.on_event("quote", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": quote.note})
+        outcome = self._outcome(judge, standalone, sources, quote, base)
+        if outcome.kind == NOT_ANSWERED and not anyway:  # no line of what was read answers the question
+            return self._related(base, quote, outcome, standalone, on_token, t0)
+        outcome.anyway = outcome.kind == NOT_ANSWERED
+        self.on_event("quote", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": quote.note,
+                                "cut": quote.cut})
+        self._tell_outcome(outcome, standalone, base)
         if s.ANSWER_MODE == "quote":
             if not quote.lines:  # nothing could be quoted (no cross-encoder, or nothing but headings read)
                 return self._refusal({**base, "note": quote.note or "no line of what was read could be quoted"},
                                      on_token, t0, calls)
             return self._answer(base, quote.text(), sources, t0, calls, timings={"first_token_s": None})
         try:
-            return self._explain(standalone, sources, quote, match, base, on_token, t0, t_read)
+            return self._explain(standalone, sources, quote, match, base, on_token, t0, t_read, outcome)
         except ThreadRagError as exc:  # the model failed (Ollama down, a model that does not load): the quote stands
             if not quote.lines:
                 raise
@@ -229,22 +237,29 @@ class Agent:
                                 timings={"first_token_s": None})
 
     def _explain(self, question: str, sources: list, quote, match, base: dict, on_token, t0: float,
-                 t_read: float) -> Answer:
+                 t_read: float, outcome: Outcome | None = None) -> Answer:
         """The model's explanation after the quote, one streamed call, checked span by span against the sources read
-        (``check.CheckedStream``): what it adds that they do not hold is marked, or left out (``UNSUPPORTED``)."""
+        (``check.CheckedStream``): what it adds that they do not hold is marked, or left out (``UNSUPPORTED``). A
+        *partly* outcome is explained for the parts the quote covers only; the check may lower the outcome."""
         s = self.settings
         may_refuse = s.weak_match(match) and s.WEAK_MATCH == "refuse"
         reads = s.EXPLAIN_FROM if quote.lines else "sources"
         read = quote_sources(quote.reading, sources, self._count) if reads == "quote" else sources
-        msgs = answer_messages(question, read, may_refuse=may_refuse, reads=reads)
-        self.on_event("answer_start", {})
-        checker = CheckedStream(SourceText([x.read_text() for x in sources]), emit=on_token,
+        asked = " ".join(outcome.covered) if outcome is not None and outcome.kind == PARTLY else question
+        msgs = answer_messages(asked, read, may_refuse=may_refuse, reads=reads)
+        self.on_event("answer_start", {"anyway": bool(outcome and outcome.anyway)})
+        checker = CheckedStream(SourceText([x.text for x in read]), emit=on_token,  # what the prompt's sources held
                                 strict=s.UNSUPPORTED == "drop")
         t_ans = time.perf_counter()
         raw, t_first, interrupted, cut = self._stream(msgs, checker.feed, may_refuse)
         if (not raw.strip() or (may_refuse and said_not_in_docs(raw))) and not interrupted:
+            if outcome is not None:  # the model's refusal lowers the outcome
+                outcome.kind, outcome.lowered = NOT_ANSWERED, "the model found no answer in what it read"
+                base["outcome"] = {**to_dict(outcome), "line": REFUSAL}
             return self._refusal(base, on_token, t0, 1)
         text = checker.close().text
+        if outcome is not None and lowered(outcome, len(checker.checked), len(unsupported(checker.checked))):
+            self._tell_outcome(outcome, question, base)
         citations, invalid, more = self._cite_sources(text, read, msgs, interrupted)
         base.update(checked=len(checker.checked),
                     unsupported=[to_dict(x) for x in unsupported(checker.checked)], dropped=checker.dropped,
@@ -271,24 +286,58 @@ class Agent:
         s = self.settings
         t = time.perf_counter()
         try:
-            ce = self.engine.retriever.cross_encoder
-            scored = score_units(question, sources, lambda q, ps: ce.logits(q, ps, s.QUOTE_TOKENS))
-            quoted = choose(scored, QuoteSettings(margin=s.QUOTE_MARGIN, words=s.QUOTE_WORDS))
+            scored = score_units(question, sources, self._logits)
+            quoted, cut = choose_quote(question, scored, QuoteSettings(margin=s.QUOTE_MARGIN, words=s.QUOTE_WORDS))
             quote = Quote(quote_lines(quoted, sources), best=max((u.score for u in scored), default=None),
-                          units=len(scored), reading=quote_lines(reading(scored, quoted, s.EXPLAIN_WORDS), sources))
+                          units=len(scored), reading=quote_lines(reading(scored, quoted, s.EXPLAIN_WORDS), sources),
+                          cut=cut)
         except (ModelUnavailableError, ModelCallError) as exc:  # no cross-encoder, or it failed: no quote, the
             # explanation reads the sources
             quote = Quote(note=f"no quote: {exc}")
         quote.seconds = round(time.perf_counter() - t, 3)
         base.update(quote=[to_dict(x) for x in quote.lines], quote_best=None if quote.best is None else round(quote.best, 3),
+                    quote_cut=quote.cut,
                     read_lines=[to_dict(x) for x in quote.reading], timings={"quote_s": round(time.perf_counter() - t0, 3)})
         return quote
 
-    def _related(self, base: dict, quote, on_token, t0: float) -> Answer:
-        """No line of what was read answers the question (its best cross-encoder logit under ``QUOTE_MIN``): the
-        refusal, with the nearest lines shown as related (the ``related`` event), and no LLM call."""
-        ans = self._refusal(base, on_token and (lambda text: on_token(text + "\n")), t0, 0)
-        ans.related = True
+    def _outcome(self, judge: Judge, question: str, sources: list, quote, base: dict) -> Outcome:
+        """Answered, partly or not answered (``agent/outcome.py``), from the quote and the search's evidence; a
+        question of several parts is judged part by part (one more cross-encoder pass over what was read each)."""
+        index = self.engine.retriever.index
+        rel, match = base["relevance"], base["match"]
+
+        def evidence(q: str, best, quoted: str) -> Evidence:
+            absent, uncovered, aw, uw = word_evidence(index, q, quoted)
+            return Evidence(best, rel, match, absent, uncovered, aw, uw)
+
+        whole = evidence(question, quote.best, quote.text())
+        by_part = {}
+        asked = parts(question)
+        if len(asked) > 1 and quote.best is not None:
+            for q in asked:
+                scored = score_units(q, sources, self._logits)
+                chosen, _ = choose_quote(q, scored, QuoteSettings(margin=self.settings.QUOTE_MARGIN,
+                                                                  words=self.settings.QUOTE_WORDS))
+                by_part[q] = evidence(q, max((u.score for u in scored), default=None), " ".join(u.text for u in chosen))
+        outcome = judge.decide(whole, by_part)
+        base["outcome"] = {**to_dict(outcome), "line": outcome.line(question)}
+        return outcome
+
+    def _tell_outcome(self, outcome: Outcome, question: str, base: dict) -> None:
+        base["outcome"] = {**to_dict(outcome), "line": outcome.line(question)}
+        self.on_event("outcome", base["outcome"])
+
+    def _logits(self, question: str, texts: list[str]):
+        return self.engine.retriever.cross_encoder.logits(question, texts, self.settings.QUOTE_TOKENS)
+
+    def _related(self, base: dict, quote, outcome: Outcome, question: str, on_token, t0: float) -> Answer:
+        """The documents do not answer the question (``outcome``): the line that says what they do not say, with the
+        nearest lines shown as related (the ``related`` event), and no LLM call."""
+        line = outcome.line(question)
+        if on_token:
+            on_token(line + "\n")
+        ans = self._refusal(base, None, t0, 0)
+        ans.answer, ans.related = line, True
         self.on_event("related", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": ""})
         return ans
 
@@ -448,6 +497,8 @@ class Agent:
         return out
 
     def _refusal(self, base: dict, on_token, t0: float, calls: int) -> Answer:
+        base.setdefault("outcome", {"kind": NOT_ANSWERED, "calibrated": False, "line": REFUSAL,
+                                    "reasons": [f"closest passage cosine {base.get('relevance')} under the floor"]})
         if on_token:
             on_token(REFUSAL)
         return Answer(answer=REFUSAL, refused=True, citations=[], invalid_citations=[], llm_calls=calls,
@@ -486,8 +537,8 @@ def all_tools(engine) -> dict:
 
 def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
     """The documents' own lines that answer ``question``: the answer path's search, walk and quote, no language model
-    (``ask --quote``; ``ANSWER_MODE = "quote"``). ``refused``: the relevance floor, or no line under the evidence floor
-    (``related``: the nearest lines are then in ``quote``)."""
+    (``ask --quote``; ``ANSWER_MODE = "quote"``). ``outcome``: answered, partly (its missing parts named) or not
+    answered (``refused``; ``related``: the nearest lines are then in ``quote``)."""
     if not isinstance(question, str) or not question.strip():
         raise ThreadRagError("question is empty: ask something about the documents")
     agent = Agent(engine)
@@ -495,5 +546,5 @@ def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
                                              DECIDE=False)  # nothing on this path may call a model
     ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER)
     return {"question": question, "answer": ans.answer, "refused": ans.refused, "related": ans.related,
-            "quote": ans.quote, "quote_best": ans.quote_best, "relevance": ans.relevance,
+            "outcome": ans.outcome, "quote": ans.quote, "quote_best": ans.quote_best, "relevance": ans.relevance,
             "unmentioned": ans.unmentioned, "note": ans.note, "timings": ans.timings}

@@ -43,6 +43,7 @@ class Answer:
     sources: list = field(default_factory=list)  # the numbered sources the model read (fast path)
     quote: list = field(default_factory=list)    # the quote: the lines of the sources that answer (QuoteLine dicts)
     quote_best: float | None = None              # the best line's cross-encoder logit (the evidence floor's score)
+    quote_cut: str = ""                          # what of a quoted procedure the word budget left out
     read_lines: list = field(default_factory=list)  # what the explanation reads (EXPLAIN_FROM = quote): the quote, then
                                                  # the next-best lines up to EXPLAIN_WORDS
     related: bool = False                        # refused because no line answers: the quote shows related lines
@@ -51,5 +52,7 @@ class Answer:
     dropped: list = field(default_factory=list)  # sentences left out for them (UNSUPPORTED = "drop")
     citations_held: dict = field(default_factory=dict)  # sentences citing [n] with spans, and those [n] holds
     note: str = ""                               # why part of the answer is missing (no quote, no explanation)
+    outcome: dict = field(default_factory=dict)  # answered | partly | not_answered, its evidence and its line
+                                                 # (``agent/outcome.py``)
     llm_calls: int = 0
     mode: str = "fast"

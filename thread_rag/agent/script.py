@@ -1,6 +1,7 @@
 """Scripted sessions: a JSONL file of tool calls and questions, replayed without a person.
 
-Lines: ``{"tool": "rag_search", "args": {"query": "..."}}`` or ``{"ask": "question"}``; blank lines
+Lines: ``{"tool": "rag_search", "args": {"query": "..."}}`` or ``{"ask": "question"}`` (``"anyway": true`` explains
+a question the documents do not answer all the same); blank lines
 and lines starting with ``#`` are skipped. One JSON result per line on stdout; exit 1 if any line
 failed (after running the rest).
 """
@@ -40,11 +41,13 @@ def _shape_problem(item) -> str | None:
         return f"{LINE_SHAPE}, not both"
     if "tool" not in item and "ask" not in item:
         return f"{LINE_SHAPE}; this one has neither"
-    unknown = [k for k in item if k not in (("tool", "args") if "tool" in item else ("ask",))]
+    unknown = [k for k in item if k not in (("tool", "args") if "tool" in item else ("ask", "anyway"))]
     if unknown:
         return f'unknown key "{unknown[0]}": {LINE_SHAPE}'
     if "ask" in item and not isinstance(item["ask"], str):  # as a tool's text argument refuses a number
         return f'"ask" must be the question as text, not {json_kind(item["ask"])}'
+    if "anyway" in item and not isinstance(item["anyway"], bool):
+        return f'"anyway" must be true or false, not {json_kind(item["anyway"])}'
     return None
 
 
@@ -99,7 +102,7 @@ def run_script(engine, path: str, out=None, chat_model=None) -> int:
                     from .loop import Agent
 
                     agent = Agent(engine, chat_model=chat_model)
-                ans = agent.ask(item["ask"])
+                ans = agent.ask(item["ask"], anyway=item.get("anyway", False))
                 out.write(json.dumps({"line": n, "ok": True, "ask": item["ask"], "result": to_dict(ans)},
                                      ensure_ascii=False) + "\n")
             except Exception as exc:  # noqa: BLE001 - one line per failed question; the script goes on

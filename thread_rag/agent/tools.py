@@ -230,7 +230,8 @@ def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
         from .quote import QuoteLine
 
         lines = [QuoteLine(**x) for x in r["quote"]]
-        head = [r["answer"]] if r["refused"] else []
+        said = (r.get("outcome") or {}).get("line")
+        head = [said or r["answer"]] if r["refused"] or said else []
         return "\n".join(head + [t.plain for t in quote_block(lines, related=r["related"])])[:max_chars]
     if outcome.tool == "nested_retrieve":
         return "\n\n".join(f"<<< {h['first_chunk']}..{h['last_chunk']} {h['pages_label']}\n{h['text'][:1500]}\n>>>"

@@ -21,6 +21,7 @@ Every result uses one schema (:class:`SearchResult`), whatever ran.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -112,6 +113,8 @@ class Retriever:
         self._reranker_checked = False
         self._quote_ce = None
         self._hit_chunks: LRU = LRU(4096)  # (serial, position, generation) -> Chunk read for a hit or stage 3
+        self._hidden: frozenset = frozenset()  # (serial, position) of chunks hidden for calibration (``hiding``)
+        self._hidden_view = None
         self._recomputed: LRU = LRU(8)  # (serial, generation) -> int8 token vectors of documents without a usable cache
 
     # -- index lifecycle ---------------------------------------------------------------------
@@ -129,7 +132,23 @@ class Retriever:
                                                self.settings.HNSW_THRESHOLD, persist=not self.library.read_only)
             else:  # only what changed is read
                 self._index = self._index.updated(committed, load)
+        if self._hidden:  # calibration: the library without the chunks that answer the question asked
+            if self._hidden_view is None or self._hidden_view._index is not self._index:
+                from .hidden import HiddenView
+
+                self._hidden_view = HiddenView(self._index, self._hidden)
+            return self._hidden_view
         return self._index
+
+    @contextmanager
+    def hiding(self, chunk_ids: list[str]):
+        """Inside, search, the walk and the word check see the library without these chunks (``hidden.py``)."""
+        self._hidden = frozenset((c.serial, c.position) for c in map(ChunkId.parse, chunk_ids))
+        self._hidden_view = None
+        try:
+            yield
+        finally:
+            self._hidden, self._hidden_view = frozenset(), None
 
     @property
     def reranker(self):

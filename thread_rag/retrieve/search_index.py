@@ -462,6 +462,21 @@ class SearchIndex:
         terms = dict.fromkeys(t for t in bm25_tokenize([query])[0] if len(t) >= 3)
         return [t for t in terms if not any(t in p.column_of for p, _, _ in self._segments)]
 
+    def doc_freq(self, term: str) -> int:
+        """How many live chunks hold ``term``."""
+        return len(self.term_rows(term))
+
+    def term_rows(self, term: str) -> np.ndarray:
+        """The live rows whose chunk holds ``term`` (a BM25 token): its document frequency is their count."""
+        found = []
+        for p, off, m in self._segments:
+            rows, _ = p.column(term)
+            if m is not None and len(rows):
+                rows = rows[m[rows]]
+            if len(rows):
+                found.append(rows + off)
+        return np.concatenate(found) if found else np.zeros(0, np.int64)
+
     def lexical_scores(self, query: str, rows) -> np.ndarray:
         """The BM25 scores of ``rows`` (0 where a row shares no term with the query), whatever their rank."""
         return self._bm25(query)[np.asarray(rows, np.int64)] if len(self) else np.zeros(len(rows), np.float32)

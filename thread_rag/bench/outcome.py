@@ -1,0 +1,197 @@
+"""``thread-rag bench outcome``: answered / partly / not answered on questions with ground truth, with today's floors
+and with the library's own calibration, through the same answer path (quote mode, no model).
+
+Groups, per data set:
+- ``answerable``: the sampled questions, their gold in the corpus;
+- ``unanswerable``: in-domain questions the corpus does not answer: for aws-docs-qa and musique, other questions of
+  the set whose gold documents are not in the corpus (as ``bench refusal``); for leval-legal, each sampled question
+  asked of its contract with the chunks that hold its gold clause hidden (``retrieve/hidden.py``); for the Debian guide
+  (``--dataset debian``), hand-written questions asked with the section that answers each hidden, neighbours kept
+  (``bench_results/outcome-sets/debian-unanswerable.json``);
+- ``partly`` (``--dataset debian`` and ``docs``): two-part questions whose first half the library answers and whose
+  second half it does not (``partly.json``): right when the outcome is *partly* and its missing part holds a word of
+  the missing half.
+
+The calibration is made from the library alone (its own made-up questions, ``evaluate/calibrate.py``), kept in memory
+(never written into the corpus home), and checked to share no question with the judged groups. A refused
+unanswerable question counts when the outcome is *not answered*, or *partly* (the missing part named).
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..agent.outcome import NOT_ANSWERED, PARTLY
+from ..errors import ThreadRagError
+
+SETS = Path("bench_results/outcome-sets")
+
+
+def _ask(engine, question: str, doc_id: str | None, hidden: list) -> dict:
+    from ..agent.loop import quote_answer
+
+    t = time.perf_counter()
+    with engine.retriever.hiding(hidden):
+        r = quote_answer(engine, question, doc_id=doc_id)
+    o = r.get("outcome") or {}
+    return {"question": question, "doc": doc_id, "hidden": len(hidden), "kind": o.get("kind"), "score": o.get("score"),
+            "missing": o.get("missing", []), "evidence": {k: v for k, v in (o.get("evidence") or {}).items()
+                                                          if k != "parts"},
+            "seconds": round(time.perf_counter() - t, 3)}
+
+
+def _rate(rows: list, refused) -> dict:
+    n = len(rows)
+    k = sum(1 for r in rows if refused(r))
+    return {"refused": k, "n": n, "share": round(k / n, 4) if n else None}
+
+
+def _partly_right(r: dict, keywords: list) -> bool:
+    said = " ".join(r["missing"]).lower()
+    return r["kind"] == PARTLY and any(w.lower() in said for w in keywords)
+
+
+def judge(engine, groups: dict, cal) -> dict:
+    """Each group's questions through the answer path with today's floors and with ``cal``: rows and rates."""
+    out = {}
+    real = engine.calibration
+    try:
+        for mode, c in (("floors", None), ("calibrated", cal)):
+            engine.calibration = (lambda c=c: c)
+            rows = {g: [_ask(engine, *item[:3]) for item in items] for g, items in groups.items()}
+            for g, items in groups.items():
+                for r, item in zip(rows[g], items):
+                    if len(item) > 3:
+                        r["keywords"] = item[3]
+            rates = {}
+            if "answerable" in rows:
+                rates["answerable_refused"] = _rate(rows["answerable"], lambda r: r["kind"] == NOT_ANSWERED)
+                rates["answerable_partly"] = _rate(rows["answerable"], lambda r: r["kind"] == PARTLY)
+            if "unanswerable" in rows:
+                rates["unanswerable_refused"] = _rate(rows["unanswerable"], lambda r: r["kind"] in (NOT_ANSWERED, PARTLY))
+                rates["unanswerable_not_answered"] = _rate(rows["unanswerable"], lambda r: r["kind"] == NOT_ANSWERED)
+            if "partly" in rows:
+                rates["partly_named"] = _rate(rows["partly"], lambda r: _partly_right(r, r.get("keywords", [])))
+                rates["partly_refused"] = _rate(rows["partly"], lambda r: r["kind"] == NOT_ANSWERED)
+            out[mode] = {"rates": rates, "rows": rows,
+                         "median_s": round(float(np.median([r["seconds"] for v in rows.values() for r in v])), 3)}
+    finally:
+        engine.calibration = real
+    return out
+
+
+def gold_chunks(thread, spans: list[str], words: int = 6) -> list[str]:
+    """The chunks of ``thread`` that hold a gold span: any run of ``words`` words of a span (whitespace and case
+    aside)."""
+    def norm(t):
+        return " ".join(re.findall(r"\w+", t.lower()))
+    shingles = set()
+    for s in spans:
+        w = norm(s).split()
+        shingles |= {" ".join(w[i:i + words]) for i in range(max(1, len(w) - words + 1))}
+    return [c.chunk_id for c in thread.chunks if any(sh in norm(c.text) for sh in shingles if sh)]
+
+
+def section_chunks(thread, section: str) -> list[str]:
+    """The chunks under a heading whose words begin with ``section``'s (its number and title, as printed)."""
+    def norm(t):
+        return " ".join(re.findall(r"\w+", t.lower()))
+    want = norm(section)
+    return [c.chunk_id for c in thread.chunks if any(norm(h).startswith(want) or want.startswith(norm(h)) and len(norm(h)) > 8
+                                                     for h in (c.heading_path or [])[-1:])]
+
+
+def _disjoint(cal_questions: list, groups: dict) -> None:
+    judged = {x[0].strip().lower() for items in groups.values() for x in items}
+    shared = judged & {q.text.strip().lower() for q in cal_questions}
+    if shared:
+        raise ThreadRagError(f"calibration questions overlap the judged ones: {sorted(shared)[:3]}")
+
+
+def run_outcome_bench(settings, args) -> dict:
+    from ..evaluate.calibrate import QUESTIONS, TARGET, calibrate, questions_for
+    from .retrieval import machine
+    from . import command_line
+
+    name = args.dataset or "aws-docs-qa"
+    t0 = time.perf_counter()
+    if name in ("debian", "docs"):
+        engine, groups = _hand_written(settings, name)
+    else:
+        engine, groups = _dataset_groups(settings, args, name)
+    threads = [engine.thread(d.serial) for d in engine.documents()]
+    n = args.questions or QUESTIONS
+    cal_questions = questions_for(threads, n)
+    _disjoint(cal_questions, groups)
+    t_cal = time.perf_counter()
+    samples: dict = {}
+    cal = calibrate(engine, questions=n, target=TARGET, store=False, keep=samples)
+    cal_s = time.perf_counter() - t_cal
+    res = judge(engine, groups, cal)
+    chunks = sum(d.chunk_count for d in engine.documents())
+    return {"dataset": name, "split": getattr(args, "split", None), "groups": {g: len(v) for g, v in groups.items()},
+            "calibration": {"questions": cal.questions, "threshold": cal.threshold, "target": cal.target,
+                            "rates_own_questions": cal.rates, "seconds": round(cal_s, 1), "chunks": chunks,
+                            "seconds_per_100_chunks": round(cal_s / chunks * 100, 2) if chunks else None,
+                            "weights": cal.weights, "features": cal.features, "samples": samples},
+            "floors": res["floors"]["rates"], "calibrated": res["calibrated"]["rates"],
+            "median_s": {m: res[m]["median_s"] for m in res}, "rows": {m: res[m]["rows"] for m in res},
+            "seconds": round(time.perf_counter() - t0, 1), "machine": machine(), "command": command_line()}
+
+
+def _dataset_groups(settings, args, name: str):
+    from .corpus import open_corpus_engine
+    from .datasets import load_dataset
+
+    limit, split = args.limit or 30, args.split or "dev"
+    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split=split)
+    engine, keymap, _ = open_corpus_engine(settings, ds)
+    scopes = ds.scope_doc_ids(keymap)
+    groups = {"answerable": [(q.text, d, []) for q, d in zip(ds.queries, scopes)]}
+    if ds.per_document:  # the clause that answers removed from its contract
+        un = []
+        for q, d in zip(ds.queries, scopes):
+            gold = gold_chunks(engine.thread(d), list(q.spans) + list(q.answers)) if d else []
+            if gold:
+                un.append((q.text, d, gold))
+        groups["unanswerable"] = un
+    else:
+        in_corpus = {d.key for d in ds.corpus}
+        full = load_dataset(name, settings.shared_data, split=split)
+        near = [q for q in full.queries if not (q.gold_docs & in_corpus)]
+        rng = np.random.default_rng(args.seed)
+        near = [near[i] for i in sorted(rng.choice(len(near), size=min(limit, len(near)), replace=False))]
+        groups["unanswerable"] = [(q.text, None, []) for q in near]
+    return engine, groups
+
+
+def _hand_written(settings, name: str):
+    """The Debian guide (PDF) or this project's manual (docs/), indexed in the bench's own home, with the
+    hand-written sets of ``SETS``."""
+    from ..engine import Engine
+    from .corpus import bench_home
+
+    home = bench_home(settings, f"outcome-{name}")
+    engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(Path(home) / "doc_cache")))
+    src = (Path(settings.shared_data) / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"
+           if name == "debian" else Path(__file__).resolve().parents[2] / "docs")
+    if not engine.documents():
+        engine.index_paths([src])
+    groups = {}
+    parts = [p for p in json.loads((SETS / "partly.json").read_text()) if p["corpus"] == name]
+    groups["partly"] = [(p["question"], None, [], p["missing_keywords"]) for p in parts]
+    if name == "debian":
+        thread = engine.thread(engine.documents()[0].serial)
+        items = json.loads((SETS / "debian-unanswerable.json").read_text())
+        groups["answerable"] = [(x["question"], None, []) for x in items]
+        un = []
+        for x in items:
+            hidden = section_chunks(thread, x["section"])
+            if hidden:
+                un.append((x["question"], None, hidden))
+        groups["unanswerable"] = un
+    return engine, groups
