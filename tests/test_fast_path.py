@@ -11,7 +11,6 @@ from fakes import ScriptedChatModel
 from thread_rag.agent.answer import Source, holding_chunks, number, written_citations
 from thread_rag.errors import ModelCallError, ThreadRagError
 from thread_rag.agent.loop import Agent
-from thread_rag.agent.result import REFUSAL
 from thread_rag.agent.reading import walk_sources
 from thread_rag.bench.baselines import BASELINES, parent_blocks
 from thread_rag.bench.baselines import parent_doc as parent_doc_sources
@@ -153,7 +152,7 @@ def test_each_citation_is_placed_by_the_sentences_that_cite_it():
 def test_off_topic_question_refused_before_any_llm_call(manual_engine):
     agent, model = agent_with(manual_engine, answer=cite_one)
     ans = agent.ask("What is the boiling point of tungsten?")
-    assert ans.refused and ans.answer == REFUSAL and ans.citations == []
+    assert ans.refused and ans.answer.startswith("The documents do not say ") and ans.citations == []
     assert model.calls == [] and ans.llm_calls == 0
     assert ans.relevance < manual_engine.settings.RELEVANCE_MIN
 
@@ -596,8 +595,8 @@ def test_a_weak_match_says_so_and_may_let_the_model_refuse(manual_engine):
     ans = agent.ask("how do I pre-heat summaries?", on_token=shown.append)
     assert model.calls[0]["last"].startswith(EXPLAIN_PROMPT.split("\n")[0]) and len(model.calls) == 1
     assert model.calls[0]["tail"].endswith(MAY_REFUSE)
-    assert ans.refused and ans.answer == REFUSAL and ans.citations == [] and ans.llm_calls == 1
-    assert "".join(shown) == REFUSAL  # the marker itself never reaches the screen
+    assert ans.refused and ans.answer.startswith("The documents do not say ") and ans.citations == [] and ans.llm_calls == 1
+    assert "".join(shown) == ans.answer  # the marker itself never reaches the screen
     assert ans.match == 0.01
     agent, model = agent_with(weak, answer=cite_one)
     ans = agent.ask("how do I pre-heat summaries?")

@@ -52,10 +52,9 @@ def test_procedural_question_answered_with_correct_citation(debian):
 
 def test_unanswerable_question_is_refused(debian):
     from thread_rag.agent.loop import Agent
-    from thread_rag.agent.result import REFUSAL
 
     ans = Agent(debian).ask("What is the recipe for a chocolate cake?")
-    assert ans.refused and ans.answer == REFUSAL
+    assert ans.refused and ans.answer.startswith("The documents do not say ")
     assert ans.llm_calls == 0 and ans.timings["total_s"] < 3  # refused by the floor, before any LLM call
 
 
@@ -64,13 +63,12 @@ def test_a_weak_match_is_refused_by_the_model_given_leave(debian):
     WEAK_MATCH = "refuse" the answer prompt lets the model say the sources do not answer, and the 1.5B model does
     (without leave it wrote reset steps and named Debian chunks as their sources)."""
     from thread_rag.agent.loop import Agent
-    from thread_rag.agent.result import REFUSAL
 
     agent = Agent(debian)
     agent.settings = debian.settings.replace(WEAK_MATCH="refuse")
     ans = agent.ask("How do I reset my Dell laptop's BIOS password?")
     assert ans.relevance >= debian.settings.RELEVANCE_MIN and ans.match < debian.settings.MATCH_MIN, ans
-    assert ans.refused and ans.answer == REFUSAL and ans.llm_calls == 1 and not ans.citations, ans.answer
+    assert ans.refused and ans.answer.startswith("The documents do not say ") and ans.llm_calls == 1 and not ans.citations, ans.answer
 
 
 def test_question_steps_with_the_real_model(debian):

@@ -53,7 +53,7 @@ def test_without_calibration_the_floors_decide_and_a_failed_part_makes_it_partly
 
 
 def test_a_calibration_decides_by_its_own_threshold():
-    cal = Calibration(weights=[1.0, 0, 0, 0, 0], bias=0.0, mean=[0, 0, 0, 0, 0], std=[1, 1, 1, 1, 1], threshold=0.5,
+    cal = Calibration(weights=[1.0, 0, 0, 0, 0, 0, 0], bias=0.0, mean=[0] * 7, std=[1] * 7, threshold=0.5,
                       target=0.05)
     judge = Judge(cal, relevance_min=0.35, quote_min=-8.0)
     yes, no = judge.decide(ev(0.5, rel=0.1), {}), judge.decide(ev(-0.5, rel=0.9), {})
@@ -139,11 +139,12 @@ def test_the_three_outcomes_on_a_small_manual(widget):
     assert no["outcome"]["kind"] == NOT_ANSWERED and no["refused"]
 
 
-def test_a_small_library_is_calibrated_deterministically_and_the_answer_path_uses_it(manual_engine, capsys):
+def test_a_small_library_is_calibrated_deterministically_and_the_answer_path_uses_it(manual_engine, capsys,
+                                                                                     monkeypatch):
     from thread_rag.agent.loop import quote_answer
     from thread_rag.cli import main
     from thread_rag.doctor import calibration_check
-    from thread_rag.evaluate.calibrate import calibrate, due
+    from thread_rag.evaluate.calibrate import calibrate, collect, due, questions_for
 
     e = manual_engine
     assert due(e) and e.calibration() is None
@@ -151,12 +152,23 @@ def test_a_small_library_is_calibrated_deterministically_and_the_answer_path_use
     assert row["ok"] and "none: the floors" in row["detail"]
     before = quote_answer(e, "how do I pre-heat summaries?")
     assert before["outcome"]["calibrated"] is False
-    a = calibrate(e, questions=14)
+    kept: dict = {}
+    a = calibrate(e, questions=12, keep=kept)
     stored = e.calibration()
     assert stored is not None and stored.weights == a.weights and not due(e)
-    b = calibrate(e, questions=14, store=False)
-    assert (a.weights, a.bias, a.threshold, a.rates) == (b.weights, b.bias, b.threshold, b.rates)
-    assert a.questions >= 12 and 0 <= a.rates["answerable_refused"] <= 1 and a.rates["hidden"] >= 1
+    assert a.questions == 12 and 0 <= a.rates["answerable_refused"] <= 1 and a.rates["hidden"] >= 1
+    # deterministic: the same questions give the same evidence again, and the same evidence the same model
+    threads = [e.thread(d.serial) for d in e.documents()]
+    asked = questions_for(threads, 12)
+    assert [(q.kind, q.text) for q in asked] == [tuple(x) for x in kept["questions"]]
+    X, y, _ = collect(e, asked[:3])
+    n = len(y)
+    assert np.allclose(X, np.asarray(kept["X"])[:n], atol=1e-3) and list(y) == kept["y"][:n]
+    m, sd, w = fit(np.asarray(kept["X"]), np.asarray(kept["y"]))
+    assert np.allclose(a.weights, w[:-1], atol=1e-2) and a.bias == pytest.approx(float(w[-1]), abs=1e-2)
+    off = quote_answer(e, "how do I pre-heat summaries?")  # CALIBRATION = "off", the default: stored, not applied
+    assert off["outcome"]["calibrated"] is False
+    e.settings = e.settings.replace(CALIBRATION="on")
     after = quote_answer(e, "how do I pre-heat summaries?")
     assert after["outcome"]["calibrated"] is True and after["outcome"]["kind"] == ANSWERED, after["outcome"]
     assert after["outcome"]["score"] >= after["outcome"]["threshold"]
@@ -164,7 +176,59 @@ def test_a_small_library_is_calibrated_deterministically_and_the_answer_path_use
     # the doors: ask --json carries the outcome and its evidence
     home = str(e.home)
     e.close()
+    monkeypatch.setenv("THREAD_RAG_CALIBRATION", "on")
     assert main(["--data-dir", home, "ask", "--quote", "--json", "how do I pre-heat summaries?"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out)[:2] == ["question", "outcome"] and out["outcome"]["calibrated"] is True
     assert set(out["outcome"]["evidence"]) >= {"quote_best", "relevance", "match", "absent", "uncovered"}
+
+
+def test_every_door_shows_the_outcome_and_anyway_explains_it_as_such(widget, tmp_path):
+    """The chat prints the outcome's line and /anyway explains a not-answered question, labelled; a script's line
+    carries the outcome (and takes "anyway"); the quote tool (scripts, MCP) names what is not in the documents."""
+    import io
+
+    from rich.console import Console
+
+    from fakes import ScriptedChatModel
+    from thread_rag.agent.loop import Agent, all_tools
+    from thread_rag.agent.script import run_script
+    from thread_rag.agent.tools import call_tool, describe_outcome
+    from thread_rag.repl import Repl
+
+    model = ScriptedChatModel(answer=lambda m: "1. Download the driver.\n2. Run `nvidia-installer`.")
+    model.calls = []
+    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+    buf = io.StringIO()
+    repl = Repl(widget, console=Console(file=buf, width=200), preload=False)
+    repl._agent = Agent(widget, chat_model=model, on_event=repl._event)
+    repl.answer("How do I install the proprietary NVIDIA graphics driver?")
+    out = buf.getvalue()
+    assert "The documents do not say how to install the proprietary NVIDIA graphics driver." in out
+    assert model.calls == [] and "Download the driver" not in out  # no steps for a question they do not answer
+    repl.handle("/anyway")
+    out = buf.getvalue()
+    assert "explanation (asked anyway: the documents do not answer this):" in out and len(model.calls) >= 1
+    repl.handle("/clear")  # a new conversation: the fake model would condense a follow-up to nothing
+    n = len(model.calls)
+    repl.answer("How do I reset the database and how long does it take?")
+    assert 'Not in the documents: "how long does it take?".' in buf.getvalue()
+    prompt = model.calls[n]["tail"]
+    assert prompt.rstrip().endswith("Question: How do I reset the database?")  # explained: the covered part only
+
+    script = tmp_path / "s.jsonl"
+    script.write_text('{"ask": "How do I install the proprietary NVIDIA graphics driver?"}\n'
+                      '{"ask": "How do I install the proprietary NVIDIA graphics driver?", "anyway": true}\n'
+                      '{"ask": "x", "anyway": "yes"}\n')
+    sink = io.StringIO()
+    assert run_script(widget, str(script), out=sink, chat_model=model) == 1
+    lines = [json.loads(x) for x in sink.getvalue().splitlines()]
+    assert lines[0]["result"]["outcome"]["kind"] == NOT_ANSWERED and lines[0]["result"]["llm_calls"] == 0
+    assert lines[1]["result"]["outcome"]["anyway"] is True and lines[1]["result"]["llm_calls"] >= 1
+    assert lines[2]["ok"] is False and '"anyway" must be true or false' in lines[2]["error"]
+
+    done = call_tool(all_tools(widget), "quote_answer",
+                     {"question": "How do I reset the database and how long does it take?"})
+    text = describe_outcome(done)
+    assert done.result["outcome"]["kind"] == PARTLY and text.startswith('Not in the documents: "how long')
+    assert "widgetctl reset --all" in text

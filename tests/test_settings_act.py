@@ -66,6 +66,7 @@ ELSEWHERE = {
     "ANSWER_MODE": "test_answer_quote.py::test_quote_mode_answers_without_a_model",
     "EXPLAIN_FROM": "test_fast_path.py::test_plain_question_costs_one_llm_call_and_cites_what_it_read",
     "UNSUPPORTED": "test_answer_quote.py::test_what_the_explanation_adds_is_marked_listed_or_left_out",
+    "CALIBRATION": "test_outcome.py::test_a_small_library_is_calibrated_deterministically_and_the_answer_path_uses_it",
     "QUOTE_MIN": "test_answer_quote.py::test_no_line_that_answers_is_a_refusal_with_related_lines_and_no_llm_call",
 }
 

@@ -44,6 +44,7 @@ READERS = ("walk", "windows", "nested")
 
 RERANK_CONTEXTS = ("text", "clean", "heading", "title")  # what stage 3 reads of a chunk (RERANK_CONTEXT)
 WEAK_MATCHES = ("note", "refuse")  # what the fast path does under MATCH_MIN (WEAK_MATCH)
+CALIBRATIONS = ("off", "on")  # whether the answer path applies the library's calibration (CALIBRATION)
 ANSWER_MODES = ("explain", "quote")  # the quote then the model's checked explanation, or the quote alone
 
 
@@ -216,6 +217,10 @@ class Settings:
                                             # the nearest lines are shown as related, no LLM call (calibrated on the
                                             # dev halves: the highest grid value refusing <= 5% of answerable questions
                                             # in every set, bench_results/refusal-quote-*.json)
+    CALIBRATION: str = "off"                # on: answered / not answered by the library's own calibration (thread-rag
+                                            # calibrate) instead of the floors above. Off by default: made from the
+                                            # library's own made-up questions, it refused 13-93% of real answerable
+                                            # questions on the shared sets' dev halves (bench_results/outcome-*.json)
     QUOTE_TOKENS: int = 128                 # (question, line) pairs read by the cross-encoder truncated to this
     HYDE: bool = False
     LOST_IN_MIDDLE: bool = False
@@ -280,6 +285,7 @@ class Settings:
         need(self.OCR in ("auto", "off"), "OCR", "use auto or off")
         need(self.SMALL_INDEX_CHUNKS >= 0, "SMALL_INDEX_CHUNKS", "must be >= 0")
         need(self.ANSWER_MODE in ANSWER_MODES, "ANSWER_MODE", f"use {', '.join(ANSWER_MODES)}")
+        need(self.CALIBRATION in CALIBRATIONS, "CALIBRATION", f"use {', '.join(CALIBRATIONS)}")
         need(self.EXPLAIN_FROM in ("quote", "sources"), "EXPLAIN_FROM", "use quote or sources")
         need(self.UNSUPPORTED in ("mark", "drop"), "UNSUPPORTED", "use mark or drop")
         need(self.QUOTE_WORDS > 0, "QUOTE_WORDS", "must be > 0")

@@ -34,11 +34,11 @@ from .answer import (DECIDE_SCHEMA, HoldBack, Source, answer_messages, ask_sourc
                      holding_chunks, matched_citations, parse_json_lenient, quote_sources, said_not_in_docs,
                      stream_answer, written_citations)
 from .check import CheckedStream, SourceText, citations_hold, unsupported
-from .outcome import NOT_ANSWERED, PARTLY, Evidence, Judge, Outcome, lowered, parts, word_evidence
+from .outcome import NOT_ANSWERED, PARTLY, Evidence, Judge, Outcome, lowered, parts, stand_out, word_evidence
 from .quote import Quote, QuoteSettings, choose_quote, quote_lines, reading, score_units
 from .intent import recognise
 from .reading import best_similarity, closest, nested_sources, walk_sources
-from .result import REFUSAL, Answer, Citation
+from .result import Answer, Citation
 from .routed import RoutedTurn
 from .tools import call_tool, describe_outcome, make_tools
 
@@ -200,8 +200,9 @@ class Agent:
         base = dict(question=question, standalone_question=standalone, tool_trace=trace, backend=self.backend,
                     mode=f"fast/{name}", relevance=round(rel, 4), fallback_used=False, routing_failures=0,
                     match=None if match is None else round(match, 4))
-        judge = Judge(self.engine.calibration(), s.RELEVANCE_MIN, s.QUOTE_MIN)
-        if rel < s.RELEVANCE_MIN and judge.calibration is None:  # the relevance floor: refuse before any LLM call
+        judge = Judge(self.engine.calibration() if s.CALIBRATION == "on" else None, s.RELEVANCE_MIN, s.QUOTE_MIN,
+                      s.MATCH_MIN)
+        if rel < s.RELEVANCE_MIN and judge.calibration is None and not anyway:  # the floor: refused before any LLM call
             return self._refusal(base, on_token, t0, calls)
         read_k = None
         if s.QUESTION_STEPS and reader != "nested":  # the nested reader searches its own tree
@@ -255,7 +256,7 @@ class Agent:
         if (not raw.strip() or (may_refuse and said_not_in_docs(raw))) and not interrupted:
             if outcome is not None:  # the model's refusal lowers the outcome
                 outcome.kind, outcome.lowered = NOT_ANSWERED, "the model found no answer in what it read"
-                base["outcome"] = {**to_dict(outcome), "line": REFUSAL}
+                base["outcome"] = {**to_dict(outcome), "line": outcome.line(question)}
             return self._refusal(base, on_token, t0, 1)
         text = checker.close().text
         if outcome is not None and lowered(outcome, len(checker.checked), len(unsupported(checker.checked))):
@@ -291,6 +292,7 @@ class Agent:
             quote = Quote(quote_lines(quoted, sources), best=max((u.score for u in scored), default=None),
                           units=len(scored), reading=quote_lines(reading(scored, quoted, s.EXPLAIN_WORDS), sources),
                           cut=cut)
+            quote.margin, quote.spread = stand_out(scored)
         except (ModelUnavailableError, ModelCallError) as exc:  # no cross-encoder, or it failed: no quote, the
             # explanation reads the sources
             quote = Quote(note=f"no quote: {exc}")
@@ -303,14 +305,15 @@ class Agent:
     def _outcome(self, judge: Judge, question: str, sources: list, quote, base: dict) -> Outcome:
         """Answered, partly or not answered (``agent/outcome.py``), from the quote and the search's evidence; a
         question of several parts is judged part by part (one more cross-encoder pass over what was read each)."""
+        t = time.perf_counter()
         index = self.engine.retriever.index
         rel, match = base["relevance"], base["match"]
 
-        def evidence(q: str, best, quoted: str) -> Evidence:
+        def evidence(q: str, best, quoted: str, margin, spread) -> Evidence:
             absent, uncovered, aw, uw = word_evidence(index, q, quoted)
-            return Evidence(best, rel, match, absent, uncovered, aw, uw)
+            return Evidence(best, rel, match, absent, uncovered, aw, uw, margin, spread)
 
-        whole = evidence(question, quote.best, quote.text())
+        whole = evidence(question, quote.best, quote.text(), quote.margin, quote.spread)
         by_part = {}
         asked = parts(question)
         if len(asked) > 1 and quote.best is not None:
@@ -318,9 +321,11 @@ class Agent:
                 scored = score_units(q, sources, self._logits)
                 chosen, _ = choose_quote(q, scored, QuoteSettings(margin=self.settings.QUOTE_MARGIN,
                                                                   words=self.settings.QUOTE_WORDS))
-                by_part[q] = evidence(q, max((u.score for u in scored), default=None), " ".join(u.text for u in chosen))
+                by_part[q] = evidence(q, max((u.score for u in scored), default=None), " ".join(u.text for u in chosen),
+                                      *stand_out(scored))
         outcome = judge.decide(whole, by_part)
         base["outcome"] = {**to_dict(outcome), "line": outcome.line(question)}
+        base["timings"]["outcome_s"] = round(time.perf_counter() - t, 3)  # the decision's own cost
         return outcome
 
     def _tell_outcome(self, outcome: Outcome, question: str, base: dict) -> None:
@@ -333,17 +338,14 @@ class Agent:
     def _related(self, base: dict, quote, outcome: Outcome, question: str, on_token, t0: float) -> Answer:
         """The documents do not answer the question (``outcome``): the line that says what they do not say, with the
         nearest lines shown as related (the ``related`` event), and no LLM call."""
-        line = outcome.line(question)
-        if on_token:
-            on_token(line + "\n")
-        ans = self._refusal(base, None, t0, 0)
-        ans.answer, ans.related = line, True
+        ans = self._refusal(base, on_token and (lambda text: on_token(text + "\n")), t0, 0)
+        ans.related = True
         self.on_event("related", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": ""})
         return ans
 
     def _stream(self, msgs: list, on_token, may_refuse: bool):
         """The streamed answer (each piece to ``on_token``); where the model may reply the refusal marker, it is
-        held back until the text cannot be the marker any more (a refusal shows as ``REFUSAL``, never as the
+        held back until the text cannot be the marker any more (a refusal shows as the outcome's line, never as the
         marker)."""
         if not may_refuse:
             return stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, on_token)
@@ -497,11 +499,16 @@ class Agent:
         return out
 
     def _refusal(self, base: dict, on_token, t0: float, calls: int) -> Answer:
-        base.setdefault("outcome", {"kind": NOT_ANSWERED, "calibrated": False, "line": REFUSAL,
-                                    "reasons": [f"closest passage cosine {base.get('relevance')} under the floor"]})
+        """Not answered: the line that names what the documents do not say (``Outcome.line``)."""
+        line = Outcome(NOT_ANSWERED, False).line(base.get("standalone_question") or base.get("question") or "")
+        base.setdefault("outcome", {"kind": NOT_ANSWERED, "calibrated": False, "line": line, "reasons": [
+            f"closest passage cosine {base.get('relevance')} under the floor RELEVANCE_MIN "
+            f"{self.settings.RELEVANCE_MIN:g}" if base.get("relevance", 1) < self.settings.RELEVANCE_MIN
+            else "nothing was read that could answer it"]})
+        line = base["outcome"].get("line") or line
         if on_token:
-            on_token(REFUSAL)
-        return Answer(answer=REFUSAL, refused=True, citations=[], invalid_citations=[], llm_calls=calls,
+            on_token(line)
+        return Answer(answer=line, refused=True, citations=[], invalid_citations=[], llm_calls=calls,
                       timings={**base.pop("timings", {}), "first_token_s": None,
                                "total_s": round(time.perf_counter() - t0, 3)}, **base)
 
@@ -546,5 +553,6 @@ def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
                                              DECIDE=False)  # nothing on this path may call a model
     ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER)
     return {"question": question, "answer": ans.answer, "refused": ans.refused, "related": ans.related,
-            "outcome": ans.outcome, "quote": ans.quote, "quote_best": ans.quote_best, "relevance": ans.relevance,
+            "outcome": ans.outcome, "quote": ans.quote, "quote_best": ans.quote_best, "quote_cut": ans.quote_cut,
+            "relevance": ans.relevance,
             "unmentioned": ans.unmentioned, "note": ans.note, "timings": ans.timings}

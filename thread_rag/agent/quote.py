@@ -101,6 +101,8 @@ class Quote:
     reading: list = field(default_factory=list)  # QuoteLine: what the explanation reads (the quote and more)
     cut: str = ""                               # what of a quoted procedure the word budget left out
     #                                             ("steps 4-7 of 7 not shown (word budget)"; from ``choose_quote``)
+    margin: float | None = None                 # how far the best unit stands above the best of the other sources
+    spread: float | None = None                 # ... and above the median unit of what was read
 
     def text(self) -> str:
         return "\n".join(x.shown() for x in self.lines)

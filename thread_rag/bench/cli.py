@@ -170,6 +170,12 @@ def _outcome(settings, args, err) -> int:
     return _show(run_outcome_bench(settings, args), args)
 
 
+def _quotes(settings, args, err) -> int:
+    from .outcome import run_quote_bench
+
+    return _show(run_quote_bench(settings, args), args)
+
+
 def _band(settings, args, err) -> int:
     from .refusal import run_band_bench
     from .report import band_table
@@ -253,5 +259,5 @@ def _commit() -> str | None:
 KINDS = {"retrieval": _retrieval, "embedders": _embedders, "ingest": _ingest, "compare": _compare, "scale": _scale,
          "windows": _windows, "context": _context, "reading": _reading, "report": _report, "contextual": _contextual,
          "eval": _eval, "grounding": _grounding, "answers": _answers, "suite": _suite, "refusal": _refusal,
-         "band": _band, "outcome": _outcome, "throughput": _throughput, "coldstart": _coldstart, "routing": _routing,
+         "band": _band, "outcome": _outcome, "quotes": _quotes, "throughput": _throughput, "coldstart": _coldstart, "routing": _routing,
          "latency": _latency}

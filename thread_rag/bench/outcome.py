@@ -119,6 +119,7 @@ def run_outcome_bench(settings, args) -> dict:
 
     name = args.dataset or "aws-docs-qa"
     t0 = time.perf_counter()
+    settings = settings.replace(CALIBRATION="on")  # the calibrated mode applies it (the floors mode has none)
     if name in ("debian", "docs"):
         engine, groups = _hand_written(settings, name)
     else:
@@ -195,3 +196,48 @@ def _hand_written(settings, name: str):
                 un.append((x["question"], None, hidden))
         groups["unanswerable"] = un
     return engine, groups
+
+
+def run_quote_bench(settings, args) -> dict:
+    """``thread-rag bench quotes``: the hand-written quote-completeness set (``quote-completeness.json``): each case's
+    file indexed (one library per corpus), its question asked in quote mode within that document, and every snippet
+    the quote must hold looked for in it (whitespace and case aside): a command's warning, a procedure's first and
+    last steps."""
+    from ..agent.loop import quote_answer
+    from ..engine import Engine
+    from .corpus import bench_home
+    from .retrieval import machine
+    from . import command_line
+
+    cases = json.loads((SETS / "quote-completeness.json").read_text())
+    roots = {"debian": Path(settings.shared_data), "aws": Path(settings.shared_data),
+             "docs": Path(__file__).resolve().parents[2]}
+    rows = []
+    for corpus in sorted({c["corpus"] for c in cases}):
+        home = bench_home(settings, f"quotes-{corpus}")
+        engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(Path(home) / "doc_cache")))
+        mine = [c for c in cases if c["corpus"] == corpus]
+        files = sorted({str(roots[corpus] / c["file"]) for c in mine})
+        engine.index_paths(files)
+        by_path = {d.path: d.doc_id for d in engine.documents()}
+        for c in mine:
+            r = quote_answer(engine, c["question"], doc_id=by_path.get(str(roots[corpus] / c["file"])))
+            text = _norm(" ".join(x["text"] for x in r["quote"]))
+            held = [s for s in c["must_hold"] if _norm(s) in text]
+            rows.append({"id": c["id"], "kind": c["kind"], "corpus": corpus, "question": c["question"],
+                         "held": len(held), "must": len(c["must_hold"]), "missing": [s for s in c["must_hold"]
+                                                                                   if s not in held],
+                         "words": len(text.split()), "outcome": (r.get("outcome") or {}).get("kind"),
+                         "cut": r.get("quote_cut", "")})
+        engine.close()
+
+    def share(kind):
+        rs = [r for r in rows if r["kind"] == kind]
+        return {"whole": sum(r["held"] == r["must"] for r in rs), "n": len(rs)}
+    return {"warning": share("warning"), "procedure": share("procedure"),
+            "median_words": float(np.median([r["words"] for r in rows])), "rows": rows, "machine": machine(),
+            "command": command_line()}
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.replace("\\", "").lower().split())

@@ -120,7 +120,8 @@ def evidence_of(engine, question: str) -> Evidence:
     ev = (ans.outcome or {}).get("evidence")
     if not ev:  # nothing was read or quoted
         return Evidence(None, ans.relevance if ans.relevance is not None else -1.0, ans.match, 1.0, 1.0)
-    return Evidence(ev["quote_best"], ev["relevance"], ev["match"], ev["absent"], ev["uncovered"])
+    return Evidence(ev["quote_best"], ev["relevance"], ev["match"], ev["absent"], ev["uncovered"],
+                    margin=ev.get("margin"), spread=ev.get("spread"))
 
 
 # --- the model ----------------------------------------------------------------------------------------------------
