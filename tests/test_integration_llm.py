@@ -181,3 +181,17 @@ def test_a_model_file_that_does_not_load_says_why(tmp_path):
     bad.write_bytes(b"not a gguf file" * 100)
     with pytest.raises(ModelUnavailableError, match="expected 'GGUF'"):
         load_llama(load_settings({}, env={}, config_file=False), str(bad))
+
+
+def test_a_question_the_guide_does_not_answer_gets_no_steps_from_the_real_model(debian):
+    """Issue 59's case: asked how to install the NVIDIA driver, the Debian guide (which never says) got six steps and
+    `sudo apt install nvidia-driver-<version>`. Now the outcome is decided before the model: not answered, the line
+    says what the guide does not say, and the model writes nothing procedural (it is not called)."""
+    from thread_rag.agent.loop import Agent
+
+    agent = Agent(debian)
+    ans = agent.ask("How do I install the proprietary NVIDIA graphics driver?")
+    assert ans.refused and ans.outcome["kind"] == "not_answered", ans.outcome
+    assert ans.answer == "The documents do not say how to install the proprietary NVIDIA graphics driver."
+    assert ans.llm_calls == 0 and not re.search(r"^\s*\d+\.|apt|sudo|`", ans.answer, re.M)
+    assert "nvidia" in ans.outcome["evidence"].get("absent_words", []) or ans.relevance < debian.settings.RELEVANCE_MIN

@@ -309,8 +309,10 @@ class Agent:
         index = self.engine.retriever.index
         rel, match = base["relevance"], base["match"]
 
+        unknown = set(base.get("unmentioned") or [])
+
         def evidence(q: str, best, quoted: str, margin, spread) -> Evidence:
-            absent, uncovered, aw, uw = word_evidence(index, q, quoted)
+            absent, uncovered, aw, uw = word_evidence(index, q, quoted, unknown)
             return Evidence(best, rel, match, absent, uncovered, aw, uw, margin, spread)
 
         whole = evidence(question, quote.best, quote.text(), quote.margin, quote.spread)

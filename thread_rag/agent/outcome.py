@@ -87,13 +87,15 @@ def weighted_words(index, text: str) -> dict[str, float]:
     return {t: math.log((n + 1) / (index.doc_freq(t) + 0.5)) for t in words(text)}
 
 
-def word_evidence(index, question: str, quoted: str) -> tuple[float, float, list, list]:
-    """(absent, uncovered, absent words, uncovered words) of ``question`` against the library and the quote."""
+def word_evidence(index, question: str, quoted: str, unknown: set) -> tuple[float, float, list, list]:
+    """(absent, uncovered, absent words, uncovered words) of ``question`` against the library and the quote.
+    ``unknown``: the words no chunk holds that are no everyday words (``agent.loop.unmentioned_terms``: more than one
+    word piece to the embedder; "nvidia", not "containing", which a small library may simply not hold)."""
     w = weighted_words(index, question)
     total = sum(w.values())
     if not total:
         return 0.0, 0.0, [], []
-    absent = [t for t in w if not index.doc_freq(t)]
+    absent = [t for t in w if t in unknown]
     held = set(words(quoted))
     uncovered = [t for t in w if t not in held]
     return (sum(w[t] for t in absent) / total, sum(w[t] for t in uncovered) / total, absent, uncovered)

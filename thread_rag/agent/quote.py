@@ -374,10 +374,25 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
     picked += _bodies(picked, scored, cfg.words)
     cut = ""
     if PROCEDURE.search(question):
+        picked += _a_step(picked, scored, cfg.margin + STEP_REACH)
         more, cut = _procedures(picked, scored, cfg.words)
         picked += more
     picked += _warnings(picked, scored)
     return sorted(picked, key=lambda u: u.order), cut
+
+
+STEP_REACH = 2.0  # a procedure question: a step this much past the quote margin still brings its list
+
+
+def _a_step(picked: list[Unit], scored: list[Unit], reach: float) -> list[Unit]:
+    """A question asking how to do something, answered by a line beside a procedure rather than by one of its steps
+    ("Pre-heat before an offline session ..." under the steps that pre-heat): the best step within ``reach`` of the
+    best line is taken too (its list then follows); none when a step is held already."""
+    if not picked or any(u.kind == "step" for u in picked):
+        return []
+    best = max(u.score for u in scored)
+    steps = [u for u in scored if u.kind == "step" and u.score >= best - reach and u not in picked]
+    return [max(steps, key=lambda u: u.score)] if steps else []
 
 
 def _by_score(scored: list[Unit], cfg: QuoteSettings, start: list[Unit] = ()) -> list[Unit]:
