@@ -150,8 +150,10 @@ def test_a_failed_explanation_keeps_the_quote_and_an_unquotable_reading_is_a_ref
     agent, model = agent_with(manual_engine)
     agent.settings = agent.settings.replace(ANSWER_MODE="quote")
     ans = agent.ask(QUESTION)
-    assert ans.refused and ans.answer.startswith("The documents do not say ") and ans.quote == [] and model.calls == []
+    assert ans.refused and ans.quote == [] and model.calls == []  # the reason, not "the documents do not say"
+    assert ans.answer == "Nothing could be quoted: packaged model ms-marco-MiniLM-L-12-v2 not installed."
     assert ans.note == "no quote: packaged model ms-marco-MiniLM-L-12-v2 not installed"
+    assert ans.outcome["kind"] == "not_answered" and ans.outcome["line"] == ans.answer
 
 
 def test_the_chat_shows_the_quote_then_the_explanation_with_its_marks(manual_engine):

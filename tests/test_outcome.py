@@ -21,6 +21,8 @@ WIDGET = Path(__file__).parent / "data" / "widget-manual.md"
      ["How do I change the port to 9443?", "open it in the firewall?"]),
     ("What are the RAM and disk space requirements?", ["What are the RAM and disk space requirements?"]),
     ("How do I install and configure nginx?", ["How do I install and configure nginx?"]),
+    ("How do I install and configure the nginx web server?", ["How do I install and configure the nginx web server?"]),
+    ("How do I back up and restore the database?", ["How do I back up and restore the database?"]),
     ("How do I write the image to a USB stick? And can I use Windows for it?",
      ["How do I write the image to a USB stick?", "can I use Windows for it?"]),
     ("Where is the config file; what is its default port?", ["Where is the config file?", "what is its default port?"]),
@@ -47,7 +49,7 @@ def test_without_calibration_the_floors_decide_and_a_failed_part_makes_it_partly
     out = judge.decide(ev(1.0), {"How do I reset it?": ev(2.0), "how long does it take?": ev(-10.0)})
     assert out.kind == PARTLY and out.missing == ["how long does it take?"] and out.covered == ["How do I reset it?"]
     assert out.line("How do I reset it and how long does it take?") == 'Not in the documents: "how long does it take?".'
-    assert not out.calibrated and "no calibration" in out.reasons[0]
+    assert not out.calibrated and "not calibrated" in out.reasons[0]
     none = judge.decide(ev(1.0), {"a b c?": ev(-10.0), "d e f?": ev(-11.0)})
     assert none.kind == NOT_ANSWERED
 
@@ -60,8 +62,12 @@ def test_a_calibration_decides_by_its_own_threshold():
     assert (yes.kind, no.kind) == (ANSWERED, NOT_ANSWERED)  # the floors no longer decide
     assert yes.calibrated and yes.score == pytest.approx(1 / (1 + np.exp(-0.5)), abs=1e-4) and yes.threshold == 0.5
     assert Calibration.from_dict(json.loads(cal.to_json())) == cal
-    with pytest.raises(ValueError):
-        Calibration.from_dict({**json.loads(cal.to_json()), "version": 0})
+    for damaged in ({"version": 0}, {"weights": [1.0]}, {"std": [0] * 7}, {"threshold": 1.5}, {"bias": float("inf")}):
+        with pytest.raises(ValueError):
+            Calibration.from_dict({**json.loads(cal.to_json()), **damaged})
+    assert Judge(cal, 0.35, -8.0).decide(ev(None, rel=0.5), {}).kind == ANSWERED  # no score: the floors decide
+    huge = Calibration(**{**json.loads(cal.to_json()), "weights": [1e6] + [0] * 6})
+    assert huge.probability(ev(-12.0)) == 0.0 and huge.probability(ev(12.0)) == 1.0  # no overflow
 
 
 def test_the_explanation_may_only_lower_the_outcome():

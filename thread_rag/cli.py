@@ -529,18 +529,24 @@ def _calibrate_if_due(engine, args, out) -> dict:
         if not args.json:
             out.print("calibration: up to date")
         return {"made": False}
-    return _cmd_calibrate(engine, argparse.Namespace(questions=None, target=None, json=args.json), out, quiet=True)
+    try:
+        return _cmd_calibrate(engine, argparse.Namespace(questions=None, target=None, json=args.json), out, quiet=True)
+    except ThreadRagError as exc:  # the documents are indexed; only the calibration could not be made
+        print(f"calibration: {exc}", file=sys.stderr)
+        return {"made": False, "error": str(exc)}
 
 
 def _cmd_calibrate(engine, args, out, quiet: bool = False):
     """Calibrate answered / not answered on the library's own questions; prints the operating point and its rates."""
     from dataclasses import asdict
 
-    from .evaluate.calibrate import QUESTIONS, TARGET, calibrate
+    from .evaluate.calibrate import MIN_QUESTIONS, QUESTIONS, TARGET, calibrate
     from .render import make_console, progress_bar
 
     if not engine.documents():
         raise ThreadRagError(no_documents(engine, args))
+    if args.questions is not None and args.questions < MIN_QUESTIONS:
+        raise ThreadRagError(f"--questions {args.questions}: at least {MIN_QUESTIONS}")
     with progress_bar(make_console(stderr=True), disable=args.json) as bar:
         cal = calibrate(engine, questions=args.questions or QUESTIONS,
                         target=TARGET if args.target is None else args.target, progress=bar)

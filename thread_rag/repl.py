@@ -79,7 +79,7 @@ class Repl:
         self._pt = (pt_input, pt_output)
         self.console = console or make_console()
         self._agent = agent
-        self._last_question = ""  # what /anyway explains
+        self._last_question = ""  # what /anyway explains: the last question, when the documents did not answer it
         self._input_fn = input_fn
         self._preload = preload
         self._loader: threading.Thread | None = None
@@ -295,7 +295,8 @@ class Repl:
             c.print(styled(f"{counted(len(docs), 'document')}, {counted(sum(d.chunk_count for d in docs), 'chunk')}, data dir {self.engine.home}"))
         elif cmd == "/anyway":
             if not self._last_question:
-                raise ThreadRagError("no question asked yet: /anyway explains the last one the documents do not answer")
+                raise ThreadRagError("/anyway explains the last question when the documents did not answer it; "
+                                     "the last one was answered, or none was asked")
             self.answer(self._last_question, anyway=True)
         elif cmd == "/clear":
             if self._agent is not None:
@@ -334,8 +335,9 @@ class Repl:
 
     def answer(self, question: str, anyway: bool = False) -> None:
         c = self.console
-        self._last_question = question
         ans = self.agent.ask(question, on_token=lambda t: c.print(marked_text(t), end="", soft_wrap=True), anyway=anyway)
+        not_answered = (ans.outcome or {}).get("kind") == "not_answered" and not anyway
+        self._last_question = ans.standalone_question if not_answered else ""
         c.out("")
         if ans.interrupted:
             c.print(styled(("(stopped)", "yellow")))

@@ -219,15 +219,17 @@ class Agent:
         quote = self._quote(standalone, sources, base, t0)
         outcome = self._outcome(judge, standalone, sources, quote, base)
         if outcome.kind == NOT_ANSWERED and not anyway:  # no line of what was read answers the question
-            return self._related(base, quote, outcome, standalone, on_token, t0)
+            return self._related(base, quote, on_token, t0)
+        if s.ANSWER_MODE == "quote" and not quote.lines:  # nothing could be quoted (no cross-encoder, or headings only)
+            note = quote.note or "no line of what was read could be quoted"
+            base["outcome"] = {**base["outcome"], "kind": NOT_ANSWERED, "line": f"Nothing could be quoted: {note.removeprefix('no quote: ')}.",
+                               "reasons": [note]}
+            return self._refusal({**base, "note": note}, on_token, t0, calls)
         outcome.anyway = outcome.kind == NOT_ANSWERED
         self.on_event("quote", {"lines": quote.lines, "best": quote.best, "seconds": quote.seconds, "note": quote.note,
                                 "cut": quote.cut})
         self._tell_outcome(outcome, standalone, base)
         if s.ANSWER_MODE == "quote":
-            if not quote.lines:  # nothing could be quoted (no cross-encoder, or nothing but headings read)
-                return self._refusal({**base, "note": quote.note or "no line of what was read could be quoted"},
-                                     on_token, t0, calls)
             return self._answer(base, quote.text(), sources, t0, calls, timings={"first_token_s": None})
         try:
             return self._explain(standalone, sources, quote, match, base, on_token, t0, t_read, outcome)
@@ -249,14 +251,14 @@ class Agent:
         asked = " ".join(outcome.covered) if outcome is not None and outcome.kind == PARTLY else question
         msgs = answer_messages(asked, read, may_refuse=may_refuse, reads=reads)
         self.on_event("answer_start", {"anyway": bool(outcome and outcome.anyway)})
-        checker = CheckedStream(SourceText([x.text for x in read]), emit=on_token,  # what the prompt's sources held
+        checker = CheckedStream(SourceText(["\n".join(x.chunk_texts or [x.text]) for x in read]), emit=on_token,
                                 strict=s.UNSUPPORTED == "drop")
         t_ans = time.perf_counter()
         raw, t_first, interrupted, cut = self._stream(msgs, checker.feed, may_refuse)
         if (not raw.strip() or (may_refuse and said_not_in_docs(raw))) and not interrupted:
             if outcome is not None:  # the model's refusal lowers the outcome
                 outcome.kind, outcome.lowered = NOT_ANSWERED, "the model found no answer in what it read"
-                base["outcome"] = {**to_dict(outcome), "line": outcome.line(question)}
+                self._tell_outcome(outcome, question, base)
             return self._refusal(base, on_token, t0, 1)
         text = checker.close().text
         if outcome is not None and lowered(outcome, len(checker.checked), len(unsupported(checker.checked))):
@@ -320,7 +322,11 @@ class Agent:
         asked = parts(question)
         if len(asked) > 1 and quote.best is not None:
             for q in asked:
-                scored = score_units(q, sources, self._logits)
+                try:
+                    scored = score_units(q, sources, self._logits)
+                except ModelCallError:  # the cross-encoder failed now: the question is judged whole
+                    by_part = {}
+                    break
                 chosen, _ = choose_quote(q, scored, QuoteSettings(margin=self.settings.QUOTE_MARGIN,
                                                                   words=self.settings.QUOTE_WORDS))
                 by_part[q] = evidence(q, max((u.score for u in scored), default=None), " ".join(u.text for u in chosen),
@@ -337,8 +343,8 @@ class Agent:
     def _logits(self, question: str, texts: list[str]):
         return self.engine.retriever.cross_encoder.logits(question, texts, self.settings.QUOTE_TOKENS)
 
-    def _related(self, base: dict, quote, outcome: Outcome, question: str, on_token, t0: float) -> Answer:
-        """The documents do not answer the question (``outcome``): the line that says what they do not say, with the
+    def _related(self, base: dict, quote, on_token, t0: float) -> Answer:
+        """The documents do not answer the question (its outcome is in ``base``): the line that says what they do not say, with the
         nearest lines shown as related (the ``related`` event), and no LLM call."""
         ans = self._refusal(base, on_token and (lambda text: on_token(text + "\n")), t0, 0)
         ans.related = True

@@ -113,14 +113,16 @@ JOINT = re.compile(rf"(?:,?\s+and\s+(?:then\s+|also\s+)?|;\s*|,\s+then\s+|\?\s+(
 
 def parts(question: str) -> list[str]:
     """The separate requests of a question, each ending in '?': joined by "and" (or ";", ", then", a second "?")
-    before a word that asks (how, what, can, ...) or acts (open, restart, ...), each side at least three words;
-    "the RAM and disk requirements" stays one."""
+    before a word that asks (how, what, can, ...) or acts (open, restart, ...), each side at least three words, the
+    left one with a word of its own and not ending in a verb; "the RAM and disk requirements" and "install and
+    configure nginx" stay one."""
     q = " ".join(question.split()).rstrip()
     cuts = [m for m in JOINT.finditer(q)]
     out, at = [], 0
     for m in cuts:
         left, right = q[at:m.start()], q[m.end():]
-        if len(left.split()) >= 3 and len(right.rstrip("?").split()) >= 3:
+        if len(words(left)) >= 1 and not re.search(rf"(?i)\b{ACTING}(?:\s+(?:up|down|in|out|on|off))?\s*$", left) and len(left.split()) >= 3 \
+                and len(right.rstrip("?").split()) >= 3:  # "install and configure nginx" is one request
             out.append(left)
             at = m.end()
     out.append(q[at:])
@@ -162,8 +164,8 @@ class Calibration:
     features: list = field(default_factory=lambda: list(FEATURES))
 
     def probability(self, ev: Evidence) -> float:
-        z = (ev.vector() - np.asarray(self.mean)) / np.asarray(self.std)
-        return float(1.0 / (1.0 + math.exp(-(float(z @ np.asarray(self.weights)) + self.bias))))
+        z = float(((ev.vector() - np.asarray(self.mean)) / np.asarray(self.std)) @ np.asarray(self.weights)) + self.bias
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -172,7 +174,14 @@ class Calibration:
     def from_dict(cls, d: dict) -> "Calibration":
         if d.get("version") != CALIBRATION_VERSION or d.get("features") != list(FEATURES):
             raise ValueError("calibration made by another version")
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        cal = cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        n = len(FEATURES)
+        numbers = [*cal.weights, *cal.mean, *cal.std, cal.bias, cal.threshold]
+        if not (len(cal.weights) == len(cal.mean) == len(cal.std) == n and all(
+                isinstance(x, (int, float)) and math.isfinite(x) for x in numbers)
+                and all(x > 0 for x in cal.std) and 0 < cal.threshold < 1):
+            raise ValueError("calibration damaged")
+        return cal
 
 
 @dataclass
@@ -216,7 +225,7 @@ class Judge:
     def passes(self, ev: Evidence) -> tuple[bool, float | None]:
         if ev.match is not None and ev.match < self.match_min and ev.absent >= ABSENT_WEAK:
             return False, None if self.calibration is None else self.calibration.probability(ev)
-        if self.calibration is not None:
+        if self.calibration is not None and ev.quote_best is not None:  # no score (no cross-encoder): the floors
             p = self.calibration.probability(ev)
             return p >= self.calibration.threshold, p
         ok = ev.relevance >= self.relevance_min and (ev.quote_best is None or ev.quote_best >= self.quote_min)
@@ -242,10 +251,10 @@ class Judge:
 def reasons(ev: Evidence, out: Outcome, judge: Judge) -> list[str]:
     """The evidence behind an outcome, in words."""
     said = []
-    if out.calibrated:
+    if out.calibrated and out.score is not None:
         said.append(f"calibrated on this library: {out.score:.2f} against its threshold {out.threshold:.2f}")
     else:
-        said.append(f"no calibration for this library (thread-rag calibrate): floors RELEVANCE_MIN "
+        said.append(f"not calibrated (no calibration applied: CALIBRATION off, or none made): floors RELEVANCE_MIN "
                     f"{judge.relevance_min:g}, QUOTE_MIN {judge.quote_min:g}")
     if ev.quote_best is not None:
         said.append(f"best quoted line scores {ev.quote_best:.2f}")
@@ -261,8 +270,8 @@ def reasons(ev: Evidence, out: Outcome, judge: Judge) -> list[str]:
 
 
 def lowered(out: Outcome, checked: int, unsupported: int) -> bool:
-    """After the explanation: most of what it adds that can be checked is not in the sources (two spans or more,
-    at least half of them): an *answered* outcome becomes *partly*. Returns whether it changed."""
+    """After the explanation: half or more of what it adds that can be checked is not in the sources (two spans or
+    more): an *answered* outcome becomes *partly*. Returns whether it changed."""
     if out.kind != ANSWERED or unsupported < 2 or unsupported * 2 < checked:
         return False
     out.kind, out.lowered = PARTLY, f"{unsupported} of {checked} commands, paths or values the explanation wrote " \

@@ -88,21 +88,23 @@ def gold_chunks(thread, spans: list[str], words: int = 6) -> list[str]:
     """The chunks of ``thread`` that hold a gold span: any run of ``words`` words of a span (whitespace and case
     aside)."""
     def norm(t):
-        return " ".join(re.findall(r"\w+", t.lower()))
+        return " " + " ".join(re.findall(r"\w+", t.lower())) + " "
     shingles = set()
     for s in spans:
         w = norm(s).split()
-        shingles |= {" ".join(w[i:i + words]) for i in range(max(1, len(w) - words + 1))}
-    return [c.chunk_id for c in thread.chunks if any(sh in norm(c.text) for sh in shingles if sh)]
+        if len(w) < 3:  # "Yes", "5 years": no span to find a clause by
+            continue
+        shingles |= {" " + " ".join(w[i:i + words]) + " " for i in range(max(1, len(w) - words + 1))}
+    return [c.chunk_id for c in thread.chunks if any(sh in norm(c.text) for sh in shingles)]
 
 
 def section_chunks(thread, section: str) -> list[str]:
-    """The chunks under a heading whose words begin with ``section``'s (its number and title, as printed)."""
+    """The chunks under a heading (at any level, so its subsections too) whose words are ``section``'s (its number and
+    title, as printed)."""
     def norm(t):
         return " ".join(re.findall(r"\w+", t.lower()))
     want = norm(section)
-    return [c.chunk_id for c in thread.chunks if any(norm(h).startswith(want) or want.startswith(norm(h)) and len(norm(h)) > 8
-                                                     for h in (c.heading_path or [])[-1:])]
+    return [c.chunk_id for c in thread.chunks if any(norm(h) == want for h in c.heading_path or [])]
 
 
 def _disjoint(cal_questions: list, groups: dict) -> None:

@@ -27,6 +27,7 @@ from ..errors import ThreadRagError
 from .questions import doc_key, library_key, sample_mix, structure_questions
 
 MIN_QUESTIONS = 12    # fewer questions than this: no calibration (the floors stay)
+MIN_NEGATIVES = 6     # ... or fewer questions than this whose hidden answer changed what the answer path found
 QUESTIONS = 40        # questions asked, each twice
 TARGET = 0.05         # share of the library's answerable questions the threshold may refuse
 STALE_SHARE = 0.25    # a calibration is made again when this share of the chunks changed
@@ -44,9 +45,12 @@ def due(engine) -> bool:
 
 
 def stale_share(cal: Calibration, docs: list) -> float:
-    """The share of the library's chunks in documents the calibration was not made with (added or changed since)."""
-    total = sum(d.chunk_count for d in docs) or 1
-    return sum(d.chunk_count for d in docs if cal.doc_keys.get(d.doc_id) != doc_key(d)) / total
+    """The share of the library's chunks in documents the calibration was not made with (added or changed since),
+    deleted documents' chunks counted too."""
+    now = {d.doc_id for d in docs}
+    gone = sum(1 for d in cal.doc_keys if d not in now) * (cal.chunks / max(len(cal.doc_keys), 1))
+    total = (sum(d.chunk_count for d in docs) + gone) or 1
+    return (sum(d.chunk_count for d in docs if cal.doc_keys.get(d.doc_id) != doc_key(d)) + gone) / total
 
 
 def calibrate(engine, questions: int = QUESTIONS, target: float = TARGET, seed: int = 13,
@@ -67,6 +71,10 @@ def calibrate(engine, questions: int = QUESTIONS, target: float = TARGET, seed: 
         raise ThreadRagError(f"only {len(asked)} questions could be made from this library (calibration needs "
                              f"{MIN_QUESTIONS}: headings, 'To ...' procedures, tables, terms); it keeps today's floors")
     X, y, g = collect(engine, asked, progress)
+    if (y == 0).sum() < MIN_NEGATIVES:
+        raise ThreadRagError(f"hiding the answers changed what the answer path finds for only {int((y == 0).sum())} "
+                             f"of {len(asked)} questions (calibration needs {MIN_NEGATIVES}): this library answers "
+                             f"its own questions in several places; it keeps today's floors")
     if keep is not None:
         keep.update(questions=[(q.kind, q.text) for q in asked], X=X.round(4).tolist(), y=y.tolist(), groups=g.tolist())
     mean, std, w = fit(X, y)
@@ -90,8 +98,8 @@ def questions_for(threads: list, n: int, seed: int = 13) -> list:
 
 def collect(engine, asked: list, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each question's evidence as the library is (label 1) and with its gold chunks hidden (label 0; none when
-    hiding changes nothing the answer path sees: another chunk answers it as well): (features, labels, the question
-    each row belongs to)."""
+    hiding changed none of the evidence: the search never reached them): (features, labels, the question each row
+    belongs to)."""
     rows, labels, groups = [], [], []
     for i, q in enumerate(asked):
         if progress:
@@ -115,8 +123,8 @@ def evidence_of(engine, question: str) -> Evidence:
 
     agent = Agent(engine)
     agent.settings = engine.settings.replace(ANSWER_MODE="quote", QUOTE_MIN=-100.0, RELEVANCE_MIN=-1.0, INTENTS=False,
-                                             CONDENSE_FOLLOWUPS=False, QUESTION_STEPS=0, DECIDE=False)
-    ans = agent.ask(question, reader=engine.settings.READER)
+                                             CONDENSE_FOLLOWUPS=False, QUESTION_STEPS=0, DECIDE=False, CALIBRATION="off")
+    ans = agent.ask(question, reader="walk")  # the walk: what hiding covers (the nested reader has its own tree)
     ev = (ans.outcome or {}).get("evidence")
     if not ev:  # nothing was read or quoted
         return Evidence(None, ans.relevance if ans.relevance is not None else -1.0, ans.match, 1.0, 1.0)

@@ -4,8 +4,9 @@ Calibration (``evaluate/calibrate.py``) asks each question it made from the libr
 with the chunks that answer it hidden everywhere the answer path looks, at query time and with no re-index: dense
 and BM25 search never rank them (``allowed_rows``), the walk and the cosine floor do not see them (``row_of``), and
 a word only they hold counts as a word the library never uses (``unmentioned``). Their neighbours stay: the
-realistic case of a manual that simply does not cover something. BM25's document frequencies still count them
-(a hidden chunk is one of thousands).
+realistic case of a manual that simply does not cover something. BM25's scores still count them in its document
+frequencies (a hidden chunk is one of thousands); the rarity of a question's words does not (``doc_freq``). The
+nested reader's tree and the windows reader's neighbour summaries are not covered: calibration reads by the walk.
 """
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ class HiddenView:
         rows = self._index.allowed_rows(serial, pages, heading)
         rows = np.flatnonzero(self._index.live) if rows is None else rows
         return np.setdiff1d(rows, self.hidden_rows)
+
+    def empty_filter_note(self, serial, pages, heading) -> str:
+        return "every chunk there is hidden"
 
     def doc_freq(self, term: str) -> int:
         return len(np.setdiff1d(self._index.term_rows(term), self.hidden_rows))

@@ -143,12 +143,13 @@ class Retriever:
     @contextmanager
     def hiding(self, chunk_ids: list[str]):
         """Inside, search, the walk and the word check see the library without these chunks (``hidden.py``)."""
-        self._hidden = frozenset((c.serial, c.position) for c in map(ChunkId.parse, chunk_ids))
+        before = self._hidden
+        self._hidden = before | frozenset((c.serial, c.position) for c in map(ChunkId.parse, chunk_ids))
         self._hidden_view = None
         try:
             yield
         finally:
-            self._hidden, self._hidden_view = frozenset(), None
+            self._hidden, self._hidden_view = before, None
 
     @property
     def reranker(self):
