@@ -253,6 +253,7 @@ DOC_NUMBERS = {
     "docs/04-windows-and-summaries.md": [],
     "docs/05-agent-and-chat.md": [
         "95%",  # the level of a paired interval
+        "5%",  # the calibration's target: the share of answerable questions it may refuse (calibrate.TARGET)
         "2.5", "3.2",  # the Debian guide's section 2.5 and Table 3.2
         "2.0",  # JSON-RPC 2.0
     ],

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-REFUSAL = "The indexed documents don't contain an answer to this question."
-
 
 @dataclass
 class Citation:

@@ -18,7 +18,8 @@ from ..llm.backends import limit
 from ..records import distinct_names, to_dict
 from .answer import HoldBack, cited_ids, matched_citations, said_not_in_docs, stream_answer
 from .reading import best_similarity
-from .result import REFUSAL, Answer, Citation
+from .outcome import indirect
+from .result import Answer, Citation
 from .tools import call_tool, compact, tool_args_schema, tool_choice_schema
 
 ROUTED_TOOLS = ["list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve",
@@ -249,7 +250,7 @@ class RoutedTurn:
             self.agent.tok_out += hold.pieces
         refused = (not answerable) or said_not_in_docs(text) or not text.strip()
         if refused and not interrupted:
-            text = REFUSAL
+            text = f"The documents do not say {indirect(self.standalone)}."
             if on_token:
                 on_token(text)
         elif answerable:
