@@ -238,3 +238,17 @@ def test_every_door_shows_the_outcome_and_anyway_explains_it_as_such(widget, tmp
     text = describe_outcome(done)
     assert done.result["outcome"]["kind"] == PARTLY and text.startswith('Not in the documents: "how long')
     assert "widgetctl reset --all" in text
+
+
+def test_a_hand_written_section_is_found_with_or_without_its_printed_number():
+    from types import SimpleNamespace as NS
+    from thread_rag.bench.outcome import section_chunks
+
+    thread = NS(chunks=[NS(chunk_id="DOC1_000", heading_path=["3. Before", "3.6. BIOS", "Secure boot"]),
+                        NS(chunk_id="DOC1_001", heading_path=["3. Before", "Secure boot", "Keys"]),
+                        NS(chunk_id="DOC1_002", heading_path=["3. Before", "3.6.5. Fast boot"]),
+                        NS(chunk_id="DOC1_003", heading_path=["3. Before", "Secure booting"])])
+    # the guide's PDF headings lose their numbers at load; the hand-written set prints them
+    assert section_chunks(thread, "3.6.4. Secure boot") == ["DOC1_000", "DOC1_001"]
+    assert section_chunks(thread, "3.6.5. Fast boot") == ["DOC1_002"]
+    assert section_chunks(thread, "9.9. Nowhere") == []

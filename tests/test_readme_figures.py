@@ -20,6 +20,11 @@ DEFAULT = ["configs", "$default_config", "ndcg@10"]
 # page -> [(file, key paths, how the page writes them)]: each rendered text must be on the page. A key path step is a
 # key, a list index, "$name" (the key the file's own field ``name`` holds), "key=value" (the list item whose ``key``
 # is ``value``) or "max:key" (the largest ``key`` of a list's items); a list at the end of a path counts its items.
+def OUT(mode: str, group: str) -> list:
+    """bench outcome's count and total for one group in one mode."""
+    return [[mode, group, "refused"], [mode, group, "n"]]
+
+
 PAGES = {
     "README.md": [
         ("eval-run-debian.json", [["summary", "retrieval", m, *k] for m in ("hit@1", "hit@5", "mrr@10")
@@ -118,10 +123,32 @@ PAGES = {
                                       ["sets", "leval-legal", "rules", "named", "answerable"]],
          "question refuses {} on aws-docs-qa and {} on musique, but the floors differ by set ({}, {}, and\n  {} for "
          "leval-legal), and question-word or name coverage refuses {} and {} answerable contracts"),
-        ("refusal-quote-test-aws-docs-qa.json",
-         [["questions", "in_domain_unanswerable"],
-          ["quote_grid", "quote_min=$current_QUOTE_MIN", "in_domain_unanswerable_refused"]],
-         "in-domain questions the documents\n  do not answer (a share of {1};"),
+        *[(f"outcome-{ds}.json", [*OUT(mode, "unanswerable_refused"), *OUT(mode, "answerable_refused")], text)
+          for ds, mode, text in (
+              ("aws-docs-qa", "floors", "aws-docs-qa refuses {} of {} of them and {} of {} answerable questions"),
+              ("musique", "floors", "musique {} of\n  {} and {} of {}"),
+              ("leval-legal", "floors", "leval-legal {} of {} and {} of {}"),
+              ("debian", "floors", "the Debian guide {} of {} and {} of {}"),
+              ("aws-docs-qa", "calibrated", "aws-docs-qa {} of {} and {} of {}"),
+              ("debian", "calibrated", "the Debian guide {} of {} and {} of {}"),
+              ("musique", "calibrated", "musique {} of {} and {} of {}"),
+              ("leval-legal", "calibrated", "leval-legal {} of {} and {} of {}"))],
+        ("outcome-debian.json", [["groups", "unanswerable"]], "; {} sections found)"),
+        ("outcome-docs.json", [*OUT("floors", "partly_named")], "{} of {} on this project's manual"),
+        ("outcome-debian.json", [["floors", "partly_named", "refused"], ["floors", "partly_named", "n"],
+                                 ["calibrated", "partly_named", "refused"]],
+         "and {} of {} on the Debian guide (calibrated: "),
+        ("outcome-docs.json", [["calibrated", "partly_named", "refused"]], "(calibrated: {}\n  and "),
+        ("outcome-aws-docs-qa.json", [["calibration", "seconds"], ["calibration", "chunks"]],
+         "Calibrating took {} s on aws-docs-qa's {} chunks"),
+        ("outcome-debian.json", [["calibration", "seconds"], ["calibration", "chunks"]],
+         "{} s on the Debian guide's {}."),
+        ("quotes-completeness.json", [["warning", "whole"], ["warning", "n"], ["procedure", "whole"], ["procedure", "n"]],
+         "the warning came with its command for {} of {}, every step of the procedure for {} of {}"),
+        ("quotes-completeness.json", [["median_words"]], "in a median {} words"),
+        ("quote-pair-aws-docs-qa.json", [["new_recall"], ["old_recall"], ["ci95", 0], ["ci95", 1], ["new_words_median"]],
+         "is {} against the published {} (paired 95%\n  CI of the difference {} to {}, `quote-pair-aws-docs-qa.json`), "
+         "a median {} words"),
         (COLDSTART, [["repl_warm", "median_quote_s"], ["ask", "quote_median_s"], ["search_onnx", "median_s"]],
          "after a median {} s\nin a running chat and {} s from a cold `thread-rag ask`; a cold `thread-rag search` takes {} s"),
         ("small-index.json", [["speed", "A wall s", "median"], ["speed", "B wall s", "median"]],

@@ -99,12 +99,12 @@ def gold_chunks(thread, spans: list[str], words: int = 6) -> list[str]:
 
 
 def section_chunks(thread, section: str) -> list[str]:
-    """The chunks under a heading (at any level, so its subsections too) whose words are ``section``'s (its number and
-    title, as printed)."""
+    """The chunks under a heading (at any level, so its subsections too) whose words are ``section``'s: its number
+    and title as printed, or the title alone (a PDF's headings keep no number at load)."""
     def norm(t):
         return " ".join(re.findall(r"\w+", t.lower()))
-    want = norm(section)
-    return [c.chunk_id for c in thread.chunks if any(norm(h) == want for h in c.heading_path or [])]
+    want = {norm(section), norm(re.sub(r"^\s*(?:[A-Z]\.)?[\d.]+\s*", "", section))} - {""}
+    return [c.chunk_id for c in thread.chunks if any(norm(h) in want for h in c.heading_path or [])]
 
 
 def _disjoint(cal_questions: list, groups: dict) -> None:
