@@ -1,5 +1,8 @@
 """Paired bootstrap CI of the quote's gold-token recall: today's quote (new JSON) against the published one."""
-import json, sys, numpy as np
+import json
+import sys
+
+import numpy as np
 old = {r["qid"]: r for r in json.load(open(sys.argv[1]))["rows"]["quote"]}
 newd = json.load(open(sys.argv[2]))
 new = {r["qid"]: r for r in newd["rows"]["quote"]}
