@@ -152,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("mcp", "serve the tools to other agents over stdio (Model Context Protocol); read-only by default")
     p.add_argument("--allow-writes", dest="allow_writes", action="store_true",
                    help="also offer index_new_document (inside ALLOWED_ROOTS) and pre_heat_summaries")
+    p = cmd("serve", "the HTTP API and a web page on this library (loopback; read-only by default)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (not loopback: needs THREAD_RAG_SERVE_TOKEN)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--allow-writes", dest="allow_writes", action="store_true",
+                   help="also /upload, /clear and removing a document")
     p = cmd("doctor", "check the installation and print what to fix")
     p.add_argument("--repair", action="store_true",
                    help="first rebuild what is derived from the stored chunks (lost token caches, trees) and remove "
@@ -260,6 +265,12 @@ def _cmd_mcp(engine, args, out) -> int:
     from .mcp_server import serve
 
     return serve(engine, allow_writes=args.allow_writes)
+
+
+def _cmd_serve(engine, args, out) -> int:
+    from .serve import serve
+
+    return serve(engine, host=args.host, port=args.port, allow_writes=args.allow_writes)
 
 
 def _cmd_watch(engine, args, out) -> int:
@@ -570,7 +581,7 @@ def calibration_line(cal) -> str:
 
 # each command's function: (args, out) for those that open no library, else (engine, args, out)
 WITHOUT_ENGINE = {"doctor": _cmd_doctor, "settings": _settings, "bench": _cmd_bench}
-COMMANDS = {"chat": _cmd_chat, "mcp": _cmd_mcp, "index": _cmd_index, "watch": _cmd_watch, "docs": _cmd_docs,
+COMMANDS = {"chat": _cmd_chat, "mcp": _cmd_mcp, "serve": _cmd_serve, "index": _cmd_index, "watch": _cmd_watch, "docs": _cmd_docs,
             "delete": _cmd_delete, "search": _cmd_search, "fetch": _cmd_fetch, "nested": _cmd_nested,
             "compare": _cmd_compare, "preheat": _cmd_preheat, "ask": _cmd_ask, "eval": _cmd_eval,
             "script": _cmd_script, "stats": _cmd_stats, "calibrate": _cmd_calibrate}

@@ -178,11 +178,14 @@ class Streamed(NamedTuple):
 
 
 def stream_answer(model, messages: list, max_tokens: int,
-                  on_token: Callable[[str], None] | None = None) -> Streamed:
-    """Stream a reply. Ctrl-C stops the answer and keeps what came."""
+                  on_token: Callable[[str], None] | None = None, stop: Callable[[], bool] | None = None) -> Streamed:
+    """Stream a reply. Ctrl-C, or ``stop()`` turning true (a client that went away), stops the answer and keeps
+    what came."""
     t0, t_first, text, cut = time.perf_counter(), None, "", False
     try:
         for chunk in model.stream(messages, **limit(model, max_tokens)):
+            if stop is not None and stop():
+                return Streamed(text, t_first, True, False)
             meta = chunk.response_metadata or {}  # llama.cpp: finish_reason; Ollama: done_reason
             cut = cut or "length" in (meta.get("finish_reason"), meta.get("done_reason"))
             piece = chunk.content if isinstance(chunk.content, str) else ""

@@ -100,6 +100,7 @@ class Agent:
         self.tools = all_tools(engine)
         self.history: list[tuple[str, str]] = []  # (question, answer)
         self.on_event = on_event or (lambda kind, data: None)
+        self.stop: Callable[[], bool] | None = None  # true when whoever asked has gone (the HTTP door's client)
 
     @property
     def chat(self):
@@ -356,9 +357,9 @@ class Agent:
         held back until the text cannot be the marker any more (a refusal shows as the outcome's line, never as the
         marker)."""
         if not may_refuse:
-            return stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, on_token)
+            return stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, on_token, self.stop)
         hold = HoldBack(on_token)
-        got = stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, hold)
+        got = stream_answer(self.model, msgs, self.settings.MAX_ANSWER_TOKENS, hold, self.stop)
         if not said_not_in_docs(got.text):
             hold.flush()
         return got

@@ -1,0 +1,221 @@
+"""``thread-rag serve``: the HTTP API on a real uvicorn server on loopback, over the project's own manual, with a
+deterministic fake chat model for full answers (the quote path runs no model)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+
+from fakes import ScriptedChatModel
+from thread_rag.errors import ThreadRagError
+from thread_rag.serve import CLEAR_CONFIRM, build_app, serve
+
+
+@contextlib.contextmanager
+def running(app):
+    """The app on 127.0.0.1 at a free port, stopped at the end."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 20
+    while not (server.started and server.servers) and time.time() < deadline:
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        app.state.door.shutdown()
+
+
+def fake_model(**kw):
+    model = ScriptedChatModel(**kw)
+    model.calls = []
+    return model
+
+
+class SlowModel(ScriptedChatModel):
+    """Streams its answer one word every 50 ms and counts the words it got out."""
+    sent: int = 0
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        for chunk in super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs):
+            time.sleep(0.05)
+            self.sent += 1
+            yield chunk
+
+
+def events_of(response) -> list[tuple[str, dict]]:
+    out, kind = [], None
+    for line in response.iter_lines():
+        if line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            out.append((kind, json.loads(line[5:].strip())))
+    return out
+
+
+def test_read_endpoints_and_errors_as_one_json_line(manual_engine):
+    with running(build_app(manual_engine, chat_model=fake_model())) as c:
+        h = c.get("/health").json()
+        assert h["status"] == "ok" and h["documents"] == len(manual_engine.documents()) and h["writes"] is False
+        assert c.get("/stats").json()["chunks"] == sum(d.chunk_count for d in manual_engine.documents())
+        docs = c.get("/documents").json()["documents"]
+        assert docs[0]["doc_id"] == "DOC1"
+        assert "markdown" in c.get("/metadata-values").json()["file_types"]
+        paths = c.get("/openapi.json").json()["paths"]
+        assert {"/health", "/query", "/query-stream", "/upload", "/clear", "/search"} <= set(paths)
+        hits = c.post("/search", json={"query": "how do I pre-heat summaries?", "k": 3}).json()["hits"]
+        assert len(hits) == 3 and hits[0]["chunk_id"].startswith("DOC")
+        windows = c.post("/fetch", json={"chunk_ids": [hits[0]["chunk_id"]]}).json()["windows"]
+        assert windows and windows[0]["chunk_ids"]
+        assert c.post("/nested", json={"query": "pre-heat", "limit": 2}).status_code == 200
+        some = c.post("/search", json={"query": "pre-heat", "heading": "Pre-heat", "k": 5}).json()["hits"]
+        assert some and all("pre-heat" in " / ".join(h["heading_path"]).lower() for h in some)
+        for path, body, status in [
+                ("/search", b"{not json", 400), ("/search", json.dumps({"query": "x", "evil": 1}).encode(), 400),
+                ("/search", json.dumps({"query": "x", "k": 0}).encode(), 400),
+                ("/search", json.dumps({"query": "x", "pages": "5-"}).encode(), 400),
+                ("/search", json.dumps({"query": "x", "doc": "DOC99"}).encode(), 404),
+                ("/search", json.dumps([1, 2]).encode(), 400), ("/fetch", json.dumps({"chunk_ids": "DOC1_000"}).encode(), 400),
+                ("/query", json.dumps({"question": "  "}).encode(), 400),
+                ("/query", json.dumps({"question": "x", "mode": "loud"}).encode(), 400),
+                ("/query", json.dumps({"question": "x", "history": [1]}).encode(), 400),
+                ("/search", b"x" * (70 * 1024), 413)]:
+            r = c.post(path, content=body, headers={"Content-Type": "application/json"})
+            assert r.status_code == status, (path, body[:40], r.text)
+            assert set(r.json()) == {"error"} and "\n" not in r.json()["error"]
+        assert c.get("/nowhere").status_code == 404 and "error" in c.get("/nowhere").json()
+        assert c.get("/query").status_code == 405 and "error" in c.get("/query").json()
+        bad = c.post("/fetch", json={"chunk_ids": ["DOC1_9x"]})
+        assert bad.status_code in (200, 400) and ("error" in bad.json() or bad.json().get("errors"))
+
+
+def test_the_quote_comes_first_then_the_explanation_checked_and_its_sources(manual_engine):
+    model = fake_model(answer=lambda m: "Run `thread-rag preheat` to summarise every chunk [1].")
+    with running(build_app(manual_engine, chat_model=model)) as c:
+        quote = c.post("/query", json={"question": "How do I pre-heat summaries?", "mode": "quote"}).json()
+        assert quote["quote"] and quote["outcome"]["kind"] == "answered" and not model.calls  # no model in quote mode
+        full = c.post("/query", json={"question": "How do I pre-heat summaries?"}).json()
+        assert full["quote"] and full["answer"] and full["outcome"]["kind"] == "answered"
+        with c.stream("POST", "/query-stream", json={"question": "How do I pre-heat summaries?"}) as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            events = events_of(r)
+        kinds = [k for k, _ in events]
+        assert kinds[0] == "quote" and "token" in kinds and kinds[-1] == "done"
+        assert kinds.index("quote") < kinds.index("token") < kinds.index("checked") < kinds.index("sources")
+        assert events[0][1]["lines"][0]["chunk_id"].startswith("DOC")
+        assert "".join(d["text"] for k, d in events if k == "token").strip() == events[-1][1]["answer"]
+        # a follow-up carries the conversation
+        follow = c.post("/query", json={"question": "and how long does it take?", "mode": "quote",
+                                        "history": [{"question": "How do I pre-heat summaries?", "answer": "x"}]})
+        assert follow.status_code == 200
+
+
+def test_a_question_the_documents_do_not_answer_streams_as_not_answered(manual_engine):
+    model = fake_model()
+    with running(build_app(manual_engine, chat_model=model)) as c:
+        with c.stream("POST", "/query-stream", json={"question": "What is the boiling point of tungsten?"}) as r:
+            events = events_of(r)
+    kinds = [k for k, _ in events]
+    assert "token" not in kinds and kinds[-1] == "done" and not model.calls
+    outcome = [d for k, d in events if k == "outcome"]
+    assert len(outcome) == 1 and outcome[0]["kind"] == "not_answered"
+    assert outcome[0]["line"].startswith("The documents do not say")
+    done = events[-1][1]
+    assert done["refused"] and done["answer"] == outcome[0]["line"]
+
+
+def test_read_only_by_default_and_writes_when_allowed(manual_engine, tmp_path):
+    with running(build_app(manual_engine, chat_model=fake_model())) as c:
+        for r in (c.post("/upload", files={"file": ("a.md", b"# A\n\ntext")}),
+                  c.request("DELETE", "/clear", json={"confirm": CLEAR_CONFIRM}), c.delete("/documents/DOC1")):
+            assert r.status_code == 403 and "read-only" in r.json()["error"]
+    n = len(manual_engine.documents())
+    with running(build_app(manual_engine, allow_writes=True, chat_model=fake_model())) as c:
+        r = c.post("/upload", files={"file": ("../../evil name.md", b"# Widget\n\nTo reset the widget, hold the button.")})
+        assert r.status_code == 200, r.text
+        stored = r.json()["stored_as"]
+        assert "/" not in stored and ".." not in stored and stored.endswith(".md")
+        assert (manual_engine.home / "uploads" / stored).is_file() and not (tmp_path / "evil name.md").exists()
+        assert c.get("/stats").json()["documents"] == n + 1
+        assert c.post("/upload", files={"file": ("x.exe", b"MZ")}).status_code == 415
+        assert c.post("/upload", files={"file": ("e.md", b"")}).status_code == 400
+        assert c.post("/upload", content=b"plain", headers={"Content-Type": "text/plain"}).status_code == 400
+        broken = c.post("/upload", files={"file": ("broken.pdf", b"%PDF-1.4 not really a pdf")})
+        assert broken.status_code in (200, 400)
+        assert c.get("/health").json()["status"] == "ok"  # still serving
+        assert c.get("/stats").json()["documents"] == n + 1  # nothing half-added
+        new = [d for d in manual_engine.documents() if d.name.startswith("evil_name")][0]
+        assert c.delete(f"/documents/{new.doc_id}").status_code == 200
+        assert c.delete("/documents/DOC99").status_code == 404
+        assert c.request("DELETE", "/clear", json={}).status_code == 400
+        assert c.request("DELETE", "/clear", json={"confirm": CLEAR_CONFIRM}).json()["deleted"]
+        assert c.get("/stats").json()["documents"] == 0
+
+
+def test_a_token_is_checked_on_every_request_and_other_hosts_need_one(manual_engine, monkeypatch):
+    with running(build_app(manual_engine, token="s3cret", chat_model=fake_model())) as c:
+        assert c.get("/health").status_code == 401
+        assert c.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert c.get("/health", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert c.post("/search", json={"query": "x"}).status_code == 401
+    monkeypatch.delenv("THREAD_RAG_SERVE_TOKEN", raising=False)
+    with pytest.raises(ThreadRagError, match="THREAD_RAG_SERVE_TOKEN"):
+        serve(manual_engine, host="0.0.0.0", port=0)
+
+
+def test_full_answers_past_the_bound_are_busy_but_a_quote_is_not(manual_engine):
+    with running(build_app(manual_engine, chat_model=fake_model(), max_waiting=0)) as c:
+        r = c.post("/query", json={"question": "How do I pre-heat summaries?"})
+        assert r.status_code == 503 and int(r.headers["Retry-After"]) >= 0 and "busy" in r.json()["error"]
+        assert c.post("/query", json={"question": "How do I pre-heat summaries?", "mode": "quote"}).status_code == 200
+
+
+def test_a_client_that_goes_away_stops_its_generation(manual_engine):
+    model = SlowModel(answer=lambda m: " ".join(["Run the step now."] * 50))  # 200 words; tokens go out by sentence
+    model.calls = []
+    app = build_app(manual_engine, chat_model=model)
+    with running(app) as c:
+        with c.stream("POST", "/query-stream", json={"question": "How do I pre-heat summaries?"}) as r:
+            for line in r.iter_lines():
+                if line.startswith("event: token"):
+                    break  # leave after the first token
+        left = time.time()
+        while app.state.door.waiting and time.time() < left + 5:
+            time.sleep(0.02)
+        assert app.state.door.waiting == 0 and time.time() - left < 1.5  # the model is free within about a second
+        assert 0 < model.sent < 100  # stopped well before its 200 words (10 s at 50 ms a word)
+
+
+def test_quotes_and_searches_answer_while_a_generation_streams(manual_engine):
+    model = SlowModel(answer=lambda m: " ".join(["Run the step now."] * 50))  # 10 s of explanation
+    model.calls = []
+    app = build_app(manual_engine, chat_model=model)
+    with running(app) as c:
+        with c.stream("POST", "/query-stream", json={"question": "How do I pre-heat summaries?"}) as r:
+            lines = r.iter_lines()  # held: a dropped line iterator closes the stream, which stops the generation
+            for line in lines:
+                if line.startswith("event: token"):
+                    break  # the generation is under way
+            start = time.time()
+            quote = c.post("/query", json={"question": "How do I delete a document?", "mode": "quote"})
+            hits = c.post("/search", json={"query": "delete a document", "k": 2})
+            took = time.time() - start
+            generating = app.state.door.waiting
+        assert quote.status_code == 200 and quote.json()["quote"] and hits.status_code == 200
+        assert generating == 1 and took < 5 and model.sent < 150  # answered beside it, not after its 10 s
+
+
+def test_the_page_is_served_whole_with_nothing_from_elsewhere(manual_engine):
+    with running(build_app(manual_engine, chat_model=fake_model())) as c:
+        page = c.get("/").text
+    assert "<form id=\"ask\"" in page and "query-stream" in page
+    assert "http://" not in page and "https://" not in page and "<script src" not in page  # no CDN

@@ -1,0 +1,486 @@
+"""``thread-rag serve``: the HTTP door (the Grounded RAG design's REST API, mapped onto THREAD-RAG's tools).
+
+Every route calls what the CLI calls (``tools``, ``quote_answer``, ``Agent.ask``) and answers with the same JSON as
+the CLI's ``--json``; errors are ``{"error": one line}`` with a 4xx status. Full answers are written one at a time on
+the model's thread, bounded: past ``max_waiting`` waiting or running, a full answer gets 503 with ``Retry-After``.
+Quotes, searches and the catalog run on a reading thread beside a generation and are never refused as busy; uploads
+and deletes wait for both and have the library alone. Safe by default: loopback only unless a token is set
+(``THREAD_RAG_SERVE_TOKEN``, checked in constant time on every request), read-only unless ``allow_writes``; an upload
+is saved under a name the server makes (no client string becomes a path) and indexed through the engine's
+crash-safe path.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import os
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from . import __version__, tools
+from .errors import ThreadRagError, one_line
+from .records import page_range, to_dict
+
+TOKEN_ENV = "THREAD_RAG_SERVE_TOKEN"
+JSON_LIMIT = 64 * 1024               # bytes of a JSON body
+UPLOAD_LIMIT = 100 * 1024 * 1024     # bytes of an uploaded file
+QUERY_FIELDS = ("question", "history", "doc", "mode")
+CLEAR_CONFIRM = "delete every document"
+SECONDS_PER_ANSWER = 30              # the Retry-After estimate for one full answer ahead in the queue
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.headers = status, headers or {}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ReadWriteLock:
+    """Many readers or one writer; a waiting writer holds new readers back (an upload is not starved by quotes)."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.readers = self.writers_waiting = 0
+        self.writing = False
+
+    @contextlib.contextmanager
+    def reading(self):
+        with self.cond:
+            self.cond.wait_for(lambda: not self.writing and not self.writers_waiting)
+            self.readers += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.readers -= 1
+                self.cond.notify_all()
+
+    @contextlib.contextmanager
+    def writing_(self):
+        with self.cond:
+            self.writers_waiting += 1
+            self.cond.wait_for(lambda: not self.writing and not self.readers)
+            self.writers_waiting -= 1
+            self.writing = True
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.writing = False
+                self.cond.notify_all()
+
+
+class Door:
+    """What the routes share: the engine, its threads, the queue bound and the write switch. Three worker threads:
+    one writes answers with the model (full answers, one at a time, the model being one per process), one reads
+    (quotes, searches, fetches, the catalog) so these never wait for a generation, and one writes the library
+    (uploads, deletes). Reads and answers share the library; a write waits until they are done and has it alone."""
+
+    def __init__(self, engine, *, allow_writes: bool, token: str | None, max_waiting: int, chat_model=None):
+        self.engine, self.allow_writes, self.token = engine, allow_writes, token
+        self.max_waiting, self.chat_model = max_waiting, chat_model
+        self.readers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-rag-serve-read")
+        self.model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-rag-serve-model")
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-rag-serve-write")
+        self.library = ReadWriteLock()
+        self.waiting = 0  # full answers queued or running
+        self.lock = threading.Lock()
+
+    async def run(self, fn, *args, **kw):
+        """``fn`` on the reading thread, sharing the library with other readers and the answer being written."""
+        return await self._on(self.readers, self.library.reading, fn, *args, **kw)
+
+    async def answer(self, fn, *args, **kw):
+        """``fn`` (a full answer) on the model's thread."""
+        return await self._on(self.model, self.library.reading, fn, *args, **kw)
+
+    async def write(self, fn, *args, **kw):
+        """``fn`` (a change to the library) on the writing thread, with the library to itself."""
+        return await self._on(self.writer, self.library.writing_, fn, *args, **kw)
+
+    async def _on(self, pool, hold, fn, *args, **kw):
+        def call():
+            with hold():
+                return fn(*args, **kw)
+        return await asyncio.get_running_loop().run_in_executor(pool, call)
+
+    def submit(self, pool, fn) -> None:
+        """``fn`` on ``pool`` with the library shared (a stream's work, whose results go out as events)."""
+        def call():
+            with self.library.reading():
+                fn()
+        pool.submit(call)
+
+    def shutdown(self) -> None:
+        for pool in (self.readers, self.model, self.writer):
+            pool.shutdown(wait=True)
+
+    def take_slot(self) -> None:
+        with self.lock:
+            if self.waiting >= self.max_waiting:
+                wait = SECONDS_PER_ANSWER * self.waiting
+                raise HttpError(503, f"busy: {self.waiting} answers are being written; retry in {wait} s "
+                                     "(a quote-only request, mode \"quote\", is never refused as busy)",
+                                {"Retry-After": str(wait)})
+            self.waiting += 1
+
+    def free_slot(self) -> None:
+        with self.lock:
+            self.waiting -= 1
+
+    def agent(self, history: list, on_event=None):
+        from .agent.loop import Agent
+
+        agent = Agent(self.engine, chat_model=self.chat_model, on_event=on_event)
+        agent.history = list(history)
+        return agent
+
+
+# --- request bodies ------------------------------------------------------------------------------------------------
+async def json_body(request: Request, allowed: tuple) -> dict:
+    raw = await request.body()
+    if len(raw) > JSON_LIMIT:
+        raise HttpError(413, f"request body over {JSON_LIMIT} bytes")
+    try:
+        body = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise HttpError(400, "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise HttpError(400, "the body must be a JSON object")
+    extra = sorted(set(body) - set(allowed))
+    if extra:
+        raise HttpError(400, f"unknown field(s) {', '.join(extra)}; this endpoint takes {', '.join(allowed)}")
+    return body
+
+
+def text_field(body: dict, name: str, required: bool = True) -> str | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise HttpError(400, f"{name} must be a non-empty string")
+    return value
+
+
+def history_of(body: dict) -> list[tuple[str, str]]:
+    """``history``: earlier turns, ``[{"question": ..., "answer": ...}, ...]`` (oldest first)."""
+    turns = body.get("history") or []
+    if not isinstance(turns, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("question"), str) and isinstance(t.get("answer"), str)
+            for t in turns):
+        raise HttpError(400, 'history must be a list of {"question": "...", "answer": "..."}')
+    return [(t["question"], t["answer"]) for t in turns[-10:]]
+
+
+def mode_of(body: dict) -> str:
+    mode = body.get("mode", "full")
+    if mode not in ("quote", "full"):
+        raise HttpError(400, f'mode must be "quote" or "full", not {mode!r}')
+    return mode
+
+
+# --- the routes ----------------------------------------------------------------------------------------------------
+def build_app(engine, *, allow_writes: bool = False, token: str | None = None, max_waiting: int = 2,
+              chat_model=None) -> Starlette:
+    """The ASGI app over ``engine``. ``chat_model``: a model object to answer with (tests); else the engine's."""
+    door = Door(engine, allow_writes=allow_writes and not engine.read_only, token=token, max_waiting=max_waiting,
+                chat_model=chat_model)  # a library on a read-only mount is served read-only, whatever was asked
+
+    def route(fn, write: bool = False):
+        async def endpoint(request: Request) -> Response:
+            try:
+                check_token(request)
+                if write and not door.allow_writes:
+                    raise HttpError(403, "this library is on a read-only file system" if engine.read_only else
+                                    "this server is read-only: start it with `thread-rag serve --allow-writes`")
+                return await fn(request)
+            except HttpError as e:
+                return JSONResponse({"error": str(e)}, status_code=e.status, headers=e.headers)
+            except ThreadRagError as e:
+                return JSONResponse({"error": one_line(e)}, status_code=404 if _unknown(e) else 400)
+        return endpoint
+
+    def check_token(request: Request) -> None:
+        if door.token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {door.token}".encode()):
+            raise HttpError(401, "missing or wrong token (Authorization: Bearer ...)")
+
+    async def health(request):
+        s = engine.settings
+        return JSONResponse({"status": "ok", "version": __version__, "documents": len(await door.run(engine.documents)),
+                             "store": s.CHROMA_HOST or str(engine.home), "model": s.MAIN_MODEL, "backend": s.CHAT_BACKEND,
+                             "writes": door.allow_writes, "answers_waiting": door.waiting})
+
+    async def stats(request):
+        docs = await door.run(engine.documents)
+        return JSONResponse({"documents": len(docs), "chunks": sum(d.chunk_count for d in docs),
+                             "home": str(engine.home)})
+
+    async def documents(request):
+        return JSONResponse(await door.run(tools.list_available_documents, engine))
+
+    async def metadata_values(request):
+        docs = await door.run(engine.documents)
+        return JSONResponse({"sources": sorted({d.name for d in docs}), "file_types": sorted({d.kind for d in docs})})
+
+    async def search(request):
+        body = await json_body(request, ("query", "doc", "k", "pages", "heading"))
+        k = body.get("k")
+        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50):
+            raise HttpError(400, "k must be a whole number from 1 to 50")
+        filters = {}
+        if body.get("pages") is not None:
+            filters["pages"] = page_range(text_field(body, "pages"), "pages")  # "10-20" or "3", as --pages
+        if body.get("heading") is not None:
+            filters["heading"] = text_field(body, "heading")
+        return JSONResponse(await door.run(tools.rag_search, engine, text_field(body, "query"),
+                                           doc_id=text_field(body, "doc", False), k=k, **filters))
+
+    async def fetch(request):
+        body = await json_body(request, ("chunk_ids", "budget"))
+        ids = body.get("chunk_ids")
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise HttpError(400, 'chunk_ids must be a list of chunk ids such as ["DOC1_006"]')
+        budget = tools.budget_option(body.get("budget"))
+        return JSONResponse(await door.run(tools.fetch_chunks_by_id, engine, ids, token_budget=budget))
+
+    async def nested(request):
+        body = await json_body(request, ("query", "limit", "doc"))
+        limit = body.get("limit", 5)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
+            raise HttpError(400, "limit must be a whole number from 1 to 50")
+        return JSONResponse(await door.run(tools.nested_retrieve, engine, text_field(body, "query"), limit=limit,
+                                           doc_id=text_field(body, "doc", False)))
+
+    async def query(request):
+        body = await json_body(request, QUERY_FIELDS)
+        question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
+        if mode_of(body) == "quote":
+            from .agent.loop import quote_answer
+
+            return JSONResponse(await door.run(quote_answer, engine, question, doc_id=doc))
+        from .cli import _answer_json
+
+        door.take_slot()
+        try:
+            ans = await door.answer(lambda: door.agent(history).ask(question, doc_id=doc))
+        finally:
+            door.free_slot()
+        return JSONResponse(_answer_json(ans))
+
+    async def query_stream(request):
+        body = await json_body(request, QUERY_FIELDS)
+        question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
+        mode = mode_of(body)
+        if mode == "full":
+            door.take_slot()
+        return stream_answer(door, request, question, doc, history, mode)
+
+    async def upload(request):
+        return JSONResponse(await receive_upload(door, request))
+
+    async def clear(request):
+        body = await json_body(request, ("confirm",))
+        if body.get("confirm") != CLEAR_CONFIRM:
+            raise HttpError(400, f'deleting every document needs {{"confirm": "{CLEAR_CONFIRM}"}}')
+
+        def delete_all():
+            return [engine.delete(d.doc_id).doc_id for d in engine.documents()]
+        return JSONResponse({"deleted": await door.write(delete_all)})
+
+    async def remove(request):
+        doc_id = request.path_params["doc_id"]
+        return JSONResponse({"deleted": to_dict(await door.write(engine.delete, doc_id))})
+
+    async def openapi(request):
+        return JSONResponse(openapi_of(routes))
+
+    async def page(request):
+        return HTMLResponse(PAGE)
+
+    routes = [Route("/", route(page)), Route("/health", route(health)), Route("/stats", route(stats)),
+              Route("/documents", route(documents)), Route("/metadata-values", route(metadata_values)),
+              Route("/search", route(search), methods=["POST"]), Route("/fetch", route(fetch), methods=["POST"]),
+              Route("/nested", route(nested), methods=["POST"]), Route("/query", route(query), methods=["POST"]),
+              Route("/query-stream", route(query_stream), methods=["POST"]),
+              Route("/upload", route(upload, write=True), methods=["POST"]),
+              Route("/clear", route(clear, write=True), methods=["DELETE"]),
+              Route("/documents/{doc_id}", route(remove, write=True), methods=["DELETE"]),
+              Route("/openapi.json", route(openapi))]
+    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
+    app.state.door = door
+    return app
+
+
+def _unknown(e: ThreadRagError) -> bool:
+    text = str(e).lower()
+    return "unknown" in text or "no such" in text or "not found" in text
+
+
+async def _not_found(request, exc):
+    return JSONResponse({"error": f"no such endpoint: {request.url.path}"}, status_code=404)
+
+
+async def _not_allowed(request, exc):
+    return JSONResponse({"error": f"{request.method} is not allowed on {request.url.path}"}, status_code=405)
+
+
+# --- streaming ------------------------------------------------------------------------------------------------------
+def stream_answer(door: Door, request: Request, question: str, doc: str | None, history: list, mode: str):
+    """Server-Sent Events: ``quote`` (or ``related``), ``outcome``, ``token``... (the explanation), ``checked``, a later
+    ``outcome`` when the check lowered it (or the first, for a question refused before any quote), ``sources``,
+    ``done`` (the whole answer as ``/query`` gives it: an action's reply is its ``answer``); ``error`` with one line
+    if it fails."""
+    from sse_starlette.sse import EventSourceResponse
+
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue = asyncio.Queue()
+    gone = threading.Event()
+
+    def put(kind: str | None, data) -> None:
+        loop.call_soon_threadsafe(events.put_nowait, (kind, to_dict(data)))
+
+    told = {"outcome": None, "explaining": False}
+
+    def on_event(kind: str, data: dict) -> None:
+        if kind in ("quote", "related", "outcome"):
+            put(kind, data)
+        if kind == "outcome":
+            told["outcome"] = to_dict(data)
+        told["explaining"] = told["explaining"] or kind == "answer_start"
+
+    def on_token(text: str) -> None:
+        if told["explaining"]:  # the explanation's pieces; a refusal's or an action's line comes in outcome / done
+            put("token", {"text": text})
+
+    def work() -> None:
+        from .cli import _answer_json
+
+        try:
+            if mode == "quote":
+                from .agent.loop import quote_answer
+
+                d = quote_answer(door.engine, question, doc_id=doc)
+                put("quote", {"lines": d["quote"]})
+                put("outcome", d["outcome"])
+            else:
+                agent = door.agent(history, on_event)
+                agent.stop = gone.is_set  # the model's stream stops at its next piece once the client has gone
+                ans = agent.ask(question, on_token=on_token, doc_id=doc)
+                d = _answer_json(ans)
+                put("checked", {"unsupported": d.get("unsupported", []), "dropped": d.get("dropped", [])})
+                if d.get("outcome") and d["outcome"] != told["outcome"]:  # first told, or lowered by the check
+                    put("outcome", d["outcome"])
+                put("sources", {"citations": d.get("citations", [])})
+            put("done", d)
+        except ThreadRagError as e:
+            put("error", {"error": one_line(e)})
+        except Exception as e:  # noqa: BLE001 - one line to the client, never a dropped stream
+            put("error", {"error": one_line(e)})
+        finally:
+            if mode == "full":
+                door.free_slot()
+            put(None, None)
+
+    door.submit(door.readers if mode == "quote" else door.model, work)
+
+    async def generate():
+        try:
+            while True:
+                kind, data = await events.get()
+                if kind is None:
+                    return
+                yield {"event": kind, "data": json.dumps(data, ensure_ascii=False, default=str)}
+        finally:
+            gone.set()  # the client went away (or the stream ended): a generation still running stops
+
+    return EventSourceResponse(generate(), ping=15)
+
+
+# --- uploads -------------------------------------------------------------------------------------------------------
+async def receive_upload(door: Door, request: Request) -> dict:
+    from .ingest import SUPPORTED_SUFFIXES
+
+    length = int(request.headers.get("content-length") or 0)
+    if length > UPLOAD_LIMIT:
+        raise HttpError(413, f"upload over {UPLOAD_LIMIT // (1024 * 1024)} MiB")
+    try:
+        form = await request.form(max_files=1, max_fields=2, max_part_size=UPLOAD_LIMIT)
+    except Exception as e:  # noqa: BLE001 - a malformed multipart body
+        raise HttpError(400, f"the body is not a multipart form with a file: {one_line(e)}") from None
+    item = form.get("file")
+    if item is None or not hasattr(item, "read"):
+        raise HttpError(400, 'send the document as the multipart field "file"')
+    suffix = Path(item.filename or "").suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise HttpError(415, f"{suffix or 'a file without a suffix'}: not a supported type "
+                             f"({', '.join(sorted(SUPPORTED_SUFFIXES))})")
+    data = await item.read()
+    if not data:
+        raise HttpError(400, "the uploaded file is empty")
+    folder = Path(door.engine.home) / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(item.filename).stem)[:60] or "upload"
+    target = folder / f"{stem}-{uuid.uuid4().hex[:8]}{suffix}"  # the server's name: no client string as a path
+    tmp = target.with_suffix(target.suffix + ".part")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    result = await door.write(tools.index_new_document, door.engine, str(target))
+    result["stored_as"] = target.name
+    return result
+
+
+# --- OpenAPI and the page ----------------------------------------------------------------------------------------
+def openapi_of(routes: list) -> dict:
+    paths = {}
+    for r in routes:
+        for method in sorted(set(r.methods or ["GET"]) - {"HEAD"}):
+            doc = (r.endpoint.__doc__ or "").strip()
+            paths.setdefault(r.path, {})[method.lower()] = {"summary": doc or r.path,
+                                                           "responses": {"200": {"description": "JSON"}}}
+    return {"openapi": "3.1.0", "info": {"title": "THREAD-RAG", "version": __version__}, "paths": paths}
+
+
+PAGE = (Path(__file__).parent / "serve_page.html").read_text(encoding="utf-8")  # no CDN: the page is all here
+
+
+def _warm(engine) -> None:
+    """The embedder and the retriever loaded ahead of the first question (never the LLM)."""
+    with contextlib.suppress(Exception):  # the request that needs them reports the error itself
+        engine.retriever  # noqa: B018 - builds lazily
+        engine.query_embedder.embed_queries(["warm up"])
+
+
+def serve(engine, *, host: str = "127.0.0.1", port: int = 8765, allow_writes: bool = False) -> int:
+    """Serve until Ctrl-C. A bind other than loopback needs ``THREAD_RAG_SERVE_TOKEN``."""
+    import uvicorn
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(host) and not token:
+        raise ThreadRagError(f"serve --host {host}: other machines could reach it; set {TOKEN_ENV} (clients send "
+                             "'Authorization: Bearer <token>'), or bind 127.0.0.1")
+    app = build_app(engine, allow_writes=allow_writes, token=token)
+    app.state.door.readers.submit(_warm, engine)  # first in the reading queue: a first search waits, never races
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return 0
