@@ -11,6 +11,7 @@ import httpx
 import pytest
 import uvicorn
 
+from conftest import DATA, needs_shared
 from fakes import ScriptedChatModel
 from thread_rag.errors import ThreadRagError
 from thread_rag.serve import CLEAR_CONFIRM, build_app, serve
@@ -143,14 +144,17 @@ def test_read_only_by_default_and_writes_when_allowed(manual_engine, tmp_path):
         r = c.post("/upload", files={"file": ("../../evil name.md", b"# Widget\n\nTo reset the widget, hold the button.")})
         assert r.status_code == 200, r.text
         stored = r.json()["stored_as"]
-        assert "/" not in stored and ".." not in stored and stored.endswith(".md")
+        assert ".." not in stored and stored.count("/") == 1 and stored.endswith("/evil_name.md")
         assert (manual_engine.home / "uploads" / stored).is_file() and not (tmp_path / "evil name.md").exists()
         assert c.get("/stats").json()["documents"] == n + 1
         assert c.post("/upload", files={"file": ("x.exe", b"MZ")}).status_code == 415
         assert c.post("/upload", files={"file": ("e.md", b"")}).status_code == 400
         assert c.post("/upload", content=b"plain", headers={"Content-Type": "text/plain"}).status_code == 400
         broken = c.post("/upload", files={"file": ("broken.pdf", b"%PDF-1.4 not really a pdf")})
-        assert broken.status_code in (200, 400)
+        assert broken.status_code == 400 and broken.json()["error"].startswith("broken.pdf: ")
+        assert not list((manual_engine.home / "uploads").glob("*/broken*"))  # no file kept for it
+        again = c.post("/upload", files={"file": ("again.md", b"# Widget\n\nTo reset the widget, hold the button.")})
+        assert again.json()["status"] == "unchanged" and again.json()["stored_as"] is None
         assert c.get("/health").json()["status"] == "ok"  # still serving
         assert c.get("/stats").json()["documents"] == n + 1  # nothing half-added
         new = [d for d in manual_engine.documents() if d.name.startswith("evil_name")][0]
@@ -219,3 +223,46 @@ def test_the_page_is_served_whole_with_nothing_from_elsewhere(manual_engine):
         page = c.get("/").text
     assert "<form id=\"ask\"" in page and "query-stream" in page
     assert "http://" not in page and "https://" not in page and "<script src" not in page  # no CDN
+
+
+ZEN_PDF = "docfixtures-pypdf-samples/011-google-doc-document/google-doc-document.pdf"
+
+
+def pypdf_baseline(path, text: str) -> float:
+    """Where pypdf puts the run of text that starts with ``text``: its baseline, as a fraction of the page from the top
+    (a reference independent of pdfium)."""
+    import pypdf
+
+    page = pypdf.PdfReader(path).pages[0]
+    height, found = float(page.mediabox.height), []
+    page.extract_text(visitor_text=lambda t, cm, tm, font, size: found.append(tm[5] * cm[3] + cm[5])
+                      if t.strip().startswith(text) else None)
+    assert found, text
+    return (height - found[0]) / height
+
+
+@needs_shared
+def test_a_quoted_pdf_line_is_boxed_where_it_stands_on_its_page_image(manual_engine, tmp_path):
+    import shutil
+
+    pdf = shutil.copy(DATA / ZEN_PDF, tmp_path / "zen.pdf")
+    with running(build_app(manual_engine, allow_writes=True, chat_model=fake_model())) as c:
+        doc = c.post("/upload", files={"file": ("zen.pdf", open(pdf, "rb").read())}).json()["doc_id"]
+        lines = ["Errors should never pass silently.", "Unless explicitly silenced.", "Not a line of this page at all."]
+        got = c.post(f"/documents/{doc}/locate", json={"lines": lines, "pages": "1"}).json()
+        assert got["missing"] == [2] and [f["line"] for f in got["found"]] == [0, 1]
+        for f in got["found"]:
+            (box,) = f["boxes"]  # one line of print each
+            base = pypdf_baseline(str(pdf), lines[f["line"]].split()[0])
+            assert box["y0"] < base <= box["y1"] + 0.01 and 0 < box["x0"] < box["x1"] < 1  # pypdf puts it there too
+        assert got["found"][0]["boxes"][0]["y1"] <= got["found"][1]["boxes"][0]["y0"] + 0.005  # in reading order
+        image = c.get(f"/documents/{doc}/pages/1")
+        assert image.headers["content-type"] == "image/png" and image.content.startswith(b"\x89PNG")
+        assert c.get(f"/documents/{doc}/pages/2").status_code == 400  # a one-page document
+        assert c.get("/documents/DOC99/pages/1").status_code == 404
+        assert c.get("/documents/DOC1/pages/1").status_code == 400  # markdown: no pages to show
+        assert c.post(f"/documents/{doc}/locate", json={"lines": "x"}).status_code == 400
+        stored = manual_engine.document(doc).path
+        with open(stored, "ab") as fh:
+            fh.write(b"\n%changed")
+        assert "changed since it was indexed" in c.get(f"/documents/{doc}/pages/1").json()["error"]

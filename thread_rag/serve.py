@@ -17,6 +17,7 @@ import hmac
 import ipaddress
 import json
 import os
+import shutil
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -313,6 +314,37 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         doc_id = request.path_params["doc_id"]
         return JSONResponse({"deleted": to_dict(await door.write(engine.delete, doc_id))})
 
+    async def page_image(request):
+        """A PDF page as a PNG image."""
+        from . import page_view
+
+        rec, n = await door.run(pdf_record, request), request.path_params["n"]
+        png = await door.run(lambda: page_view.render_page(page_view.checked_file(rec.path, rec.content_hash), n))
+        return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+    async def locate(request):
+        """Where quoted lines stand on a PDF's pages: boxes as fractions of the page, from the top left."""
+        from . import page_view
+
+        rec = await door.run(pdf_record, request)
+        body = await json_body(request, ("lines", "pages"))
+        lines = body.get("lines")
+        if not isinstance(lines, list) or not 1 <= len(lines) <= 50 or not all(isinstance(x, str) for x in lines):
+            raise HttpError(400, 'lines must be a list of 1 to 50 strings (the quoted lines)')
+        lo, hi = page_range(text_field(body, "pages"), "pages") if body.get("pages") is not None else (1, rec.pages or 1)
+        found, missing = await door.run(lambda: page_view.locate(
+            page_view.checked_file(rec.path, rec.content_hash), lines, range(lo, min(hi, lo + 49) + 1)))
+        return JSONResponse({"doc_id": rec.doc_id, "found": [to_dict(f) for f in found], "missing": missing})
+
+    def pdf_record(request):
+        doc_id = request.path_params["doc_id"]
+        rec = next((d for d in engine.documents() if d.doc_id == doc_id.upper()), None)
+        if rec is None:
+            raise HttpError(404, f"unknown document {doc_id[:40]!r}: GET /documents lists them")
+        if rec.kind != "pdf":
+            raise HttpError(400, f"{rec.doc_id} is {rec.kind}: only a PDF has pages to show (fetch its chunks instead)")
+        return rec
+
     async def openapi(request):
         return JSONResponse(openapi_of(routes))
 
@@ -327,6 +359,8 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
               Route("/upload", route(upload, write=True), methods=["POST"]),
               Route("/clear", route(clear, write=True), methods=["DELETE"]),
               Route("/documents/{doc_id}", route(remove, write=True), methods=["DELETE"]),
+              Route("/documents/{doc_id}/pages/{n:int}", route(page_image)),
+              Route("/documents/{doc_id}/locate", route(locate), methods=["POST"]),
               Route("/openapi.json", route(openapi))]
     app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
     app.state.door = door
@@ -335,7 +369,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
 
 def _unknown(e: ThreadRagError) -> bool:
     text = str(e).lower()
-    return "unknown" in text or "no such" in text or "not found" in text
+    return "unknown" in text or "no such" in text or "not found" in text or "no longer there" in text
 
 
 async def _not_found(request, exc):
@@ -439,16 +473,26 @@ async def receive_upload(door: Door, request: Request) -> dict:
     data = await item.read()
     if not data:
         raise HttpError(400, "the uploaded file is empty")
-    folder = Path(door.engine.home) / "uploads"
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(item.filename).stem)[:60] or "upload"
-    target = folder / f"{stem}-{uuid.uuid4().hex[:8]}{suffix}"  # the server's name: no client string as a path
+    folder = Path(door.engine.home) / "uploads" / uuid.uuid4().hex[:12]  # the server's folder, one per upload
+    folder.mkdir(parents=True)
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(item.filename).stem).strip(".")[:60]
+    target = folder / f"{stem or 'upload'}{suffix}"  # the name shown in the catalog; no client string as a path
     tmp = target.with_suffix(target.suffix + ".part")
     tmp.write_bytes(data)
     os.replace(tmp, target)
-    result = await door.write(tools.index_new_document, door.engine, str(target))
-    result["stored_as"] = target.name
-    return result
+    stored = f"{folder.name}/{target.name}"
+    try:
+        (result,) = (await door.write(tools.index_new_document, door.engine, str(target)))["results"]
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if result["status"] == "failed":  # unreadable, encrypted, no text: nothing was added, and the file goes too
+        shutil.rmtree(folder, ignore_errors=True)
+        raise HttpError(400, f"{item.filename}: {result['error']}")
+    if result["status"] == "unchanged":  # the same bytes are indexed already, from another file: keep no copy
+        shutil.rmtree(folder, ignore_errors=True)
+        return {**result, "stored_as": None}
+    return {**result, "stored_as": stored}
 
 
 # --- OpenAPI and the page ----------------------------------------------------------------------------------------
