@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("bench", "benchmarks on ../shared/data")
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",
-                                      "coldstart", "scale", "reading", "band", "grounding", "eval", "outcome", "quotes"])
+                                      "coldstart", "scale", "reading", "band", "grounding", "eval", "outcome", "quotes",
+                                      "serve"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "
@@ -138,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "(bench_results/DETAILS.md)")
     p.add_argument("--configs", default=None, help="comma-separated configurations")
     p.add_argument("--file", default=None, help="document for ingest/windows benchmarks")
+    p.add_argument("--clients", type=int, default=20, help="serve: concurrent clients")
+    p.add_argument("--full", type=int, default=20, help="serve: full answers among the requests (0: quotes only)")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--split", choices=["dev", "test"], default=None,
                    help="answers, retrieval: question half (answers default test; retrieval default all; dev is for tuning)")

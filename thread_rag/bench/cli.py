@@ -208,6 +208,14 @@ def _latency(settings, args, err) -> int:
     return _show(run_latency_bench(settings, args), args, latency_table)
 
 
+def _serve(settings, args, err) -> int:
+    from .serve_load import run_serve_load
+
+    if args.clients < 1 or args.full < 0 or (args.limit is not None and args.limit < 1):
+        raise ThreadRagError("bench serve: --clients >= 1, --full >= 0, --limit (quote-only requests) >= 1")
+    return _show(run_serve_load(settings, args), args)
+
+
 def _scale(settings, args, err) -> int:
     import shutil
 
@@ -260,4 +268,4 @@ KINDS = {"retrieval": _retrieval, "embedders": _embedders, "ingest": _ingest, "c
          "windows": _windows, "context": _context, "reading": _reading, "report": _report, "contextual": _contextual,
          "eval": _eval, "grounding": _grounding, "answers": _answers, "suite": _suite, "refusal": _refusal,
          "band": _band, "outcome": _outcome, "quotes": _quotes, "throughput": _throughput, "coldstart": _coldstart, "routing": _routing,
-         "latency": _latency}
+         "latency": _latency, "serve": _serve}
