@@ -3,9 +3,11 @@ dependencies are declared with requirements.txt's pins, and a wheel installed in
 the same packages requirements.txt installed and nothing else, runs."""
 import os
 import re
+import site
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -29,16 +31,21 @@ def test_pyproject_declares_every_runtime_pin_of_requirements():
 @pytest.mark.slow
 def test_a_wheel_in_a_fresh_venv_installs_from_what_is_there_and_searches(tmp_path):
     """The wheel's declared dependencies resolve with no index at all (from the packages requirements.txt installed,
-    seen through --system-site-packages), and the installed command runs a search."""
+    seen through a .pth naming this interpreter's site dirs), and the installed command runs a search."""
     wheels, venv = tmp_path / "wheels", tmp_path / "venv"
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv must import the wheel's own copy
     run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, timeout=600, env=clean, **kw)  # noqa: E731
     r = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO))
     assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = wheels.glob("thread_rag-*.whl")
-    # no pip or setuptools of its own (an older copy would hide the one requirements.txt brought): this pip installs
-    assert run(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)).returncode == 0
+    # no pip or setuptools of its own (an older copy would hide the one requirements.txt brought): this pip installs.
+    # It sees the packages of the interpreter running the tests, a venv's included: --system-site-packages would show
+    # the base interpreter's instead, which inside a venv lacks what requirements.txt installed there.
+    assert run(sys.executable, "-m", "venv", "--without-pip", str(venv)).returncode == 0
     py = venv / "bin" / "python"
+    purelib = run(str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip()
+    ours = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    Path(purelib, "tests-parent-env.pth").write_text("import site; " + "; ".join(f"site.addsitedir({p!r})" for p in ours) + "\n")
     r = run(sys.executable, "-m", "pip", "--python", str(py), "install", "--no-index", str(wheel))  # nothing fetched
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     r = run(str(py), "-c", "import thread_rag, importlib.metadata as m; print(thread_rag.__file__); "

@@ -182,6 +182,15 @@ PAGES = {
          "aws-docs-qa's real questions tell {} of {} pairs apart"),
         ("eval-run-debian.json", [["summary", "retrieval", k, "mean"] for k in ("hit@1", "hit@5", "mrr@10")],
          "hit@1 {}, hit@5 {}, MRR@10 {}"),
+        ("serve-load.json", [["one_client", "quotes_per_s"], ["many_clients", "quotes_per_s"], ["throughput_ratio"],
+                             ["goal_ratio"], ["one_client", "quote_s", "p50"], ["many_clients", "quote_s", "p50"]],
+         "Quote-only throughput: {} quotes/s with one client, {} with 20 at once (ratio {}; goal {}): the quotes\n"
+         "  run on one reading thread, so 20 clients wait in its queue (p50 to the quote {} s alone, {} s with 20), and"),
+        ("serve-load.json", [["mixed", "full_busy_503"], ["mixed", "retry_after", 0], ["mixed", "full_answered"],
+                             ["mixed", "quote_failed"], ["mixed", "quote_requests"], ["mixed", "quote_s", "p95"]],
+         "at most 2 waiting or running: {} got 503 with `Retry-After: {}` at once,\n  {} were answered; {} of the {} "
+         "quotes beside them failed (p95 to the quote {} s)."),
+        ("serve-load.json", [["disconnect", "model_free_after_s"]], "the model was free {} s later."),
         ("concurrency-searches.json", [["readers", 0, "searches"], ["cycles"], ["readers", 0, "checked"],
                                        ["readers", 1, "checked"]],
          "{} searches each, while a third indexes, replaces and deletes until they are done "
