@@ -80,6 +80,13 @@ def test_read_endpoints_and_errors_as_one_json_line(manual_engine):
             r = c.post(path, content=body, headers={"Content-Type": "application/json"})
             assert r.status_code == status, (path, body[:40], r.text)
             assert set(r.json()) == {"error"} and "\n" not in r.json()["error"]
+        for headers, status in [({"Host": "evil.example"}, 403), ({"Origin": "http://evil.example"}, 403),
+                                ({"Origin": "null"}, 403), ({"Origin": str(c.base_url).rstrip("/")}, 200)]:
+            r = c.post("/search", json={"query": "pre-heat"}, headers=headers)  # DNS rebinding, another site's page
+            assert r.status_code == status, (headers, r.text)
+        for body, ctype, status in [(b'{"query": "x"}', "text/plain", 415), (b"[" * 5000, "application/json", 400)]:
+            assert c.post("/search", content=body, headers={"Content-Type": ctype}).status_code == status
+        assert c.post("/fetch", json={"chunk_ids": ["DOC1_000"], "budget": "x"}).status_code == 400
         assert c.get("/nowhere").status_code == 404 and "error" in c.get("/nowhere").json()
         assert c.get("/query").status_code == 405 and "error" in c.get("/query").json()
         bad = c.post("/fetch", json={"chunk_ids": ["DOC1_9x"]})
@@ -119,6 +126,11 @@ def test_a_question_the_documents_do_not_answer_streams_as_not_answered(manual_e
     assert outcome[0]["line"].startswith("The documents do not say")
     done = events[-1][1]
     assert done["refused"] and done["answer"] == outcome[0]["line"]
+    with running(build_app(manual_engine, chat_model=model)) as c:  # quote only: the nearest lines, labelled related
+        with c.stream("POST", "/query-stream", json={"question": "What is the boiling point of tungsten?",
+                                                     "mode": "quote"}) as r:
+            kinds = [k for k, _ in events_of(r)]
+    assert kinds[0] == "related" and "quote" not in kinds
 
 
 def test_read_only_by_default_and_writes_when_allowed(manual_engine, tmp_path):
@@ -144,8 +156,11 @@ def test_read_only_by_default_and_writes_when_allowed(manual_engine, tmp_path):
         assert again.json()["status"] == "unchanged" and again.json()["stored_as"] is None
         assert c.get("/health").json()["status"] == "ok"  # still serving
         assert c.get("/stats").json()["documents"] == n + 1  # nothing half-added
+        chunked = c.post("/upload", content=iter([b"--x\r\n"]), headers={"Content-Type": "multipart/form-data; boundary=x"})
+        assert chunked.status_code == 411  # no length: the file would not be bounded
         new = [d for d in manual_engine.documents() if d.name.startswith("evil_name")][0]
         assert c.delete(f"/documents/{new.doc_id}").status_code == 200
+        assert not (manual_engine.home / "uploads" / stored).exists()  # its uploaded file went with it
         assert c.delete("/documents/DOC99").status_code == 404
         assert c.request("DELETE", "/clear", json={}).status_code == 400
         assert c.request("DELETE", "/clear", json={"confirm": CLEAR_CONFIRM}).json()["deleted"]

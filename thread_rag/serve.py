@@ -22,6 +22,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,6 +34,7 @@ from .errors import ThreadRagError, one_line
 from .records import page_range, to_dict
 
 TOKEN_ENV = "THREAD_RAG_SERVE_TOKEN"
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 JSON_LIMIT = 64 * 1024               # bytes of a JSON body
 UPLOAD_LIMIT = 100 * 1024 * 1024     # bytes of an uploaded file
 QUERY_FIELDS = ("question", "history", "doc", "mode")
@@ -157,13 +159,25 @@ class Door:
 
 
 # --- request bodies ------------------------------------------------------------------------------------------------
+async def bounded_body(request: Request, limit: int) -> bytes:
+    """The body, read only up to ``limit`` bytes (a chunked body has no length to check first)."""
+    if int(request.headers.get("content-length") or 0) > limit:
+        raise HttpError(413, f"request body over {limit} bytes")
+    raw = bytearray()
+    async for piece in request.stream():
+        raw += piece
+        if len(raw) > limit:
+            raise HttpError(413, f"request body over {limit} bytes")
+    return bytes(raw)
+
+
 async def json_body(request: Request, allowed: tuple) -> dict:
-    raw = await request.body()
-    if len(raw) > JSON_LIMIT:
-        raise HttpError(413, f"request body over {JSON_LIMIT} bytes")
+    raw = await bounded_body(request, JSON_LIMIT)
+    if raw and request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise HttpError(415, "send the body as JSON (Content-Type: application/json)")
     try:
         body = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise HttpError(400, "the body is not JSON") from None
     if not isinstance(body, dict):
         raise HttpError(400, "the body must be a JSON object")
@@ -210,6 +224,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         async def endpoint(request: Request) -> Response:
             try:
                 check_token(request)
+                check_origin(request)
                 if write and not door.allow_writes:
                     raise HttpError(403, "this library is on a read-only file system" if engine.read_only else
                                     "this server is read-only: start it with `thread-rag serve --allow-writes`")
@@ -218,7 +233,23 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
                 return JSONResponse({"error": str(e)}, status_code=e.status, headers=e.headers)
             except ThreadRagError as e:
                 return JSONResponse({"error": one_line(e)}, status_code=404 if _unknown(e) else 400)
+            except Exception as e:  # noqa: BLE001 - a bug of ours: one line, never a traceback to the client
+                return JSONResponse({"error": f"internal error: {one_line(e)}"}, status_code=500)
         return endpoint
+
+    def check_origin(request: Request) -> None:
+        """Without a token the server trusts only this machine: a request must name a loopback host (a page whose
+        name a hostile DNS points at 127.0.0.1 names its own), and a browser's request must come from the server's
+        own page (another site's form or script sends its own Origin)."""
+        host = request.headers.get("host", "")
+        if door.token is None and urlsplit(f"//{host}").hostname not in LOOPBACK_NAMES:
+            raise HttpError(403, f"host {host[:60]!r} is not this machine: without a token only loopback names "
+                                 "are served")
+        origin = request.headers.get("origin")
+        if origin and origin != "null" and urlsplit(origin).netloc != host:
+            raise HttpError(403, "a request from another site's page is refused (Origin differs from Host)")
+        if origin == "null":
+            raise HttpError(403, "a request from a page without an origin is refused")
 
     def check_token(request: Request) -> None:
         if door.token is None:
@@ -263,7 +294,9 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         ids = body.get("chunk_ids")
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
             raise HttpError(400, 'chunk_ids must be a list of chunk ids such as ["DOC1_006"]')
-        budget = tools.budget_option(body.get("budget"))
+        budget = body.get("budget")
+        if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
+            raise HttpError(400, "budget must be a positive whole number of tokens")
         return JSONResponse(await door.run(tools.fetch_chunks_by_id, engine, ids, token_budget=budget))
 
     async def nested(request):
@@ -307,12 +340,19 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
             raise HttpError(400, f'deleting every document needs {{"confirm": "{CLEAR_CONFIRM}"}}')
 
         def delete_all():
-            return [engine.delete(d.doc_id).doc_id for d in engine.documents()]
+            return [forget(engine.delete(d.doc_id)).doc_id for d in engine.documents()]
         return JSONResponse({"deleted": await door.write(delete_all)})
 
     async def remove(request):
         doc_id = request.path_params["doc_id"]
-        return JSONResponse({"deleted": to_dict(await door.write(engine.delete, doc_id))})
+        return JSONResponse({"deleted": to_dict(await door.write(lambda: forget(engine.delete(doc_id))))})
+
+    def forget(rec):
+        """An uploaded document's file goes with it (a file indexed from the user's own folders stays)."""
+        folder = Path(rec.path).parent
+        if folder.parent == Path(engine.home).resolve() / "uploads":
+            shutil.rmtree(folder, ignore_errors=True)
+        return rec
 
     async def page_image(request):
         """A PDF page as a PNG image."""
@@ -329,8 +369,9 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         rec = await door.run(pdf_record, request)
         body = await json_body(request, ("lines", "pages"))
         lines = body.get("lines")
-        if not isinstance(lines, list) or not 1 <= len(lines) <= 50 or not all(isinstance(x, str) for x in lines):
-            raise HttpError(400, 'lines must be a list of 1 to 50 strings (the quoted lines)')
+        if not isinstance(lines, list) or not 1 <= len(lines) <= 50 or not all(
+                isinstance(x, str) and len(x) <= 1000 for x in lines):
+            raise HttpError(400, "lines must be a list of 1 to 50 strings of at most 1000 characters (quoted lines)")
         lo, hi = page_range(text_field(body, "pages"), "pages") if body.get("pages") is not None else (1, rec.pages or 1)
         found, missing = await door.run(lambda: page_view.locate(
             page_view.checked_file(rec.path, rec.content_hash), lines, range(lo, min(hi, lo + 49) + 1)))
@@ -416,7 +457,7 @@ def stream_answer(door: Door, request: Request, question: str, doc: str | None, 
                 from .agent.loop import quote_answer
 
                 d = quote_answer(door.engine, question, doc_id=doc)
-                put("quote", {"lines": d["quote"]})
+                put("related" if d["refused"] or d["related"] else "quote", {"lines": d["quote"]})
                 put("outcome", d["outcome"])
             else:
                 agent = door.agent(history, on_event)
@@ -456,7 +497,9 @@ def stream_answer(door: Door, request: Request, question: str, doc: str | None, 
 async def receive_upload(door: Door, request: Request) -> dict:
     from .ingest import SUPPORTED_SUFFIXES
 
-    length = int(request.headers.get("content-length") or 0)
+    if not request.headers.get("content-length", "").isdigit():  # the multipart parser bounds no file: the length does
+        raise HttpError(411, "send the upload with a Content-Length")
+    length = int(request.headers["content-length"])
     if length > UPLOAD_LIMIT:
         raise HttpError(413, f"upload over {UPLOAD_LIMIT // (1024 * 1024)} MiB")
     try:
@@ -525,6 +568,6 @@ def serve(engine, *, host: str = "127.0.0.1", port: int = 8765, allow_writes: bo
         raise ThreadRagError(f"serve --host {host}: other machines could reach it; set {TOKEN_ENV} (clients send "
                              "'Authorization: Bearer <token>'), or bind 127.0.0.1")
     app = build_app(engine, allow_writes=allow_writes, token=token)
-    app.state.door.readers.submit(_warm, engine)  # first in the reading queue: a first search waits, never races
+    app.state.door.submit(app.state.door.readers, lambda: _warm(engine))  # first in the reading queue: a first search waits, never races
     uvicorn.run(app, host=host, port=port, log_level="warning")
     return 0
