@@ -3,7 +3,7 @@ import zipfile
 
 import pytest
 
-from conftest import DATA, debian_html_pages, make_epub, needs_shared, write
+from conftest import debian_html_pages, make_epub, needs_shared, write
 from thread_rag.errors import IngestError
 from thread_rag.ingest.loaders import SUPPORTED_SUFFIXES, load_document
 

@@ -137,7 +137,7 @@ def test_rare_word_filter():
 def test_scores_against_known_gold():
     from thread_rag.evaluate.score import Scored, compare_runs, rank_of, summarize
 
-    hit = lambda cid: SimpleNamespace(chunk_id=cid, doc_id=cid.rsplit("_", 1)[0])
+    hit = lambda cid: SimpleNamespace(chunk_id=cid, doc_id=cid.rsplit("_", 1)[0])  # noqa: E731
     hits = [hit("DOC2_001"), hit("DOC1_004"), hit("DOC1_007")]
     assert rank_of(hits, {"DOC1_007"}) == (3, 2, "DOC1_004")
     assert rank_of(hits, {"DOC2_001"}) == (1, 1, None)

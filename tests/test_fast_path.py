@@ -787,7 +787,7 @@ def test_the_walk_leaves_no_hole_when_the_budget_cuts_it():
 
     hits = [SimpleNamespace(chunk_id="DOC1_000", generation=None)]
     qvec = np.asarray([1, 0, 0], np.float32)
-    words = lambda t: len(t.split())
+    words = lambda t: len(t.split())  # noqa: E731
     budget = words(texts[0]) + words(texts[2]) + 1  # room for the entry and one more chunk (of either size)
     got = walk_sources(hits, 1, lambda s: Thread(), Index(), qvec, words, budget=budget, walk_threshold=0.35,
                        walk_query_min=0.2)

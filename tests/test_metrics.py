@@ -110,13 +110,13 @@ def test_answer_score_strips_citations_and_zeroes_refusals():
     assert score("ten", False, ["five", "ten days"])["f1"] == pytest.approx(2 / 3)
     # recall: a long answer holding all gold tokens is not wrong for being long
     assert score("the term is ten days from signing, renewable", False, ["ten days"])["recall"] == 1.0
-    rows = lambda f1s: [{"qid": str(i), "f1": f, "em": 0.0, "recall": f, "refused": False, "seconds": 1.0,
+    rows = lambda f1s: [{"qid": str(i), "f1": f, "em": 0.0, "recall": f, "refused": False, "seconds": 1.0,  # noqa: E731
                          "first_token_s": 0.5, "tokens_in": 10, "tokens_out": 2, "llm_calls": 1,
                          "citations": [{"how": "written", "precise": True}, {"how": "matched", "precise": False}]}
                         for i, f in enumerate(f1s)]
     base = rows([0.0, 0.5, 1.0])
     s = summarise(rows([0.5, 0.5, 1.0]), base)
-    approx = lambda x: pytest.approx(x, abs=1e-4)  # summaries are rounded to 4 places
+    approx = lambda x: pytest.approx(x, abs=1e-4)  # summaries are rounded to 4 places  # noqa: E731
     assert s["f1"] == approx(2 / 3) and s["f1_minus_topk"] == approx(0.5 / 3) and s["recall_minus_topk"] == approx(0.5 / 3)
     assert s["topk_f1_same_questions"] == approx(0.5)
     assert s["correct_rate_f1>=0.7"] == approx(1 / 3) and s["wrong_rate_f1<0.6"] == approx(2 / 3)

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, write
 
 
-TEST_ONLY = ("pytest==", "selenium==")  # requirements.txt's pins the product does not need
+TEST_ONLY = ("pytest==", "selenium==", "ruff==")  # requirements.txt's pins the product does not need
 
 
 def _runtime_pins() -> list[str]:

@@ -8,7 +8,6 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
-import pytest
 
 from conftest import DOCS
 from fakes import ScriptedChatModel

@@ -25,12 +25,10 @@ USB question, no gold: spans and quotes only.
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
 from ..errors import ThreadRagError
-from ..records import to_dict
 from .metrics import bootstrap_ci, paired_rows, token_coverage, token_f1
 
 CONFIGS = ("quote", "explain", "sources")

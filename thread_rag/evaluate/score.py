@@ -157,7 +157,7 @@ def reason(gold_text: str, gold_doc: str, section: str, beaten_text: str | None,
         a, b = _shingles(gold_text), _shingles(beaten_text)
         if a and b and len(a & b) / len(a | b) >= 0.5:
             return f"near-duplicate passage elsewhere ({beaten_id})"
-    last = lambda sec: sec.rsplit(" > ", 1)[-1].strip()
+    last = lambda sec: sec.rsplit(" > ", 1)[-1].strip()  # noqa: E731
     if beaten_id and section and beaten_section and last(section).lower() == last(beaten_section).lower() \
             and beaten_id.rsplit("_", 1)[0] != gold_doc:
         return f"the same section in another document ranked first ({beaten_id})"

@@ -122,7 +122,7 @@ def pieces(info) -> list[tuple[list, float, float]]:
         return [(info, 0.0, 1.0)]
     out = []
     for r in runs:
-        ws, cs = [], []
+        ws, cs, last = [], [], None
         for c, col, w in r:
             if not ws or w != last:
                 ws.append([])
