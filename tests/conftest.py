@@ -185,3 +185,43 @@ def debian_html_pages() -> list[Path]:
         m = re.search(r'<link rel="next" href="([^"]+)"', (folder / name).read_text(encoding="utf-8"))
         name = m.group(1) if m else None
     return pages
+
+
+# --- the suite's own record (README's suite figure) ---------------------------------------------------------------
+RECORD_ENV = "THREAD_RAG_SUITE_RECORD"  # a path: a run writes what it did there (bench_results/suite-run.json)
+
+
+def pytest_sessionstart(session):
+    import time
+
+    session.config._thread_rag_t0 = time.time()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With ``THREAD_RAG_SUITE_RECORD=path``, the run writes its own record: tests, failures, minutes, machine and
+    commit, so README's figure is never typed by hand. Only a whole run (no -k, -m or paths) is recorded."""
+    target = os.environ.get(RECORD_ENV)
+    if not target:
+        return
+    import datetime
+    import json
+    import subprocess
+    import time
+
+    from thread_rag.bench.retrieval import machine
+
+    config = session.config
+    if config.args != [str(REPO / "tests")] and config.args != ["tests"] and config.args:
+        return
+    if config.option.keyword or config.option.markexpr or config.option.collectonly:
+        return
+    stats = config.pluginmanager.get_plugin("terminalreporter").stats
+    count = {k: len(stats.get(k, [])) for k in ("passed", "failed", "skipped", "error")}
+    git = lambda *a: subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    record = {"command": "python -m pytest -q (the README's test command)", "machine": machine(),
+              "date": datetime.date.today().isoformat(), "commit": git("rev-parse", "--short", "HEAD"),
+              "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
+              "tests": count["passed"] + count["failed"], "failed": count["failed"], "skipped": count["skipped"],
+              "errors": count["error"], "minutes": round((time.time() - config._thread_rag_t0) / 60, 1),
+              "exit_status": int(exitstatus)}
+    Path(target).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

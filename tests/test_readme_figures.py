@@ -43,9 +43,8 @@ PAGES = {
         (GROUNDING, [["configs", "quote", "quote_words_median"]], "median\n  {} words"),
         (COLDSTART, [["repl_warm", "median_quote_s"], ["ask", "quote_median_s"]],
          "median {} s in a running chat and\n  {:.1f} s from a cold"),
-        ("suite-run.json", [["tests"], ["minutes"], ["commit"]],
-         "A full run of {} tests took {} minutes on 2 cores, all passing (AVX2-only AMD EPYC, nothing else running, at "
-         "commit {};"),
+        ("suite-run.json", [["tests"], ["minutes"], ["failed"], ["machine", "cpu"], ["machine", "vector"], ["commit"]],
+         "A full run of {} tests took {} minutes on 2 cores, {} failed ({}, {}, nothing else running, at commit {};"),
     ],
     "BENCHMARKS.md": [
         *[(RETRIEVAL.format(ds), [["chunks"], DEFAULT, ["configs", "bm25_only", "ndcg@10"],
