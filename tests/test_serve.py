@@ -282,3 +282,9 @@ def test_three_clients_get_every_quote_and_the_server_adds_no_queue_of_its_own(m
     # one reading thread does the work either way: three clients at once get about what one gets, not less
     # (a loose floor: the test machine is shared; the benchmark holds the 80% goal)
     assert three["quotes_per_s"] >= 0.5 * one["quotes_per_s"], (one, three)
+
+
+def test_the_token_variable_is_not_taken_for_an_unknown_setting():
+    from thread_rag.settings import load_settings
+
+    load_settings(env={"THREAD_RAG_SERVE_TOKEN": "s3cret"}, config_file=False)  # raised "unknown setting" before

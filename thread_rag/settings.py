@@ -597,7 +597,8 @@ def _removed(name: str) -> str:
     return f" ({REMOVED[name]})" if name in REMOVED else ""
 
 
-NOT_SETTINGS = ("CONFIG", "CRASH_AT", "DEBUG", "FULL_AT", "KILL_TRIALS", "TEST_SHARED")  # THREAD_RAG_ names read elsewhere
+NOT_SETTINGS = ("CONFIG", "CRASH_AT", "DEBUG", "FULL_AT", "KILL_TRIALS", "TEST_SHARED", "SERVE_TOKEN", "SUITE_RECORD",
+                "SCREENSHOT")  # THREAD_RAG_ names read elsewhere (serve, the tests)
 
 
 def _refuse_unknown_env(env: Mapping[str, str]) -> None:
