@@ -178,6 +178,15 @@ def test_empty_store_and_empty_question(make_engine):
         agent.ask("   ")
 
 
+def test_a_question_over_the_limit_is_refused_in_one_line_not_cut(manual_engine):
+    """Issue 62: padding followed by a real question was cut to its first 4,000 characters without a word, and the
+    padding alone was then refused as not in the documents."""
+    agent, model = agent_with(manual_engine)
+    with pytest.raises(ThreadRagError, match=r"4,529 characters.*at most 4,000") as err:
+        agent.ask("la " * 1450 + "How do I pre-heat summaries?" + " " * 10 + "x" * 150)
+    assert "\n" not in str(err.value) and not model.calls
+
+
 def test_relevance_floor_refuses_off_topic_without_asking_the_model(manual_engine):
     agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}], answerable=True)
     ans = agent.ask("What is the boiling point of tungsten?")

@@ -42,6 +42,8 @@ from .result import Answer, Citation
 from .routed import RoutedTurn
 from .tools import call_tool, describe_outcome, make_tools
 
+MAX_QUESTION_CHARS = 4000  # the agent tools' question field says the same (agent/tools.py)
+
 
 def reader_name(reader: str | Callable) -> str:
     """A reader's name in traces and ``mode``: the name given, or a benchmark baseline's function name."""
@@ -163,7 +165,10 @@ class Agent:
         documents do not answer is explained all the same (its outcome stays *not answered*)."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
-        question = plain_query(question, 4000)
+        question = plain_query(question, limit=None)
+        if len(question) > MAX_QUESTION_CHARS:  # never cut: what is left may be padding, and the question lost
+            raise ThreadRagError(f"the question is {len(question):,} characters; at most {MAX_QUESTION_CHARS:,} are "
+                                 "read: ask it in fewer words (a long text belongs in a document: index it)")
         t0 = time.perf_counter()
         self.tok_in = self.tok_out = self._calls = 0
         if doc_id is not None:

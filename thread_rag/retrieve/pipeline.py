@@ -42,9 +42,9 @@ SEARCH_ATTEMPTS = 5  # a search another process's commits keep overtaking is ran
 NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
-def plain_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
+def plain_query(text: str, limit: int | None = MAX_QUERY_CHARS) -> str:
     """A query or question as the models take it: one line of valid text (a lone surrogate, from a command line's
-    undecodable bytes or a JSON escape, becomes "?"), at most ``limit`` characters."""
+    undecodable bytes or a JSON escape, becomes "?"), at most ``limit`` characters (None: whole)."""
     return " ".join(text.encode("utf-8", "replace").decode("utf-8").split())[:limit]
 
 
