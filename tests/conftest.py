@@ -211,9 +211,8 @@ def pytest_sessionfinish(session, exitstatus):
     from thread_rag.bench.retrieval import machine
 
     config = session.config
-    if config.args != [str(REPO / "tests")] and config.args != ["tests"] and config.args:
-        return
-    if config.option.keyword or config.option.markexpr or config.option.collectonly:
+    whole = config.args in ([], ["tests"], [str(REPO / "tests")])
+    if not whole or config.option.keyword or config.option.markexpr or config.option.collectonly:
         return
     stats = config.pluginmanager.get_plugin("terminalreporter").stats
     count = {k: len(stats.get(k, [])) for k in ("passed", "failed", "skipped", "error")}

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 import json
 import os
 import shutil
@@ -32,9 +31,9 @@ from starlette.routing import Route
 from . import __version__, tools
 from .errors import ThreadRagError, one_line
 from .records import page_range, to_dict
+from .store.chunk_store import loopback_name
 
 TOKEN_ENV = "THREAD_RAG_SERVE_TOKEN"
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 JSON_LIMIT = 64 * 1024               # bytes of a JSON body
 UPLOAD_LIMIT = 100 * 1024 * 1024     # bytes of an uploaded file
 QUERY_FIELDS = ("question", "history", "doc", "mode")
@@ -46,15 +45,6 @@ class HttpError(Exception):
     def __init__(self, status: int, message: str, headers: dict | None = None):
         super().__init__(message)
         self.status, self.headers = status, headers or {}
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ReadWriteLock:
@@ -242,7 +232,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         name a hostile DNS points at 127.0.0.1 names its own), and a browser's request must come from the server's
         own page (another site's form or script sends its own Origin)."""
         host = request.headers.get("host", "")
-        if door.token is None and urlsplit(f"//{host}").hostname not in LOOPBACK_NAMES:
+        if door.token is None and not loopback_name(urlsplit(f"//{host}").hostname or ""):
             raise HttpError(403, f"host {host[:60]!r} is not this machine: without a token only loopback names "
                                  "are served")
         origin = request.headers.get("origin")
@@ -329,7 +319,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         mode = mode_of(body)
         if mode == "full":
             door.take_slot()
-        return stream_answer(door, request, question, doc, history, mode)
+        return answer_events(door, question, doc, history, mode)
 
     async def upload(request):
         return JSONResponse(await receive_upload(door, request))
@@ -358,30 +348,33 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         """A PDF page as a PNG image."""
         from . import page_view
 
-        rec, n = await door.run(pdf_record, request), request.path_params["n"]
-        png = await door.run(lambda: page_view.render_page(page_view.checked_file(rec.path, rec.content_hash), n))
+        def render():
+            rec = pdf_record(request)
+            return page_view.render_page(page_view.checked_file(rec.path, rec.content_hash), request.path_params["n"])
+        png = await door.run(render)
         return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
 
     async def locate(request):
         """Where quoted lines stand on a PDF's pages: boxes as fractions of the page, from the top left."""
         from . import page_view
 
-        rec = await door.run(pdf_record, request)
         body = await json_body(request, ("lines", "pages"))
         lines = body.get("lines")
         if not isinstance(lines, list) or not 1 <= len(lines) <= 50 or not all(
                 isinstance(x, str) and len(x) <= 1000 for x in lines):
             raise HttpError(400, "lines must be a list of 1 to 50 strings of at most 1000 characters (quoted lines)")
-        lo, hi = page_range(text_field(body, "pages"), "pages") if body.get("pages") is not None else (1, rec.pages or 1)
-        found, missing = await door.run(lambda: page_view.locate(
-            page_view.checked_file(rec.path, rec.content_hash), lines, range(lo, min(hi, lo + 49) + 1)))
-        return JSONResponse({"doc_id": rec.doc_id, "found": [to_dict(f) for f in found], "missing": missing})
+        pages = page_range(text_field(body, "pages"), "pages") if body.get("pages") is not None else None
+
+        def find():
+            rec = pdf_record(request)
+            lo, hi = pages or (1, rec.pages or 1)
+            found, missing = page_view.locate(page_view.checked_file(rec.path, rec.content_hash), lines,
+                                              range(lo, min(hi, lo + 49) + 1))
+            return {"doc_id": rec.doc_id, "found": [to_dict(f) for f in found], "missing": missing}
+        return JSONResponse(await door.run(find))
 
     def pdf_record(request):
-        doc_id = request.path_params["doc_id"]
-        rec = next((d for d in engine.documents() if d.doc_id == doc_id.upper()), None)
-        if rec is None:
-            raise HttpError(404, f"unknown document {doc_id[:40]!r}: GET /documents lists them")
+        rec = engine.document(request.path_params["doc_id"])  # an unknown or malformed id: its one line
         if rec.kind != "pdf":
             raise HttpError(400, f"{rec.doc_id} is {rec.kind}: only a PDF has pages to show (fetch its chunks instead)")
         return rec
@@ -422,7 +415,7 @@ async def _not_allowed(request, exc):
 
 
 # --- streaming ------------------------------------------------------------------------------------------------------
-def stream_answer(door: Door, request: Request, question: str, doc: str | None, history: list, mode: str):
+def answer_events(door: Door, question: str, doc: str | None, history: list, mode: str):
     """Server-Sent Events: ``quote`` (or ``related``), ``outcome``, ``token``... (the explanation), ``checked``, a later
     ``outcome`` when the check lowered it (or the first, for a question refused before any quote), ``sources``,
     ``done`` (the whole answer as ``/query`` gives it: an action's reply is its ``answer``); ``error`` with one line
@@ -469,9 +462,7 @@ def stream_answer(door: Door, request: Request, question: str, doc: str | None, 
                     put("outcome", d["outcome"])
                 put("sources", {"citations": d.get("citations", [])})
             put("done", d)
-        except ThreadRagError as e:
-            put("error", {"error": one_line(e)})
-        except Exception as e:  # noqa: BLE001 - one line to the client, never a dropped stream
+        except Exception as e:  # noqa: BLE001 - ours or a bug: one line to the client, never a dropped stream
             put("error", {"error": one_line(e)})
         finally:
             if mode == "full":
@@ -564,10 +555,11 @@ def serve(engine, *, host: str = "127.0.0.1", port: int = 8765, allow_writes: bo
     import uvicorn
 
     token = os.environ.get(TOKEN_ENV) or None
-    if not is_loopback(host) and not token:
+    if not loopback_name(host) and not token:
         raise ThreadRagError(f"serve --host {host}: other machines could reach it; set {TOKEN_ENV} (clients send "
                              "'Authorization: Bearer <token>'), or bind 127.0.0.1")
     app = build_app(engine, allow_writes=allow_writes, token=token)
-    app.state.door.submit(app.state.door.readers, lambda: _warm(engine))  # first in the reading queue: a first search waits, never races
+    door = app.state.door
+    door.submit(door.readers, lambda: _warm(engine))  # first in the reading queue: a first search waits, never races
     uvicorn.run(app, host=host, port=port, log_level="warning")
     return 0

@@ -240,9 +240,14 @@ def auth_headers(token: str | None) -> dict:
 def is_loopback(host: str) -> bool:
     """``CHROMA_HOST`` names this machine (reached by no one else: a server there, or an SSH tunnel's end): the name
     ``localhost`` or a loopback address (127.0.0.0/8, ::1), compared whole (``localhost.example.org`` is not)."""
+    return loopback_name(parse_chroma_host(host)[0])
+
+
+def loopback_name(name: str) -> bool:
+    """A host name without its port names this machine: ``localhost`` or a loopback address (``[::1]`` too)."""
     import ipaddress
 
-    name = parse_chroma_host(host)[0].lower().strip("[]")
+    name = name.lower().strip("[]")
     if name == "localhost":
         return True
     try:
