@@ -166,12 +166,12 @@ def quote_block(lines: list, related: bool = False) -> list[Text]:
         return []
     out = [styled(("related passages, not an answer:" if related else "from the manual (quoted):", "bold"))]
     where = None
-    for x in lines:
+    for prev, x in zip([None] + list(lines), lines):
         here = (x.source, x.chunk_id)
         if here != where:
             out.append(styled((f"[{x.source}] ", "bold"), (f"{x.chunk_id} {shown(x.doc_name)} {x.pages}".strip(), "dim")))
             where = here
-        for line in x.shown().splitlines():
+        for line in x.shown(prev).splitlines():
             out.append(styled(("    " + line, "dim" if related else "")))
     return out
 

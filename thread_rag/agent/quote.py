@@ -8,7 +8,7 @@ adds what a kept unit needs to be followed (the code block, list or table a sent
 the lead-in of a kept code block, the steps between two kept steps of one list), and cuts the rest to a word
 budget. The quote keeps each document's order; each line names its source number, chunk id and page.
 
-Then three rules make the quote whole, whatever the other lines scored:
+Then four rules make the quote whole, whatever the other lines scored:
 
 - a title is never quoted alone: a section title the loader left as a line of its own ("Changing the port", a
   Markdown heading without its '#') brings the body under it, up to the next title, while the words fit;
@@ -16,6 +16,8 @@ Then three rules make the quote whole, whatever the other lines scored:
   sentence leading into a list, brings the whole list: its lead-in, then every step with the code under it, from
   the first step on while the words fit; the steps that do not fit are named in ``choose_quote``'s note
   (``Quote.cut``: "steps 4-7 of 7 not shown (word budget)");
+- asked for a figure (how much, an amount, a total, a ratio, "in USD millions"), the best table row close to the best line is quoted
+  too, under its header row, when no row is quoted yet;
 - a warning travels with its command: a line that warns ("Warning:", "Note:", "There is no undo", "This deletes
   ...", "make sure", "back up first") standing directly before or after a quoted command, code block or step of
   the same source (past the lines quoted beside it, across a chunk boundary, never across a heading) is quoted
@@ -49,6 +51,8 @@ WARNING = re.compile(LABEL.pattern + r"|\b(?:no undo|can ?not be undone|can't be
 # a question that asks for a procedure: its list is quoted whole
 PROCEDURE = re.compile(r"\b(?:how (?:do|does|can|could|should|would|to)\b|steps?\b|install|set ?up\b|setting up|"
                        r"configur|procedure)", re.I)
+FIGURE = re.compile(r"\b(?:how (?:much|many)|amount|total|ratio|rate|margin|percent(?:age)?|figure|"
+                    r"in (?:usd|us\$|\$|dollars|euros?|millions|billions|thousands))\b", re.I)
 
 
 @dataclass
@@ -81,12 +85,15 @@ class QuoteLine:
     header: str = ""
     doc_name: str = ""
 
-    def shown(self) -> str:
-        """The text as a person reads it: prose on one line, code, steps and rows with their lines."""
+    def shown(self, after: "QuoteLine | None" = None) -> str:
+        """The text as a person reads it: prose on one line, code, steps and rows with their lines; a table row under
+        its header row, unless it follows a row of the same table (``after``: the line shown before it)."""
         if self.kind == "sentence":
             return " ".join(self.text.split())
         body = self.text.strip("\n")
-        if self.kind == "row" and self.header:
+        same = after is not None and after.kind == "row" and after.header == self.header and \
+            after.chunk_id == self.chunk_id
+        if self.kind == "row" and self.header and not same:
             return self.header.strip("\n") + "\n" + body
         return body
 
@@ -105,7 +112,7 @@ class Quote:
     spread: float | None = None                 # ... and above the median unit of what was read
 
     def text(self) -> str:
-        return "\n".join(x.shown() for x in self.lines)
+        return "\n".join(x.shown(prev) for prev, x in zip([None] + self.lines, self.lines))
 
 
 # --- cutting a chunk into units ---------------------------------------------------------------------------------
@@ -373,6 +380,8 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
     picked = _by_score(scored, cfg, start)
     picked += _bodies(picked, scored, cfg.words)
     cut = ""
+    if FIGURE.search(question):
+        picked += _a_row(picked, scored, cfg.margin + STEP_REACH)
     if PROCEDURE.search(question):
         picked += _a_step(picked, scored, cfg.margin + STEP_REACH)
         more, cut = _procedures(picked, scored, cfg.words)
@@ -393,6 +402,17 @@ def _a_step(picked: list[Unit], scored: list[Unit], reach: float) -> list[Unit]:
     best = max(u.score for u in scored)
     steps = [u for u in scored if u.kind == "step" and u.score >= best - reach and u not in picked]
     return [max(steps, key=lambda u: u.score)] if steps else []
+
+
+def _a_row(picked: list[Unit], scored: list[Unit], reach: float) -> list[Unit]:
+    """A question asking for a figure ("how much", an amount, a ratio, "in USD millions"), answered by a sentence beside the
+    table that holds it: the best table row within ``reach`` of the best line is taken too (shown under its header
+    row); none when a row is held already."""
+    if not picked or any(u.kind == "row" for u in picked):
+        return []
+    best = max(u.score for u in scored)
+    rows = [u for u in scored if u.kind == "row" and u.score >= best - reach and u not in picked]
+    return [max(rows, key=lambda u: u.score)] if rows else []
 
 
 def _by_score(scored: list[Unit], cfg: QuoteSettings, start: list[Unit] = ()) -> list[Unit]:

@@ -216,6 +216,13 @@ def _serve(settings, args, err) -> int:
     return _show(run_serve_load(settings, args), args)
 
 
+def _filings(settings, args, err) -> int:
+    from .filings import run_filings
+
+    out = {"command": "thread-rag bench filings", "commit": _commit(), **run_filings(settings, home=args.data_dir)}
+    return _show(out, args)
+
+
 def _scale(settings, args, err) -> int:
     import shutil
 
@@ -268,4 +275,4 @@ KINDS = {"retrieval": _retrieval, "embedders": _embedders, "ingest": _ingest, "c
          "windows": _windows, "context": _context, "reading": _reading, "report": _report, "contextual": _contextual,
          "eval": _eval, "grounding": _grounding, "answers": _answers, "suite": _suite, "refusal": _refusal,
          "band": _band, "outcome": _outcome, "quotes": _quotes, "throughput": _throughput, "coldstart": _coldstart, "routing": _routing,
-         "latency": _latency, "serve": _serve}
+         "latency": _latency, "serve": _serve, "filings": _filings}

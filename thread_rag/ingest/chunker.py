@@ -52,6 +52,8 @@ class Unit:
     is_heading: bool = False
     new_line: bool = False  # starts a line of its block after the first (a list item, a table row, a code line,
     #                         its indentation kept)
+    table_head: str = ""    # a table row's header row and the rule under it, where its block opens with them
+    head_tokens: int = 0    # ... and its tokens: a chunk that starts at this row repeats the header
 
 
 @dataclass
@@ -111,6 +113,11 @@ class SentenceChunker:
                     pos = m.end() if m else pos
         counts = self.count_tokens([text_for_embedding(t) for t, *_ in pieces])
         units: list[Unit] = []
+        heads = {bi: table_head(b.text) for bi, b in enumerate(doc.blocks)}
+        distinct = sorted({h for h in heads.values() if h})
+        head_tokens = dict(zip(distinct, self.count_tokens([text_for_embedding(h) for h in distinct]))) \
+            if distinct else {}
+        heads = {bi: h if h and head_tokens[h] <= self.target // 3 else "" for bi, h in heads.items()}  # rows fit
         for (text, s, e, bi, nl), n in zip(pieces, counts):
             b = doc.blocks[bi]
             if n > self.target:
@@ -118,7 +125,10 @@ class SentenceChunker:
                 parts[0].new_line = nl
                 units.extend(parts)
             else:
-                units.append(Unit(text, max(n, 1), b.page, tuple(b.heading_path), s, e, bi, b.is_heading, nl))
+                at = s - b.char_start  # a row repeats the header above it; the rule line, the header row
+                head = heads[bi] if at > len(heads[bi]) else heads[bi][:at - 1] if nl and heads[bi] else ""
+                units.append(Unit(text, max(n, 1), b.page, tuple(b.heading_path), s, e, bi, b.is_heading, nl, head,
+                                  head_tokens.get(head, 0)))
         return units
 
     def _split_long(self, text: str, n: int, start: int, b, bi: int) -> list[Unit]:
@@ -149,7 +159,7 @@ class SentenceChunker:
         cur: list[Unit] = []
         own_from = 0  # index in cur of the first unit that is not overlap
         for i, u in enumerate(units):
-            cur_tok = sum(x.tokens for x in cur)
+            cur_tok = sum(x.tokens for x in cur) + (cur[0].head_tokens if cur else 0)
             own_tok = sum(x.tokens for x in cur[own_from:])
             force = (u.is_heading or i in breaks) and own_tok >= self.min_tokens
             if cur and (force or cur_tok + u.tokens > self.target) and own_tok > 0:
@@ -175,7 +185,7 @@ class SentenceChunker:
         return tail
 
     def _draft(self, units: list[Unit], own_from: int) -> ChunkDraft:
-        parts: list[str] = []
+        parts: list[str] = [units[0].table_head + "\n"] if units[0].table_head else []  # a table goes on: its header
         prev_block = None
         for u in units:
             if prev_block is None:
@@ -190,7 +200,7 @@ class SentenceChunker:
         return ChunkDraft(text="".join(parts), page_start=min(pages) if pages else None,
                           page_end=max(pages) if pages else None, heading_path=list(own.heading_path),
                           char_start=units[0].char_start, char_end=units[-1].char_end,
-                          n_tokens=sum(u.tokens for u in units), units=units)
+                          n_tokens=sum(u.tokens for u in units) + units[0].head_tokens, units=units)
 
     def chunk(self, doc: LoadedDocument) -> list[ChunkDraft]:
         units = self.units(doc)
@@ -240,6 +250,16 @@ class ParentChildChunker(SentenceChunker):
             c.parent = parent
             size += c.n_tokens
         return children
+
+
+_HEAD = re.compile(r"(\|[^\n]*\|)\n(\|(?: ?:?-{3,}:? ?\|)+)(?=\n)")
+
+
+def table_head(text: str) -> str:
+    """A block's table header: its first line when that is a pipe row with a rule line under it ("| a | b |" then
+    "| --- | --- |"), with the rule; else ""."""
+    m = _HEAD.match(text)
+    return m.group(0) if m else ""
 
 
 def make_chunker(settings, count_tokens, embed=None) -> Chunker:

@@ -53,14 +53,33 @@ def _outline_entries(reader) -> list[tuple[int, int, str]]:
 def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> LoadedDocument:
     reader, n_pages = _open_pdf(p, password)
     page_lines, code_lines, styles, failed = _read_pages(reader)
+    titles = _figure_tables(p, password, page_lines, code_lines, styles)
     ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
     running, running_prefix = _running_lines(page_lines, n_pages)
     by_page = _headings_by_page(reader, page_lines, styles, code_lines, ocr_pages, running, running_prefix)
     built = _Built()
     for pg, lines in enumerate(page_lines):
-        _page_blocks(built, pg, lines, code_lines[pg], list(by_page.get(pg, [])), running, running_prefix)
+        _page_blocks(built, pg, lines, code_lines[pg], list(by_page.get(pg, [])), running, running_prefix,
+                     titles.get(pg, {}))
     return LoadedDocument(path=str(p), kind="pdf", blocks=built.blocks, pages=n_pages,
                           warnings=_pdf_warnings(failed, n_pages, ocr_pages), ocr_pages=ocr_pages)
+
+
+def _figure_tables(p: Path, password: str | None, page_lines: list, code_lines: list, styles: list) -> dict:
+    """Read the tables of figures (``pdf_tables``) in place: each page that holds one gets pdfium's lines with the
+    tables as labelled rows; a line pypdf read the same keeps its type style and code mark. Pages whose captioned
+    tables were read already keep theirs. Page index -> {line index: table title}."""
+    from .pdf_tables import read_tables
+
+    captioned = {pg for pg, lines in enumerate(page_lines) if any(_PIPE_ROW.match(ln.strip()) for ln in lines)}
+    found = read_tables(p, password, page_lines, captioned)
+    for pg, (lines, _) in found.items():
+        same = lambda ln: " ".join(ln.split())  # noqa: E731 - a line pypdf and pdfium both read keeps its marks
+        style = {same(ln): st for ln, st in zip(page_lines[pg], styles[pg])}
+        mono = {same(page_lines[pg][i]) for i in code_lines[pg] if i < len(page_lines[pg])}
+        page_lines[pg], styles[pg] = lines, [style.get(same(ln)) for ln in lines]
+        code_lines[pg] = {i for i, ln in enumerate(lines) if same(ln) in mono}
+    return {pg: titles for pg, (_, titles) in found.items()}
 
 
 def _open_pdf(p: Path, password: str | None):
@@ -215,6 +234,10 @@ class _Built:
         """Open a heading: it replaces those at its depth or deeper."""
         self.path = [h for h in self.path if h[0] < depth] + [(depth, title)]
 
+    def leave_table(self) -> None:
+        """Close a table of figures' title: the text after the table is under the headings before it."""
+        self.path = [h for h in self.path if h[0] < TABLE_DEPTH]
+
     def add(self, text: str, pg: int, is_heading: bool = False) -> None:
         """Append a block on page index ``pg`` under the current heading path."""
         self.blocks.append(Block(text=text, page=pg + 1, heading_path=tuple(t for _, t in self.path),
@@ -232,9 +255,10 @@ def _flush(built: _Built, pg: int, para: list[str], kept: list[str]) -> None:
 
 
 def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pending: list[tuple],
-                 running: set, running_prefix: set) -> None:
+                 running: set, running_prefix: set, titles: dict[int, str] | None = None) -> None:
     """One page's lines as blocks: paragraphs, kept code lines and table rows, and the headings ``pending`` on it
-    (running headers and footers and table-of-contents lines left out)."""
+    (running headers and footers and table-of-contents lines left out); a table of figures' title (``titles``: at
+    its header row's line) opens a heading one level below the deepest, for its rows only."""
     cand = [ln for ln in lines if ln.strip()]
     edges = set(cand[:2] + cand[-2:])
     para: list[str] = []
@@ -262,6 +286,9 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
             built.add(title, pg, is_heading=True)
             skip = range(li + 1, li + n)
             continue
+        if titles and li in titles:  # a table of figures: its rows under its title
+            _flush(built, pg, para, kept)
+            built.enter(TABLE_DEPTH, titles[li])
         if li in code or _PIPE_ROW.match(s):  # a command or a table row: a line of its own
             if para:
                 _flush(built, pg, para, kept)
@@ -269,6 +296,7 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
             continue
         if kept:
             _flush(built, pg, para, kept)
+            built.leave_table()
         if ln in edges and _running_line(ln, running, running_prefix):
             continue
         if _TOC_LINE.search(s):
@@ -285,6 +313,7 @@ def _page_blocks(built: _Built, pg: int, lines: list[str], code: set[int], pendi
         if len(ln) < 0.6 * max_len and s[-1:] in ".:!?)" and max_len > 40:
             _flush(built, pg, para, kept)
     _flush(built, pg, para, kept)
+    built.leave_table()
     for depth, title, *_ in pending:
         built.enter(depth, title)
 
@@ -365,6 +394,7 @@ def _ranges(pages: list[int]) -> str:
 
 
 COMMAND_LINE = re.compile(r"^\s*(?:[#$]\s?\S|>\s)")  # "# cp debian.iso /dev/sdX", "$ make", "> dir"
+TABLE_DEPTH = 9  # a table's title heads its rows, below any heading of the document's own
 _TOC_LINE = re.compile(r"(\s?\.){6,}\s*[0-9ivxlc]+\s*$")
 _PIPE_ROW = re.compile(r"^\|.*\|$")
 _CAPTION = re.compile(r"^\s*Table\s+[A-Z]?\d+(?:[.-]\d+)*[.:]?\s+[A-Z(\"“]")  # "Table 3.2 Recommended ...", not

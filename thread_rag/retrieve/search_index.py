@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -48,9 +49,20 @@ StoreLoad = Callable[[int, int], tuple]  # (serial, generation) -> (chunks, vect
 Committed = list  # [(serial, generation, content key)] of the catalog's documents
 
 
+_PERIOD = re.compile(r"\b(FY|CY|Q[1-4]|H[12])'?((?:19|20)\d\d|\d\d)\b", re.I)
+
+
+def _period(m: re.Match) -> str:
+    year = m.group(2)
+    return f"{m.group(1)} {'20' + year if len(year) == 2 else year}"
+
+
 def bm25_tokenize(texts: list[str]) -> list[list[str]]:
+    """BM25's terms of each text: bm25s's words, stopwords out; a period such as "FY2022", "FY22" or "Q1'21" is its
+    year as a term of its own ("fy 2022"), as a table's column prints it."""
     import bm25s
 
+    texts = [_PERIOD.sub(_period, t) for t in texts]
     return bm25s.tokenize(texts, stopwords=BM25_STOPWORDS, return_ids=False, show_progress=False)
 
 

@@ -2,6 +2,8 @@
 label. One home for what windows, the agent's readers, nested retrieval and the benchmarks all join."""
 from __future__ import annotations
 
+from ..ingest.chunker import table_head
+
 
 def strip_overlap(prev: str, nxt: str) -> str:
     """``nxt`` without the leading sentences it repeats from the end of ``prev``."""
@@ -23,11 +25,13 @@ def join_thread(chunks) -> str:
     line break."""
     text = chunks[0].text
     for a, b in zip(chunks, chunks[1:]):
-        rest = strip_overlap(a.text, b.text)
-        head = b.text[: len(b.text) - len(rest)]
+        repeated = table_head(b.text)  # a table's header that the chunk repeats is shown once
+        b_text = b.text[len(repeated) + 1:] if repeated and repeated in text else b.text
+        rest = strip_overlap(a.text, b_text)
+        head = b_text[: len(b_text) - len(rest)]
         if head.strip():
             text += head[len(head.rstrip()):] + rest
         else:
             same_para = b.char_start < a.char_end and not b.text[:1].isspace()
-            text += (" " if same_para and rest[:1].islower() else "\n") + (b.text if b.text[:1].isspace() else rest)
+            text += (" " if same_para and rest[:1].islower() else "\n") + (b_text if b_text[:1].isspace() else rest)
     return text

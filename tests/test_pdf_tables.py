@@ -1,0 +1,101 @@
+"""Tables of figures in PDFs (issue 61): rows with their labels, column headers, units and title; a chunk that
+starts inside a table repeats its header; the quote of a figure holds its row. A statement PDF the tests write
+themselves, and a filing of ../shared/data/financebench-dev as a regression guard."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from table_pdf import statement_pdf
+from thread_rag.ingest.chunker import SentenceChunker, table_head
+from thread_rag.ingest.loaders import load_document
+from thread_rag.threads.passages import join_thread
+
+FILINGS = Path(__file__).resolve().parents[2] / "shared/data/financebench-dev/pdfs"
+needs_filings = pytest.mark.skipif(not FILINGS.is_dir(), reason="../shared/data/financebench-dev not present")
+
+
+def _rows(doc) -> dict[str, tuple]:
+    """Each pipe row's label -> (the row, its block's page and heading path)."""
+    out = {}
+    for b in doc.blocks:
+        for ln in b.text.split("\n"):
+            if ln.startswith("| ") and not ln.startswith("| ---"):
+                out.setdefault(ln.split(" | ")[0][2:].rstrip(" |"), (ln, b.page, b.heading_path))
+    return out
+
+
+def test_a_statement_s_rows_keep_their_label_headers_units_and_title(tmp_path):
+    doc = load_document(statement_pdf(tmp_path / "widget.pdf"))
+    rows = _rows(doc)
+    assert rows["Service revenue"][0] == "| Service revenue | 2023: 1,204 | 2022: 1,118 |"
+    assert rows["Product revenue"][0] == "| Product revenue | 2023: $ 3,410 | 2022: $ 3,002 |"
+    assert rows["Cost of revenue"][0] == "| Cost of revenue | 2023: (1,877) | 2022: (1,650) |"
+    assert rows["Operating expenses"][0] == "| Operating expenses |"  # a sub-heading inside the table
+    head = next(b.text.split("\n")[0] for b in doc.blocks if b.text.startswith("| Consolidated"))
+    assert head == ("| Consolidated Statements of Operations, (In millions, except per share data) "
+                    "| Year Ended December 31, 2023 | Year Ended December 31, 2022 |")  # a spanning header
+    line, page, path = rows["Operating income"]
+    assert page == 2 and path[-1] == "Consolidated Statements of Operations"
+    after = next(b for b in doc.blocks if b.text.startswith("The accompanying notes"))
+    assert "Consolidated Statements of Operations" not in after.heading_path  # the title heads the rows only
+    prose = next(b for b in doc.blocks if b.text.startswith("Widget Corp makes widgets"))
+    assert "|" not in prose.text and prose.page == 1  # a page of prose is read as before
+
+
+def test_a_chunk_that_starts_inside_a_table_repeats_its_header_and_the_walk_shows_it_once(tmp_path):
+    doc = load_document(statement_pdf(tmp_path / "widget.pdf"))
+    words = lambda texts: [len(t.split()) for t in texts]  # noqa: E731 - a word is a token here
+    chunks = SentenceChunker(words, target=120, overlap=0, min_tokens=8).chunk(doc)
+    inside = [c for c in chunks if c.text.startswith("| Consolidated") and "| Service revenue |" not in c.text]
+    assert inside, [c.text[:80] for c in chunks]
+    head = table_head(inside[0].text)
+    assert head.endswith("| --- | --- | --- |") and "(In millions" in head
+    assert all(c.n_tokens <= 120 for c in chunks if "|" in c.text)  # the repeated header counts in the budget
+    long_head = SentenceChunker(words, target=60, overlap=0, min_tokens=8).chunk(doc)  # a header over a third
+    assert sum(c.text.count("| Consolidated") for c in long_head) == 1  # of the budget is not repeated
+    joined = join_thread(chunks)
+    assert joined.count("| Consolidated Statements of Operations") == 1
+    for label in ("Service revenue", "Sales and marketing", "Operating income"):
+        assert joined.count(f"| {label} |") == 1, label
+
+
+def test_a_figure_s_quote_holds_its_row_and_header(tmp_path, make_engine):
+    from thread_rag.agent.loop import quote_answer
+
+    engine = make_engine()
+    doc_id = engine.index_file(statement_pdf(tmp_path / "widget.pdf")).doc_id
+    q = quote_answer(engine, "What was the service revenue in 2023?", doc_id=doc_id)
+    shown = "\n".join(f"{ln['header']}\n{ln['text']}" for ln in q["quote"])
+    assert "| Service revenue | 2023: 1,204 | 2022: 1,118 |" in shown, shown
+    assert "(In millions" in shown  # the units come with the row
+
+
+@needs_filings
+def test_a_filing_s_statements_keep_rows_headers_units_and_pages():
+    """A regression guard on a real filing: a loader change that loses a statement's rows, their headers or
+    units, or moves a figure to another page, fails here."""
+    doc = load_document(FILINGS / "AMCOR_2023Q4_EARNINGS.pdf")
+    rows = _rows(doc)
+    capex = rows["Purchase of property, plant, and equipment and other intangible assets"]
+    assert capex[0].endswith("| 2022: (527) | 2023: (526) |") and capex[1] == 9
+    assert capex[2][-1] == "U.S. GAAP Condensed Consolidated Statements of Cash Flows (Unaudited)"
+    ppe = rows["Property, plant and equipment, net"]
+    assert ppe[0] == "| Property, plant and equipment, net | 2022: 3,646 | 2023: 3,762 |" and ppe[1] == 9
+    heads = [ln for b in doc.blocks for ln in b.text.split("\n") if ln.startswith("| U.S. GAAP Condensed")]
+    assert any(re.search(r"Balance Sheets \(Unaudited\), \(\$ million\) \| June 30, 2022 \| June 30, 2023 \|", h)
+               for h in heads), heads
+    assert rows["Net sales"][0].startswith("| Net sales | 2022 $ million: 14,544 | 2023 $ million: 14,694")
+
+
+def test_rows_of_one_table_quoted_together_show_its_header_once():
+    from thread_rag.agent.quote import Quote, QuoteLine
+
+    head = "| Statement, (In millions) | 2023 | 2022 |\n| --- | --- | --- |\n"
+    row = lambda text, chunk="DOC1_004": QuoteLine(text, "row", 1, chunk, "p.2", 1.0, header=head)  # noqa: E731
+    quote = Quote(lines=[row("| Service revenue | 2023: 1,204 |"), row("| Total revenue | 2023: 4,614 |"),
+                         row("| Net income | 2023: 99 |", chunk="DOC1_005")])
+    assert quote.text().count("| Statement, (In millions)") == 2  # once per chunk's run of rows
+    assert quote.text().startswith("| Statement, (In millions) | 2023 | 2022 |\n| --- | --- | --- |\n| Service")
