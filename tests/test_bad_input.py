@@ -79,7 +79,10 @@ def test_fetch_malformed_ids_in_a_valid_call(manual_engine):
 def test_odd_queries(manual_engine, query):
     tools = make_tools(manual_engine)
     out = call_tool(tools, "rag_search", {"query": query})
-    assert out.ok == bool(query.strip())  # a blank query is refused; anything else is searched
+    # a blank query is refused, and so is one longer than a search reads (never cut); anything else is searched
+    assert out.ok == (bool(query.strip()) and len(query) <= 2000)
+    if len(query) > 2000:
+        assert "the query is 10,000 characters; at most 2,000 are searched" in out.error, out.error
     if out.ok:
         hits = out.result["hits"]
         assert isinstance(hits, list) and hits
@@ -398,3 +401,10 @@ def test_hostile_files_are_one_line_each_fast_and_small(tmp_path):
         else:
             assert out["said"] == "", (name, out)
         assert "\n" not in out["said"] and out["s"] < 20 and out["peak_kib"] < 2**20, (name, out)
+
+
+def test_a_nested_query_over_the_limit_is_refused_in_one_line_not_cut(manual_engine):
+    tools = make_tools(manual_engine)
+    out = call_tool(tools, "nested_retrieve", {"query": " " * 1990 + "how do I pre-heat summaries?" * 2})
+    assert not out.ok and "the query is 2,046 characters; at most 2,000 are searched" in out.error
+    assert call_tool(tools, "nested_retrieve", {"query": "how do I pre-heat summaries?"}).ok

@@ -72,6 +72,8 @@ def test_read_endpoints_and_errors_as_one_json_line(manual_engine):
                 ("/search", json.dumps({"query": "x", "k": 0}).encode(), 400),
                 ("/search", json.dumps({"query": "x", "pages": "5-"}).encode(), 400),
                 ("/search", json.dumps({"query": "x", "doc": "DOC99"}).encode(), 404),
+                ("/search", json.dumps({"query": "x", "doc": "DOC-unknown"}).encode(), 400),  # not an id at all
+                ("/search", json.dumps({"query": "unknown " * 300}).encode(), 400),  # too long: refused, never cut
                 ("/search", json.dumps([1, 2]).encode(), 400), ("/fetch", json.dumps({"chunk_ids": "DOC1_000"}).encode(), 400),
                 ("/query", json.dumps({"question": "  "}).encode(), 400),
                 ("/query", json.dumps({"question": "x", "mode": "loud"}).encode(), 400),
@@ -288,3 +290,28 @@ def test_the_token_variable_is_not_taken_for_an_unknown_setting():
     from thread_rag.settings import load_settings
 
     load_settings(env={"THREAD_RAG_SERVE_TOKEN": "s3cret"}, config_file=False)  # raised "unknown setting" before
+
+
+def test_a_pdf_is_hashed_once_per_version_of_the_file_not_per_click(tmp_path, monkeypatch):
+    import hashlib
+    import os
+
+    from thread_rag import page_view
+
+    f = tmp_path / "a.pdf"
+    f.write_bytes(b"%PDF-1.4 one")
+    good = hashlib.sha256(b"%PDF-1.4 one").hexdigest()
+    calls = []
+    real = page_view.digest
+    monkeypatch.setattr(page_view, "digest", lambda p: calls.append(p) or real(p))
+    for _ in range(3):  # the page image, then where the lines stand, then again
+        assert page_view.checked_file(str(f), good) == f
+    assert len(calls) == 1
+    f.write_bytes(b"%PDF-1.4 two")  # same size: the modification time tells
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    with pytest.raises(ThreadRagError, match="changed since it was indexed"):
+        page_view.checked_file(str(f), good)
+    assert len(calls) == 2
+    f.unlink()
+    with pytest.raises(ThreadRagError, match="no longer there"):
+        page_view.checked_file(str(f), good)

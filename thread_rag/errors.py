@@ -73,12 +73,24 @@ class IngestError(ThreadRagError):
         self.args = (self._line(),)
 
 
+class NotFoundError(ThreadRagError):
+    """What was asked for is not there: a document or chunk the library does not hold, a file gone (HTTP 404)."""
+
+
 class ChunkIdError(ThreadRagError):
     """A malformed or unknown chunk id."""
 
 
+class ChunkOutOfRangeError(ChunkIdError, NotFoundError):
+    """A chunk id past the end of its document's thread."""
+
+
 class UnknownDocumentError(ThreadRagError):
-    """A document id that is not in the catalog."""
+    """A document id that is not in the catalog (or not a document id at all)."""
+
+
+class MissingDocumentError(UnknownDocumentError, NotFoundError):
+    """A well-formed document id that the catalog does not hold."""
 
 
 class ModelUnavailableError(ThreadRagError):

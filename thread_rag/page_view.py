@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from .errors import ThreadRagError
+from .errors import NotFoundError, ThreadRagError
+from .lru import LRU
 
 PDFIUM = threading.Lock()
 IMAGE_WIDTH = 1000           # pixels across a rendered page
@@ -42,17 +43,37 @@ class Located:
 
 
 def checked_file(path: str, content_hash: str) -> Path:
-    """The document's file, if it is still the one indexed (else one line saying why not)."""
+    """The document's file, if it is still the one indexed (else one line saying why not). A file is hashed once
+    while its size and modification time stay the same (a click asks for its page and for where its lines stand)."""
     p = Path(path)
-    if not p.is_file():
-        raise ThreadRagError(f"{path}: the file is no longer there, so its pages cannot be shown")
+    try:
+        st = p.stat()
+    except OSError:
+        st = None
+    if st is None or not p.is_file():
+        raise NotFoundError(f"{path}: the file is no longer there, so its pages cannot be shown")
+    key = (str(p), st.st_size, st.st_mtime_ns, content_hash)
+    with _CHECKED_LOCK:
+        known = _CHECKED.get(key)
+    if known is None:
+        known = digest(p) == content_hash
+        with _CHECKED_LOCK:
+            _CHECKED[key] = known
+    if not known:
+        raise ThreadRagError(f"{path}: the file changed since it was indexed (index it again to show its pages)")
+    return p
+
+
+def digest(p: Path) -> str:
     h = hashlib.sha256()
     with p.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    if h.hexdigest() != content_hash:
-        raise ThreadRagError(f"{path}: the file changed since it was indexed (index it again to show its pages)")
-    return p
+    return h.hexdigest()
+
+
+_CHECKED: LRU = LRU(64)  # (path, size, mtime, hash) -> whether the file is the one indexed
+_CHECKED_LOCK = threading.Lock()
 
 
 def render_page(path: Path, page: int, width: int = IMAGE_WIDTH) -> bytes:

@@ -29,7 +29,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from . import __version__, tools
-from .errors import ThreadRagError, one_line
+from .errors import NotFoundError, ThreadRagError, one_line
 from .records import page_range, to_dict
 from .store.chunk_store import loopback_name
 
@@ -222,7 +222,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
             except HttpError as e:
                 return JSONResponse({"error": str(e)}, status_code=e.status, headers=e.headers)
             except ThreadRagError as e:
-                return JSONResponse({"error": one_line(e)}, status_code=404 if _unknown(e) else 400)
+                return JSONResponse({"error": one_line(e)}, status_code=404 if isinstance(e, NotFoundError) else 400)
             except Exception as e:  # noqa: BLE001 - a bug of ours: one line, never a traceback to the client
                 return JSONResponse({"error": f"internal error: {one_line(e)}"}, status_code=500)
         return endpoint
@@ -399,11 +399,6 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
     app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
     app.state.door = door
     return app
-
-
-def _unknown(e: ThreadRagError) -> bool:
-    text = str(e).lower()
-    return "unknown" in text or "no such" in text or "not found" in text or "no longer there" in text
 
 
 async def _not_found(request, exc):

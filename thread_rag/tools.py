@@ -47,8 +47,19 @@ def index_new_document(engine, file_path: str, *, restrict: bool = False, progre
     return {"results": [to_dict(r) for r in results]}
 
 
+def searchable(query) -> str:
+    """``query`` as a door takes it: refused in one line when it is longer than a search reads (never cut: what is
+    left of it may be padding, and the words that matter lost)."""
+    from .retrieve.pipeline import MAX_QUERY_CHARS
+
+    if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+        raise ThreadRagError(f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are searched: "
+                             "shorten it to what you are looking for")
+    return query
+
+
 def rag_search(engine, query: str, doc_id: str | None = None, k: int | None = None, **filters) -> dict:
-    return to_dict(engine.retriever.search(query, doc_id=doc_id, k=k, **filters))
+    return to_dict(engine.retriever.search(searchable(query), doc_id=doc_id, k=k, **filters))
 
 
 def fetch_chunks_by_id(engine, chunk_ids: list[str], token_budget: int | None = None, query: str | None = None) -> dict:
@@ -71,7 +82,7 @@ def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> d
 
 
 def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0) -> dict:
-    return to_dict(engine.nested.retrieve(query, limit=limit, doc_id=doc_id, offset=offset))
+    return to_dict(engine.nested.retrieve(searchable(query), limit=limit, doc_id=doc_id, offset=offset))
 
 
 def compare_documents(engine, doc_a: str, doc_b: str, topic: str | None = None, explain: bool = False,

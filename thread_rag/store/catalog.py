@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes, atomic_write_json, read_json, set_aside
-from ..errors import CorruptFileError, UnknownDocumentError
+from ..errors import CorruptFileError, MissingDocumentError
 from ..ids import format_doc_id, parse_doc_id
 from ..records import DocumentRecord
 
@@ -365,7 +365,7 @@ class Catalog:
         rec = self._data["documents"].get(str(serial))
         if rec is None:
             known = ", ".join(d.doc_id for d in self.documents())
-            raise UnknownDocumentError(f"unknown document {format_doc_id(serial)} "
+            raise MissingDocumentError(f"unknown document {format_doc_id(serial)} "
                                        f"({'known: ' + known if known else 'the library holds no documents'})")
         return DocumentRecord.from_dict(rec)
 

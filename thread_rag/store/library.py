@@ -11,7 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ChunkIdError, CorruptFileError, LibraryChangedError, ThreadRagError, UnknownDocumentError
+from ..errors import (ChunkOutOfRangeError, CorruptFileError, LibraryChangedError, MissingDocumentError,
+                      ThreadRagError, UnknownDocumentError)
 from ..ids import ChunkId, format_doc_id
 from ..lru import LRU
 from ..records import Chunk, DocumentRecord, Thread
@@ -115,9 +116,9 @@ class Library:
         try:
             thread = self.thread(cid.serial)
         except UnknownDocumentError:
-            raise UnknownDocumentError(f"{cid}: unknown document {cid.doc_id}") from None
+            raise MissingDocumentError(f"{cid}: unknown document {cid.doc_id}") from None
         if not 0 <= cid.position < len(thread):
-            raise ChunkIdError(f"{cid}: out of range ({cid.doc_id} has chunks "
+            raise ChunkOutOfRangeError(f"{cid}: out of range ({cid.doc_id} has chunks "
                                f"{ChunkId(cid.serial, 0)}..{ChunkId(cid.serial, len(thread) - 1)})")
         return thread.chunks[cid.position]
 
