@@ -230,3 +230,25 @@ def test_a_long_hostile_answer_is_checked_in_linear_time():
     started = time.perf_counter()
     check(text, src)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_percentage_two_figures_of_one_source_line_give_is_computed_not_invented():
+    """Issue 61: an explanation that works out a growth rate from a quoted table row says so, with the figures it
+    came from; a percentage no pair of one line gives stays unsupported (over a page of tables almost any
+    percentage is the ratio of some two figures, so only figures of one line are paired)."""
+    from types import SimpleNamespace
+
+    from thread_rag.render import answer_notes
+
+    src = ["| Total net sales | 2017: $ 177,866 | 2016: $ 135,987 |\n| Operating income | 2017: 4,106 | 2016: 4,186 |"]
+    got = {s.text: s for s in check("Net sales grew 30.8%, operating income fell 1.9% and the margin was 2.3%.", src)}
+    assert got["30.8%"].found and got["30.8%"].computed == "30.8% = (177,866 - 135,987) / 135,987"
+    assert got["1.9%"].found and got["1.9%"].computed == "1.9% = (4,186 - 4,106) / 4,186"
+    assert not got["2.3%"].found and not got["2.3%"].computed  # 4,106 / 177,866: two lines, not paired
+    assert not check("Sales grew 30.7%.", src)[0].found  # to the decimals it is written with
+    assert check("Sales grew 31%.", src)[0].found
+    assert check("Unit sales rose 2017%.", src)[0].found is False  # years are no figures
+    notes = answer_notes(SimpleNamespace(refused=False, computed=[got["30.8%"].computed]),
+                         SimpleNamespace(MAX_ANSWER_TOKENS=1, weak_match=lambda m: False))
+    assert notes == ["(worked out from the sources' figures, not printed in them: "
+                     "30.8% = (177,866 - 135,987) / 135,987)"]

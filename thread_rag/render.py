@@ -146,6 +146,9 @@ def answer_notes(ans, settings) -> list[str]:
     if missing and not ans.refused:
         notes.append("(not in the sources: " + ", ".join(f"`{w}`" for w in dict.fromkeys(missing)) +
                      "; marked [?]: check them before you use them)")
+    computed = getattr(ans, "computed", None)
+    if computed and not ans.refused:
+        notes.append("(worked out from the sources' figures, not printed in them: " + "; ".join(computed) + ")")
     dropped = getattr(ans, "dropped", None)
     if dropped and not ans.refused:
         notes.append(f"(left out: {counted(len(dropped), 'sentence')} with a command, path or option not in the sources: "

@@ -43,6 +43,8 @@ class Span:
     missing: list = field(default_factory=list)  # a command's words the sources do not hold (all of it: [text])
     key: str = ""             # a setting's, value's or version's name, looked up with ``value`` (none: the text as is)
     value: str = ""
+    computed: str = ""        # a percentage the sources do not print but two of their figures give, and how
+    #                           ("30.8% = (177,866 - 135,987) / 135,987")
 
 
 # --- finding spans ---------------------------------------------------------------------------------------------
@@ -358,6 +360,20 @@ class SourceText:
         self.numbers = {_number_key(m) for m in NUMBER.finditer(joined.translate(_PLAIN))}
         self.memo: dict = {}  # lookups of a name's values, made once
         self._pieces: dict | None = None
+        self._figures: list | None = None
+
+    def figure_lines(self) -> list[list[tuple[float, str]]]:
+        """Each line's figures of 1 or more, as written ("177,866"), years aside, for the lines that hold two or
+        more; made on the first call."""
+        if self._figures is None:
+            self._figures = []
+            for line in self.joined.splitlines():
+                found = [(float(t.replace(",", "")), t) for t in FIGURE.findall(line)
+                         if not re.fullmatch(r"(?:19|20)\d\d", t)]
+                found = [f for f in found if f[0] >= 1][:12]
+                if len(found) >= 2:
+                    self._figures.append(found)
+        return self._figures
 
     def holding(self, value: str) -> list[str]:
         """The sources' lines and sentences (a sentence may run over a paragraph's wrapped lines), each plain, that
@@ -510,6 +526,10 @@ def lookup(span: Span, src: SourceText) -> Span:
     if kind == "number":
         m = NUMBER.fullmatch(text) or NUMBER.search(text)
         span.found = bool(m) and _number_key(m) in src.numbers or src.holds(text)
+        if not span.found and m and UNITS.get(m.group(2).lower()) == "%":
+            how = computed_percent(m.group(1), src)
+            if how:
+                span.found, span.computed = True, f"{text} = {how}"
     elif kind == "command":
         parts = [PROMPT.sub("", p) for p in re.split(r"\s*(?:&&|\|\||;|\|)\s*", text)]  # each part's own "sudo"
         missing = []
@@ -536,6 +556,32 @@ def lookup(span: Span, src: SourceText) -> Span:
     if not span.found and not span.missing:
         span.missing = [text]
     return span
+
+
+FIGURE = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,])|(?<![\w.,])\d+(?:\.\d+)?(?![\w,.]\d)")
+
+
+def computed_percent(shown: str, src: SourceText) -> str:
+    """How a percentage the sources do not print comes from two figures that one line of theirs holds (a table
+    row's two years, a sentence's two amounts), to the decimals it is written with: a share (``a / b``) or a change
+    (``(a - b) / b``, either sign); "" when none does. Only figures of one line are paired: over a page of tables
+    almost any percentage is some pair's ratio."""
+    try:
+        target = float(shown.replace(",", ""))
+    except ValueError:
+        return ""
+    decimals = len(shown.split(".")[1]) if "." in shown else 0
+    tol = 0.5 * 10 ** -decimals + 1e-9
+    for line in src.figure_lines():
+        for a, ta in line:
+            for b, tb in line:
+                if a is b or a == b:
+                    continue
+                for value, how in ((100 * a / b, f"{ta} / {tb}"), (100 * (a - b) / b, f"({ta} - {tb}) / {tb}"),
+                                   (100 * (b - a) / b, f"({tb} - {ta}) / {tb}")):
+                    if abs(value - target) <= tol:
+                        return how
+    return ""
 
 
 def check(text: str, sources: list[str], in_code: bool = False) -> list[Span]:

@@ -272,6 +272,7 @@ class Agent:
         citations, invalid, more = self._cite_sources(text, read, msgs, interrupted)
         base.update(checked=len(checker.checked),
                     unsupported=[to_dict(x) for x in unsupported(checker.checked)], dropped=checker.dropped,
+                    computed=[x.computed for x in checker.checked if x.computed],
                     citations_held=citations_hold(text, {x.n: x.text for x in sources}))
         first = (t_ans - t0 + t_first) if t_first is not None else None
         return self._answer(base, text, sources, t0, 1 + more, citations=citations, invalid=invalid,

@@ -47,6 +47,7 @@ class Answer:
     related: bool = False                        # refused because no line answers: the quote shows related lines
     checked: int = 0                             # spans of the explanation looked up in the sources
     unsupported: list = field(default_factory=list)  # ... of those, the ones the sources do not hold
+    computed: list = field(default_factory=list)  # percentages two figures of one source line give ("30.8% = ...")
     dropped: list = field(default_factory=list)  # sentences left out for them (UNSUPPORTED = "drop")
     citations_held: dict = field(default_factory=dict)  # sentences citing [n] with spans, and those [n] holds
     note: str = ""                               # why part of the answer is missing (no quote, no explanation)
