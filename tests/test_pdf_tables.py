@@ -99,3 +99,39 @@ def test_rows_of_one_table_quoted_together_show_its_header_once():
                          row("| Net income | 2023: 99 |", chunk="DOC1_005")])
     assert quote.text().count("| Statement, (In millions)") == 2  # once per chunk's run of rows
     assert quote.text().startswith("| Statement, (In millions) | 2023 | 2022 |\n| --- | --- | --- |\n| Service")
+
+
+def _long_pdf(path: Path, pages: int = 44) -> Path:
+    from table_pdf import write_pdf
+
+    import random
+
+    rng = random.Random(7)
+    word = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))  # noqa: E731
+    body = [[(72, 720 - 16 * i, f"Page {n} line {i}: " + " ".join(word() for _ in range(10)) + ".", 10)
+             for i in range(6)] for n in range(1, pages + 1)]
+    return write_pdf(path, body)
+
+
+def test_a_long_pdf_is_read_by_two_workers_exactly_as_by_one(tmp_path, monkeypatch):
+    """Issue 61, indexing speed: a PDF of PARALLEL_PAGES pages or more is read by two worker processes (pypdf on one
+    core is most of a long PDF's reading time); the blocks are the same as read here, and a worker that cannot run
+    leaves the reading to this process."""
+    import sys
+
+    from thread_rag.ingest import pdf
+
+    f = _long_pdf(tmp_path / "long.pdf")
+    used = []
+    real = pdf._read_pages_in_parts
+    monkeypatch.setattr(pdf, "_read_pages_in_parts", lambda *a: used.append(real(*a)) or used[-1])
+    two = load_document(f)
+    assert used and used[-1] is not None and two.pages == 44
+    monkeypatch.setattr(pdf, "PARALLEL_PAGES", 10 ** 6)
+    one = load_document(f)
+    assert used[-1] is None and [b.__dict__ for b in two.blocks] == [b.__dict__ for b in one.blocks]
+    assert any("Page 44 line 3:" in b.text and b.page == 44 for b in two.blocks)
+    monkeypatch.setattr(pdf, "PARALLEL_PAGES", 40)
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # a worker that fails: read here, the same
+    again = load_document(f)
+    assert used[-1] is None and [b.__dict__ for b in again.blocks] == [b.__dict__ for b in one.blocks]

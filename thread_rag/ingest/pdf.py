@@ -52,7 +52,7 @@ def _outline_entries(reader) -> list[tuple[int, int, str]]:
 
 def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> LoadedDocument:
     reader, n_pages = _open_pdf(p, password)
-    page_lines, code_lines, styles, failed = _read_pages(reader)
+    page_lines, code_lines, styles, failed = _read_pages_in_parts(p, password, n_pages) or _read_pages(reader)
     titles = _figure_tables(p, password, page_lines, code_lines, styles)
     ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
     running, running_prefix = _running_lines(page_lines, n_pages)
@@ -131,6 +131,74 @@ def _read_pages(reader) -> tuple[list[list[str]], list[set[int]], list[list], li
         code_lines.append(code)
         styles.append(style)
     return page_lines, code_lines, styles, failed
+
+
+PARALLEL_PAGES = 40  # a PDF of this many pages or more is read by two processes (pypdf is ~6 pages a second on one core)
+
+
+def _read_pages_in_parts(p: Path, password: str | None, n_pages: int):
+    """``_read_pages`` done by two worker processes, each reading every other page of its own copy of the file, for
+    a PDF of ``PARALLEL_PAGES`` pages or more on a machine with two cores or more; None where that does not hold or
+    a worker fails (the caller reads the pages here). A worker is a fresh interpreter running this module alone
+    (not multiprocessing: its children import the caller's main script again, and a script without a main guard
+    would run twice); the job goes in on its standard input, the pages come back pickled on its standard output."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    if n_pages < PARALLEL_PAGES or (os.cpu_count() or 1) < 2:
+        return None
+    code = "import sys; from thread_rag.ingest.pdf import _pages_worker; _pages_worker()"
+    root = str(Path(__file__).resolve().parents[2])  # where the thread_rag package lives, for the worker's import
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)}
+    workers = []
+    try:
+        for k in (0, 1):
+            w = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, env=env)
+            workers.append(w)
+            w.stdin.write(pickle.dumps((str(p), password, k)))
+            w.stdin.close()
+        parts = []
+        for w in workers:
+            out = w.stdout.read()
+            if w.wait() != 0:
+                return None
+            parts.append(pickle.loads(out))
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return None
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+    page_lines, code_lines, styles, failed = [], [], [], []
+    for pg in range(n_pages):
+        lines, code, style, bad = parts[pg % 2][pg // 2]
+        page_lines.append(lines)
+        code_lines.append(code)
+        styles.append(style)
+        if bad:
+            failed.append(pg + 1)
+    return page_lines, code_lines, styles, failed
+
+
+def _pages_worker() -> None:
+    """A worker of ``_read_pages_in_parts``: (path, password, k) pickled on standard input; (lines, code lines,
+    styles, failed) of pages k, k + 2, ... pickled on standard output."""
+    import pickle
+    import sys
+
+    path, password, k = pickle.loads(sys.stdin.buffer.read())
+    reader, n_pages = _open_pdf(Path(path), password)
+    out = []
+    for pg in range(k, n_pages, 2):
+        try:
+            out.append((*_page_lines(reader.pages[pg]), False))
+        except Exception:  # noqa: BLE001 - as _read_pages: one bad page does not sink the document
+            out.append(([], set(), [], True))
+    sys.stdout.buffer.write(pickle.dumps(out))
 
 
 def _running_lines(page_lines: list[list[str]], n_pages: int) -> tuple[set, set]:
