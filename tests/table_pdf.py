@@ -18,20 +18,23 @@ def _escape(text: str) -> str:
 
 
 def write_pdf(path: Path, pages: list[list[tuple[float, float, str, float]]]) -> Path:
-    """Each page a list of (x, y, text, size); a negative x sets the text right-aligned at -x."""
-    objs = ["<< /Type /Catalog /Pages 2 0 R >>", None, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    """Each page a list of (x, y, text, size[, "Courier"]); a negative x sets the text right-aligned at -x (by
+    Helvetica's widths)."""
+    objs = ["<< /Type /Catalog /Pages 2 0 R >>", None, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            "<< /Type /Font /Subtype /Type1 /BaseFont /Courier >>"]
     kids = []
     for items in pages:
         ops = ["BT"]
-        for x, y, text, size in items:
+        for x, y, text, size, *font in items:
             left = -x - width(text, size) if x < 0 else x
-            ops.append(f"/F1 {size} Tf 1 0 0 1 {left:.2f} {y:.2f} Tm ({_escape(text)}) Tj")
+            ops.append(f"/{'F2' if font == ['Courier'] else 'F1'} {size} Tf 1 0 0 1 {left:.2f} {y:.2f} Tm "
+                       f"({_escape(text)}) Tj")
         ops.append("ET")
         stream = "\n".join(ops).encode("latin-1")
         objs.append(f"<< /Length {len(stream)} >>\nstream\n".encode("latin-1") + stream + b"\nendstream")
         content = len(objs)
         objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R "
-                    "/Resources << /Font << /F1 3 0 R >> >> >>")
+                    "/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> >>")
         kids.append(len(objs))
     objs[1] = f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>"
     out = bytearray(b"%PDF-1.4\n")

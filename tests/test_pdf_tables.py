@@ -135,3 +135,22 @@ def test_a_long_pdf_is_read_by_two_workers_exactly_as_by_one(tmp_path, monkeypat
     monkeypatch.setattr(sys, "executable", "/bin/false")  # a worker that fails: read here, the same
     again = load_document(f)
     assert used[-1] is None and [b.__dict__ for b in again.blocks] == [b.__dict__ for b in one.blocks]
+
+
+def test_contents_pages_and_code_in_columns_are_no_tables_of_figures(tmp_path):
+    """A table of contents (entries, dot leaders, page numbers) and a configuration file set in a monospaced font
+    with columns of numbers (an /etc/fstab) hold many numbers in columns: neither becomes pipe rows (the contents
+    lines are left out as before, the code keeps its lines)."""
+    from table_pdf import write_pdf
+
+    toc = [item for i in range(1, 8) for item in ((72, 700 - 18 * i, f"{i}.1 Section title number {i} " + ". " * 30, 10),
+                                                  (-520, 700 - 18 * i, str(10 * i + 3), 10))]
+    fstab = [(72, 720, "Mount the partitions as this file says:", 10)] + [
+        item for i in range(1, 6) for item in ((72, 700 - 14 * i, f"/dev/sda{i}", 9, "Courier"),
+                                               (200, 700 - 14 * i, f"/mnt/p{i} ext4 defaults", 9, "Courier"),
+                                               (-420, 700 - 14 * i, "10", 9, "Courier"),
+                                               (-460, 700 - 14 * i, str(i + 10), 9, "Courier"),
+                                               (-500, 700 - 14 * i, str(100 + i), 9, "Courier"))]
+    doc = load_document(write_pdf(tmp_path / "toc.pdf", [toc, fstab]))
+    assert not any("| --- |" in b.text for b in doc.blocks), [b.text[:80] for b in doc.blocks]
+    assert any("/dev/sda3" in b.text for b in doc.blocks)

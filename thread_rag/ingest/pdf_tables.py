@@ -30,6 +30,7 @@ _PERIOD = re.compile(r"\b(?:19|20)\d\d\b|\b(?:year|years|quarter|months|weeks|en
                      r"september|change|total)\b", re.I)
 _NOT_TITLE = re.compile(r"(?:\.|[\d)%]\s+[-$(]*\d[\d,.()%]*)\s*$")  # a sentence, or a line ending in figures
 _YEARISH = re.compile(r"^(?:FY\s?)?(?:19|20)\d\d$|^Q[1-4]$")
+_LEADERS = re.compile(r"(?:\s?[.·…]){4,}\s*$")
 MIN_ROWS = 3
 
 
@@ -45,6 +46,7 @@ class Line:
     cells: list[Cell]
     top: float
     height: float
+    mono: bool = False  # set in a monospaced font: code (a configuration file's columns), never a table
 
     @property
     def text(self) -> str:
@@ -59,6 +61,7 @@ class Table:
     units: str
     columns: list[str]       # each figure column's header ("2018", "Year Ended December 31, 2022")
     subtitle: str = ""       # the lines between the title and the header ("Years ended December 31")
+    label_head: str = ""     # the header's words over the labels ("Task", "(Millions)")
     rows: list[tuple[str, list[str]]] = field(default_factory=list)  # (label, figure per column; "" where none)
 
 
@@ -74,18 +77,34 @@ def page_lines(textpage) -> list[Line]:
     text = textpage.get_text_range(0, n)
     if len(text) != n:  # the text does not map onto the characters one to one: no positions to go by
         return []
-    lines, chars = [], []
+    lines, chars, first = [], [], None
     for i, ch in enumerate(text + "\n"):
         if ch in "\r\n":
             if chars:
                 lines.append(_line(chars))
-            chars = []
+                lines[-1].mono = first is not None and _monospaced(textpage, first)
+            chars, first = [], None
             continue
         if ch.isspace() or i >= n:
             chars.append((" ", None))
             continue
         chars.append((ch, textpage.get_charbox(i)))
+        first = i if first is None else first
     return [ln for ln in lines if ln.cells]
+
+
+_MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)  # as the loader's
+
+
+def _monospaced(textpage, index: int) -> bool:
+    """Whether the character at ``index`` is set in a monospaced font (its name says so)."""
+    import ctypes
+
+    import pypdfium2.raw as raw
+
+    buf, flags = ctypes.create_string_buffer(128), ctypes.c_int()
+    raw.FPDFText_GetFontInfo(textpage.raw, index, buf, 128, ctypes.byref(flags))
+    return bool(_MONO.search(buf.value.decode("latin-1", "replace")))
 
 
 def _line(chars: list) -> Line:
@@ -138,6 +157,8 @@ def _row_start(ln: Line, page_width: float) -> int | None:
     """Where a figure row's figures start (``_figures_from``), or None: no figures, figures in the left third (a
     label such as a year is the row's label), a lone number (a page number), a line of years only (a header), or a
     sentence ending in a number."""
+    if ln.mono:
+        return None
     k = _figures_from(ln)
     if k == 0 and ln.cells[0].left < 0.3 * page_width:
         k = 1
@@ -150,6 +171,8 @@ def _row_start(ln: Line, page_width: float) -> int | None:
         return None  # a header of years
     if k == 1 and len(ln.cells) == 2 and len(ln.cells[0].text.split()) > 14:
         return None
+    if k and _LEADERS.search(" ".join(c.text for c in ln.cells[:k])):
+        return None  # a table of contents' entry: its page number after dot leaders
     return k
 
 
@@ -233,7 +256,7 @@ def _table(lines: list[Line], run: list[tuple[int, int]], page_width: float) -> 
     if units and units in below:
         below = " ".join(below.replace(units, " ").split())
     table = Table(first=title_at if title_at is not None else top, last=last_row + 1, title=title, units=units,
-                  columns=[" ".join(h) for h in heads], subtitle=below)
+                  columns=[" ".join(h) for h in heads], subtitle=below, label_head=" ".join(label_head))
     for i in range(first_row, last_row + 1):
         ln = lines[i]
         k = dict(run).get(i)
@@ -314,7 +337,7 @@ def table_lines(table: Table) -> list[str]:
     """A table as text lines: its header row (title, units, column headers) and a rule under it, then each row as ``| label | header:
     figure | ... |`` (the headers less the words they all start with); a label-only line (a sub-heading inside the
     table) as ``| label |``."""
-    head = ", ".join(x for x in (table.title, table.subtitle, table.units) if x) or "Table"
+    head = ", ".join(x for x in (table.title, table.subtitle, table.units) if x) or table.label_head or "Table"
     out = ["| " + " | ".join([head] + [c or "-" for c in table.columns]) + " |",
            "|" + " --- |" * (len(table.columns) + 1)]
     short = _distinct(table.columns)
