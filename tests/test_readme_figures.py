@@ -203,7 +203,7 @@ PAGES = {
                               ["indexing", "phase_seconds", "embed_s"]],
          "took {} s ({} pages a second; {} s reading the PDFs, {} s embedding)"),
         ("filings-dev-before.json", [["indexing", "seconds"], ["indexing", "pages_per_s"]],
-         "against\n  {} s before ({} pages a second)"),
+         "against\n  {} s before ({} pages a second;"),
         ("serve-load.json", [["one_client", "quotes_per_s"], ["many_clients", "quotes_per_s"], ["throughput_ratio"],
                              ["goal_ratio"], ["one_client", "quote_s", "p50"], ["many_clients", "quote_s", "p50"]],
          "Quote-only throughput: {} quotes/s with one client, {} with 20 at once (ratio {}; goal {}): the quotes\n"
