@@ -141,9 +141,10 @@ def _read_pages_in_parts(p: Path, password: str | None, n_pages: int):
     a PDF of ``PARALLEL_PAGES`` pages or more on a machine with two cores or more; None where that does not hold or
     a worker fails (the caller reads the pages here). A worker is a fresh interpreter running this module alone
     (not multiprocessing: its children import the caller's main script again, and a script without a main guard
-    would run twice); the job goes in on its standard input, the pages come back pickled on its standard output."""
+    would run twice); the job goes in on its standard input as JSON, the pages come back as JSON on its standard
+    output (nothing is unpickled)."""
+    import json
     import os
-    import pickle
     import subprocess
     import sys
 
@@ -158,15 +159,15 @@ def _read_pages_in_parts(p: Path, password: str | None, n_pages: int):
             w = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, env=env)
             workers.append(w)
-            w.stdin.write(pickle.dumps((str(p), password, k)))
+            w.stdin.write(json.dumps([str(p), password, k]).encode())
             w.stdin.close()
         parts = []
         for w in workers:
             out = w.stdout.read()
             if w.wait() != 0:
                 return None
-            parts.append(pickle.loads(out))
-    except (OSError, pickle.UnpicklingError, EOFError):
+            parts.append(json.loads(out))
+    except (OSError, ValueError):
         return None
     finally:
         for w in workers:
@@ -177,28 +178,29 @@ def _read_pages_in_parts(p: Path, password: str | None, n_pages: int):
     for pg in range(n_pages):
         lines, code, style, bad = parts[pg % 2][pg // 2]
         page_lines.append(lines)
-        code_lines.append(code)
-        styles.append(style)
+        code_lines.append(set(code))
+        styles.append([tuple(st) if st is not None else None for st in style])
         if bad:
             failed.append(pg + 1)
     return page_lines, code_lines, styles, failed
 
 
 def _pages_worker() -> None:
-    """A worker of ``_read_pages_in_parts``: (path, password, k) pickled on standard input; (lines, code lines,
-    styles, failed) of pages k, k + 2, ... pickled on standard output."""
-    import pickle
+    """A worker of ``_read_pages_in_parts``: [path, password, k] as JSON on standard input; [lines, code lines,
+    styles, failed] of pages k, k + 2, ... as JSON on standard output."""
+    import json
     import sys
 
-    path, password, k = pickle.loads(sys.stdin.buffer.read())
+    path, password, k = json.loads(sys.stdin.buffer.read())
     reader, n_pages = _open_pdf(Path(path), password)
     out = []
     for pg in range(k, n_pages, 2):
         try:
-            out.append((*_page_lines(reader.pages[pg]), False))
+            lines, code, style = _page_lines(reader.pages[pg])
+            out.append([lines, sorted(code), style, False])
         except Exception:  # noqa: BLE001 - as _read_pages: one bad page does not sink the document
-            out.append(([], set(), [], True))
-    sys.stdout.buffer.write(pickle.dumps(out))
+            out.append([[], [], [], True])
+    sys.stdout.buffer.write(json.dumps(out).encode())
 
 
 def _running_lines(page_lines: list[list[str]], n_pages: int) -> tuple[set, set]:
