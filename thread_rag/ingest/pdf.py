@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import IngestError, counted
 from ..records import Block, LoadedDocument
+from .pdf_tables import MONO_FONT
 from .text import bare_word_heading, numbered_headings
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -470,7 +471,6 @@ _PIPE_ROW = re.compile(r"^\|.*\|$")
 _CAPTION = re.compile(r"^\s*Table\s+[A-Z]?\d+(?:[.-]\d+)*[.:]?\s+[A-Z(\"“]")  # "Table 3.2 Recommended ...", not
 #                                                                               "Table 2-1 describes ..."
 _BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.I)
-_MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)
 _COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
 
 
@@ -487,7 +487,7 @@ def _page_lines(page) -> tuple[list[str], set[int], list]:
         name = str((font or {}).get("/BaseFont", "")) if hasattr(font, "get") else ""
         up = (tm[2] * cm[0] + tm[3] * cm[2], tm[2] * cm[1] + tm[3] * cm[3])  # the text's y axis on the page
         scale = math.hypot(*up)  # the type's height: font size x this
-        pieces.append((text, bool(_MONO.search(name)), (round(size * scale * 2) / 2, bool(_BOLD.search(name)))))
+        pieces.append((text, bool(MONO_FONT.search(name)), (round(size * scale * 2) / 2, bool(_BOLD.search(name)))))
 
     txt = page.extract_text(visitor_text=visit) or ""
     joined = "".join(t for t, _, _ in pieces)

@@ -93,7 +93,7 @@ def page_lines(textpage) -> list[Line]:
     return [ln for ln in lines if ln.cells]
 
 
-_MONO = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)  # as the loader's
+MONO_FONT = re.compile(r"mono|courier|consol|menlo|typewriter|\bcmtt|inconsolata|code", re.I)  # a font's name
 
 
 def _monospaced(textpage, index: int) -> bool:
@@ -104,7 +104,7 @@ def _monospaced(textpage, index: int) -> bool:
 
     buf, flags = ctypes.create_string_buffer(128), ctypes.c_int()
     raw.FPDFText_GetFontInfo(textpage.raw, index, buf, 128, ctypes.byref(flags))
-    return bool(_MONO.search(buf.value.decode("latin-1", "replace")))
+    return bool(MONO_FONT.search(buf.value.decode("latin-1", "replace")))
 
 
 def _line(chars: list) -> Line:
