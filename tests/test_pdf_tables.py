@@ -154,3 +154,24 @@ def test_contents_pages_and_code_in_columns_are_no_tables_of_figures(tmp_path):
     doc = load_document(write_pdf(tmp_path / "toc.pdf", [toc, fstab]))
     assert not any("| --- |" in b.text for b in doc.blocks), [b.text[:80] for b in doc.blocks]
     assert any("/dev/sda3" in b.text for b in doc.blocks)
+
+
+def test_reading_tables_waits_for_pdfium_held_by_another_thread(tmp_path):
+    """pdfium is not thread-safe, and the HTTP server renders a page while it indexes an upload: reading a PDF's
+    tables holds the one pdfium lock (a page at a time), as the page renderer and OCR do."""
+    import threading
+    import time
+
+    from thread_rag.ingest.pdf_tables import read_tables
+    from thread_rag.pdfium_lock import PDFIUM
+
+    f = statement_pdf(tmp_path / "widget.pdf")
+    texts = [["x"], ["1,204 1,118 3,410 3,002 4,614 4,120 1,877 1,650 512 498 301 287 1,924 1,685"]]
+    got = {}
+    with PDFIUM:
+        reader = threading.Thread(target=lambda: got.update(read_tables(f, None, texts, set())))
+        reader.start()
+        time.sleep(0.3)
+        assert reader.is_alive() and not got  # waiting for the lock, not reading
+    reader.join(10)
+    assert list(got) == [1] and any("| Service revenue | 2023: 1,204" in ln for ln in got[1][0])

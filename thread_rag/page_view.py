@@ -18,8 +18,8 @@ from pathlib import Path
 
 from .errors import NotFoundError, ThreadRagError
 from .lru import LRU
+from .pdfium_lock import PDFIUM
 
-PDFIUM = threading.Lock()
 IMAGE_WIDTH = 1000           # pixels across a rendered page
 MIN_SHARED = 12              # characters a line and the page must share, at least, to count as found there
 QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u00ad": "", "\u2013": "-",

@@ -256,11 +256,14 @@ def render_pdf_page(path: Path, index: int, scale: float = RENDER_SCALE):
     """Page ``index`` (from 0) of a PDF as an RGB image (pypdfium2)."""
     import pypdfium2 as pdfium
 
-    pdf = pdfium.PdfDocument(str(path))
-    try:
-        return pdf[index].render(scale=scale).to_pil().convert("RGB")
-    finally:
-        pdf.close()
+    from ..pdfium_lock import PDFIUM
+
+    with PDFIUM:
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            return pdf[index].render(scale=scale).to_pil().convert("RGB")
+        finally:
+            pdf.close()
 
 
 def load_image(path: Path):

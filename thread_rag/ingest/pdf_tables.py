@@ -365,23 +365,33 @@ def read_tables(path, password: str | None, page_texts: list[list[str]], skip: s
         return {}
     import pypdfium2 as pdfium
 
+    from ..pdfium_lock import PDFIUM
+
     out: dict[int, tuple] = {}
     try:
-        pdf = pdfium.PdfDocument(str(path), password=password)
+        with PDFIUM:
+            pdf = pdfium.PdfDocument(str(path), password=password)
     except Exception:  # noqa: BLE001 - pdfium cannot read it: pypdf's lines stand
         return {}
     try:
         for pg in want:
             try:
-                page = pdf[pg]
-                lines = page_lines(page.get_textpage())
-                tables = find_tables(lines, page.get_size()[0])
+                with PDFIUM:  # a page at a time: a page image asked for meanwhile waits one page, not the file
+                    page = pdf[pg]
+                    textpage = page.get_textpage()
+                    try:
+                        lines, width = page_lines(textpage), page.get_size()[0]
+                    finally:
+                        textpage.close()
+                        page.close()
+                tables = find_tables(lines, width)
             except Exception:  # noqa: BLE001 - this page's lines stand
                 continue
             if tables:
                 out[pg] = _with_tables(lines, tables)
     finally:
-        pdf.close()
+        with PDFIUM:
+            pdf.close()
     return out
 
 
