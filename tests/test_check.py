@@ -246,7 +246,10 @@ def test_a_percentage_two_figures_of_one_source_line_give_is_computed_not_invent
     assert got["1.9%"].found and got["1.9%"].computed == "1.9% = (4,186 - 4,106) / 4,186"
     assert not got["2.3%"].found and not got["2.3%"].computed  # 4,106 / 177,866: two lines, not paired
     assert not check("Sales grew 30.7%.", src)[0].found  # to the decimals it is written with
-    assert check("Sales grew 31%.", src)[0].found
+    assert not check("Sales grew 31%.", src)[0].found  # a whole percentage is too easily some pair's
+    row = ["| Revenue | Q1: 1,204 | Q2: 1,118 | Q3: 1,310 | Q4: 1,402 | Q5: 1,290 | Q6: 1,377 | Q7: 1,455 | Q8: 1,501 |"]
+    invented = [f"{n}.{d}%" for n in range(1, 100) for d in (0, 5) if not check(f"It rose {n}.{d}%.", row)[0].found]
+    assert len(invented) >= 190  # of 198 made-up percentages, at most 8 pass for worked out from one 8-figure row
     assert check("Unit sales rose 2017%.", src)[0].found is False  # years are no figures
     notes = answer_notes(SimpleNamespace(refused=False, computed=[got["30.8%"].computed]),
                          SimpleNamespace(MAX_ANSWER_TOKENS=1, weak_match=lambda m: False))

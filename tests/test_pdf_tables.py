@@ -122,6 +122,8 @@ def test_a_long_pdf_is_read_by_two_workers_exactly_as_by_one(tmp_path, monkeypat
     from thread_rag.ingest import pdf
 
     f = _long_pdf(tmp_path / "long.pdf")
+    (tmp_path / "json.py").write_text("raise SystemExit(3)\n")  # a module in the current folder never runs in a worker
+    monkeypatch.chdir(tmp_path)
     used = []
     real = pdf._read_pages_in_parts
     monkeypatch.setattr(pdf, "_read_pages_in_parts", lambda *a: used.append(real(*a)) or used[-1])
@@ -175,3 +177,61 @@ def test_reading_tables_waits_for_pdfium_held_by_another_thread(tmp_path):
         assert reader.is_alive() and not got  # waiting for the lock, not reading
     reader.join(10)
     assert list(got) == [1] and any("| Service revenue | 2023: 1,204" in ln for ln in got[1][0])
+
+
+def test_a_sparse_column_a_list_above_and_a_table_below_keep_their_places(tmp_path):
+    """Found in review: a "Change" column filled on one row was merged into its neighbour ("2022 Change: 1,118"); a
+    list above a table without a header became its rows, headed by the page's running title; and a second table
+    right under a first took the first's last row ("Net income $ 1,000 $ 1,000") as its title."""
+    from table_pdf import write_pdf
+
+    items = [(-540, 760, "Widget Corp Annual Report 2018", 9)]
+    items += [(72, 740 - 12 * i, f"Point {w} of the plan", 9) for i, w in enumerate(("one", "two", "three", "four"))]
+    items += [(-430, 680, "2023", 9), (-500, 680, "2022", 9), (-560, 680, "Change", 9)]
+    rows = [("Service revenue", "1,204", "1,118", "8%"), ("Product revenue", "3,410", "3,002", None),
+            ("Net income", "$ 1,000", "$ 1,000", None)]
+    y = 664
+    for label, a, b, c in rows:
+        items += [(72, y, label, 9), (-430, y, a, 9), (-500, y, b, 9)] + ([(-560, y, c, 9)] if c else [])
+        y -= 14
+    items += [(-430, y, "Q4", 9), (-500, y, "Q3", 9)]
+    for label, a, b in (("Units sold", "310", "290"), ("Units returned", "12", "19"), ("Units kept", "298", "281")):
+        y -= 14
+        items += [(72, y, label, 9), (-430, y, a, 9), (-500, y, b, 9)]
+    doc = load_document(write_pdf(tmp_path / "report.pdf", [items]))
+    rows = _rows(doc)
+    assert rows["Service revenue"][0] == "| Service revenue | 2023: 1,204 | 2022: 1,118 | Change: 8% |"
+    assert rows["Product revenue"][0] == "| Product revenue | 2023: 3,410 | 2022: 3,002 |"
+    assert not {"Point one of the plan", "Point two of the plan", "Point three of the plan"} & set(rows)  # text
+    assert rows["Units sold"][0] == "| Units sold | Q4: 310 | Q3: 290 |"
+    assert sum(b.text.count("| Net income |") for b in doc.blocks) == 1
+    assert not any("Net income" in " ".join(b.heading_path) for b in doc.blocks)
+
+
+def test_a_headerless_table_takes_at_most_two_label_lines_above_it_and_nothing_of_the_table_above():
+    """Found in review: without a header, every short line above a table became its sub-heading rows (the walk's
+    limit compared the wrong line); and a table's title or header was looked for inside the table above it."""
+    from thread_rag.ingest.pdf_tables import Cell, Line, find_tables, table_lines
+
+    def line(label, *figures):
+        cells = [Cell(label, 72, 72 + 5 * len(label))] if label else []
+        return Line(cells + [Cell(f, 430 - 70 * k - 5 * len(f), 430 - 70 * k) for k, f in enumerate(figures)], 0, 9)
+
+    lines = [Line([Cell("Widget Corp Annual Report 2018", 300, 430)], 0, 9)]  # a running title over the columns
+    lines += [line(f"Point {w}") for w in ("one", "two", "three", "four", "five")]
+    lines += [line("Service revenue", "1,204", "1,118"), line("Product revenue", "3,410", "3,002"),
+              line("Net income", "$ 1,000", "$ 1,000"), line("", "Q4", "Q3")]
+    lines[-1].cells = [Cell("Q4", 420, 430), Cell("Q3", 350, 360)]
+    lines += [line("Units sold", "310", "290"), line("Units returned", "12", "19"), line("Units kept", "298", "281")]
+    first, second = find_tables(lines, 612)
+    rows = table_lines(first)
+    assert "| Point one |" not in rows and "| Point two |" not in rows and "| Point three |" not in rows
+    assert first.last <= second.first and second.title != "Net income $ 1,000 $ 1,000"
+
+
+def test_periods_are_matched_by_their_year_and_model_names_are_left_alone():
+    from thread_rag.retrieve.search_index import bm25_tokenize
+
+    (got,) = bm25_tokenize(["FY2018 capex, FY22, Q1'21, Q12021; an H100, h264 video, a Q400 plane, CY2019"])
+    assert got == ["fy", "2018", "capex", "fy", "2022", "q1", "2021", "q1", "2021", "h100", "h264", "video", "q400",
+                   "plane", "cy", "2019"]

@@ -44,7 +44,7 @@ class Located:
 
 def checked_file(path: str, content_hash: str) -> Path:
     """The document's file, if it is still the one indexed (else one line saying why not). A file is hashed once
-    while its size and modification time stay the same (a click asks for its page and for where its lines stand)."""
+    while its inode, size and change times stay the same (a click asks for its page and for where its lines stand)."""
     p = Path(path)
     try:
         st = p.stat()
@@ -52,7 +52,8 @@ def checked_file(path: str, content_hash: str) -> Path:
         st = None
     if st is None or not p.is_file():
         raise NotFoundError(f"{path}: the file is no longer there, so its pages cannot be shown")
-    key = (str(p), st.st_size, st.st_mtime_ns, content_hash)
+    key = (str(p), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, content_hash)  # ctime: a copy that kept
+    #                                                                                  the mtime (cp -p) still changes it
     with _CHECKED_LOCK:
         known = _CHECKED.get(key)
     if known is None:
@@ -72,7 +73,7 @@ def digest(p: Path) -> str:
     return h.hexdigest()
 
 
-_CHECKED: LRU = LRU(64)  # (path, size, mtime, hash) -> whether the file is the one indexed
+_CHECKED: LRU = LRU(64)  # (path, inode, size, mtime, ctime, hash) -> whether the file is the one indexed
 _CHECKED_LOCK = threading.Lock()
 
 

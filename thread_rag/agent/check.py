@@ -562,21 +562,21 @@ FIGURE = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,])|(?<![\w.,
 
 
 def computed_percent(shown: str, src: SourceText) -> str:
-    """How a percentage the sources do not print comes from two figures that one line of theirs holds (a table
-    row's two years, a sentence's two amounts), to the decimals it is written with: a share (``a / b``) or a change
-    (``(a - b) / b``, either sign); "" when none does. Only figures of one line are paired: over a page of tables
-    almost any percentage is some pair's ratio."""
+    """How a percentage the sources do not print comes from two figures set side by side on one line of theirs (a
+    table row's two years, a sentence's two amounts), to the one or more decimals it is written with: a share
+    (``a / b``) or a change (``(a - b) / b``, either sign); "" when none does. A whole percentage is never taken as
+    computed, and figures apart on a line or on different lines are not paired: over a page of tables almost any
+    percentage is the ratio of some two figures."""
+    if "." not in shown:
+        return ""
     try:
         target = float(shown.replace(",", ""))
     except ValueError:
         return ""
-    decimals = len(shown.split(".")[1]) if "." in shown else 0
-    tol = 0.5 * 10 ** -decimals + 1e-9
+    tol = 0.5 * 10 ** -len(shown.split(".")[1]) + 1e-9
     for line in src.figure_lines():
-        for a, ta in line:
-            for b, tb in line:
-                if a is b or a == b:
-                    continue
+        for (x, tx), (y, ty) in zip(line, line[1:]):
+            for (a, ta), (b, tb) in (((x, tx), (y, ty)), ((y, ty), (x, tx))):
                 for value, how in ((100 * a / b, f"{ta} / {tb}"), (100 * (a - b) / b, f"({ta} - {tb}) / {tb}"),
                                    (100 * (b - a) / b, f"({tb} - {ta}) / {tb}")):
                     if abs(value - target) <= tol:

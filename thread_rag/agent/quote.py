@@ -16,7 +16,7 @@ Then four rules make the quote whole, whatever the other lines scored:
   sentence leading into a list, brings the whole list: its lead-in, then every step with the code under it, from
   the first step on while the words fit; the steps that do not fit are named in ``choose_quote``'s note
   (``Quote.cut``: "steps 4-7 of 7 not shown (word budget)");
-- asked for a figure (how much, an amount, a total, a ratio, "in USD millions"), the best table row close to the best line is quoted
+- asked for a figure (how much, an amount, a ratio, a margin, "in USD millions"), the best table row close to the best line is quoted
   too, under its header row, when no row is quoted yet;
 - a warning travels with its command: a line that warns ("Warning:", "Note:", "There is no undo", "This deletes
   ...", "make sure", "back up first") standing directly before or after a quoted command, code block or step of
@@ -51,7 +51,7 @@ WARNING = re.compile(LABEL.pattern + r"|\b(?:no undo|can ?not be undone|can't be
 # a question that asks for a procedure: its list is quoted whole
 PROCEDURE = re.compile(r"\b(?:how (?:do|does|can|could|should|would|to)\b|steps?\b|install|set ?up\b|setting up|"
                        r"configur|procedure)", re.I)
-FIGURE = re.compile(r"\b(?:how (?:much|many)|amount|total|ratio|rate|margin|percent(?:age)?|figure|"
+FIGURE = re.compile(r"\b(?:how much|amount|ratio|margin|percent(?:age)?|"
                     r"in (?:usd|us\$|\$|dollars|euros?|millions|billions|thousands))\b", re.I)
 
 
@@ -92,7 +92,7 @@ class QuoteLine:
             return " ".join(self.text.split())
         body = self.text.strip("\n")
         same = after is not None and after.kind == "row" and after.header == self.header and \
-            after.chunk_id == self.chunk_id
+            (after.source, after.chunk_id) == (self.source, self.chunk_id)
         if self.kind == "row" and self.header and not same:
             return self.header.strip("\n") + "\n" + body
         return body

@@ -114,7 +114,7 @@ class SentenceChunker:
         counts = self.count_tokens([text_for_embedding(t) for t, *_ in pieces])
         units: list[Unit] = []
         heads = {bi: table_head(b.text) for bi, b in enumerate(doc.blocks)}
-        distinct = sorted({h for h in heads.values() if h})
+        distinct = sorted({x for h in heads.values() if h for x in (h, h.split("\n")[0])})  # with and without rule
         head_tokens = dict(zip(distinct, self.count_tokens([text_for_embedding(h) for h in distinct]))) \
             if distinct else {}
         heads = {bi: h if h and head_tokens[h] <= self.target // 3 else "" for bi, h in heads.items()}  # rows fit

@@ -149,32 +149,33 @@ def _read_pages_in_parts(p: Path, password: str | None, n_pages: int):
     import subprocess
     import sys
 
-    if n_pages < PARALLEL_PAGES or (os.cpu_count() or 1) < 2:
+    if n_pages < PARALLEL_PAGES or (os.cpu_count() or 1) < 2 or not sys.executable:
         return None
-    code = "import sys; from thread_rag.ingest.pdf import _pages_worker; _pages_worker()"
+    # the current folder off the worker's path first: a json.py or pypdf/ there must not run in it
+    code = "import sys; sys.path.pop(0); from thread_rag.ingest.pdf import _pages_worker; _pages_worker()"
     root = str(Path(__file__).resolve().parents[2])  # where the thread_rag package lives, for the worker's import
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)}
-    workers = []
+    parts = []
     try:
-        for k in (0, 1):
-            w = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, env=env)
-            workers.append(w)
-            w.stdin.write(json.dumps([str(p), password, k]).encode())
-            w.stdin.close()
-        parts = []
-        for w in workers:
-            out = w.stdout.read()
-            if w.wait() != 0:
-                return None
-            parts.append(json.loads(out))
-    except (OSError, ValueError):
+        workers = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=env) for _ in (0, 1)]
+        try:
+            for k, w in enumerate(workers):  # both get their job before either is read: they work at once
+                w.stdin.write(json.dumps([str(p), password, k]).encode())
+                w.stdin.close()
+                w.stdin = None  # closed: communicate() only reads
+            for w in workers:
+                out, _ = w.communicate(timeout=3600)
+                parts.append(json.loads(out) if w.returncode == 0 else None)
+        finally:
+            for w in workers:
+                if w.poll() is None:
+                    w.kill()
+                    w.wait()
+    except Exception:  # noqa: BLE001 - a worker that cannot start, hangs or answers nonsense: the pages are read here
         return None
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
+    if any(not isinstance(x, list) or len(x) != len(range(k, n_pages, 2)) for k, x in enumerate(parts)):
+        return None  # a worker failed, or read another version of the file (one being saved)
     page_lines, code_lines, styles, failed = [], [], [], []
     for pg in range(n_pages):
         lines, code, style, bad = parts[pg % 2][pg // 2]

@@ -196,7 +196,7 @@ def find_tables(lines: list[Line], page_width: float) -> list[Table]:
         heads = run and any(_heads(lines[j], page_width) for j in range(run[-1][0] + 1, min(i, len(lines))))
         if run and (i - run[-1][0] > 4 or heads):  # three label lines between figure rows, or a new header: it ended
             if sum(_labelled(lines[r], k) for r, k in run) >= MIN_ROWS:
-                table = _table(lines, run, page_width)
+                table = _table(lines, run, page_width, tables[-1].last if tables else 0)
                 if table:
                     tables.append(table)
             run = []
@@ -214,6 +214,8 @@ def _columns(lines: list[Line], run: list[tuple[int, int]]) -> list[tuple[float,
         else:
             groups.append([e])
     keep = [g for g in groups if len(g) >= max(2, len(run) // 4)]
+    keep += [g for g in groups if keep and g not in keep and all(abs(g[-1] - k[-1]) > 12.0 for k in keep)]  # sparse
+    keep.sort(key=lambda g: g[-1])  # columns ("Change", on a few rows) are columns of their own, not a neighbour's
     spans = []
     for g in keep:
         lo, hi = g[0] - 0.5, g[-1] + 0.5
@@ -227,13 +229,14 @@ def _column_of(cell: Cell, columns: list[tuple[float, float]]) -> int:
     return min(range(len(columns)), key=lambda j: abs(cell.right - columns[j][1]))
 
 
-def _table(lines: list[Line], run: list[tuple[int, int]], page_width: float) -> Table | None:
+def _table(lines: list[Line], run: list[tuple[int, int]], page_width: float, floor: int = 0) -> Table | None:
+    """The table of the figure rows ``run``; nothing of it reaches above ``floor`` (the end of the table above)."""
     columns = _columns(lines, run)
     if not columns:
         return None
     first_row, last_row = run[0][0], run[-1][0]
     label_left = min(lines[i].cells[0].left for i, _ in run)
-    head, first_row = _header_lines(lines, first_row, columns, label_left)
+    head, first_row = _header_lines(lines, first_row, columns, label_left, floor)
     heads = [[] for _ in columns]
     label_head = []
     for i in head:
@@ -247,7 +250,7 @@ def _table(lines: list[Line], run: list[tuple[int, int]], page_width: float) -> 
             for j in over:
                 heads[j].append(c.text)
     top = head[0] if head else first_row
-    title, title_at = _title(lines, top)
+    title, title_at = _title(lines, top, floor)
     around = " ".join([lines[i].text for i in range(max(0, (title_at if title_at is not None else top) - 1),
                                                     first_row)])
     m = _UNITS.search(around)
@@ -278,7 +281,7 @@ def _table(lines: list[Line], run: list[tuple[int, int]], page_width: float) -> 
 
 
 def _header_lines(lines: list[Line], first_row: int, columns: list[tuple[float, float]],
-                  label_left: float) -> tuple[list[int], int]:
+                  label_left: float, floor: int = 0) -> tuple[list[int], int]:
     """Indexes of the lines above the first row that head its columns (each has a cell standing over a column and
     no figure but years and periods; at most four, none of them prose), and the table's first row: up to two short
     label-only lines right above the first figure row are its sub-headings ("Cash Flows from Operating
@@ -286,11 +289,11 @@ def _header_lines(lines: list[Line], first_row: int, columns: list[tuple[float, 
     head: list[int] = []
     start = first_row
     i = first_row - 1
-    while i >= 0 and len(head) < 4:
+    while i >= floor and len(head) < 4:
         ln = lines[i]
         over = any(c.left < columns[-1][1] + 4 and c.right > columns[0][0] - 4 for c in ln.cells)
         words = len(ln.text.split())
-        if not over and not head and start - i <= 2 and words <= 10 and not ln.text.rstrip().endswith("."):
+        if not over and not head and first_row - i <= 2 and words <= 10 and not ln.text.rstrip().endswith("."):
             start = i  # a sub-heading of the table's first rows
             i -= 1
             continue
@@ -306,15 +309,16 @@ def _header_lines(lines: list[Line], first_row: int, columns: list[tuple[float, 
     return head, start
 
 
-def _title(lines: list[Line], top: int) -> tuple[str, int | None]:
-    """The table's title and its line: the nearest of the three lines above ``top`` that names a statement,
-    else the line just above, when it is short and not a sentence."""
-    near = [i for i in range(top - 1, max(-1, top - 4), -1)]
+def _title(lines: list[Line], top: int, floor: int = 0) -> tuple[str, int | None]:
+    """The table's title and its line: the nearest of the three lines above ``top`` (and below ``floor``, the end
+    of the table above) that names a statement, else the line just above, when it is short, not a sentence and
+    holds no figure."""
+    near = [i for i in range(top - 1, max(floor - 1, top - 4), -1) if _figures_from(lines[i]) is None]
     for i in near:
         t = lines[i].text
         if _STATEMENT.search(t) and len(t.split()) <= 14 and not _NOT_TITLE.search(t):
             return t, i
-    if near:
+    if near and near[0] == top - 1:
         t = lines[near[0]].text
         if 1 <= len(t.split()) <= 12 and not _NOT_TITLE.search(t):
             return t, near[0]

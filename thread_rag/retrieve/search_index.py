@@ -49,17 +49,18 @@ StoreLoad = Callable[[int, int], tuple]  # (serial, generation) -> (chunks, vect
 Committed = list  # [(serial, generation, content key)] of the catalog's documents
 
 
-_PERIOD = re.compile(r"\b(FY|CY|Q[1-4]|H[12])'?((?:19|20)\d\d|\d\d)\b", re.I)
+_PERIOD = re.compile(r"\b(?:(FY|CY)'?((?:19|20)\d\d|\d\d)|(Q[1-4]|H[12])(?:'(\d\d)|\s?((?:19|20)\d\d)))\b", re.I)
 
 
 def _period(m: re.Match) -> str:
-    year = m.group(2)
-    return f"{m.group(1)} {'20' + year if len(year) == 2 else year}"
+    name, year = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4) or m.group(5))
+    return f"{name} {'20' + year if len(year) == 2 else year}"
 
 
 def bm25_tokenize(texts: list[str]) -> list[list[str]]:
-    """BM25's terms of each text: bm25s's words, stopwords out; a period such as "FY2022", "FY22" or "Q1'21" is its
-    year as a term of its own ("fy 2022"), as a table's column prints it."""
+    """BM25's terms of each text: bm25s's words, stopwords out; a period such as "FY2022", "FY22", "Q1'21" or
+    "Q12021" is its year as a term of its own ("fy 2022"), as a table's column prints it ("H100", "h264" and "Q400"
+    are left alone)."""
     import bm25s
 
     texts = [_PERIOD.sub(_period, t) for t in texts]
