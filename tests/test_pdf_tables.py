@@ -235,3 +235,50 @@ def test_periods_are_matched_by_their_year_and_model_names_are_left_alone():
     (got,) = bm25_tokenize(["FY2018 capex, FY22, Q1'21, Q12021; an H100, h264 video, a Q400 plane, CY2019"])
     assert got == ["fy", "2018", "capex", "fy", "2022", "q1", "2021", "q1", "2021", "h100", "h264", "video", "q400",
                    "plane", "cy", "2019"]
+
+
+def test_review_fixes_quote_rows_figure_words_and_rule_line_tokens():
+    """The smaller review fixes: a row quoted from another source shows its header again; FIGURE is a figure
+    question's words, not a manual's "baud rate" or "how many"; a chunk that starts at a table's rule line counts
+    the header row it repeats."""
+    from thread_rag.agent.quote import FIGURE, Quote, QuoteLine
+    from thread_rag.ingest.chunker import Unit
+
+    head = "| Statement | 2023 |\n| --- | --- |\n"
+    a = QuoteLine("| Revenue | 2023: 1 |", "row", 1, "DOC1_004", "p.2", 1.0, header=head)
+    b = QuoteLine("| Revenue | 2023: 2 |", "row", 2, "DOC1_004", "p.2", 1.0, header=head)  # another source, same id
+    assert Quote(lines=[a, b]).text().count("| Statement |") == 2
+    assert FIGURE.search("What is the FY2018 capital expenditure amount (in USD millions)?")
+    assert not FIGURE.search("What baud rate does the console use?") and not FIGURE.search("How many disks?")
+    words = lambda texts: [len(t.split()) for t in texts]  # noqa: E731
+    text = "| Title of it | 2023 | 2022 |\n| --- | --- | --- |\n" + "".join(f"| Row {i} | 2023: {i} | 2022: {i} |\n"
+                                                                           for i in range(30))
+    from thread_rag.records import Block, LoadedDocument
+    from thread_rag.ingest.text import assign_offsets
+
+    doc = LoadedDocument(path="x.pdf", kind="pdf", blocks=[Block(text=text.rstrip("\n"), page=1)], pages=1)
+    assign_offsets(doc.blocks)
+    units = SentenceChunker(words, target=60, overlap=0, min_tokens=8).units(doc)
+    rule = next(u for u in units if u.text.startswith("| ---"))
+    assert rule.table_head == "| Title of it | 2023 | 2022 |" and rule.head_tokens == 9  # the header row alone (0 before the fix)
+    assert isinstance(rule, Unit)
+
+
+def test_the_page_check_cache_notices_a_same_size_copy_that_kept_its_mtime(tmp_path):
+    import hashlib
+    import os
+    import shutil
+
+    from thread_rag import page_view
+    from thread_rag.errors import ThreadRagError
+
+    f, other = tmp_path / "a.pdf", tmp_path / "b.pdf"
+    f.write_bytes(b"%PDF-1.4 one")
+    other.write_bytes(b"%PDF-1.4 two")
+    good = hashlib.sha256(b"%PDF-1.4 one").hexdigest()
+    assert page_view.checked_file(str(f), good) == f
+    st = f.stat()
+    shutil.copyfile(other, f)  # same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the modification time kept, as cp -p would
+    with pytest.raises(ThreadRagError, match="changed since it was indexed"):
+        page_view.checked_file(str(f), good)
