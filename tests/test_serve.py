@@ -302,8 +302,8 @@ def test_a_pdf_is_hashed_once_per_version_of_the_file_not_per_click(tmp_path, mo
     f.write_bytes(b"%PDF-1.4 one")
     good = hashlib.sha256(b"%PDF-1.4 one").hexdigest()
     calls = []
-    real = page_view.digest
-    monkeypatch.setattr(page_view, "digest", lambda p: calls.append(p) or real(p))
+    real = page_view.sha256_file
+    monkeypatch.setattr(page_view, "sha256_file", lambda p: calls.append(p) or real(p))
     for _ in range(3):  # the page image, then where the lines stand, then again
         assert page_view.checked_file(str(f), good) == f
     assert len(calls) == 1

@@ -9,7 +9,6 @@ here holds one lock.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import threading
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from .errors import NotFoundError, ThreadRagError
+from .llm.model_files import sha256_file
 from .lru import LRU
 from .pdfium_lock import PDFIUM
 
@@ -57,20 +57,12 @@ def checked_file(path: str, content_hash: str) -> Path:
     with _CHECKED_LOCK:
         known = _CHECKED.get(key)
     if known is None:
-        known = digest(p) == content_hash
+        known = sha256_file(p) == content_hash
         with _CHECKED_LOCK:
             _CHECKED[key] = known
     if not known:
         raise ThreadRagError(f"{path}: the file changed since it was indexed (index it again to show its pages)")
     return p
-
-
-def digest(p: Path) -> str:
-    h = hashlib.sha256()
-    with p.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 _CHECKED: LRU = LRU(64)  # (path, inode, size, mtime, ctime, hash) -> whether the file is the one indexed

@@ -381,9 +381,9 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
     picked += _bodies(picked, scored, cfg.words)
     cut = ""
     if FIGURE.search(question):
-        picked += _a_row(picked, scored, cfg.margin + STEP_REACH)
+        picked += _best_near("row", picked, scored, cfg.margin + STEP_REACH)
     if PROCEDURE.search(question):
-        picked += _a_step(picked, scored, cfg.margin + STEP_REACH)
+        picked += _best_near("step", picked, scored, cfg.margin + STEP_REACH)
         more, cut = _procedures(picked, scored, cfg.words)
         picked += more
     picked += _warnings(picked, scored)
@@ -393,26 +393,17 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
 STEP_REACH = 2.0  # a procedure question: a step this much past the quote margin still brings its list
 
 
-def _a_step(picked: list[Unit], scored: list[Unit], reach: float) -> list[Unit]:
-    """A question asking how to do something, answered by a line beside a procedure rather than by one of its steps
-    ("Pre-heat before an offline session ..." under the steps that pre-heat): the best step within ``reach`` of the
-    best line is taken too (its list then follows); none when a step is held already."""
-    if not picked or any(u.kind == "step" for u in picked):
+def _best_near(kind: str, picked: list[Unit], scored: list[Unit], reach: float) -> list[Unit]:
+    """The best unit of ``kind`` within ``reach`` of the best line, when no unit of that kind is held yet; else none.
+    A question asking how to do something, answered by a line beside a procedure rather than by one of its steps
+    ("Pre-heat before an offline session ..." under the steps that pre-heat), takes the best ``step`` too (its list
+    then follows); one asking for a figure ("how much", an amount, a ratio, "in USD millions"), answered by a
+    sentence beside the table that holds it, the best ``row`` (shown under its header row)."""
+    if not picked or any(u.kind == kind for u in picked):
         return []
     best = max(u.score for u in scored)
-    steps = [u for u in scored if u.kind == "step" and u.score >= best - reach and u not in picked]
-    return [max(steps, key=lambda u: u.score)] if steps else []
-
-
-def _a_row(picked: list[Unit], scored: list[Unit], reach: float) -> list[Unit]:
-    """A question asking for a figure ("how much", an amount, a ratio, "in USD millions"), answered by a sentence beside the
-    table that holds it: the best table row within ``reach`` of the best line is taken too (shown under its header
-    row); none when a row is held already."""
-    if not picked or any(u.kind == "row" for u in picked):
-        return []
-    best = max(u.score for u in scored)
-    rows = [u for u in scored if u.kind == "row" and u.score >= best - reach and u not in picked]
-    return [max(rows, key=lambda u: u.score)] if rows else []
+    near = [u for u in scored if u.kind == kind and u.score >= best - reach and u not in picked]
+    return [max(near, key=lambda u: u.score)] if near else []
 
 
 def _by_score(scored: list[Unit], cfg: QuoteSettings, start: list[Unit] = ()) -> list[Unit]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import ThreadRagError
 from ..ingest.loaders import LOADER_VERSION
-from .metrics import bootstrap_ci
+from ..evaluate.score import mean_ci
 from .retrieval import machine
 
 SET = "financebench-dev"
@@ -172,10 +172,7 @@ def run_filings(settings, home: str | None = None, search_k: int = 20) -> dict:
 
 
 def _mean_ci(values: list[float]) -> dict:
-    if not values:
-        return {"mean": None, "ci95": None, "n": 0}
-    lo, hi = bootstrap_ci(values)
-    return {"mean": round(sum(values) / len(values), 3), "ci95": [round(lo, 3), round(hi, 3)], "n": len(values)}
+    return mean_ci(values, places=3)
 
 
 def _summary(rows: list[dict], indexed: list[dict], fresh: list[dict], search_k: int, engine, settings) -> dict:

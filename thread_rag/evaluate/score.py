@@ -102,11 +102,13 @@ def score_answers(questions: list, scored: list[Scored], answer: Callable[[str],
     return out
 
 
-def mean_ci(values: list[float]) -> dict:
+def mean_ci(values: list[float], places: int = 4) -> dict:
+    """The mean of ``values``, its bootstrap 95% CI and their count, rounded to ``places``."""
     if not values:
         return {"mean": None, "ci95": None, "n": 0}
     lo, hi = bootstrap_ci(values)
-    return {"mean": round(sum(values) / len(values), 4), "ci95": [round(lo, 4), round(hi, 4)], "n": len(values)}
+    return {"mean": round(sum(values) / len(values), places), "ci95": [round(lo, places), round(hi, places)],
+            "n": len(values)}
 
 
 def _group(rows: list[Scored]) -> dict:

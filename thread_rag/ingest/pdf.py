@@ -118,20 +118,22 @@ def _open_pdf(p: Path, password: str | None):
 def _read_pages(reader) -> tuple[list[list[str]], list[set[int]], list[list], list[int]]:
     """Every page's lines, the indexes of its monospaced lines, each line's type style ((size, bold), None where
     mixed or unknown), and the numbers of the pages that failed."""
-    page_lines: list[list[str]] = []
-    code_lines: list[set[int]] = []   # per page: indexes of lines set in a monospaced font (commands, code)
-    styles: list[list] = []
-    failed: list[int] = []
-    for number, page in enumerate(reader.pages, start=1):
-        try:
-            lines, code, style = _page_lines(page)
-        except Exception:  # noqa: BLE001 - one bad page does not sink the document, but is reported
-            lines, code, style = [], set(), []
-            failed.append(number)
-        page_lines.append(lines)
-        code_lines.append(code)
-        styles.append(style)
-    return page_lines, code_lines, styles, failed
+    return _gathered([_read_page(page) for page in reader.pages])
+
+
+def _read_page(page) -> tuple[list[str], set[int], list, bool]:
+    """One page's lines, code lines and styles (``_page_lines``), and whether it failed: one bad page does not sink
+    the document, but is reported."""
+    try:
+        return (*_page_lines(page), False)
+    except Exception:  # noqa: BLE001
+        return [], set(), [], True
+
+
+def _gathered(pages: list[tuple]) -> tuple[list[list[str]], list[set[int]], list[list], list[int]]:
+    """``_read_page``'s results, page after page, as ``_read_pages`` gives them."""
+    return ([lines for lines, *_ in pages], [code for _, code, *_ in pages], [style for *_, style, _ in pages],
+            [number for number, (*_, bad) in enumerate(pages, start=1) if bad])
 
 
 PARALLEL_PAGES = 40  # a PDF of this many pages or more is read by two processes (pypdf is ~6 pages a second on one core)
@@ -176,15 +178,8 @@ def _read_pages_in_parts(p: Path, password: str | None, n_pages: int):
         return None
     if any(not isinstance(x, list) or len(x) != len(range(k, n_pages, 2)) for k, x in enumerate(parts)):
         return None  # a worker failed, or read another version of the file (one being saved)
-    page_lines, code_lines, styles, failed = [], [], [], []
-    for pg in range(n_pages):
-        lines, code, style, bad = parts[pg % 2][pg // 2]
-        page_lines.append(lines)
-        code_lines.append(set(code))
-        styles.append([tuple(st) if st is not None else None for st in style])
-        if bad:
-            failed.append(pg + 1)
-    return page_lines, code_lines, styles, failed
+    return _gathered([(lines, set(code), [tuple(st) if st is not None else None for st in style], bad)
+                      for lines, code, style, bad in (parts[pg % 2][pg // 2] for pg in range(n_pages))])
 
 
 def _pages_worker() -> None:
@@ -195,13 +190,8 @@ def _pages_worker() -> None:
 
     path, password, k = json.loads(sys.stdin.buffer.read())
     reader, n_pages = _open_pdf(Path(path), password)
-    out = []
-    for pg in range(k, n_pages, 2):
-        try:
-            lines, code, style = _page_lines(reader.pages[pg])
-            out.append([lines, sorted(code), style, False])
-        except Exception:  # noqa: BLE001 - as _read_pages: one bad page does not sink the document
-            out.append([[], [], [], True])
+    out = [(lines, sorted(code), style, bad)
+           for lines, code, style, bad in (_read_page(reader.pages[pg]) for pg in range(k, n_pages, 2))]
     sys.stdout.buffer.write(json.dumps(out).encode())
 
 
