@@ -56,7 +56,7 @@ def test_argument_errors_and_unknown_tools_come_back_as_tool_errors(manual_engin
 
 def test_step_bound(manual_engine):
     agent, _ = agent_with(manual_engine, routes=[{"tool": "rag_search", "args": {"query": f"x{i}"}} for i in range(50)])
-    ans = agent.ask("anything")
+    ans = agent.ask("what does the manual say about anything?")
     steps = [t for t in ans.tool_trace if t["step"] != "fallback"]
     assert len(steps) == manual_engine.settings.MAX_STEPS
 
@@ -173,7 +173,7 @@ def test_call_tool_validation(manual_engine, tmp_path):
 def test_empty_store_and_empty_question(make_engine):
     agent, _ = agent_with(make_engine())
     with pytest.raises(ThreadRagError, match="no documents"):
-        agent.ask("hello?")
+        agent.ask("how do I pre-heat summaries?")
     with pytest.raises(ThreadRagError):
         agent.ask("   ")
 

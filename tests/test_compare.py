@@ -583,7 +583,6 @@ def test_repl_compare_takes_the_cli_options(pair_engine):
 
 def test_agent_tool_argument_validation_and_intent(pair_engine):
     from fakes import ScriptedChatModel
-    from thread_rag.agent.intent import arguments, candidate
     from thread_rag.agent.loop import Agent
     from thread_rag.agent.tools import call_tool, make_tools
 
@@ -598,9 +597,7 @@ def test_agent_tool_argument_validation_and_intent(pair_engine):
     assert ok.ok and ok.result["topic"] == "partitioning"
 
     text = "What changed between DOC1 and DOC2 about partitioning?"
-    assert candidate(text) == "compare_documents"
-    assert arguments("compare_documents", text) == {"doc_a": "DOC1", "doc_b": "DOC2", "topic": "partitioning"}
-    assert candidate("what is DOC1 about?") is None
+    assert compare_args(text) == {"doc_a": "DOC1", "doc_b": "DOC2", "topic": "partitioning"}
     model = ScriptedChatModel(action="compare_documents")
     model.calls = []
     model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
@@ -677,9 +674,17 @@ def test_cli_explain_limit_is_the_view_limit(pair_home, monkeypatch, capsys):
     capsys.readouterr()
 
 
-def test_compare_intent_finds_the_topic_before_the_documents():
-    from thread_rag.agent.intent import arguments, candidate
+def compare_args(text: str) -> dict:
+    """The arguments the chat gives compare_documents for ``text`` (two documents DOC1, DOC2 indexed)."""
+    from thread_rag.agent import intent
 
+    docs = [("DOC1", "guide-a.md"), ("DOC2", "guide-b.md")]
+    args, missing = intent.arguments("compare_documents", text, [], intent.named_documents(text, docs), docs)
+    assert not missing, text
+    return args
+
+
+def test_compare_intent_finds_the_topic_before_the_documents():
     docs = {"doc_a": "DOC1", "doc_b": "DOC2"}
     for text, topic in (("How does partitioning differ between DOC1 and DOC2?", "partitioning"),
                         ("How do the network settings differ in DOC1 and DOC2?", "network settings"),
@@ -687,11 +692,10 @@ def test_compare_intent_finds_the_topic_before_the_documents():
                         ("What changed in the boot loader between DOC1 and DOC2?", "boot loader"),
                         ("Compare the partitioning in DOC1 and DOC2", "partitioning"),
                         ("What changed between DOC1 and DOC2 about partitioning?", "partitioning")):
-        assert candidate(text) == "compare_documents", text
-        assert arguments("compare_documents", text) == {**docs, "topic": topic}, text
+        assert compare_args(text) == {**docs, "topic": topic}, text
     for text in ("What are the differences between DOC1 and DOC2?", "Compare DOC1 and DOC2",
                  "What changed between DOC1 and DOC2?", "How does it differ between DOC1 and DOC2?"):
-        assert arguments("compare_documents", text) == docs, text
+        assert compare_args(text) == docs, text
 
 
 # ---------------------------------------------------------------------- the benchmark's ground truth

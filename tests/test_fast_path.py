@@ -191,14 +191,11 @@ def test_routed_mode_survives_a_malformed_citation(manual_engine):
 def test_actions_recognised_cheaply(manual_engine, tmp_path):
     agent, model = agent_with(manual_engine, action="list_available_documents")
     ans = agent.ask("List the indexed documents.")
-    assert ans.mode == "action/list_available_documents" and not model.calls  # unmistakable: no confirmation
-    ans = agent.ask("List the indexed documents about partitioning.")
-    assert ans.mode == "action/list_available_documents" and len(model.calls) == 1  # confirmed by the model
+    assert ans.mode == "action/list_available_documents" and not model.calls  # a clear request: no model call
     assert all(d.doc_id in ans.answer for d in manual_engine.documents())
-    # the pattern fires but the model says it is a question: answered as one
     agent, model = agent_with(manual_engine, action="question", answer=cite_one)
-    ans = agent.ask("Which documents are indexed about pre-heating summaries?")
-    assert ans.mode == "fast/walk" and len(model.calls) == 2
+    ans = agent.ask("Which documents does the manual say to keep in the summary cache?")  # about the content
+    assert ans.mode == "fast/walk", ans.mode
     # indexing goes through the allowed-roots door: nothing outside is read
     before = len(manual_engine.documents())
     agent, model = agent_with(manual_engine, action="index_new_document")
@@ -668,8 +665,8 @@ def test_a_citation_names_the_chunk_of_its_source_that_holds_the_answer(debian_l
 
 def test_an_unmistakable_request_is_carried_out_without_asking_the_model(manual_engine, tmp_path, monkeypatch):
     """README's own `index ./notes/runbook.md` was answered as a question: the one-word model call said "question"
-    (and "list the documents" flipped to "question" right after it). A request to index a path that exists, or a
-    message that is only a request to list the documents, needs no confirmation; anything else still gets one."""
+    (and "list the documents" flipped to "question" right after it). A clear request is carried out with no model
+    call; a question that names a path or a folder is never indexed; with intents off every message is a question."""
     from conftest import write
 
     notes = tmp_path / "notes"
@@ -683,18 +680,11 @@ def test_an_unmistakable_request_is_carried_out_without_asking_the_model(manual_
     for text in ("list the documents", "Please show me all indexed documents.", "which documents are indexed?"):
         ans = agent.ask(text)
         assert ans.mode == "action/list_available_documents" and not model.calls, text
-    ans = agent.ask("index ./notes/missing.md")  # no such path: the model is asked (and here says question)
-    assert ans.mode == "fast/walk" and len(model.calls) == 2, ans.mode
-    from thread_rag.agent.intent import recognise
-
-    asked = []
-    question = lambda *a: asked.append(a) or {"action": "question"}  # noqa: E731
+    n = len(manual_engine.documents())
     for text in ("Add ./notes to my PATH: which file do I edit?",  # a question naming an existing folder (review)
-                 "import ~ settings?", "index ./notes",  # a folder, the home folder: confirmed first
-                 "index ./notes/runbook.md and summarise it"):  # more than the request
-        asked.clear()
-        assert recognise(text, question).action == "question" and asked, text
-    assert recognise("Please add the file ./notes/runbook.md.", question).action == "index_new_document"
+                 "How do I import ~/notes/runbook.md into the widget server?"):
+        assert agent.ask(text).mode == "fast/walk", text
+    assert len(manual_engine.documents()) == n
     agent.settings = agent.settings.replace(INTENTS=False)  # intents off: every message is a question
     model.calls.clear()
     assert agent.ask("list the documents").mode == "fast/walk"

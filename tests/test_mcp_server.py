@@ -16,7 +16,7 @@ from conftest import DOCS, REPO, machine_free_env, write  # noqa: E402
 
 READ_ONLY = {"list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents",
              "quote_answer"}
-WRITES = {"index_new_document", "pre_heat_summaries"}
+WRITES = {"index_new_document", "remove_document", "pre_heat_summaries"}
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +162,7 @@ def test_allow_writes_offers_indexing_inside_allowed_roots_only(tmp_path):
     note = write(allowed / "runbook.md", "# Rotating the frobnicator keys\n\nTo rotate the frobnicator keys, stop "
                                           "the quaxel daemon first, then run the key rotation twice and restart it.\n")
     broken = write(allowed / "broken.pdf", b"%PDF-1.4 this is not really a PDF")
+    second = write(allowed / "second.md", "# Second\n\nA note to remove again.\n")
     outside = write(tmp_path / "elsewhere" / "secret.md", "# Secret\n\nNot for indexing by a remote agent.\n")
 
     async def body(client):
@@ -187,6 +188,14 @@ def test_allow_writes_offers_indexing_inside_allowed_roots_only(tmp_path):
 
         res = await client.call_tool("pre_heat_summaries", {"serial_id": "DOC1"})
         assert not res.is_error and res.structured_content["failed"] == 0, _text(res)
+        # removal: the same tool the chat and the HTTP API remove through, marked destructive
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "remove_document")
+        assert tool.annotations.destructive_hint and not tool.annotations.read_only_hint
+        _one_line_error(await client.call_tool("remove_document", {"doc_id": "DOC9"}), "DOC9")
+        _one_line_error(await client.call_tool("remove_document", {"doc_id": "DOC1_000"}), "bad arguments")
+        assert not (await client.call_tool("index_new_document", {"file_path": str(second)})).is_error
+        res = await client.call_tool("remove_document", {"doc_id": "DOC2"})
+        assert not res.is_error and res.structured_content["removed"] == "DOC2", _text(res)
         docs = (await client.call_tool("list_available_documents", {})).structured_content["documents"]
         return [(d["doc_id"], d["name"]) for d in docs]
 

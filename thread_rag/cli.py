@@ -306,13 +306,14 @@ def _cmd_docs(engine, args, out) -> int:
 
 
 def _cmd_delete(engine, args, out) -> int:
+    from . import tools
     from .render import styled
 
-    rec = engine.delete(args.doc_id)
+    r = tools.remove_document(engine, args.doc_id)
     if args.json:
-        _print_json({"deleted": rec.doc_id, "name": rec.name})
+        _print_json({"deleted": r["removed"], "name": r["name"]})
     else:
-        out.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
+        out.print(styled(f"deleted {r['removed']} ({shown(r['name'])})"))
     return 0
 
 
@@ -389,10 +390,10 @@ def _cmd_script(engine, args, out) -> int:
 
 
 def _cmd_stats(engine, args, out) -> int:
+    from . import tools
     from .render import styled
 
-    docs = engine.documents()
-    stats = {"documents": len(docs), "chunks": sum(d.chunk_count for d in docs), "home": str(engine.home)}
+    stats = tools.library_stats(engine)
     if args.json:
         _print_json(stats)
         return 0

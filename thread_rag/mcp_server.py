@@ -3,7 +3,7 @@
 Every call goes through :func:`thread_rag.agent.tools.call_tool`, the door the agent and scripted sessions use:
 the same argument schemas, the same validation, the same ``ALLOWED_ROOTS`` rule for indexing, and the same
 one-line errors, which come back as ``isError`` tool results, never as a crash. Read-only by default:
-``index_new_document`` and ``pre_heat_summaries`` are offered only with ``allow_writes`` (``--allow-writes``).
+``index_new_document``, ``remove_document`` and ``pre_heat_summaries`` are offered only with ``allow_writes`` (``--allow-writes``).
 Nothing but the protocol goes to stdout (the SDK points fd 1 at stderr while it serves); logs go to stderr.
 No language model is loaded: the embedder is warmed in the background once the server is up.
 """
@@ -27,7 +27,7 @@ from .errors import ThreadRagError, counted
 
 READ_TOOLS = ("list_available_documents", "rag_search", "fetch_chunks_by_id", "nested_retrieve", "compare_documents",
               "quote_answer")
-WRITE_TOOLS = ("index_new_document", "pre_heat_summaries")
+WRITE_TOOLS = ("index_new_document", "remove_document", "pre_heat_summaries")
 
 
 def _log(msg: str) -> None:
@@ -37,7 +37,8 @@ def _log(msg: str) -> None:
 def _tool(name: str) -> types.Tool:
     write = name in WRITE_TOOLS
     return types.Tool(name=name, description=DESCRIPTIONS[name], input_schema=SCHEMAS[name].model_json_schema(),
-                      annotations=types.ToolAnnotations(read_only_hint=not write, destructive_hint=False,
+                      annotations=types.ToolAnnotations(read_only_hint=not write,
+                                                        destructive_hint=name == "remove_document",
                                                         idempotent_hint=True, open_world_hint=False))
 
 
@@ -141,7 +142,7 @@ def serve(engine, *, allow_writes: bool = False, warm: bool = True) -> int:
                              "the folders a client may index from")
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-rag-mcp")
     server = build_server(engine, allow_writes=allow_writes, worker=worker)
-    mode = "read-write (index_new_document, pre_heat_summaries offered)" if allow_writes else "read-only"
+    mode = "read-write (index_new_document, remove_document, pre_heat_summaries offered)" if allow_writes else "read-only"
     _log(f"serving {counted(len(engine.documents()), 'document')} from {engine.home} over stdio, {mode}")
     if allow_writes:
         _log(f"indexing limited to ALLOWED_ROOTS: {', '.join(roots)}")

@@ -83,6 +83,7 @@ class Repl:
         self._input_fn = input_fn
         self._preload = preload
         self._loader: threading.Thread | None = None
+        self._ask = input_fn  # how a line is read (``run`` sets it): a removal's confirmation is read with it too
 
     # -- the LLM loads while the user types ------------------------------------------------
     def start_model_load(self) -> None:
@@ -118,7 +119,16 @@ class Repl:
             from .agent.loop import Agent
 
             self._agent = Agent(self.engine, on_event=self._event, before_model=self.wait_for_model)
+            self._agent.confirm = self.confirm
         return self._agent
+
+    def confirm(self, prompt: str) -> bool:
+        """Yes only to a "y" or "yes" typed at ``prompt`` (a removal the chat was asked for); no input: no."""
+        try:
+            reply = (self._ask or _read_line)(prompt)
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return (reply or "").strip().lower() in ("y", "yes")
 
     def _event(self, kind: str, data: dict) -> None:
         c = self.console
@@ -244,6 +254,10 @@ class Repl:
         cmd, args = parts[0].lower(), parts[1:]
         rest = line[len(parts[0]):].strip()
         if cmd == "/help":
+            from .agent.actions import help_text
+
+            c.print(styled(help_text().replace("\n(/help lists the slash commands too)", "")))
+            c.print(styled("Slash commands:"))
             for k, v in COMMANDS.items():
                 c.print(styled((f"  {k:9}", "bold"), f" {v}"))
         elif cmd == "/docs":
@@ -288,11 +302,11 @@ class Repl:
         elif cmd == "/delete":
             if len(args) != 1:
                 raise ThreadRagError("usage: /delete DOC1 (one document)")
-            rec = self.engine.delete(args[0])
-            c.print(styled(f"deleted {rec.doc_id} ({shown(rec.name)})"))
+            r = tools.remove_document(self.engine, args[0])
+            c.print(styled(f"deleted {r['removed']} ({shown(r['name'])})"))
         elif cmd == "/stats":
-            docs = self.engine.documents()
-            c.print(styled(f"{counted(len(docs), 'document')}, {counted(sum(d.chunk_count for d in docs), 'chunk')}, data dir {self.engine.home}"))
+            st = tools.library_stats(self.engine)
+            c.print(styled(f"{counted(st['documents'], 'document')}, {counted(st['chunks'], 'chunk')}, data dir {st['home']}"))
         elif cmd == "/anyway":
             if not self._last_question:
                 raise ThreadRagError("/anyway explains the last question when the documents did not answer it; "
@@ -362,6 +376,7 @@ class Repl:
                 return session.prompt(prompt, set_exception_handler=False)
         else:
             ask = self._input_fn
+        self._ask = ask
         self.banner()
         self.start_model_load()
         try:

@@ -308,7 +308,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
 
         door.take_slot()
         try:
-            ans = await door.answer(lambda: door.agent(history).ask(question, doc_id=doc))
+            ans = await door.answer(lambda: door.agent(history).ask(question, doc_id=doc, changes=False))
         finally:
             door.free_slot()
         return JSONResponse(_answer_json(ans))
@@ -330,19 +330,19 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
             raise HttpError(400, f'deleting every document needs {{"confirm": "{CLEAR_CONFIRM}"}}')
 
         def delete_all():
-            return [forget(engine.delete(d.doc_id)).doc_id for d in engine.documents()]
+            return [forget(tools.remove_document(engine, d.doc_id))["removed"] for d in engine.documents()]
         return JSONResponse({"deleted": await door.write(delete_all)})
 
     async def remove(request):
         doc_id = request.path_params["doc_id"]
-        return JSONResponse({"deleted": to_dict(await door.write(lambda: forget(engine.delete(doc_id))))})
+        return JSONResponse({"deleted": await door.write(lambda: forget(tools.remove_document(engine, doc_id)))})
 
-    def forget(rec):
+    def forget(removed: dict) -> dict:
         """An uploaded document's file goes with it (a file indexed from the user's own folders stays)."""
-        folder = Path(rec.path).parent
+        folder = Path(removed["path"]).parent
         if folder.parent == Path(engine.home).resolve() / "uploads":
             shutil.rmtree(folder, ignore_errors=True)
-        return rec
+        return removed
 
     async def page_image(request):
         """A PDF page as a PNG image."""
@@ -450,7 +450,7 @@ def answer_events(door: Door, question: str, doc: str | None, history: list, mod
             else:
                 agent = door.agent(history, on_event)
                 agent.stop = gone.is_set  # the model's stream stops at its next piece once the client has gone
-                ans = agent.ask(question, on_token=on_token, doc_id=doc)
+                ans = agent.ask(question, on_token=on_token, doc_id=doc, changes=False)
                 d = _answer_json(ans)
                 put("checked", {"unsupported": d.get("unsupported", []), "dropped": d.get("dropped", [])})
                 if d.get("outcome") and d["outcome"] != told["outcome"]:  # first told, or lowered by the check

@@ -22,6 +22,13 @@ def list_available_documents(engine) -> dict:
          "indexed_at": d.indexed_at} for d in docs]}
 
 
+def library_stats(engine) -> dict:
+    """How many documents and chunks the library holds, and where it lives (``thread-rag stats``, ``/stats``, the
+    chat's "how many chunks are indexed?")."""
+    docs = engine.documents()
+    return {"documents": len(docs), "chunks": sum(d.chunk_count for d in docs), "home": str(engine.home)}
+
+
 def check_allowed(engine, file_path: str) -> Path:
     """Resolve symlinks and '..' first, then require the file to sit under an allowed root."""
     s = engine.settings
@@ -79,6 +86,13 @@ def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> d
     engine.writable()
     engine.writable(engine.settings.cache_path)
     return to_dict(preheat(engine.library, lambda: engine.summarizer, engine.settings.cache_path, serial_id, progress=progress))
+
+
+def remove_document(engine, doc_id: str) -> dict:
+    """Remove one document (its chunks, vectors and catalog entry) in one transaction: the chat (after the person
+    said yes), MCP with writes allowed, the HTTP API and ``thread-rag delete`` all remove through here."""
+    rec = engine.delete(doc_id)
+    return {"removed": rec.doc_id, "name": rec.name, "path": rec.path, "chunks": rec.chunk_count}
 
 
 def nested_retrieve(engine, query: str, limit: int = 5, doc_id: str | None = None, offset: int = 0) -> dict:

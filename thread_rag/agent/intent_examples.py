@@ -9,15 +9,15 @@ one of these examples.
 
 EXAMPLES = {
     "list_available_documents": [
-        "list documents", "list the docs", "show my files", "what is indexed", "what have I indexed so far",
-        "which manuals are loaded", "what's in the library", "show me the library", "documents?",
+        "list documents", "list the docs", "show my files", "what is indexed",
+        "which manuals are loaded", "what's in the library", "documents?",
         "what can I ask about, which documents are there", "display the indexed files",
         "do I have any documents indexed", "give me the list of documents", "enumerate the indexed documents",
         "what do you have in your index", "which files have been added", "tell me what documents you know",
-        "catalog", "show the catalogue of documents", "which sources can you answer from",
+        "catalog", "show the catalogue of documents", "which sources can you answer from", "what have you got loaded", "show which documents I can query",
     ],
     "index_new_document": [
-        "index FILE", "please index FILE", "add FILE to the library", "ingest FILE", "load FILE",
+        "index FILE", "please index FILE", "ingest FILE", "load FILE",
         "import FILE into the index", "can you index FILE for me", "read FILE in", "add this file: FILE",
         "index the folder FILE", "add everything in FILE", "put FILE in the index", "learn FILE",
         "index these notes FILE", "make FILE searchable", "include FILE in my documents", "take in FILE",
@@ -33,10 +33,9 @@ EXAMPLES = {
         "remove a document",
     ],
     "pre_heat_summaries": [
-        "pre-heat", "preheat the summaries", "pre-heat DOC", "warm up the summaries", "warm up DOC",
+        "pre-heat", "preheat the summaries", "pre-heat DOC", "warm up DOC",
         "precompute summaries", "summarise every chunk ahead of time", "prepare the summaries now",
-        "build the summary cache", "generate summaries for DOC in advance", "pre-compute the chunk summaries",
-        "cache summaries for all documents", "make the summaries ready before I ask", "run the summarizer on DOC",
+        "build the summary cache", "generate summaries for DOC in advance", "cache summaries for all documents", "make the summaries ready before I ask", "run the summarizer on DOC",
         "fill the summary cache", "create chunk summaries for the whole library",
     ],
     "nested_retrieve": [
@@ -59,26 +58,25 @@ EXAMPLES = {
         "what's different in DOC versus DOC regarding security",
     ],
     "show_settings": [
-        "settings", "show the settings", "show me the configuration", "which model are you using",
+        "settings", "show the settings", "show me the configuration",
         "what embedder is configured", "print the config", "what are my current settings",
         "which llm is running", "what options are set", "show config", "which reranker do you use",
-        "what is the chunk size setting", "where is my data directory", "what backend are you on",
+        "what is the chunk size setting", "where is my data directory", "what backend are you on", "what's the current configuration", "tell me which language model runs", "show the assistant's options",
     ],
     "show_stats": [
         "stats", "show statistics", "library stats", "how many chunks are indexed",
         "how big is the index", "how many documents and chunks do I have", "show the store size",
         "give me numbers about the library", "how large is the vector store", "index statistics please",
-        "count the chunks", "how much is stored", "storage usage of the index",
+        "count the chunks", "how much is stored", "storage usage of the index", "how many pages have been indexed", "size of the library on disk",
     ],
     "help": [
-        "help", "what can you do", "how do I use this", "what commands are there", "show me the commands",
+        "help", "show me the commands",
         "help me get started", "what are you", "how does this assistant work", "what can I ask you to do",
-        "list your commands", "I'm lost, what can I type here", "what features do you have", "usage", "?",
+        "list your commands", "I'm lost, what can I type here", "what features do you have", "usage", "?", "how should I talk to you", "what kinds of requests do you understand", "give me a quick tour",
     ],
     # questions about the documents' content, many with the words of an action in them
     "question": [
-        "how do I install the system", "what are the requirements", "how do I delete a partition",
-        "how do I remove a package", "how can I add a user", "what does the index command of the tool do",
+        "how do I install the system", "what are the requirements", "how do I remove a package", "how can I add a user", "what does the index command of the tool do",
         "how do I list the files in a directory", "how do I compare two files with diff",
         "what settings does the server read", "show me how to configure the network",
         "how do I change the default port", "what is the warranty period", "where are the logs written",
@@ -97,6 +95,16 @@ EXAMPLES = {
         "why does the installer fail", "what is the maximum file size", "is the service supported on arm64",
         "how do I merge two partitions", "explain the boot process", "describe the backup procedure",
         "what does DOC say about encryption", "in DOC, how do I set up raid", "how do I mount FILE",
-        "what does the file FILE contain", "how do I set the hostname", "steps to configure ssh",
+        "what does the file FILE contain", "how do I set the hostname", "steps to configure ssh", "summarise the chapter on maintenance", "give me a summary of the cancellation terms",
+        "give me the command to check the disk", "show the default values for the timeouts",
+        "list the steps to replace the filter", "list the error codes and their meaning",
+        "compare the two pricing plans in the contract", "compare raid 1 and raid 5 as the guide explains them",
+        "show the table of supported printers", "list the supported operating systems",
+        "give me the torque values for the wheel nuts", "show the keyboard shortcuts",
+        "summarize the warranty exclusions", "list all parameters of the config file",
+        "show the settings page of the router app", "show the section about firewall rules",
+        "find the paragraph about overtime pay", "print the steps for a factory reset",
+        "display the maintenance intervals", "give the default password of the admin account",
+        "add a printer in the control panel",
     ],
 }

@@ -1,8 +1,10 @@
 """The agent, designed for small local models.
 
 Default (``AGENT_MODE=fast``), per message:
-1. actions (list, index, pre-heat, nested passages, compare two documents) are recognised cheaply (``intent``): a plain
-   question matches no action pattern and costs no LLM call;
+1. requests (list, index, remove, pre-heat, nested passages, compare, settings, statistics, help) are told from
+   questions by what the message means (``intent``: its vector and cue words against example requests, the model
+   asked only on a close call) and carried out by ``actions``; "index X and tell me Y" does the request, then
+   answers the question;
 2. (follow-ups) the question is condensed into a standalone query from the conversation;
 3. code JUMPS (one search) and applies the relevance floor: an off-topic question is refused before any
    LLM call;
@@ -36,11 +38,12 @@ from .answer import (DECIDE_SCHEMA, HoldBack, Source, answer_messages, ask_sourc
 from .check import CheckedStream, SourceText, citations_hold, unsupported
 from .outcome import NOT_ANSWERED, PARTLY, Evidence, Judge, Outcome, lowered, parts, stand_out, word_evidence
 from .quote import Quote, QuoteSettings, choose_quote, quote_lines, reading, score_units
-from .intent import recognise
+from .actions import act
+from .intent import QUESTION, Examples, Intent, Recogniser
 from .reading import best_similarity, closest, nested_sources, walk_sources
 from .result import Answer, Citation
 from .routed import RoutedTurn
-from .tools import call_tool, describe_outcome, make_tools
+from .tools import make_tools
 
 MAX_QUESTION_CHARS = 4000  # the agent tools' question field says the same (agent/tools.py)
 
@@ -103,6 +106,8 @@ class Agent:
         self.history: list[tuple[str, str]] = []  # (question, answer)
         self.on_event = on_event or (lambda kind, data: None)
         self.stop: Callable[[], bool] | None = None  # true when whoever asked has gone (the HTTP door's client)
+        self.confirm: Callable[[str], bool] | None = None  # asks the person before a removal (the chat); None: no
+        self._recogniser: Recogniser | None = None            # one to ask, so nothing is removed
 
     @property
     def chat(self):
@@ -156,13 +161,14 @@ class Agent:
             return question
 
     def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None,
-            reader: str | Callable | None = None, anyway: bool = False) -> Answer:
+            reader: str | Callable | None = None, anyway: bool = False, changes: bool = True) -> Answer:
         """Answer one message. ``doc_id`` scopes it to one document. ``reader`` picks what the model reads
         (``walk``: the budgeted walk, the default; ``windows``: the walk framed by neighbour summaries; ``nested``:
         nested_retrieve passages; or a function ``(hits, k, thread_of, count, budget) -> sources``, as the
-        benchmarks pass the readings they compare the walk with, ``bench/baselines.py``). Actions (list, index, pre-heat, nested passages)
-        are recognised first (``intent.recognise``: a pattern, then one constrained call). ``anyway``: a question the
-        documents do not answer is explained all the same (its outcome stays *not answered*)."""
+        benchmarks pass the readings they compare the walk with, ``bench/baselines.py``). Requests (list, index,
+        remove, ...) are recognised first (``intent``) and carried out (``actions``); ``changes`` False (the HTTP
+        ``/query``): none that changes the library. ``anyway``: a question the documents do not answer is explained
+        all the same (its outcome stays *not answered*)."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
         question = plain_query(question, limit=None)
@@ -173,20 +179,39 @@ class Agent:
         self.tok_in = self.tok_out = self._calls = 0
         if doc_id is not None:
             doc_id = self.engine.document(doc_id).doc_id  # raises a clear error for an unknown id
-        intent = recognise(question, self.invoke_json if self.settings.INTENTS and reader is None else None)
-        if intent.action in ("question", "nested_retrieve") and not self.engine.documents():  # an action may fill it
-            raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
-        if intent.action == "nested_retrieve":
+        intent = self.recognise(question) if self.settings.INTENTS and reader is None else Intent(QUESTION)
+        if intent.action == "nested_retrieve" and not intent.missing:
             reader, doc_id = "nested", intent.args.get("doc_id", doc_id)
-        if intent.action not in ("question", "nested_retrieve"):
-            ans = self._act(question, intent, on_token, t0)
-        elif self.settings.AGENT_MODE == "routed" and reader is None:
-            ans = RoutedTurn(self, question, doc_id, t0).ask(on_token)
+        if intent.action in (QUESTION, "nested_retrieve") and not self.engine.documents():  # an action may fill it
+            raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
+        if intent.action in (QUESTION, "nested_retrieve"):
+            ans = self._reply(question, on_token, doc_id, reader, t0, anyway)
         else:
-            ans = self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0, anyway)
+            ans = self._act(question, intent, on_token, t0, changes, anyway)
         ans.llm_calls += self._calls  # constrained JSON calls (intent, condensation, routing, gate)
         self.history.append((question, ans.answer))
         return ans
+
+    def recognise(self, message: str) -> Intent:
+        """The message's reading (``intent.Recogniser``: the query embedder, the catalog's names, the model only on
+        a close call). The examples are embedded once per process and embedder."""
+        if self._recogniser is None:
+            qe = self.engine.query_embedder
+            key = f"{type(qe).__name__}:{self.settings.EMBEDDER_MODEL}"
+            if key not in _EXAMPLES:
+                _EXAMPLES[key] = Examples(qe.embed_queries)
+            self._recogniser = Recogniser(qe.embed_queries, lambda: [(d.doc_id, d.name) for d in self.engine.documents()],
+                                          self.invoke_json, examples=_EXAMPLES[key])
+        intent = self._recogniser.recognise(message)
+        self.on_event("intent", {"action": intent.action, "scores": intent.scores, "asked_model": intent.asked_model,
+                                 "ms": intent.ms})
+        return intent
+
+    def _reply(self, question: str, on_token, doc_id, reader, t0: float, anyway: bool) -> Answer:
+        """A question answered: the routed loop, or the fast path (the default)."""
+        if self.settings.AGENT_MODE == "routed" and reader is None:
+            return RoutedTurn(self, question, doc_id, t0).ask(on_token)
+        return self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0, anyway)
 
     # -- the fast path: code jumps and walks, the model reads once -----------------------
     def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float,
@@ -537,18 +562,26 @@ class Agent:
         return self._count("\n".join(m.content for m in msgs))
 
     # -- actions ------------------------------------------------------------------------
-    def _act(self, question: str, intent, on_token, t0: float) -> Answer:
-        outcome = call_tool(self.tools, intent.action, intent.args)
-        entry = {"step": 0, "tool": outcome.tool, "args": outcome.args, "ok": outcome.ok, "error": outcome.error,
-                 "ms": round(outcome.ms, 1)}
-        self.on_event("tool", entry)
-        text = describe_outcome(outcome)
+    def _act(self, question: str, intent: Intent, on_token, t0: float, changes: bool, anyway: bool) -> Answer:
+        """A request carried out (``actions.act``); with a question after it ("index X and tell me Y"), that
+        question answered next from the library as the request left it (its trace follows the request's)."""
+        if on_token and intent.action in ("index_new_document", "pre_heat_summaries") and changes and not intent.missing:
+            on_token(f"{intent.action.replace('_', ' ')} {' '.join(map(str, intent.args.values()))} ...\n")
+        done = act(intent, self.tools, self.engine, confirm=self.confirm, changes=changes)
+        self.on_event("tool", done.entry)
         if on_token:
-            on_token(text)
-        return Answer(question=question, standalone_question=question, answer=text, refused=False, citations=[],
-                      invalid_citations=[], tool_trace=[entry], fallback_used=False, routing_failures=0,
+            on_token(done.text + ("\n\n" if intent.then else ""))
+        if intent.then and done.entry["ok"]:
+            ans = self._reply(intent.then, on_token, None, None, t0, anyway)
+            ans.answer, ans.tool_trace = done.text + "\n\n" + ans.answer, [done.entry] + ans.tool_trace
+            return ans
+        return Answer(question=question, standalone_question=question, answer=done.text, refused=False, citations=[],
+                      invalid_citations=[], tool_trace=[done.entry], fallback_used=False, routing_failures=0,
                       backend=self.backend, mode=f"action/{intent.action}",
                       timings={"first_token_s": None, "total_s": round(time.perf_counter() - t0, 3)})
+
+
+_EXAMPLES: dict = {}  # the recogniser's fitted examples, per query embedder (about 1 s to make)
 
 
 def all_tools(engine) -> dict:

@@ -1,4 +1,4 @@
-"""The eight agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
+"""The nine agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
 
 Each wraps a plain function of :mod:`thread_rag.tools`. ``call_tool`` is the single entry point
 used by the agent loop and scripted sessions: unknown tools, wrong or missing arguments and tool
@@ -66,6 +66,10 @@ class PreheatArgs(_Args):
 DOC_ID_PATTERN = r"^\s*[Dd][Oo][Cc][1-9][0-9]*\s*$"
 
 
+class RemoveArgs(_Args):
+    doc_id: str = Field(pattern=DOC_ID_PATTERN, description="the document's id, e.g. DOC2")
+
+
 class CompareArgs(_Args):
     doc_a: str = Field(pattern=DOC_ID_PATTERN, description="the first (older) version, a document id such as DOC1")
     doc_b: str = Field(pattern=DOC_ID_PATTERN, description="the second (newer) version, another id such as DOC2")
@@ -93,6 +97,7 @@ DESCRIPTIONS = {
     "rag_search": "JUMP: search the documents and get entry chunk ids with scores and a text preview.",
     "fetch_chunks_by_id": "WALK: read chunks inside their context window (previous summary, text, next summary, "
                           "and whether the topic continues). Fetch the next id to keep walking.",
+    "remove_document": "Remove one indexed document from the library (only when the user asked for it and said yes).",
     "pre_heat_summaries": "Summarise every chunk of a document ahead of time (slow; only when asked).",
     "nested_retrieve": "Find several non-overlapping passages of adaptive size from the document tree.",
     "compare_documents": "Compare two versions of a document step by step: which sections are the same, changed, "
@@ -103,7 +108,7 @@ DESCRIPTIONS = {
 }
 
 SCHEMAS = {"list_available_documents": NoArgs, "index_new_document": IndexArgs, "rag_search": SearchArgs,
-           "fetch_chunks_by_id": FetchArgs, "pre_heat_summaries": PreheatArgs, "nested_retrieve": NestedArgs,
+           "fetch_chunks_by_id": FetchArgs, "remove_document": RemoveArgs, "pre_heat_summaries": PreheatArgs, "nested_retrieve": NestedArgs,
            "compare_documents": CompareArgs, "quote_answer": QuoteArgs}
 
 
@@ -116,6 +121,7 @@ def make_tools(engine, quote: Callable | None = None) -> dict[str, StructuredToo
         "rag_search": lambda query, doc_id=None, k=None: T.rag_search(engine, query, doc_id=doc_id, k=k),
         "fetch_chunks_by_id": lambda chunk_ids, token_budget=None: T.fetch_chunks_by_id(engine, chunk_ids,
                                                                                         token_budget=token_budget),
+        "remove_document": lambda doc_id: T.remove_document(engine, doc_id),
         "pre_heat_summaries": lambda serial_id=None: T.pre_heat_summaries(engine, serial_id),
         "nested_retrieve": lambda query, limit=3, doc_id=None, offset=0: T.nested_retrieve(
             engine, query, limit=limit, doc_id=doc_id, offset=offset),
@@ -285,6 +291,8 @@ def describe_outcome(outcome: ToolOutcome) -> str:
 
         return "\n".join(index_line(x) + "".join(f"\n  warning: {w}" for w in x.get("warnings") or [])
                          for x in r["results"])
+    if outcome.tool == "remove_document":
+        return f"removed {r['removed']} ({r['name']}, {counted(r['chunks'], 'chunk')})"
     if outcome.tool == "pre_heat_summaries":
         return f"summaries made {r['made']}, already cached {r['cached']}, failed {r['failed']}"
     return compact(outcome)
