@@ -178,13 +178,21 @@ def test_empty_store_and_empty_question(make_engine):
         agent.ask("   ")
 
 
-def test_a_question_over_the_limit_is_refused_in_one_line_not_cut(manual_engine):
+def test_a_message_over_the_limit_is_answered_from_its_last_question_and_says_so(manual_engine):
     """Issue 62: padding followed by a real question was cut to its first 4,000 characters without a word, and the
-    padding alone was then refused as not in the documents."""
-    agent, model = agent_with(manual_engine)
-    with pytest.raises(ThreadRagError, match=r"4,529 characters.*at most 4,000") as err:
-        agent.ask("la " * 1450 + "How do I pre-heat summaries?" + " " * 10 + "x" * 150)
-    assert "\n" not in str(err.value) and not model.calls
+    padding alone was then refused as not in the documents. Now the last question is answered and the answer says
+    what was read; a message with no question short enough to read is refused in one line."""
+    from thread_rag.agent.loop import over_the_limit
+
+    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}])
+    ans = agent.ask("la " * 1450 + "How do I pre-heat summaries?" + " " * 10 + "x" * 150)
+    assert ans.question == "How do I pre-heat summaries?" and not ans.refused, ans.question
+    assert "4,529 characters" in ans.note and "only its last question was answered" in ans.note, ans.note
+    assert over_the_limit("Context. " * 600 + "The cache is full. Why is the summary stale? Thanks")[0] == \
+        "Why is the summary stale?"
+    with pytest.raises(ThreadRagError, match=r"5,004 characters.*no question") as err:
+        agent.ask("why " + "x" * 5000)
+    assert "\n" not in str(err.value)
 
 
 def test_relevance_floor_refuses_off_topic_without_asking_the_model(manual_engine):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from statistics import median
 
 import numpy as np
 import pytest
@@ -14,9 +13,9 @@ import pytest
 from conftest import write
 from thread_rag.agent import intent as I
 from thread_rag.agent.intent_examples import EXAMPLES
+from thread_rag.bench.intents import DOCS, judge, make_folder
 
 DATA = Path(__file__).parent / "data"
-DOCS = [("DOC1", "widget-manual.md"), ("DOC2", "install-guide-2022.md"), ("DOC3", "install-guide-2024.md")]
 
 
 @pytest.fixture(scope="module")
@@ -25,31 +24,6 @@ def examples():
 
     embed = OnnxMiniLMQueryEmbedder(threads=2).embed_queries  # the default query embedder
     return embed, I.Examples(embed)
-
-
-def judge(requests: list[dict], recogniser, folder: Path) -> dict:
-    """Right action and arguments per request (``then`` too), library changes taken on questions, time, model calls."""
-    right, changes, ms, wrong = 0, 0, [], []
-    for r in requests:
-        message = r["message"].replace("{DIR}", str(folder))
-        want = {k: v.replace("{DIR}", str(folder)) if isinstance(v, str) else v for k, v in r.get("args", {}).items()}
-        got = recogniser.recognise(message)
-        args = {k: v for k, v in got.args.items() if k != "query" and not (k == "limit" and "limit" not in want)}
-        ok = (got.action == r["action"] and args == want
-              and got.then.strip(" ?.") == r.get("then_question", "").strip(" ?."))
-        right += ok
-        changes += r["action"] == I.QUESTION and got.action in I.CHANGES
-        ms.append(got.ms)
-        if not ok:
-            wrong.append((r["message"], r["action"], got.action, got.args))
-    return {"right": right, "n": len(requests), "changes_on_questions": changes, "median_ms": median(ms),
-            "wrong": wrong}
-
-
-def folder_with_files(tmp_path: Path) -> Path:
-    write(tmp_path / "notes" / "runbook.md", "# Runbook\n\nRotate the logs weekly.\n")
-    write(tmp_path / "inbox" / "report.txt", "Quarterly report.\n")
-    return tmp_path
 
 
 @pytest.mark.parametrize("name", ["requests.json", "requests-heldout.json", "requests-heldout-2.json",
@@ -65,7 +39,7 @@ def test_requests_in_everyday_words(examples, tmp_path, name):
     rec = I.Recogniser(embed, lambda: DOCS, None, examples=ex)
     rec._ask_model = lambda text, readings: asked.append(text) and None  # counts the close calls
     requests = json.loads((DATA / name).read_text())
-    got = judge(requests, rec, folder_with_files(tmp_path))
+    got = judge(requests, rec, make_folder(tmp_path))
     assert got["changes_on_questions"] == 0, got["wrong"]
     assert got["right"] / got["n"] >= 0.95, (got["right"], got["n"], got["wrong"])
     assert got["median_ms"] < 150, got["median_ms"]
@@ -108,7 +82,7 @@ def test_the_margin_and_cue_weight_hold_by_leave_one_out(examples):
 def test_names_ids_and_paths_are_the_messages_own(tmp_path):
     """Arguments come from the message: a path that exists or not (named, never guessed), ids, and documents named
     as the catalog knows them, told apart by year or by old/new."""
-    folder = folder_with_files(tmp_path)
+    folder = make_folder(tmp_path)
     found = I.paths(f"add {folder}/notes, then {folder}/missing/plan.pdf and widget-manual.md", DOCS)
     assert [(m.text, m.exists) for m in found] == [(f"{folder}/notes", True), (f"{folder}/missing/plan.pdf", False)]
     named = lambda text: [m.doc_id for m in I.named_documents(text, DOCS)]  # noqa: E731

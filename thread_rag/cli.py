@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",
                                       "coldstart", "scale", "reading", "band", "grounding", "eval", "outcome", "quotes",
-                                      "serve", "filings"])
+                                      "serve", "filings", "intents"])
     p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
     p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
     p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "

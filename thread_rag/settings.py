@@ -182,7 +182,7 @@ class Settings:
     LLM_THREADS: int = 0                    # 0 = number of cores
     LLM_BATCH: int = 512                    # llama.cpp n_batch = n_ubatch (prompt tokens evaluated per step)
     AGENT_MODE: str = "fast"                # fast: code jumps + walks, one LLM call | routed: model-driven loop
-    INTENTS: bool = True                    # recognise actions (list/index/pre-heat/nested) in chat messages
+    INTENTS: bool = True                    # read requests (list/index/remove/...) in chat messages; off: all questions
     READER: str = "walk"                    # what the fast path reads: one of READERS above
     READ_K: int = 3                         # entry chunks from the search
     READ_BUDGET: int = 900                  # LLM tokens of source text the fast path may put in the prompt

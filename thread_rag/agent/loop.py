@@ -48,6 +48,36 @@ from .tools import make_tools
 MAX_QUESTION_CHARS = 4000  # the agent tools' question field says the same (agent/tools.py)
 
 
+QUESTION_WORD = re.compile(r"\b(?:How|What|Why|When|Where|Which|Who|Can|Could|Is|Are|Does|Do|Should|Will|Would)\b")
+
+
+def last_question(message: str) -> str:
+    """The message's last question: the sentence before its last "?", from the last capitalised question word in it
+    (padding before it is not part of it); with no "?", its last sentence."""
+    text = message.strip()
+    end = text.rfind("?")
+    if end < 0:
+        return re.split(r"(?<=[.!\n])\s*", text)[-1].strip()
+    start = max(text.rfind(c, 0, end) for c in ".!?\n") + 1
+    words = list(QUESTION_WORD.finditer(text, start, end))
+    return text[words[-1].start() if words else start:end + 1].strip()
+
+
+def over_the_limit(message: str) -> tuple[str, str]:
+    """A message longer than ``MAX_QUESTION_CHARS`` is answered from its last question (the last sentence ending in
+    "?", from its question word; else its last sentence), and says so in one line; never cut blindly (what is left
+    may be padding, and the question lost). Returns the text to answer and that line ("" when within the limit)."""
+    if len(message) <= MAX_QUESTION_CHARS:
+        return message, ""
+    last = last_question(message)
+    if not last or len(last) > 1000:
+        raise ThreadRagError(f"the message is {len(message):,} characters and has no question of under 1,000 to read "
+                             f"(at most {MAX_QUESTION_CHARS:,} are read): ask it in fewer words (a long text belongs "
+                             "in a document: index it)")
+    return last, (f"the message was {len(message):,} characters, over the {MAX_QUESTION_CHARS:,} read: only its last "
+                  f"question was answered: {last[:120]!r}")
+
+
 def reader_name(reader: str | Callable) -> str:
     """A reader's name in traces and ``mode``: the name given, or a benchmark baseline's function name."""
     return reader if isinstance(reader, str) else reader.__name__
@@ -171,10 +201,7 @@ class Agent:
         all the same (its outcome stays *not answered*)."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
-        question = plain_query(question, limit=None)
-        if len(question) > MAX_QUESTION_CHARS:  # never cut: what is left may be padding, and the question lost
-            raise ThreadRagError(f"the question is {len(question):,} characters; at most {MAX_QUESTION_CHARS:,} are "
-                                 "read: ask it in fewer words (a long text belongs in a document: index it)")
+        question, cut = over_the_limit(plain_query(question, limit=None))
         t0 = time.perf_counter()
         self.tok_in = self.tok_out = self._calls = 0
         if doc_id is not None:
@@ -189,6 +216,8 @@ class Agent:
         else:
             ans = self._act(question, intent, on_token, t0, changes, anyway)
         ans.llm_calls += self._calls  # constrained JSON calls (intent, condensation, routing, gate)
+        if cut:
+            ans.note = "; ".join(x for x in (cut, ans.note) if x)
         self.history.append((question, ans.answer))
         return ans
 

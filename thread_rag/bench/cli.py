@@ -223,6 +223,13 @@ def _filings(settings, args, err) -> int:
     return _show(out, args)
 
 
+def _intents(settings, args, err) -> int:
+    from .intents import run_intents
+
+    out = {**run_intents(settings, limit=args.limit), "commit": _commit()}
+    return _show(out, args)
+
+
 def _scale(settings, args, err) -> int:
     import shutil
 
@@ -275,4 +282,4 @@ KINDS = {"retrieval": _retrieval, "embedders": _embedders, "ingest": _ingest, "c
          "windows": _windows, "context": _context, "reading": _reading, "report": _report, "contextual": _contextual,
          "eval": _eval, "grounding": _grounding, "answers": _answers, "suite": _suite, "refusal": _refusal,
          "band": _band, "outcome": _outcome, "quotes": _quotes, "throughput": _throughput, "coldstart": _coldstart, "routing": _routing,
-         "latency": _latency, "serve": _serve, "filings": _filings}
+         "latency": _latency, "serve": _serve, "filings": _filings, "intents": _intents}
