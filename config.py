@@ -64,16 +64,13 @@ current directory); THREAD_RAG_CONFIG=/path/to/config.py reads another one inste
 # SEARCH_K = 5
 
 # --- agent ---
-# AGENT_MODE = "fast"              # fast: code searches and walks, the model answers in ONE call
-#                                  # routed: the model picks every tool step (slow with the embedded 1.5B)
 # READER = "walk"                  # what the fast path reads: walk | windows | topk | sentence_window | parent_doc | nested
 # READ_K = 3                       # entry chunks from the search
 # READ_BUDGET = 900                # LLM tokens of sources in the answer prompt (the first-token cost: BENCHMARKS.md curve)
 # WALK_MAX = 2                     # neighbours walked forward from each entry chunk
 # WALK_BACK = 0                    # neighbours walked backward (same signals; `bench reading` / BENCHMARKS.md)
 # CITE_FOLLOWUP = True             # ask for the numbered sources when the answer cites none
-# INTENTS = True                   # recognise "list/index/pre-heat/nested" requests in chat messages
-# MAX_STEPS = 4                    # routed mode: tool steps per question; the first is always a search
+# INTENTS = True                   # read requests (list, index, remove, ...) in chat messages; False: all questions
 # RELEVANCE_MIN = 0.35             # refuse without asking the model when no entry chunk is this close to
 #                                  # the question (calibrated on the dev split with `thread-rag bench refusal`)
 # MATCH_MIN = 0.05                 # a weak match: the entry chunks' best cross-encoder probability is under

@@ -12,24 +12,19 @@ from pydantic import ConfigDict
 from thread_rag.agent.answer import DECIDE_PROMPT, SOURCES_PROMPT
 from thread_rag.agent.intent import INTENT_PROMPT
 from thread_rag.agent.loop import CONDENSE
-from thread_rag.agent.routed import GATE, ROUTE
 from thread_rag.agent.steps import LOOKUP_SYSTEM, SPLIT_SYSTEM
 
 
 class ScriptedChatModel(BaseChatModel):
-    """Replies by the kind of request: routing steps pop ``routes``; the gate returns ``answerable``;
-    condensation returns ``standalone``; the intent check returns ``action``; the sources follow-up returns
+    """Replies by the kind of request: condensation returns ``standalone``; the intent check returns ``action``; the sources follow-up returns
     ``sources``; the post-reading decision returns ``decide``; question steps: the split returns ``lookups`` (a string as
 is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(messages)``. Every call is recorded in
 ``calls``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    routes: list = []
-    answerable: bool = True
     standalone: str | None = None
     answer: Any = None
     calls: list = []
-    pending_args: Any = None
     action: str = "question"
     sources: Any = None
     decide: Any = None
@@ -50,17 +45,6 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
             return self.lookups if isinstance(self.lookups, str) else json.dumps({"steps": self.lookups or [last]})
         if messages[0].content == LOOKUP_SYSTEM:
             return self.lookup_answers.pop(0) if self.lookup_answers else ""
-        if last == ROUTE:  # step 1 of routing: the tool
-            r = self.routes.pop(0) if self.routes else {"tool": "answer"}
-            if isinstance(r, str):
-                return r
-            self.pending_args = r.get("args", {})
-            return json.dumps({"tool": r["tool"]})
-        if last.startswith("Arguments for"):  # step 2 of routing: that tool's arguments
-            a = self.pending_args
-            return a if isinstance(a, str) else json.dumps(a)
-        if last == GATE:
-            return json.dumps({"answerable": self.answerable})
         if last.endswith(DECIDE_PROMPT):
             d = self.decide if self.decide is not None else {"decision": "answer"}
             return d if isinstance(d, str) else json.dumps(d)

@@ -1,5 +1,5 @@
-"""The routed agent loop (AGENT_MODE=routed) with a deterministic fake chat model: routing, errors, bounds,
-fallback, refusal, follow-ups. The default fast path is tested in test_fast_path.py."""
+"""The agent with a deterministic fake chat model: follow-ups, the relevance floor, a question scoped to one
+document, long messages, the tool layer's validation. The answer path's reading and quoting: test_fast_path.py."""
 
 import pytest
 
@@ -14,80 +14,11 @@ def agent_with(engine, **kw):
     model = ScriptedChatModel(**kw)
     model.calls = []
     model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
-    agent = Agent(engine, chat_model=model)
-    agent.settings = engine.settings.replace(AGENT_MODE="routed")
-    return agent, model
-
-
-def cite_first_window(messages):
-    import re
-
-    ids = re.findall(r"<<< (DOC\d+_\d{3})", "\n".join(m.content for m in messages))
-    return f"Run thread-rag preheat to summarise every chunk [{ids[0]}]."
-
-
-def test_routing_fetch_then_answer_with_valid_citation(manual_engine):
-    top = manual_engine.retriever.search("how do I pre-heat summaries?", k=1).hits[0].chunk_id
-    agent, model = agent_with(manual_engine, routes=[{"tool": "fetch_chunks_by_id", "args": {"chunk_ids": [top]}},
-                                                    {"tool": "answer"}], answer=cite_first_window)
-    ans = agent.ask("how do I pre-heat summaries?")
-    assert [t["tool"] for t in ans.tool_trace] == ["rag_search", "fetch_chunks_by_id"]
-    assert not ans.fallback_used and not ans.refused
-    assert ans.citations[0].chunk_id == top and not ans.citations[0].inferred
-    assert ans.invalid_citations == []
-    choice_calls = [c for c in model.calls if c["format"] and "enum" in c["format"]["properties"].get("tool", {})]
-    args_calls = [c for c in model.calls if c["last"].startswith("Arguments for")]
-    assert len(choice_calls) == 2 and len(args_calls) == 1  # every routing step was schema-constrained
-    assert all(c["format"] for c in args_calls)
-
-
-def test_argument_errors_and_unknown_tools_come_back_as_tool_errors(manual_engine):
-    agent, _ = agent_with(manual_engine, routes=[
-        {"tool": "rag_search", "args": {"q": "wrong key"}},
-        {"tool": "delete_everything", "args": {}},
-        {"tool": "fetch_chunks_by_id", "args": {"chunk_ids": "DOC1_000"}},
-        {"tool": "answer"}])
-    ans = agent.ask("what formats are supported?")
-    errs = [t for t in ans.tool_trace if not t["ok"]]
-    assert len(errs) == 3
-    assert "bad arguments" in errs[0]["error"] and "unknown tool" in errs[1]["error"]
-    assert ans.fallback_used and ans.answer  # no windows read -> deterministic walk, still an answer
-
-
-def test_step_bound(manual_engine):
-    agent, _ = agent_with(manual_engine, routes=[{"tool": "rag_search", "args": {"query": f"x{i}"}} for i in range(50)])
-    ans = agent.ask("what does the manual say about anything?")
-    steps = [t for t in ans.tool_trace if t["step"] != "fallback"]
-    assert len(steps) == manual_engine.settings.MAX_STEPS
-
-
-def test_repeated_call_stops_routing(manual_engine):
-    agent, _ = agent_with(manual_engine, routes=[{"tool": "fetch_chunks_by_id", "args": {"chunk_ids": ["DOC4_002"]}}] * 5)
-    ans = agent.ask("how do I pre-heat summaries?")
-    assert [t["tool"] for t in ans.tool_trace] == ["rag_search", "fetch_chunks_by_id", "fetch_chunks_by_id"]
-    assert ans.tool_trace[-1]["error"] == "repeated call; stopped" and not ans.fallback_used
-
-
-def test_malformed_replies_trigger_fallback_walk(manual_engine):
-    agent, _ = agent_with(manual_engine, routes=["not json at all", "{{still not"], answer=cite_first_window)
-    ans = agent.ask("how do I delete a document?")
-    assert ans.routing_failures == 2 and ans.fallback_used
-    fb = [t for t in ans.tool_trace if t["tool"] == "walk"]
-    assert fb and fb[0]["result"]
-    assert ans.citations and not ans.refused
-
-
-def test_refusal_when_documents_do_not_answer(manual_engine):
-    agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answerable=False)
-    ans = agent.ask("What is the boiling point of tungsten?")
-    assert ans.refused and ans.answer.startswith("The documents do not say ") and ans.citations == []
-    agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=lambda m: "NOT IN DOCUMENTS")
-    assert agent.ask("What is the boiling point of tungsten?").refused
+    return Agent(engine, chat_model=model), model
 
 
 def test_followup_condensed_into_standalone_query(manual_engine):
-    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}, {"tool": "answer"}],
-                              standalone="How do I delete a document in THREAD-RAG?")
+    agent, model = agent_with(manual_engine, standalone="How do I delete a document in THREAD-RAG?")
     agent.ask("How do I index a folder?")
     ans = agent.ask("and how do I remove one?")
     assert ans.standalone_question == "How do I delete a document in THREAD-RAG?"
@@ -111,12 +42,6 @@ def test_only_a_followup_costs_a_condensation_call(manual_engine, second, conden
     assert (ans.standalone_question == "How do I delete a document in THREAD-RAG?") == condensed
 
 
-def test_invalid_citations_are_reported(manual_engine):
-    agent, _ = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=lambda m: "It is in [DOC9_999].")
-    ans = agent.ask("how do I pre-heat summaries?")
-    assert ans.invalid_citations == ["DOC9_999"]
-
-
 def test_lenient_json():
     assert parse_json_lenient('```json\n{"tool": "answer"}\n```') == {"tool": "answer"}
     assert parse_json_lenient('{{"tool": "answer"}}') == {"tool": "answer"}
@@ -130,8 +55,7 @@ def test_call_tool_validation(manual_engine, tmp_path):
     # an argument the tool does not take is named with the ones it does
     assert call_tool(tools, "rag_search", {"query": "x", "top": 3}).error == (
         "rag_search: bad arguments (top: not an argument of rag_search; it takes query, doc_id, k)")
-    # scripts and MCP clients set what the CLI's flags set (a trial's script sent rag_search "k"); the routed
-    # model's grammar keeps to the card's arguments
+    # scripts and MCP clients set what the CLI's flags set (a trial's script sent rag_search "k")
     assert len(call_tool(tools, "rag_search", {"query": "pre-heat summaries", "k": 2}).result["hits"]) == 2
     assert call_tool(tools, "rag_search", {"query": "x", "k": 0}).error == (
         "rag_search: bad arguments (k: Input should be greater than or equal to 1)")
@@ -140,10 +64,6 @@ def test_call_tool_validation(manual_engine, tmp_path):
     two = call_tool(tools, "nested_retrieve", {"query": "pre-heat summaries", "limit": 2}).result["hits"]
     assert call_tool(tools, "nested_retrieve", {"query": "pre-heat summaries", "limit": 1, "offset": 1}).result[
         "hits"][0]["node_id"] == two[1]["node_id"]
-    from thread_rag.agent.tools import tool_args_schema
-
-    assert [set(tool_args_schema(t)["properties"]) for t in ("rag_search", "fetch_chunks_by_id", "nested_retrieve")] == [
-        {"query", "doc_id"}, {"chunk_ids"}, {"query", "limit", "doc_id"}]
     assert call_tool(tools, "list_available_documents", {"k": 3}).error == (
         "list_available_documents: bad arguments (k: not an argument of list_available_documents; it takes none)")
     assert not call_tool(tools, "rag_search", {"query": 5}).ok
@@ -184,7 +104,7 @@ def test_a_message_over_the_limit_is_answered_from_its_last_question_and_says_so
     what was read; a message with no question short enough to read is refused in one line."""
     from thread_rag.agent.loop import over_the_limit
 
-    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}])
+    agent, model = agent_with(manual_engine)
     ans = agent.ask("la " * 1450 + "How do I pre-heat summaries?" + " " * 10 + "x" * 150)
     assert ans.question == "How do I pre-heat summaries?" and not ans.refused, ans.question
     assert "4,529 characters" in ans.note and "only its last question was answered" in ans.note, ans.note
@@ -196,11 +116,10 @@ def test_a_message_over_the_limit_is_answered_from_its_last_question_and_says_so
 
 
 def test_relevance_floor_refuses_off_topic_without_asking_the_model(manual_engine):
-    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}], answerable=True)
+    agent, model = agent_with(manual_engine)
     ans = agent.ask("What is the boiling point of tungsten?")
-    assert ans.refused and ans.relevance < manual_engine.settings.RELEVANCE_MIN
-    assert not any(c["last"].startswith("Before answering") for c in model.calls)  # gate skipped
-    ok = agent_with(manual_engine, routes=[{"tool": "answer"}])[0].ask("how do I pre-heat summaries?")
+    assert ans.refused and ans.relevance < manual_engine.settings.RELEVANCE_MIN and not model.calls
+    ok = agent_with(manual_engine)[0].ask("how do I pre-heat summaries?")
     assert not ok.refused and ok.relevance >= manual_engine.settings.RELEVANCE_MIN
 
 
@@ -208,36 +127,14 @@ def test_question_scoped_to_one_document(manual_engine):
     docs = manual_engine.documents()
     assert len(docs) > 1
     target = docs[-1].doc_id
-    agent, model = agent_with(manual_engine, routes=[{"tool": "answer"}], answer=cite_first_window)
+    agent, model = agent_with(manual_engine)
     ans = agent.ask("how do I pre-heat summaries?", doc_id=target.lower())
     first = ans.tool_trace[0]
     assert first["tool"] == "rag_search" and first["args"]["doc_id"] == target
     assert all(h.split(" ")[0].startswith(target + "_") for h in first["result"])
-    assert f"the question is about {target}" in model.calls[0]["system"]
+    assert all(c.chunk_id.startswith(target + "_") for c in ans.citations)
     with pytest.raises(ThreadRagError, match="DOC99"):
         agent.ask("how do I pre-heat summaries?", doc_id="DOC99")
-
-
-def test_routing_grammar_derives_from_the_argument_models():
-    from thread_rag.agent.tools import DOOR_ONLY, ROUTING_MAX_IDS, SCHEMAS, tool_args_schema
-
-    for name, model in SCHEMAS.items():
-        g = tool_args_schema(name)
-        assert list(g["properties"]) == [f for f in model.model_fields if f not in DOOR_ONLY.get(name, ())]
-        assert g["required"] == [f for f, info in model.model_fields.items() if info.is_required()]
-    assert "limit" in tool_args_schema("nested_retrieve")["properties"]  # door-only for compare, not for nested
-    assert tool_args_schema("fetch_chunks_by_id")["properties"]["chunk_ids"]["maxItems"] == ROUTING_MAX_IDS
-    assert tool_args_schema("rag_search")["properties"]["doc_id"] == {"type": "string"}  # Optional -> plain type
-
-
-def test_the_routing_bench_can_give_a_bare_agent_its_model():
-    """`bench routing` builds a bare Agent and sets its model; the model became a read-only property (AttributeError
-    before the first prompt)."""
-    from thread_rag.agent.loop import Agent
-
-    agent = Agent.__new__(Agent)
-    agent.model = model = object()
-    assert agent.model is model
 
 
 def test_an_index_asked_for_in_a_message_is_described_as_the_cli_and_chat_do():
@@ -249,14 +146,6 @@ def test_an_index_asked_for_in_a_message_is_described_as_the_cli_and_chat_do():
                       "warnings": [], "error": None}]}
     text = describe_outcome(ToolOutcome("index_new_document", {}, True, r, None, 0.0))
     assert text == 'unchanged DOC1 (3 chunks) "copy\\n.md" (same content as /d/a.md)', text
-
-
-def test_the_model_reads_every_page_a_search_hit_spans():
-    from thread_rag.agent.tools import ToolOutcome, compact
-
-    hit = {"chunk_id": "DOC1_001", "score": 0.5, "page_start": 2, "page_end": 7, "text": "x"}
-    text = compact(ToolOutcome("rag_search", {}, True, {"hits": [hit]}, None, 0.0))
-    assert "DOC1_001 (score 0.50, pp.2-7)" in text, text
 
 
 def test_a_true_or_false_argument_is_taken_where_the_field_is_a_flag():

@@ -434,7 +434,7 @@ def test_brackets_in_documents_names_questions_and_answers_are_printed_as_writte
     f = write(tmp_path / "ini [red] notes.md", BRACKETS)
     engine = make_engine()
     buf = io.StringIO()
-    model = ScriptedChatModel(routes=[{"tool": "answer"}], answer=lambda msgs: "Set it in the [server] section [/x].")
+    model = ScriptedChatModel(answer=lambda msgs: "Set it in the [server] section [/x].")
     model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
     repl = Repl(engine, console=Console(file=buf, width=200), input_fn=lambda p: None, preload=False,
                 agent=Agent(engine, chat_model=model))

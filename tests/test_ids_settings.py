@@ -198,20 +198,23 @@ def test_an_empty_path_variable_is_refused_like_an_empty_data_dir_option():
 
 
 def test_a_setting_that_does_nothing_on_this_path_is_named(tmp_path, capsys, monkeypatch, no_env):
-    """HYDE, LOST_IN_MIDDLE and MAX_STEPS act in the routed agent only; the second hop's settings only with HOP_K > 0:
-    set without what makes them act, one note line says so at every command (and doctor lists them)."""
+    """The second hop's settings act only with HOP_K > 0: set without it, one note line says so at every command (and
+    doctor lists them). The settings of the removed routed loop are refused with the reason (docs/05)."""
     from thread_rag.cli import main
     from thread_rag.settings import Settings, inert_settings
 
     assert inert_settings(Settings()) == []
-    assert [n.split()[0] for n in inert_settings(Settings(HYDE=True, MAX_STEPS=6, HOP_PICKS=3))] == \
-        ["HYDE", "MAX_STEPS", "HOP_PICKS"]
-    assert inert_settings(Settings(HYDE=True, AGENT_MODE="routed")) == []
+    assert [n.split()[0] for n in inert_settings(Settings(HOP_PICKS=3, HOP_DEPTH=2))] == ["HOP_PICKS", "HOP_DEPTH"]
     assert inert_settings(Settings(HOP_PICKS=3, HOP_K=10)) == []
-    monkeypatch.setenv("THREAD_RAG_HYDE", "true")
+    monkeypatch.setenv("THREAD_RAG_HOP_PICKS", "3")
     assert main(["--data-dir", str(tmp_path / "d"), "stats"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err == ['note: HYDE does nothing: it acts only with AGENT_MODE = "routed"'], err
+    assert len(err) == 1 and err[0].startswith("note: HOP_PICKS does nothing: it acts only with HOP_K > 0"), err
+    monkeypatch.delenv("THREAD_RAG_HOP_PICKS")
+    monkeypatch.setenv("THREAD_RAG_AGENT_MODE", "routed")
+    assert main(["--data-dir", str(tmp_path / "d"), "stats"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown setting THREAD_RAG_AGENT_MODE" in err and "removed with the model-driven loop" in err, err
 
 
 def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_path, capsys, no_env, monkeypatch):
@@ -223,7 +226,7 @@ def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_pa
     from thread_rag.settings import describe_settings
 
     cfg = tmp_path / "config.py"
-    cfg.write_text('READ_K = 4\nHYDE = True\n')
+    cfg.write_text('READ_K = 4\nHOP_PICKS = 3\n')
     env = {"THREAD_RAG_WALK_MAX": "3", "THREAD_RAG_CONFIG": str(cfg), "THREAD_RAG_CHROMA_TOKEN": "s3cret"}
     s = load_settings({"STAGE1_K": 150}, env=env)
     rows = {r["name"]: r for r in describe_settings(s, env=env)}
@@ -231,7 +234,7 @@ def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_pa
     assert (rows["WALK_MAX"]["value"], rows["WALK_MAX"]["source"]) == (3, "THREAD_RAG_WALK_MAX")
     assert (rows["STAGE1_K"]["value"], rows["STAGE1_K"]["source"]) == (150, "command line")
     assert rows["RRF_K"]["source"] == "default" and rows["RRF_K"]["acts"]
-    assert not rows["HYDE"]["acts"] and "routed" in rows["HYDE"]["note"]
+    assert not rows["HOP_PICKS"]["acts"] and "HOP_K" in rows["HOP_PICKS"]["note"]
     assert rows["CHROMA_TOKEN"]["value"] == "(set)"  # a secret is never printed
     assert len(rows) > 60 and all(isinstance(r["value"], (bool, int, float, str, list)) for r in rows.values())
     for k, v in env.items():
@@ -240,12 +243,11 @@ def test_settings_lists_each_value_where_it_came_from_and_whether_it_acts(tmp_pa
     shown = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert shown["HOME"]["value"] == str(tmp_path / "d") and shown["WALK_MAX"]["source"] == "THREAD_RAG_WALK_MAX"
     assert cli.main(["settings"]) == 0
-    assert "(inert: it acts only with" in next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("HYDE"))
+    assert "(inert: it acts only with" in next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("HOP_PICKS"))
 
 
 def test_the_explanation_settings_do_nothing_when_the_answer_is_the_quote_alone(manual_engine):
-    """With ANSWER_MODE = "quote" the model is never asked (every door: the fast path returns the quote; the routed
-    loop reads none of these): what the explanation reads, how unsupported spans are shown, the sources follow-up and
+    """With ANSWER_MODE = "quote" the model is never asked (every door: the answer path returns the quote): what the explanation reads, how unsupported spans are shown, the sources follow-up and
     the weak-match leave are named as doing nothing, and they act again with the explanation on. Shown on the answer
     path too: a quote-mode answer comes out the same whatever they are set to."""
     from fakes import ScriptedChatModel

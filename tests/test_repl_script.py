@@ -16,7 +16,7 @@ from thread_rag.repl import Repl
 
 
 def fake_agent(engine):
-    m = ScriptedChatModel(routes=[{"tool": "answer"}], answer=lambda msgs: "Run thread-rag preheat to summarise every chunk.")
+    m = ScriptedChatModel(answer=lambda msgs: "Run thread-rag preheat to summarise every chunk.")
     m.calls = []
     m.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
     return Agent(engine, chat_model=m)
@@ -200,23 +200,21 @@ def test_ollama_backend_against_standin(settings_for, standin):
     assert OllamaStandIn.requests[-1][1]["format"] == {"type": "object"}
 
 
-@pytest.mark.parametrize("mode", ["fast", "routed"])
-def test_full_agent_ask_on_ollama_standin(manual_engine, standin, mode):
+def test_full_agent_ask_on_ollama_standin(manual_engine, standin):
     """A whole Agent.ask over Ollama's HTTP API: the output cap travels as options.num_predict (a max_tokens
     keyword is a TypeError in ollama.Client.chat), every request is one the strict stand-in accepts."""
     from thread_rag.agent.loop import Agent
     from thread_rag.llm.backends import make_chat_model
 
-    s = manual_engine.settings.replace(CHAT_BACKEND="ollama", OLLAMA_HOST=standin, AGENT_MODE=mode)
+    s = manual_engine.settings.replace(CHAT_BACKEND="ollama", OLLAMA_HOST=standin)
     manual_engine.settings = s
     ans = Agent(manual_engine, chat_model=make_chat_model(s)).ask("how do I pre-heat summaries?")
-    assert not ans.refused and "thread-rag preheat" in ans.answer and ans.mode.startswith(mode)
+    assert not ans.refused and "thread-rag preheat" in ans.answer and ans.mode.startswith("fast")
     chats = [b for p, b in OllamaStandIn.requests if p == "/api/chat"]
     assert chats and all(b["options"]["num_ctx"] == s.OLLAMA_NUM_CTX for b in chats)
     assert all("num_predict" in b["options"] for b in chats)
-    assert chats[-1]["options"]["num_predict"] == s.MAX_ANSWER_TOKENS or mode == "fast"
-    if mode == "fast":  # the answer cites nothing: one constrained follow-up named the source
-        assert ans.citations and ans.citations[0].how == "sources_call" and len(chats) == 2
+    # the answer cites nothing: one constrained follow-up named the source
+    assert ans.citations and ans.citations[0].how == "sources_call" and len(chats) == 2
 
 
 def test_question_steps_over_ollama_end_each_answer_at_a_newline(manual_engine, standin):

@@ -55,12 +55,10 @@ ELSEWHERE = {
     "NESTED_MIN_CHUNKS": "test_integrity.py::test_the_doctor_names_a_deleted_tree_and_the_repair_rebuilds_it",
     "OLLAMA_HOST": "test_repl_script.py::test_ollama_backend_against_standin",
     "OLLAMA_NUM_CTX": "test_repl_script.py::test_ollama_backend_against_standin",
-    "AGENT_MODE": "test_fast_path.py::test_an_answer_stopped_by_the_token_limit_says_so",
     "INTENTS": "test_fast_path.py::test_an_unmistakable_request_is_carried_out_without_asking_the_model",
     "WALK_BACK": "test_fast_path.py::test_walk_respects_budget_and_signals",
     "DECIDE": "test_fast_path.py::test_post_reading_decision_searches_once_more_under_the_same_budget",
     "CITE_FOLLOWUP": "test_ids_settings.py::test_the_explanation_settings_do_nothing_when_the_answer_is_the_quote_alone",
-    "MAX_STEPS": "test_agent.py::test_step_bound",
     "WEAK_MATCH": "test_fast_path.py::test_a_weak_match_says_so_and_may_let_the_model_refuse",
     "ANSWER_MODE": "test_answer_quote.py::test_quote_mode_answers_without_a_model",
     "EXPLAIN_FROM": "test_fast_path.py::test_plain_question_costs_one_llm_call_and_cites_what_it_read",
@@ -91,7 +89,6 @@ ANSWER = {"READER": ("windows", {}), "WALK_MAX": (0, {}), "WALK_QUERY_MIN": (0.9
 PARTS = {"EMBEDDER_DTYPE": ("float32" if cpu_has_bf16() else "bfloat16", {}), "EMBED_BATCH": (4, {}), "TORCH_THREADS": (1, {}),
          "LLM_THREADS": (1, {}), "LLM_BATCH": (64, {}), "TEMPERATURE": (0.7, {}), "SHARED_DATA": ("/nonexistent", {}),
          "NESTED": (False, {}), "CONDENSE_FOLLOWUPS": (False, {}),
-         "HYDE": (True, {"AGENT_MODE": "routed"}), "LOST_IN_MIDDLE": (True, {"AGENT_MODE": "routed"}),
          "SMALL_INDEX_CHUNKS": (0, {}), "LLM_CTX": (4096, {}), "MAIN_MODEL": ("qwen2.5-coder-0.5b", {}),
          "CHAT_BACKEND": ("ollama", {})}
 HERE = (CHUNKING, TREE, SEARCH, RERANKED, WINDOWS, ANSWER, PARTS)
@@ -242,16 +239,6 @@ def test_part_settings_reach_the_parts_they_configure(manual_engine, settings_fo
         agent.ask("and what about it?")
         return [c["last"][:40] for c in model.calls]
 
-    def routed(**over):  # HyDE and the reordering act in routed mode only (the note line says so elsewhere)
-        read = []
-        model = ScriptedChatModel(answer=lambda m: read.append([x.content[:30] for x in m]) or "Run it [1].",
-                                  routes=[{"tool": "answer"}])
-        model.calls = []
-        model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
-        agent = Agent(make_engine(**over), chat_model=model)
-        ans = agent.ask(QUESTION)
-        return ans.tool_trace[0]["args"]["query"], read
-
     def chat_model(**over):  # what the answer's model is made with (llama.cpp is loaded on first use)
         from thread_rag.errors import ThreadRagError
 
@@ -274,6 +261,6 @@ def test_part_settings_reach_the_parts_they_configure(manual_engine, settings_fo
                "LLM_THREADS": llama, "LLM_BATCH": llama,
                "TEMPERATURE": chat_model, "LLM_CTX": chat_model, "MAIN_MODEL": chat_model, "CHAT_BACKEND": chat_model,
                "SMALL_INDEX_CHUNKS": indexing_embedder,
-               "SHARED_DATA": dataset, "NESTED": tree, "CONDENSE_FOLLOWUPS": followup, "HYDE": routed, "LOST_IN_MIDDLE": routed}
+               "SHARED_DATA": dataset, "NESTED": tree, "CONDENSE_FOLLOWUPS": followup}
     assert set(observe) == set(PARTS)
     assert _moves(PARTS, observe) == []

@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("script", "run a JSONL file of tool calls and questions")
     p.add_argument("file", help="the JSONL file, or - to read standard input")
     p = cmd("bench", "benchmarks on ../shared/data")
-    p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "routing", "latency",
+    p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "latency",
                                       "contextual", "refusal", "report", "throughput", "embedders", "compare",
                                       "coldstart", "scale", "reading", "band", "grounding", "eval", "outcome", "quotes",
                                       "serve", "filings", "intents"])

@@ -156,8 +156,6 @@ class Repl:
         elif kind == "answer_start":
             c.print(styled(("explanation:" if not data.get("anyway") else
                             "explanation (asked anyway: the documents do not answer this):", "bold")))
-        elif kind == "routing_error":
-            c.print(styled((f"  model reply not usable as a tool call ({data['error'][:60]})", "dim yellow")))
 
     # ------------------------------------------------------------------------------------
     def make_session(self):

@@ -181,7 +181,6 @@ class Settings:
     LLM_CTX: int = 8192
     LLM_THREADS: int = 0                    # 0 = number of cores
     LLM_BATCH: int = 512                    # llama.cpp n_batch = n_ubatch (prompt tokens evaluated per step)
-    AGENT_MODE: str = "fast"                # fast: code jumps + walks, one LLM call | routed: model-driven loop
     INTENTS: bool = True                    # read requests (list/index/remove/...) in chat messages; off: all questions
     READER: str = "walk"                    # what the fast path reads: one of READERS above
     READ_K: int = 3                         # entry chunks from the search
@@ -191,7 +190,6 @@ class Settings:
     WALK_QUERY_MIN: float = 0.2             # a walked chunk must still have this cosine to the question
     DECIDE: bool = False                    # after reading, one constrained call: answer, or search once more
     CITE_FOLLOWUP: bool = True              # ask for the sources (constrained) when the answer cites none
-    MAX_STEPS: int = 4                      # routed mode: routing steps per question (the first is the search)
     RELEVANCE_MIN: float = 0.35             # refuse when no entry chunk has cosine >= this to the question
                                             # (calibrated on the dev split: `thread-rag bench refusal`)
     MATCH_MIN: float = 0.05                 # a weak match: the entry chunks' best cross-encoder probability is under
@@ -222,8 +220,6 @@ class Settings:
                                             # library's own made-up questions, it refused 13-93% of real answerable
                                             # questions on the shared sets' dev halves (bench_results/outcome-*.json)
     QUOTE_TOKENS: int = 128                 # (question, line) pairs read by the cross-encoder truncated to this
-    HYDE: bool = False
-    LOST_IN_MIDDLE: bool = False
     CONDENSE_FOLLOWUPS: bool = True         # rewrite a follow-up (refers back, or <= 3 words) as a standalone question: one call
 
     # ------------------------------------------------------------------------------------
@@ -260,7 +256,7 @@ class Settings:
         need(0 <= self.CHUNK_MIN_TOKENS <= self.CHUNK_TOKENS, "CHUNK_MIN_TOKENS", "must be between 0 and CHUNK_TOKENS")
         need(self.PARENT_TOKENS >= self.CHUNK_TOKENS, "PARENT_TOKENS", "must be >= CHUNK_TOKENS")
         need(0 < self.SEMANTIC_PERCENTILE < 100, "SEMANTIC_PERCENTILE", "must be between 0 and 100")
-        for name in ("STAGE1_K", "STAGE2_K", "STAGE3_K", "RRF_K", "SEARCH_K", "EMBED_BATCH", "MAX_STEPS",
+        for name in ("STAGE1_K", "STAGE2_K", "STAGE3_K", "RRF_K", "SEARCH_K", "EMBED_BATCH",
                      "READ_K", "READ_BUDGET", "LLM_BATCH", "LLM_CTX", "OLLAMA_NUM_CTX", "MAX_ANSWER_TOKENS", "SUMMARY_MAX_WORDS", "WINDOW_TOKEN_BUDGET",
                      "NUM_SEMANTIC_CHUNKS", "MAX_DEPTH", "HNSW_THRESHOLD", "CACHE_DOCUMENTS",
                      "STORE_GROUP_CHUNKS"):
@@ -296,7 +292,6 @@ class Settings:
         need(self.SUMMARY_BACKEND in ("extractive", "llm", "ollama"), "SUMMARY_BACKEND",
              "use extractive, llm or ollama")
         need(self.CHAT_BACKEND in ("auto", "embedded", "ollama"), "CHAT_BACKEND", "use auto, embedded or ollama")
-        need(self.AGENT_MODE in ("fast", "routed"), "AGENT_MODE", "use fast or routed")
         need(self.READER in READERS, "READER", "use one of " + ", ".join(READERS) +
              " (top-k, sentence window and parent document are benchmark baselines: thread-rag bench answers)")
         need(-1 <= self.WALK_QUERY_MIN < 1, "WALK_QUERY_MIN", "must be between -1 and 1")
@@ -401,11 +396,9 @@ class Settings:
 _FIELD_TYPES = {f.name: f.type for f in fields(Settings)}
 
 # settings that act only when another one is set: name -> (does it act under these settings?, what makes it act)
-_ROUTED = (lambda s: s.AGENT_MODE == "routed", 'AGENT_MODE = "routed"')
 _HOP = (Settings.hop_runs, "HOP_K > 0 and the packaged cross-encoder as RERANKER")
 _EXPLAINS = (lambda s: s.ANSWER_MODE != "quote", 'ANSWER_MODE = "explain" (with "quote" the model is never asked)')
-ACTS_ONLY_WITH = {"HYDE": _ROUTED, "LOST_IN_MIDDLE": _ROUTED, "MAX_STEPS": _ROUTED,
-                  **{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")},
+ACTS_ONLY_WITH = {**{n: _HOP for n in ("HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")},
                   **{n: _EXPLAINS for n in ("EXPLAIN_FROM", "UNSUPPORTED", "CITE_FOLLOWUP", "WEAK_MATCH")}}
 
 
@@ -589,8 +582,11 @@ def read_config_file(path: Path) -> dict:
     return values
 
 
+_ROUTED = ("removed with the model-driven loop (AGENT_MODE = routed): the packaged model picked the right tool for 0.30 "
+           "of 30 requests; the chat now reads requests itself and every question takes one answer path (docs/05)")
 REMOVED = {"COLBERT_MODEL": "removed: stage 2 uses the embedder's own token vectors (a ColBERT checkpoint would "
-                            "need its document side encoded at index time, and none ships offline)"}
+                            "need its document side encoded at index time, and none ships offline)",
+           **{name: _ROUTED for name in ("AGENT_MODE", "MAX_STEPS", "HYDE", "LOST_IN_MIDDLE")}}
 
 
 def _removed(name: str) -> str:

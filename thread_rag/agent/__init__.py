@@ -1,2 +1,2 @@
-"""The agent: six StructuredTools, a constrained routing loop with the walk as its fallback, grounded answers
-with citations, and scripted sessions."""
+"""The agent: requests read from what a message means (``intent``, ``actions``), one answer path for questions
+(``loop``: search, walk, quote, outcome, the checked explanation), the tool layer (``tools``), scripted sessions."""

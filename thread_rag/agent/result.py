@@ -28,8 +28,6 @@ class Answer:
     citations: list
     invalid_citations: list
     tool_trace: list
-    fallback_used: bool
-    routing_failures: int
     backend: str
     timings: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)

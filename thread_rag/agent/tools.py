@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .. import tools as T
 from ..errors import ThreadRagError, counted
 from ..nested.tree import MAX_LIMIT, MAX_OFFSET
-from ..records import pages_label
 from ..retrieve.pipeline import MAX_K
 
 
@@ -40,11 +39,6 @@ class NoArgs(_Args):
 
 class IndexArgs(_Args):
     file_path: str = Field(description="path of a PDF, DOCX, TXT, Markdown or HTML file (or folder) to index")
-
-
-# arguments the CLI's flags set, for scripts and MCP clients; the routed model's grammar leaves them out
-DOOR_ONLY = {"rag_search": {"k"}, "fetch_chunks_by_id": {"token_budget"}, "nested_retrieve": {"offset"},
-             "compare_documents": {"limit"}}
 
 
 class SearchArgs(_Args):
@@ -186,65 +180,6 @@ def call_tool(tools: dict, name: Any, args: Any) -> ToolOutcome:
                            (time.perf_counter() - t0) * 1000)
 
 
-ROUTING_MAX_IDS = 6  # the routing grammar lets the model ask for at most 6 chunk ids per fetch (callers: 50)
-
-
-def _grammar_props(tool: str, model: type[BaseModel]) -> dict:
-    """The argument model's properties reduced to what the llama.cpp grammar needs: types, array items and
-    sizes (optional values become plain types; the pydantic model still validates every call afterwards)."""
-    props = {}
-    for name, spec in model.model_json_schema().get("properties", {}).items():
-        if name in DOOR_ONLY.get(tool, ()):
-            continue
-        types = [t for t in spec.get("anyOf", [spec]) if t.get("type") != "null"]
-        p = {"type": types[0]["type"]}
-        if p["type"] == "array":
-            p["items"] = {"type": spec["items"]["type"]}
-            p["minItems"] = spec.get("minItems", 0)
-            p["maxItems"] = min(spec.get("maxItems", ROUTING_MAX_IDS), ROUTING_MAX_IDS)
-        props[name] = p
-    return props
-
-
-def tool_choice_schema(names: list[str]) -> dict:
-    """JSON schema of the first routing step: which tool (or "answer")."""
-    return {"type": "object", "properties": {"tool": {"enum": list(names) + ["answer"]}}, "required": ["tool"]}
-
-
-def tool_args_schema(name: str) -> dict:
-    """JSON schema of the second routing step: the chosen tool's arguments."""
-    schema = SCHEMAS[name].model_json_schema()
-    return {"type": "object", "properties": _grammar_props(name, SCHEMAS[name]), "required": schema.get("required", [])}
-
-
-def compact(outcome: ToolOutcome, max_chars: int = 6000) -> str:
-    """What the model reads back from a tool: delimited, data only."""
-    if not outcome.ok:
-        return f"ERROR: {outcome.error}"
-    r = outcome.result
-    if outcome.tool == "rag_search":
-        lines = [f"{h['chunk_id']} (score {h['score']:.2f}, {pages_label(h.get('page_start'), h.get('page_end')) or 'no page'}): "
-                 f"{' '.join(h['text'].split()[:40])}" for h in r["hits"]]
-        return "search results:\n" + ("\n".join(lines) if lines else "(nothing found)")
-    if outcome.tool == "fetch_chunks_by_id":
-        parts = [w["rendered"] for w in r["windows"]] + [f"ERROR {e['chunk_id']}: {e['error']}" for e in r["errors"]]
-        return "\n\n".join(parts)[:max_chars]
-    if outcome.tool == "compare_documents":
-        return compare_summary(r, max_chars=max_chars)
-    if outcome.tool == "quote_answer":
-        from ..render import quote_block
-        from .quote import QuoteLine
-
-        lines = [QuoteLine(**x) for x in r["quote"]]
-        said = (r.get("outcome") or {}).get("line")
-        head = [said or r["answer"]] if r["refused"] or said else []
-        return "\n".join(head + [t.plain for t in quote_block(lines, related=r["related"])])[:max_chars]
-    if outcome.tool == "nested_retrieve":
-        return "\n\n".join(f"<<< {h['first_chunk']}..{h['last_chunk']} {h['pages_label']}\n{h['text'][:1500]}\n>>>"
-                           for h in r["hits"])[:max_chars]
-    return json.dumps(r, ensure_ascii=False)[:max_chars]
-
-
 def compare_summary(r: dict, max_rows: int = 12, max_chars: int = 6000) -> str:
     """A comparison in a few lines: the counts, then each changed / only-in row with pages and changed words."""
     a, b, c = r["doc_a"], r["doc_b"], r["counts"]
@@ -295,7 +230,9 @@ def describe_outcome(outcome: ToolOutcome) -> str:
         return f"removed {r['removed']} ({r['name']}, {counted(r['chunks'], 'chunk')})"
     if outcome.tool == "pre_heat_summaries":
         return f"summaries made {r['made']}, already cached {r['cached']}, failed {r['failed']}"
-    return compact(outcome)
+    if outcome.tool == "compare_documents":
+        return compare_summary(r)
+    return json.dumps(r, ensure_ascii=False)[:6000]
 
 
 def result_errors(name: str, result) -> list[str]:

@@ -1,96 +1,18 @@
 """Agent benchmarks with the real chat model.
 
-- ``routing``: one constrained routing step for each of 30 fixed prompts; a call counts as a success
-  when it is well-formed (valid JSON, arguments pass the tool's schema) and names the expected tool.
-- ``latency``: time to first token and total answer time for 5 questions on the Debian guide, fast path
-  reading top-k vs the walk (and the routed loop when asked), off-topic refusals, the first-token curve.
+- ``latency``: time to first token and total answer time for 5 questions on the Debian guide, the answer path
+  reading top-k vs the walk, off-topic refusals, the first-token curve.
 """
 from __future__ import annotations
 
-import json
-import time
 
 import numpy as np
-from langchain_core.messages import HumanMessage, SystemMessage
-
-ROUTING_PROMPTS = [
-    ("Which documents do I have?", "list_available_documents"),
-    ("List the indexed documents.", "list_available_documents"),
-    ("What files are in my library?", "list_available_documents"),
-    ("Show me what has been indexed so far.", "list_available_documents"),
-    ("Index the file ./notes/runbook.md", "index_new_document"),
-    ("Please add manuals/router.pdf to the library.", "index_new_document"),
-    ("Load docs/guide.docx so I can ask about it.", "index_new_document"),
-    ("Ingest the text file ./install.txt", "index_new_document"),
-    ("Search for how to partition a disk.", "rag_search"),
-    ("Find where the guide explains booting from USB.", "rag_search"),
-    ("Look up the minimum RAM requirement.", "rag_search"),
-    ("Search DOC1 for preseeding.", "rag_search"),
-    ("Where does it talk about network configuration?", "rag_search"),
-    ("Find the section about setting a root password.", "rag_search"),
-    ("Show me chunk DOC1_005.", "fetch_chunks_by_id"),
-    ("Read DOC2_010 and DOC2_011.", "fetch_chunks_by_id"),
-    ("Open chunk DOC1_120 with its context window.", "fetch_chunks_by_id"),
-    ("What comes after DOC3_004? Fetch DOC3_005.", "fetch_chunks_by_id"),
-    ("Fetch the chunks DOC1_000 and DOC1_001.", "fetch_chunks_by_id"),
-    ("Display DOC4_002 in its window.", "fetch_chunks_by_id"),
-    ("Pre-heat the summaries for DOC1.", "pre_heat_summaries"),
-    ("Summarise every chunk of all documents ahead of time.", "pre_heat_summaries"),
-    ("Warm up the summary cache for DOC2.", "pre_heat_summaries"),
-    ("Pre-compute neighbour summaries now so later answers are fast.", "pre_heat_summaries"),
-    ("Give me 3 non-overlapping passages about booting.", "nested_retrieve"),
-    ("Use nested retrieval to find passages on disk encryption.", "nested_retrieve"),
-    ("Find several separate passages of different sizes about installing packages.", "nested_retrieve"),
-    ("Nested retrieve 5 passages about mirrors in DOC1.", "nested_retrieve"),
-    ("Find non-overlapping sections of the document tree about the boot loader.", "nested_retrieve"),
-    ("Get distinct passages from different parts of DOC2 about time zones.", "nested_retrieve"),
-]
-
-
-def run_routing_bench(settings, args) -> dict:
-    """The agent's own routing step (``Agent.route``) on 30 fixed requests."""
-    from ..agent.loop import Agent
-    from ..agent.routed import SYSTEM, route
-    from ..agent.tools import SCHEMAS
-    from .retrieval import machine
-
-    agent = Agent.__new__(Agent)
-    from ..llm.backends import make_chat_model
-
-    agent.settings = settings
-    agent.model = make_chat_model(settings)
-    agent.tok_in = agent.tok_out = 0
-    system = SYSTEM.format(docs="DOC1 = install.en.pdf (535 chunks), DOC2 = maint-guide.en.pdf (150 chunks)")
-    rows = []
-    for prompt, want in ROUTING_PROMPTS[: args.limit or len(ROUTING_PROMPTS)]:
-        t = time.perf_counter()
-        tool, ok = None, False
-        try:
-            d = route(agent, [SystemMessage(system), HumanMessage(f"Request: {prompt}")])
-            tool = d.get("tool")
-            if tool in SCHEMAS:
-                SCHEMAS[tool].model_validate(d.get("args") or {})
-                ok = True
-            raw = json.dumps(d)
-        except Exception as exc:  # noqa: BLE001 - counted as a failure
-            raw = f"error: {exc}"
-        rows.append({"prompt": prompt, "expected": want, "got": tool, "well_formed": ok,
-                     "correct": ok and tool == want, "seconds": round(time.perf_counter() - t, 2), "raw": raw[:200]})
-    n = len(rows)
-    from ..llm.backends import describe
-
-    return {"prompts": n, "well_formed_rate": round(sum(r["well_formed"] for r in rows) / n, 3),
-            "success_rate": round(sum(r["correct"] for r in rows) / n, 3),
-            "seconds_p50": round(float(np.median([r["seconds"] for r in rows])), 2),
-            "method": "Agent.route: tool enum, then that tool's argument schema (llama.cpp grammar)",
-            "backend": describe(agent.model), "machine": machine(), "rows": rows}
-
+from langchain_core.messages import HumanMessage
 
 LATENCY_CONFIGS = {  # name -> (reader, settings): what the model reads, everything else shared
     "topk": ("topk", {"EXPLAIN_FROM": "sources"}),        # the hits' own texts (plain RAG)
     "walk": ("walk", {"EXPLAIN_FROM": "sources"}),        # every source the walk read (the answer before the quote)
     "explain": ("walk", {"EXPLAIN_FROM": "quote"}),       # the quote's lines only
-    "routed": (None, {"AGENT_MODE": "routed"}),           # the model-driven loop
 }
 LATENCY_QUESTIONS = [
     "How much RAM and disk space does a desktop installation need at minimum?",
@@ -127,7 +49,7 @@ def _first_token_curve(model, text: str) -> list[dict]:
 
 def run_latency_bench(settings, args) -> dict:
     """Debian guide, one run: each question answered by the fast path reading top-k and reading the walk
-    (the default), optionally the routed loop (``--configs topk,walk,routed``); off-topic refusals; the
+    (the default); off-topic refusals; the
     first-token curve. llama.cpp's prompt cache is reset before every question (no strategy inherits
     another's evaluated prompt) and then holds only the answer prompt's fixed head, as in the REPL, which
     evaluates it when the model loads (``warm_prefix``)."""
@@ -166,7 +88,7 @@ def run_latency_bench(settings, args) -> dict:
                 who.clear()
                 reset_prompt_cache(agent.model)
                 warm_prefix(agent.model, who.settings.EXPLAIN_FROM)
-                a = who.ask(q, reader=reader_for(LATENCY_CONFIGS[r][0]) if LATENCY_CONFIGS[r][0] else None)
+                a = who.ask(q, reader=reader_for(LATENCY_CONFIGS[r][0]))
                 rows.append({"question": q, "reader": r, "quote_s": a.timings.get("quote_s"),
                              "first_token_s": a.timings["first_token_s"],
                              "total_s": a.timings["total_s"], "refused": a.refused, "llm_calls": a.llm_calls,

@@ -13,11 +13,9 @@ sources do not answer), the answer token cap, the source budget and the citation
 - ``parent_doc``: each hit inside its ~1000-word parent block under the same budget;
 - ``nested``: ``nested_retrieve`` passages under the same budget;
 - ``decide``: the walk followed by the post-reading decision (``DECIDE``: answer, or search once more and
-  read again under the same budget); one more LLM call per question;
+  read again under the same budget); one more LLM call per question.
 - ``<reader>:NAME=VALUE[:NAME=VALUE]``: a reader with its own reading settings (``READING_SETTINGS``, e.g.
-  ``walk:WALK_BACK=1``); everything else stays shared;
-- ``routed``: the fully model-driven loop (``AGENT_MODE=routed``; its own prompt and gate, so NOT on equal
-  terms; it is there to show what the old agent costs).
+  ``walk:WALK_BACK=1``); everything else stays shared.
 
 Questions come from the data set's ``test`` split; ``RELEVANCE_MIN`` is calibrated on the ``dev`` split
 (``bench refusal``), and the run stops if a calibration file shares a question with the test sample.
@@ -41,7 +39,7 @@ from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, tok
 from .retrieval import HOP_SETTINGS, STEPS_SETTINGS
 from . import command_line
 
-READERS = _READERS + tuple(BASELINES) + ("decide", "routed")
+READERS = _READERS + tuple(BASELINES) + ("decide",)
 ANSWER_TOKENS = 160      # one cap for every strategy
 SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH", "EXPLAIN_FROM",
                    "QUOTE_MIN",
@@ -61,7 +59,7 @@ def parse_strategy(spec: str) -> tuple[str, dict]:
     reader, *pairs = spec.split(":")
     if reader not in READERS:
         raise StrategyError(f"unknown strategy {spec!r} (known: {', '.join(READERS)})")
-    if pairs and reader in ("routed", "decide"):
+    if pairs and reader == "decide":
         raise StrategyError(f"{spec!r}: {reader} takes no reading settings (it is a whole answer path)")
     changes = {}
     for pair in pairs:
@@ -161,8 +159,6 @@ def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=
     engine.settings = shared
     model = model or make_chat_model(shared)
     agent = Agent(engine, chat_model=model)
-    routed = Agent(engine, chat_model=model)
-    routed.settings = shared.replace(AGENT_MODE="routed")
     decider = Agent(engine, chat_model=model)
     decider.settings = shared.replace(DECIDE=True)
     varied = {}  # strategies with their own reading settings
@@ -175,10 +171,10 @@ def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=
     for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
         for s in strategies:
             base_reader = specs[s][0]
-            who = varied.get(s) or {"routed": routed, "decide": decider}.get(base_reader, agent)
+            who = varied.get(s) or (decider if base_reader == "decide" else agent)
             who.clear()
             reset_prompt_cache(model)  # no strategy reads another's evaluated prompt (first-token times)
-            reader = {"routed": None, "decide": "walk"}.get(base_reader, reader_for(base_reader))
+            reader = "walk" if base_reader == "decide" else reader_for(base_reader)
             a = who.ask(q.text, doc_id=doc_id, reader=reader)
             res[s].append(_row(q, s, a, engine))
             done += 1

@@ -195,12 +195,6 @@ def _coldstart(settings, args, err) -> int:
     return _show(run_coldstart_bench(settings, args), args)
 
 
-def _routing(settings, args, err) -> int:
-    from .agent_bench import run_routing_bench
-
-    return _show(run_routing_bench(settings, args), args)
-
-
 def _latency(settings, args, err) -> int:
     from .agent_bench import run_latency_bench
     from .report import latency_table
@@ -281,5 +275,5 @@ def _commit() -> str | None:
 KINDS = {"retrieval": _retrieval, "embedders": _embedders, "ingest": _ingest, "compare": _compare, "scale": _scale,
          "windows": _windows, "context": _context, "reading": _reading, "report": _report, "contextual": _contextual,
          "eval": _eval, "grounding": _grounding, "answers": _answers, "suite": _suite, "refusal": _refusal,
-         "band": _band, "outcome": _outcome, "quotes": _quotes, "throughput": _throughput, "coldstart": _coldstart, "routing": _routing,
+         "band": _band, "outcome": _outcome, "quotes": _quotes, "throughput": _throughput, "coldstart": _coldstart,
          "latency": _latency, "serve": _serve, "filings": _filings, "intents": _intents}

@@ -22,6 +22,43 @@ ROLES = {"requests.json": "guided the cue words, the margin and the object rules
          "requests-heldout-3.json": "held out: judged only, never tuned on"}
 
 
+# The 30 requests the model-driven loop was measured on (bench_results/routing.json: the packaged model named the
+# expected tool for 0.30 of them). A search is what the answer path does for a question; reading a chunk by its id is
+# the chat's /fetch command, not a request it reads in words.
+ROUTING_PROMPTS = [
+    ("Which documents do I have?", "list_available_documents"),
+    ("List the indexed documents.", "list_available_documents"),
+    ("What files are in my library?", "list_available_documents"),
+    ("Show me what has been indexed so far.", "list_available_documents"),
+    ("Index the file ./notes/runbook.md", "index_new_document"),
+    ("Please add manuals/router.pdf to the library.", "index_new_document"),
+    ("Load docs/guide.docx so I can ask about it.", "index_new_document"),
+    ("Ingest the text file ./install.txt", "index_new_document"),
+    ("Search for how to partition a disk.", "rag_search"),
+    ("Find where the guide explains booting from USB.", "rag_search"),
+    ("Look up the minimum RAM requirement.", "rag_search"),
+    ("Search DOC1 for preseeding.", "rag_search"),
+    ("Where does it talk about network configuration?", "rag_search"),
+    ("Find the section about setting a root password.", "rag_search"),
+    ("Show me chunk DOC1_005.", "fetch_chunks_by_id"),
+    ("Read DOC2_010 and DOC2_011.", "fetch_chunks_by_id"),
+    ("Open chunk DOC1_120 with its context window.", "fetch_chunks_by_id"),
+    ("What comes after DOC3_004? Fetch DOC3_005.", "fetch_chunks_by_id"),
+    ("Fetch the chunks DOC1_000 and DOC1_001.", "fetch_chunks_by_id"),
+    ("Display DOC4_002 in its window.", "fetch_chunks_by_id"),
+    ("Pre-heat the summaries for DOC1.", "pre_heat_summaries"),
+    ("Summarise every chunk of all documents ahead of time.", "pre_heat_summaries"),
+    ("Warm up the summary cache for DOC2.", "pre_heat_summaries"),
+    ("Pre-compute neighbour summaries now so later answers are fast.", "pre_heat_summaries"),
+    ("Give me 3 non-overlapping passages about booting.", "nested_retrieve"),
+    ("Use nested retrieval to find passages on disk encryption.", "nested_retrieve"),
+    ("Find several separate passages of different sizes about installing packages.", "nested_retrieve"),
+    ("Nested retrieve 5 passages about mirrors in DOC1.", "nested_retrieve"),
+    ("Find non-overlapping sections of the document tree about the boot loader.", "nested_retrieve"),
+    ("Get distinct passages from different parts of DOC2 about time zones.", "nested_retrieve"),
+]
+
+
 def make_folder(root: Path) -> Path:
     """The files the sets' paths name ({DIR}): two that exist and are not indexed, a folder."""
     for rel, text in (("notes/runbook.md", "# Runbook\n\nRotate the logs weekly.\n"),
@@ -88,7 +125,25 @@ def run_intents(settings, limit: int | None = None) -> dict:
                 row["with_model"] = judge(requests, rec, folder)
                 row["with_model"]["model_call_s"] = round(median(seconds[before:]), 2) if seconds[before:] else None
             out["sets"][name] = row
+    out["routing_prompts"] = _routing_prompts(qe.embed_queries, examples)
     return out
+
+
+def _routing_prompts(embed, examples) -> dict:
+    """The routed loop's 30 requests read by the recogniser (no model): right when the request's tool is the action
+    (a search: a question); the chunk-by-id requests are counted apart."""
+    from ..agent import intent as I
+
+    rec = I.Recogniser(embed, lambda: [("DOC1", "install.en.pdf"), ("DOC2", "maint-guide.en.pdf")], None,
+                       examples=examples)
+    rows = []
+    for prompt, tool in ROUTING_PROMPTS:
+        got = rec.recognise(prompt).action
+        want = I.QUESTION if tool == "rag_search" else tool
+        rows.append({"prompt": prompt, "expected": tool, "got": got, "correct": got == want})
+    chat = [r for r in rows if r["expected"] != "fetch_chunks_by_id"]
+    return {"n": len(rows), "chat_requests": len(chat), "right": sum(r["correct"] for r in chat),
+            "fetch_by_id": len(rows) - len(chat), "rows": rows}
 
 
 def _model_call(settings):

@@ -6,7 +6,7 @@ embedded model's tokens), then the gold evidence's token coverage of the sources
 else its first answer), whether the span is found verbatim, and the source tokens. No LLM call is made (the
 model is loaded only for its tokenizer), so a dev half can be probed in minutes; the answers benchmark then
 judges the chosen reading on the test half. Strategies as in ``bench answers`` (``walk``, ``sentence_window``,
-``walk:WALK_BACK=1`` ...; not ``routed`` or ``decide``, which need the model). Every question is read, also those
+``walk:WALK_BACK=1`` ...; not ``decide``, which needs the model). Every question is read, also those
 the answer path's relevance floor would refuse before reading.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     from ..llm.backends import make_chat_model
 
     specs = {s: parse_strategy(s) for s in strategies}
-    needs_model = [s for s, (reader, _) in specs.items() if reader in ("routed", "decide")]
+    needs_model = [s for s, (reader, _) in specs.items() if reader == "decide"]
     if needs_model:
         raise StrategyError(f"{', '.join(needs_model)}: these strategies need the model; use bench answers")
     shared = bench_settings(engine.settings, k)
