@@ -1,6 +1,7 @@
 """Shared fixtures: one real MiniLM embedder per session, isolated data dirs per test."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -187,24 +188,64 @@ def debian_html_pages() -> list[Path]:
     return pages
 
 
-# --- the suite's own record (README's suite figure) ---------------------------------------------------------------
+# --- the suite's own record (README's suite figure) and the quick tier ------------------------------------------
 RECORD_ENV = "THREAD_RAG_SUITE_RECORD"  # a path: a run writes what it did there (bench_results/suite-run.json)
+DURATIONS = Path(__file__).parent / "durations.json"  # each test's seconds in the last recorded whole run
+QUICK_MAX_S = 2.0  # the quick tier (-m "not slow") leaves out every test that took longer in that run
+QUICK = "not slow"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The quick tier: a test that took more than ``QUICK_MAX_S`` in the last recorded whole run is marked ``slow``,
+    as are the tests marked so by hand (real model, many trials). The durations come from the run itself
+    (``durations.json``, written with the suite record), never typed by hand."""
+    try:
+        took = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+    for item in items:
+        if took.get(item.nodeid, 0.0) > QUICK_MAX_S:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionstart(session):
     import time
 
     session.config._thread_rag_t0 = time.time()
+    session.config._thread_rag_took = {}
+
+
+def pytest_runtest_logreport(report):
+    """Each test's setup, call and teardown seconds, summed (for ``durations.json``)."""
+    took = getattr(_CONFIG, "_thread_rag_took", None)
+    if took is not None:
+        took[report.nodeid] = round(took.get(report.nodeid, 0.0) + report.duration, 2)
+
+
+_CONFIG = None
+
+
+def pytest_configure(config):
+    global _CONFIG
+    _CONFIG = config
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many tests the missing ../shared data skipped, said in the summary (a plain clone runs without it)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    shared = [r for r in skipped if "../shared/data" in str(getattr(r, "longrepr", ""))]
+    if shared:
+        terminalreporter.write_line(f"{len(shared)} tests skipped: they need ../shared/data beside the checkout")
 
 
 def pytest_sessionfinish(session, exitstatus):
     """With ``THREAD_RAG_SUITE_RECORD=path``, the run writes its own record: tests, failures, minutes, machine and
-    commit, so README's figure is never typed by hand. Only a whole run (no -k, -m or paths) is recorded."""
+    commit, so README's figure is never typed by hand. A whole run (no -k or paths) is recorded, and the quick tier
+    (``-m "not slow"``) too; a whole run also writes each test's seconds (``durations.json``: the quick tier's)."""
     target = os.environ.get(RECORD_ENV)
     if not target:
         return
     import datetime
-    import json
     import subprocess
     import time
 
@@ -212,15 +253,19 @@ def pytest_sessionfinish(session, exitstatus):
 
     config = session.config
     whole = config.args in ([], ["tests"], [str(REPO / "tests")])
-    if not whole or config.option.keyword or config.option.markexpr or config.option.collectonly:
+    tier = config.option.markexpr or ""
+    if not whole or config.option.keyword or tier not in ("", QUICK) or config.option.collectonly:
         return
     stats = config.pluginmanager.get_plugin("terminalreporter").stats
     count = {k: len(stats.get(k, [])) for k in ("passed", "failed", "skipped", "error")}
     git = lambda *a: subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
-    record = {"command": "python -m pytest -q (the README's test command)", "machine": machine(),
+    command = "python -m pytest -q" + (f' -m "{QUICK}" (the quick tier)' if tier else " (the README's test command)")
+    record = {"command": command, "machine": machine(),
               "date": datetime.date.today().isoformat(), "commit": git("rev-parse", "--short", "HEAD"),
               "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
               "tests": count["passed"] + count["failed"], "failed": count["failed"], "skipped": count["skipped"],
               "errors": count["error"], "minutes": round((time.time() - config._thread_rag_t0) / 60, 1),
               "exit_status": int(exitstatus)}
     Path(target).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    if not tier and not count["failed"] and not count["error"]:
+        DURATIONS.write_text(json.dumps(dict(sorted(config._thread_rag_took.items())), indent=0) + "\n")

@@ -1,7 +1,8 @@
-"""The eight tool functions: plain Python, JSON-able results, one thin call into the Engine each.
+"""The one tool layer: plain functions with JSON-able results, one thin call into the Engine each (list, index,
+remove, search, fetch, pre-heat, nested, compare, the library's statistics).
 
-Every front door (REPL, agent, scripted sessions, CLI) goes through these, so behaviour is the
-same everywhere. Errors raise :class:`~thread_rag.errors.ThreadRagError` with one-line messages.
+Every front door (the chat, the CLI, scripts, MCP, HTTP) goes through these, so behaviour is the same everywhere;
+``agent/tools.py`` gives them their argument schemas and one-line errors for the doors that take JSON arguments. Errors raise :class:`~thread_rag.errors.ThreadRagError` with one-line messages.
 """
 from __future__ import annotations
 

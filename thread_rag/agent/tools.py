@@ -1,6 +1,7 @@
-"""The nine agent tools as langchain-core ``StructuredTool``s with pydantic argument schemas.
+"""The tool layer's argument schemas (pydantic) and its one entry point for JSON arguments, ``call_tool``: the
+chat's requests, scripts and the MCP server call through it.
 
-Each wraps a plain function of :mod:`thread_rag.tools`. ``call_tool`` is the single entry point
+Each tool wraps a plain function of :mod:`thread_rag.tools` (plus ``quote_answer``, the answer path's quote). ``call_tool`` is the single entry point
 used by the agent loop and scripted sessions: unknown tools, wrong or missing arguments and tool
 exceptions come back as error results (one line), never as crashes.
 """
@@ -232,6 +233,14 @@ def describe_outcome(outcome: ToolOutcome) -> str:
         return f"summaries made {r['made']}, already cached {r['cached']}, failed {r['failed']}"
     if outcome.tool == "compare_documents":
         return compare_summary(r)
+    if outcome.tool == "quote_answer":  # the outcome's line, then the quoted (or related) lines
+        from ..render import quote_block
+        from .quote import QuoteLine
+
+        said = (r.get("outcome") or {}).get("line")
+        head = [said or r["answer"]] if r["refused"] or said else []
+        return "\n".join(head + [t.plain for t in quote_block([QuoteLine(**x) for x in r["quote"]],
+                                                                related=r["related"])])
     return json.dumps(r, ensure_ascii=False)[:6000]
 
 
