@@ -197,14 +197,15 @@ QUICK = "not slow"
 
 def pytest_collection_modifyitems(config, items):
     """The quick tier: a test that took more than ``QUICK_MAX_S`` in the last recorded whole run is marked ``slow``,
-    as are the tests marked so by hand (real model, many trials). The durations come from the run itself
+    as are the tests marked so by hand (real model, many trials); a test marked ``door`` (a door's one test in the
+    quick tier) is kept whatever its time. The durations come from the run itself
     (``durations.json``, written with the suite record), never typed by hand."""
     try:
         took = json.loads(DURATIONS.read_text())
     except (OSError, ValueError):
         return
     for item in items:
-        if took.get(item.nodeid, 0.0) > QUICK_MAX_S:
+        if took.get(item.nodeid, 0.0) > QUICK_MAX_S and item.get_closest_marker("door") is None:
             item.add_marker(pytest.mark.slow)
 
 

@@ -220,6 +220,7 @@ def test_allow_writes_without_allowed_roots_refuses_to_start(tmp_path):
     assert len(lines) == 1 and "ALLOWED_ROOTS" in lines[0], r.stderr
 
 
+@pytest.mark.door  # the quick tier's MCP test (every MCP test starts a server: over 2 s each)
 def test_requests_piped_in_whole_are_answered_before_the_server_stops(store, tmp_path):
     """`printf '<initialize>\\n<initialized>\\n<tools/call>\\n' | thread-rag mcp` answered initialize only: the end of
     input stopped the server, and each tool call came back as "Connection closed"."""
