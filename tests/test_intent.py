@@ -140,6 +140,8 @@ def test_removal_is_asked_first_and_no_removes_nothing(manual_engine):
     agent.confirm = None  # no one to ask (ask in a script): nothing removed either
     agent.ask(f"delete {before[0]}")
     assert [d.doc_id for d in manual_engine.documents()] == before
+    ans = agent.ask("please delete DOC99 from the library")  # unknown: said so, nobody asked
+    assert "DOC99" in ans.answer and "Not removed" not in ans.answer and not ans.tool_trace[0]["ok"], ans.answer
     agent.confirm = lambda prompt: True
     ans = agent.ask(f"delete {before[0]}")
     assert before[0] not in [d.doc_id for d in manual_engine.documents()] and ans.tool_trace[0]["ok"], ans.answer

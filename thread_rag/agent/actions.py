@@ -89,11 +89,11 @@ def act(intent: Intent, tools: dict, engine, *, confirm: Callable[[str], bool] |
 
 def _confirmed(doc_id: str, engine, confirm: Callable[[str], bool] | None) -> bool:
     """Whether the person said yes to removing ``doc_id`` (asked with its name and size; an unknown id is left to
-    the tool, which names it)."""
-    if confirm is None:
-        return False
+    the tool, which names it, before anyone is asked)."""
     try:
         rec = engine.document(doc_id)
     except ThreadRagError:
         return True  # the tool says the id is unknown; nothing is removed
+    if confirm is None:
+        return False
     return bool(confirm(f"Remove {rec.doc_id} ({rec.name}, {rec.chunk_count} chunks) from the library? [y/N] "))

@@ -592,7 +592,8 @@ class Agent:
         """A request carried out (``actions.act``); with a question after it ("index X and tell me Y"), that
         question answered next from the library as the request left it (its trace follows the request's)."""
         if on_token and intent.action in ("index_new_document", "pre_heat_summaries") and changes and not intent.missing:
-            on_token(f"{intent.action.replace('_', ' ')} {' '.join(map(str, intent.args.values()))} ...\n")
+            what = intent.args.get("file_path") or intent.args.get("serial_id") or "every document"
+            on_token(f"{'indexing' if intent.action == 'index_new_document' else 'pre-heating summaries of'} {what} ...\n")
         done = act(intent, self.tools, self.engine, confirm=self.confirm, changes=changes)
         self.on_event("tool", done.entry)
         if on_token:
