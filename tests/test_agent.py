@@ -180,3 +180,14 @@ def test_sources_of_two_documents_with_one_name_are_told_apart(make_engine, tmp_
     qvec = engine.query_embedder.embed_queries([question])[0]
     names = sorted(s.doc_name for s in agent.read(topk, question, hits, qvec, k=2))
     assert names == ["install.en.txt (amd64)", "install.en.txt (arm64)"], names
+
+
+def test_the_last_question_of_a_long_message_keeps_its_dots_and_its_lower_case():
+    """Review: "version 2.5?" was read as "5?", "./pump.md" as "md", "e.g." ended a sentence, and a lowercase
+    question after padding was refused."""
+    from thread_rag.agent.loop import over_the_limit
+
+    pad = "la " * 1700
+    for question in ("What changed in version 2.5?", "What does e.g. mean here?", "what is the torque?",
+                     "How do I index ./pump.md?"):
+        assert over_the_limit(pad + question)[0] == question, question

@@ -95,24 +95,24 @@ def test_names_ids_and_paths_are_the_messages_own(tmp_path):
 
 
 def test_a_close_call_asks_the_model_between_the_two_readings_and_question(examples):
-    """"warm the summary cache for install-guide-2024.md" reads close to a removal and to a pre-heat: the model picks
-    among those two and "question"; with no model, or a failed call, a close call that would change the library is a
-    question. A question in a question's words is never put to the model as a change."""
+    """"I'd like to index a new document" reads close to the list and to indexing: the model picks among those two
+    and "question"; with no model, or a failed call, a close call that would change the library is a question. A
+    question in a question's words is never put to the model as a change."""
     embed, ex = examples
     seen = []
 
     def model(messages, schema, max_tokens):
         seen.append(schema["properties"]["action"]["enum"])
-        return {"action": "pre_heat_summaries"}
+        return {"action": "index_new_document"}
 
     rec = I.Recogniser(embed, lambda: DOCS, model, examples=ex)
-    message = "warm the summary cache for install-guide-2024.md"
+    message = "I'd like to index a new document"
     got = rec.recognise(message)
-    assert seen == [["remove_document", "pre_heat_summaries", "question"]] and got.asked_model, seen
-    assert got.action == "pre_heat_summaries" and got.args == {"serial_id": "DOC3"}
-    assert I.Recogniser(embed, lambda: DOCS, None, examples=ex).recognise(message).action == I.QUESTION
+    assert seen == [["list_available_documents", "index_new_document", "question"]] and got.asked_model, seen
+    assert got.action == "index_new_document" and got.missing  # no path given: asked for, nothing guessed
+    assert I.Recogniser(embed, lambda: DOCS, None, examples=ex).recognise(message).action == "list_available_documents"
     broken = I.Recogniser(embed, lambda: DOCS, lambda *a: (_ for _ in ()).throw(ValueError("no JSON")), examples=ex)
-    assert broken.recognise(message).action == I.QUESTION  # a failed call: the safe reading
+    assert broken.recognise(message).action == "list_available_documents"  # a failed call: as with no model
     seen.clear()
     assert rec.recognise("How do I remove the old boot entry?").action == I.QUESTION and not seen
 
@@ -183,3 +183,75 @@ def test_the_http_query_never_changes_the_library(manual_engine, tmp_path, monke
         assert "never changes the library" in ans.answer and not ans.tool_trace[0]["ok"], ans.answer
     assert first in [d.doc_id for d in manual_engine.documents()]
     assert not any(d.name == "pump.md" for d in manual_engine.documents())
+
+
+# ---------------------------------------------------------------- review findings (each failed before its fix)
+NOTES = [("DOC1", "notes.md"), ("DOC2", "guide.pdf"), ("DOC3", "manual.pdf")]
+
+
+@pytest.mark.parametrize("message", [
+    "I need to add ~/bin to my PATH, how do I do that?",
+    "copy ./backup.txt to the USB stick and tell me how to restore it",
+    "The router manual says to load ./firmware.txt, how do I do that?",
+    "load ./config.txt into the router and explain what happens next",
+])
+def test_a_path_in_a_question_about_the_content_is_never_indexed(examples, message):
+    embed, ex = examples
+    got = I.Recogniser(embed, lambda: NOTES, None, examples=ex).recognise(message)
+    assert got.action not in I.CHANGES, (message, got)
+
+
+@pytest.mark.parametrize("message", [
+    "index notes.md", "reindex notes.md", "add guide.pdf to the library", "show the guide", "open notes.md",
+    "list notes.md", "notes", "guide", "DOC1", "notes.md", "don't delete DOC1", "never remove DOC2",
+    "I removed DOC1 yesterday, what now", "Delete the old logs as described in the guide",
+    "delete the notes field and tell me how to save the form", "remove the cover manually",
+])
+def test_naming_a_document_is_not_asking_to_remove_it(examples, message):
+    embed, ex = examples
+    got = I.Recogniser(embed, lambda: NOTES, None, examples=ex).recognise(message)
+    assert got.action != "remove_document", (message, got)
+
+
+def test_a_removal_is_still_read_with_its_verb_and_its_document(examples):
+    embed, ex = examples
+    rec = I.Recogniser(embed, lambda: NOTES, None, examples=ex)
+    for message, doc in (("remove notes.md", "DOC1"), ("delete DOC2", "DOC2"), ("get rid of manual.pdf", "DOC3"),
+                         ("please drop guide.pdf from the library", "DOC2")):
+        got = rec.recognise(message)
+        assert (got.action, got.args.get("doc_id")) == ("remove_document", doc), (message, got)
+
+
+def test_a_reading_left_after_the_best_was_dropped_must_stand_on_its_own(examples):
+    embed, ex = examples
+    rec = I.Recogniser(embed, lambda: DOCS, None, examples=ex)
+    got = rec.recognise("differences between the manual and the guide")
+    assert got.action in (I.QUESTION, "compare_documents"), got
+
+
+def test_respelling_leaves_real_words_alone():
+    for word in ("older", "three", "backed", "serve", "recompute", "remote"):
+        assert I.respelled(word) == word, word
+    assert I.respelled("remvoe DOC") == "remove DOC" and I.respelled("statistcs") == "statistics"
+
+
+def test_old_and_new_keep_each_mention_inside_the_message():
+    text = "compare the newer install guide with the older one"
+    found = I.named_documents(text, DOCS)
+    assert [m.doc_id for m in found] == ["DOC3", "DOC2"] and all(m.start < m.end for m in found), found
+    assert I.masked(text, found).count("DOC") == 2 and "older one" not in I.masked(text, found)
+
+
+def test_an_unknown_id_beside_a_known_one_is_still_named():
+    assert [m.doc_id for m in I.named_documents("compare DOC1 with DOC9", DOCS)] == ["DOC1", "DOC9"]
+
+
+def test_the_number_of_passages_asked_for_is_read(manual_engine):
+    """Review: "give me 4 separate passages" was parsed as 4 and read as READ_K (3)."""
+    agent, _ = _agent(manual_engine, answer=lambda m: "Pre-heat them [1].")
+    limits = []
+    real = manual_engine.nested.retrieve
+    manual_engine.nested.retrieve = lambda q, limit, doc_id=None, **kw: limits.append(limit) or real(
+        q, limit=limit, doc_id=doc_id, **kw)
+    ans = agent.ask("give me 4 separate passages about pre-heating summaries")
+    assert ans.mode == "fast/nested" and limits == [4], (ans.mode, limits)

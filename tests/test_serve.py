@@ -161,6 +161,11 @@ def test_read_only_by_default_and_writes_when_allowed(manual_engine, tmp_path):
         chunked = c.post("/upload", content=iter([b"--x\r\n"]), headers={"Content-Type": "multipart/form-data; boundary=x"})
         assert chunked.status_code == 411  # no length: the file would not be bounded
         new = [d for d in manual_engine.documents() if d.name.startswith("evil_name")][0]
+        for message in (f"please delete {new.doc_id} from the library", "index ./pump.md please"):  # never from /query
+            r = c.post("/query", json={"question": message})
+            assert r.status_code == 200 and "never changes the library" in r.json()["answer"], r.text
+            assert "never changes the library" in c.post("/query-stream", json={"question": message}).text
+        assert c.get("/stats").json()["documents"] == n + 1
         assert c.delete(f"/documents/{new.doc_id}").status_code == 200
         assert not (manual_engine.home / "uploads" / stored).exists()  # its uploaded file went with it
         assert c.delete("/documents/DOC99").status_code == 404

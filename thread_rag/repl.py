@@ -123,9 +123,12 @@ class Repl:
         return self._agent
 
     def confirm(self, prompt: str) -> bool:
-        """Yes only to a "y" or "yes" typed at ``prompt`` (a removal the chat was asked for); no input: no."""
+        """Yes only to a "y" or "yes" typed at ``prompt`` (a removal the chat was asked for). Piped input is never
+        asked (its next line is the next message, not an answer): no."""
+        if self._ask is None or self._ask is _read_line:
+            return False
         try:
-            reply = (self._ask or _read_line)(prompt)
+            reply = self._ask(prompt)
         except (EOFError, KeyboardInterrupt):
             return False
         return (reply or "").strip().lower() in ("y", "yes")

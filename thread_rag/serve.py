@@ -255,9 +255,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
                              "writes": door.allow_writes, "answers_waiting": door.waiting})
 
     async def stats(request):
-        docs = await door.run(engine.documents)
-        return JSONResponse({"documents": len(docs), "chunks": sum(d.chunk_count for d in docs),
-                             "home": str(engine.home)})
+        return JSONResponse(await door.run(tools.library_stats, engine))
 
     async def documents(request):
         return JSONResponse(await door.run(tools.list_available_documents, engine))
@@ -330,19 +328,12 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
             raise HttpError(400, f'deleting every document needs {{"confirm": "{CLEAR_CONFIRM}"}}')
 
         def delete_all():
-            return [forget(tools.remove_document(engine, d.doc_id))["removed"] for d in engine.documents()]
+            return [tools.remove_document(engine, d.doc_id)["removed"] for d in engine.documents()]
         return JSONResponse({"deleted": await door.write(delete_all)})
 
     async def remove(request):
         doc_id = request.path_params["doc_id"]
-        return JSONResponse({"deleted": await door.write(lambda: forget(tools.remove_document(engine, doc_id)))})
-
-    def forget(removed: dict) -> dict:
-        """An uploaded document's file goes with it (a file indexed from the user's own folders stays)."""
-        folder = Path(removed["path"]).parent
-        if folder.parent == Path(engine.home).resolve() / "uploads":
-            shutil.rmtree(folder, ignore_errors=True)
-        return removed
+        return JSONResponse({"deleted": await door.write(lambda: tools.remove_document(engine, doc_id))})
 
     async def page_image(request):
         """A PDF page as a PNG image."""

@@ -573,6 +573,8 @@ def read_config_file(path: Path) -> dict:
             raise SettingsError(f"config file {path} line {node.lineno}: only NAME = value lines are read, with a "
                                 f"setting's upper-case name ({line!r})")
         name = node.targets[0].id
+        if name in RETIRED_DEFAULTS and _literal(node.value) == RETIRED_DEFAULTS[name]:
+            continue  # a removed setting left at what it was by default changes nothing: no reason to stop
         if name not in _FIELD_TYPES:
             raise SettingsError(f"config file {path}: unknown setting {name}{_removed(name)}")
         try:
@@ -587,6 +589,22 @@ _ROUTED = ("removed with the model-driven loop (AGENT_MODE = routed): the packag
 REMOVED = {"COLBERT_MODEL": "removed: stage 2 uses the embedder's own token vectors (a ColBERT checkpoint would "
                             "need its document side encoded at index time, and none ships offline)",
            **{name: _ROUTED for name in ("AGENT_MODE", "MAX_STEPS", "HYDE", "LOST_IN_MIDDLE")}}
+
+
+RETIRED_DEFAULTS = {"AGENT_MODE": "fast", "MAX_STEPS": 4, "HYDE": False, "LOST_IN_MIDDLE": False}  # what they were
+
+
+def _literal(node):
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _retired_default(name: str, raw: str) -> bool:
+    """A removed setting given as text (a variable) with the value it had by default ("fast", "4", "false")."""
+    old = RETIRED_DEFAULTS.get(name, object())
+    return str(raw).strip().lower() in ({str(old).lower()} | ({"0", "no", "off"} if old is False else set()))
 
 
 def _removed(name: str) -> str:
@@ -604,7 +622,8 @@ def _refuse_unknown_env(env: Mapping[str, str]) -> None:
 
     for key in sorted(env):
         name = key[len(ENV_PREFIX):]
-        if not key.startswith(ENV_PREFIX) or name in _FIELD_TYPES or name in NOT_SETTINGS:
+        if not key.startswith(ENV_PREFIX) or name in _FIELD_TYPES or name in NOT_SETTINGS \
+                or _retired_default(name, env[key]):
             continue
         close = difflib.get_close_matches(name, list(_FIELD_TYPES), n=1)
         why = _removed(name) or (f" (did you mean {ENV_PREFIX}{close[0]}?)" if close else "")

@@ -93,6 +93,11 @@ def remove_document(engine, doc_id: str) -> dict:
     """Remove one document (its chunks, vectors and catalog entry) in one transaction: the chat (after the person
     said yes), MCP with writes allowed, the HTTP API and ``thread-rag delete`` all remove through here."""
     rec = engine.delete(doc_id)
+    folder = Path(rec.path).parent  # a file the HTTP door uploaded goes with it (a user's own file stays)
+    if folder.parent == (Path(engine.home) / "uploads").resolve():
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
     return {"removed": rec.doc_id, "name": rec.name, "path": rec.path, "chunks": rec.chunk_count}
 
 

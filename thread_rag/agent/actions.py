@@ -30,6 +30,10 @@ HELP = [
     ("two things at once", "index ~/notes/pump.md and tell me how to prime the pump"),
 ]
 VIEWS = ("help", "show_settings", "show_stats")
+ELSEWHERE = {"index_new_document": "POST /upload on a server started with --allow-writes, or thread-rag index",
+             "remove_document": "DELETE /documents/{id} on a server started with --allow-writes, or thread-rag delete",
+             "pre_heat_summaries": "thread-rag preheat"}
+MODELS = ("MAIN_MODEL", "CHAT_BACKEND", "EMBEDDER_MODEL", "RERANKER", "ANSWER_MODE")
 SHOWN_SETTINGS = ("MAIN_MODEL", "CHAT_BACKEND", "OLLAMA_HOST", "EMBEDDER_MODEL", "RERANKER", "ANSWER_MODE", "HOME",
                   "ALLOWED_ROOTS")
 
@@ -46,12 +50,14 @@ def help_text() -> str:
         "\n(/help lists the slash commands too)"
 
 
-def settings_text(settings) -> str:
-    """The models and folders in use, then every setting moved from its default (``thread-rag settings``: all)."""
+def settings_text(settings, only: tuple | None = None) -> str:
+    """The models and folders in use, then every setting moved from its default (``thread-rag settings``: all);
+    ``only``: just these settings."""
     from ..settings import describe_settings
 
     rows = describe_settings(settings)
-    shown = [r for r in rows if r["name"] in SHOWN_SETTINGS or r["source"] != "default"]
+    shown = [r for r in rows if (r["name"] in only if only is not None else
+                                 r["name"] in SHOWN_SETTINGS or r["source"] != "default")]
     return "\n".join(f"{r['name']:<22} {r['value']!r}" + ("" if r["source"] == "default" else f"  ({r['source']})")
                      for r in shown) + "\n(every setting: thread-rag settings)"
 
@@ -71,29 +77,24 @@ def act(intent: Intent, tools: dict, engine, *, confirm: Callable[[str], bool] |
     if intent.missing:
         return done(f"To {MEANINGS[action]}: {intent.missing}.", ok=False, error=intent.missing)
     if action in CHANGES and not changes:
-        return done(f"Not done: asking here never changes the library ({MEANINGS[action]}: use the upload or "
-                    "delete endpoints, or the CLI).", ok=False, error="this door does not change the library")
+        return done(f"Not done: asking here never changes the library (to {MEANINGS[action]}: {ELSEWHERE[action]}).",
+                    ok=False, error="this door does not change the library")
     if action == "help":
         return done(help_text())
-    if action == "show_settings":
-        return done(settings_text(engine.settings))
+    if action == "show_settings":  # a door that changes nothing (HTTP) names the models, not the paths and hosts
+        return done(settings_text(engine.settings, only=None if changes else MODELS))
     if action == "show_stats":
         return done(stats_text(T.library_stats(engine)))
-    if action == "remove_document" and not _confirmed(intent.args["doc_id"], engine, confirm):
-        return done(f"Not removed: {intent.args['doc_id']} stays (to remove it: /delete {intent.args['doc_id']}, or "
-                    f"thread-rag delete {intent.args['doc_id']}).", ok=False, error="not confirmed")
+    if action == "remove_document":
+        doc_id = intent.args["doc_id"]
+        try:
+            rec = engine.document(doc_id)
+        except ThreadRagError as exc:  # named, never removed: nobody is asked about a document that is not there
+            return done(f"error: {exc}", ok=False, error=str(exc))
+        asked = f"Remove {rec.doc_id} ({rec.name}, {rec.chunk_count} chunks) from the library? [y/N] "
+        if confirm is None or not confirm(asked):
+            return done(f"Not removed: {doc_id} stays (to remove it: /delete {doc_id}, or thread-rag delete {doc_id}).",
+                        ok=False, error="not confirmed")
     outcome = call_tool(tools, action, intent.args)
     return Done(describe_outcome(outcome), {"step": 0, "tool": outcome.tool, "args": outcome.args, "ok": outcome.ok,
                                             "error": outcome.error, "ms": round(outcome.ms, 1)})
-
-
-def _confirmed(doc_id: str, engine, confirm: Callable[[str], bool] | None) -> bool:
-    """Whether the person said yes to removing ``doc_id`` (asked with its name and size; an unknown id is left to
-    the tool, which names it, before anyone is asked)."""
-    try:
-        rec = engine.document(doc_id)
-    except ThreadRagError:
-        return True  # the tool says the id is unknown; nothing is removed
-    if confirm is None:
-        return False
-    return bool(confirm(f"Remove {rec.doc_id} ({rec.name}, {rec.chunk_count} chunks) from the library? [y/N] "))

@@ -1,6 +1,7 @@
 """The agent, designed for small local models.
 
-Per message, on one answer path for every door (the chat, ``ask``, scripts, MCP, HTTP):
+Per message (the chat, ``ask``, scripts, the HTTP ``/query``; MCP's ``quote_answer`` and the benchmarks pass a
+reader and skip step 1: what they send is a question), on one answer path:
 1. requests (list, index, remove, pre-heat, nested passages, compare, settings, statistics, help) are told from
    questions by what the message means (``intent``: its vector and cue words against example requests, the model
    asked only on a close call) and carried out by ``actions``; "index X and tell me Y" does the request, then
@@ -47,19 +48,22 @@ from .tools import make_tools
 MAX_QUESTION_CHARS = 4000  # the agent tools' question field says the same (agent/tools.py)
 
 
-QUESTION_WORD = re.compile(r"\b(?:How|What|Why|When|Where|Which|Who|Can|Could|Is|Are|Does|Do|Should|Will|Would)\b")
+QUESTION_WORD = re.compile(r"\b(?:how|what|why|when|where|which|who|can|could|is|are|does|do|should|will|would)\b", re.I)
+SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!etc)(?<!\bvs)(?<!\bcf)[.!?](?=\s)|\n")  # "2.5", "./a.md", "e.g." do not
+QUESTION_REACH = 300  # the question's own words: at most this many characters before its "?"
 
 
 def last_question(message: str) -> str:
-    """The message's last question: the sentence before its last "?", from the last capitalised question word in it
-    (padding before it is not part of it); with no "?", its last sentence."""
+    """The message's last question: the sentence before its last "?", from its first question word that leaves at most
+    ``QUESTION_REACH`` characters (padding before it is not part of it); with no "?", its last sentence."""
     text = message.strip()
     end = text.rfind("?")
     if end < 0:
-        return re.split(r"(?<=[.!\n])\s*", text)[-1].strip()
-    start = max(text.rfind(c, 0, end) for c in ".!?\n") + 1
-    words = list(QUESTION_WORD.finditer(text, start, end))
-    return text[words[-1].start() if words else start:end + 1].strip()
+        return SENTENCE_END.split(text)[-1].strip()
+    start = max((m.end() for m in SENTENCE_END.finditer(text, 0, end)), default=0)
+    words = [m.start() for m in QUESTION_WORD.finditer(text, start, end)]
+    near = [w for w in words if end - w <= QUESTION_REACH]
+    return text[near[0] if near else (words[-1] if words else start):end + 1].strip()
 
 
 def over_the_limit(message: str) -> tuple[str, str]:
@@ -206,12 +210,13 @@ class Agent:
         if doc_id is not None:
             doc_id = self.engine.document(doc_id).doc_id  # raises a clear error for an unknown id
         intent = self.recognise(question) if self.settings.INTENTS and reader is None else Intent(QUESTION)
-        if intent.action == "nested_retrieve" and not intent.missing:
-            reader, doc_id = "nested", intent.args.get("doc_id", doc_id)
+        passages = None
+        if intent.action == "nested_retrieve" and not intent.missing:  # the door's own scope wins over a name's
+            reader, doc_id, passages = "nested", doc_id or intent.args.get("doc_id"), intent.args.get("limit")
         if intent.action in (QUESTION, "nested_retrieve") and not self.engine.documents():  # an action may fill it
             raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
         if intent.action in (QUESTION, "nested_retrieve"):
-            ans = self._reply(question, on_token, doc_id, reader, t0, anyway)
+            ans = self._reply(question, on_token, doc_id, reader, t0, anyway, passages)
         else:
             ans = self._act(question, intent, on_token, t0, changes, anyway)
         ans.llm_calls += self._calls  # constrained JSON calls (intent, condensation, sources)
@@ -235,13 +240,14 @@ class Agent:
                                  "ms": intent.ms})
         return intent
 
-    def _reply(self, question: str, on_token, doc_id, reader, t0: float, anyway: bool) -> Answer:
-        """A question answered: search, walk, quote, outcome, the checked explanation."""
-        return self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0, anyway)
+    def _reply(self, question: str, on_token, doc_id, reader, t0: float, anyway: bool, k: int | None = None) -> Answer:
+        """A question answered: search, walk, quote, outcome, the checked explanation (``k``: how many passages the
+        nested reader reads, when the message asked for a number)."""
+        return self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0, anyway, k)
 
     # -- the fast path: code jumps and walks, the model reads once -----------------------
     def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float,
-                  anyway: bool = False) -> Answer:
+                  anyway: bool = False, k: int | None = None) -> Answer:
         s = self.settings
         name = reader_name(reader)
         standalone = self.condense(question)
@@ -261,7 +267,7 @@ class Agent:
                       s.MATCH_MIN)
         if rel < s.RELEVANCE_MIN and judge.calibration is None and not anyway:  # the floor: refused before any LLM call
             return self._refusal(base, on_token, t0, calls)
-        read_k = None
+        read_k = k
         if s.QUESTION_STEPS and reader != "nested":  # the nested reader searches its own tree
             hits = self._question_steps(standalone, doc_id, hits, trace)
             read_k = len(hits)  # both searches' entries, read under the same budget (as _decide)
@@ -512,7 +518,7 @@ class Agent:
                                 max_back=s.WALK_BACK,
                                 frame=partial(self._neighbour_summary, thread_of) if reader == "windows" else None)
         if reader == "nested":
-            res = e.nested.retrieve(query, limit=s.READ_K, doc_id=doc_id)
+            res = e.nested.retrieve(query, limit=k, doc_id=doc_id)  # "give me 4 separate passages": 4 (the budget holds)
             return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET,
                                   best=lambda ids: closest(e.retriever.index, qvec, ids)[0])
         raise ThreadRagError(f"unknown reader {reader!r} ({', '.join(READERS)})")
@@ -598,7 +604,7 @@ class Agent:
         self.on_event("tool", done.entry)
         if on_token:
             on_token(done.text + ("\n\n" if intent.then else ""))
-        if intent.then and done.entry["ok"]:
+        if intent.then and (done.entry["ok"] or not changes):  # a door that changes nothing still answers
             ans = self._reply(intent.then, on_token, None, None, t0, anyway)
             ans.answer, ans.tool_trace = done.text + "\n\n" + ans.answer, [done.entry] + ans.tool_trace
             return ans

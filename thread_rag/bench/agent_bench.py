@@ -97,7 +97,7 @@ def run_latency_bench(settings, args) -> dict:
         off = []
         for q in OFF_TOPIC:
             agent.clear()
-            a = agent.ask(q)
+            a = agent.ask(q, reader=agent.settings.READER)  # a question, never read as a request
             off.append({"question": q, "seconds": a.timings["total_s"], "refused": a.refused,
                         "llm_calls": a.llm_calls, "relevance": a.relevance})
         first = e.thread(1).chunks

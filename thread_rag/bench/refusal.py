@@ -112,7 +112,7 @@ def band_answers(engine, groups: dict, both: dict) -> dict:
             row = {"question": qs[i], "match": both[g][1][i]}
             for label, agent in (("leave", leave), ("no_leave", no_leave)):
                 agent.clear()
-                a = agent.ask(qs[i])
+                a = agent.ask(qs[i], reader=agent.settings.READER)  # a data set's question is a question
                 row[label] = {"refused": a.refused, "answer": a.answer[:200], "agent_match": a.match}
             rows.append(row)
         out[g] = {"questions": len(qs), "in_band": len(rows), "refused_with_leave": sum(r["leave"]["refused"] for r in rows),

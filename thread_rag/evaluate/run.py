@@ -271,6 +271,6 @@ def _answerer(engine, mode: str):
 
     def full(text: str) -> dict:
         agent.clear()  # each question stands alone: no follow-up condensation
-        return to_dict(agent.ask(text))
+        return to_dict(agent.ask(text, reader=agent.settings.READER))  # a made-up question, never a request
 
     return full
