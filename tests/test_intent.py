@@ -183,6 +183,9 @@ def test_the_http_query_never_changes_the_library(manual_engine, tmp_path, monke
         assert "never changes the library" in ans.answer and not ans.tool_trace[0]["ok"], ans.answer
     assert first in [d.doc_id for d in manual_engine.documents()]
     assert not any(d.name == "pump.md" for d in manual_engine.documents())
+    ans = agent.ask("index ./pump.md and tell me how to pre-heat summaries", changes=False)  # the question still
+    assert "never changes the library" in ans.answer and ans.mode.startswith("fast"), ans.mode  # answered
+    assert not any(d.name == "pump.md" for d in manual_engine.documents())
 
 
 # ---------------------------------------------------------------- review findings (each failed before its fix)
@@ -255,3 +258,17 @@ def test_the_number_of_passages_asked_for_is_read(manual_engine):
         q, limit=limit, doc_id=doc_id, **kw)
     ans = agent.ask("give me 4 separate passages about pre-heating summaries")
     assert ans.mode == "fast/nested" and limits == [4], (ans.mode, limits)
+
+
+def test_help_lists_what_the_chat_understands_with_an_example_each(manual_engine):
+    import io
+
+    from rich.console import Console
+
+    from thread_rag.agent.actions import HELP
+    from thread_rag.repl import Repl
+
+    buf = io.StringIO()
+    Repl(manual_engine, console=Console(file=buf, width=200), preload=False).handle("/help")
+    out = buf.getvalue()
+    assert all(f"e.g. {example}" in out for _, example in HELP) and "/delete" in out, out
