@@ -272,3 +272,14 @@ def test_help_lists_what_the_chat_understands_with_an_example_each(manual_engine
     Repl(manual_engine, console=Console(file=buf, width=200), preload=False).handle("/help")
     out = buf.getvalue()
     assert all(f"e.g. {example}" in out for _, example in HELP) and "/delete" in out, out
+
+
+def test_two_changes_in_one_message_do_neither(examples, tmp_path):
+    """Review: "index ./pump.md and then delete DOC1" removed (after asking) and dropped the index without a word."""
+    embed, ex = examples
+    folder = make_folder(tmp_path)
+    rec = I.Recogniser(embed, lambda: DOCS, None, examples=ex)
+    for message in (f"index {folder}/notes/runbook.md and then delete DOC1",
+                    f"delete DOC2 and add {folder}/notes/runbook.md to the library"):
+        got = rec.recognise(message)
+        assert got.action in I.CHANGES and "one change at a time" in got.missing, (message, got)

@@ -367,6 +367,9 @@ class Recogniser:
         if top == QUESTION:
             return Intent(QUESTION, scores=shown, asked_model=asked)
         args, missing = arguments(top, text, found_paths, named, docs)
+        if top in CHANGES and _two_changes(text, found_paths):
+            missing = ("one change at a time: this message asks to index and to remove; ask for each on its own "
+                       "(nothing was done)")
         return Intent(top, args, missing=missing, scores=shown, asked_model=asked)
 
     def _ask_model(self, text: str, readings: list[str]) -> str | None:
@@ -442,6 +445,15 @@ def has_object(action: str, text: str, found_paths: list[Mention], named: list[M
     if action in ("list_available_documents", "show_settings", "show_stats"):
         return not CONTENT_SCOPE.search(text) and not (action == "show_settings" and named)
     return True
+
+
+def _two_changes(text: str, found_paths: list[Mention]) -> bool:
+    """A message that asks both to index a path and to remove something ("index ./a.md and then delete DOC1"): doing
+    one and dropping the other without a word would surprise; neither is done."""
+    said = respelled(text)
+    removal = REMOVAL.search(said)
+    return bool(found_paths) and bool(re.search(r"\b(?:index|add|ingest|load|import)\b", said, re.I)) and \
+        bool(removal) and not NEGATION.search(said[:removal.start()])
 
 
 def _without_model(top: str, second: str, text: str) -> str:
