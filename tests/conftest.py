@@ -209,26 +209,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+TOOK: dict = {}  # a recorded run's seconds per test: setup, call and teardown summed (for ``durations.json``)
+
+
 def pytest_sessionstart(session):
     import time
 
     session.config._thread_rag_t0 = time.time()
-    session.config._thread_rag_took = {}
 
 
 def pytest_runtest_logreport(report):
-    """Each test's setup, call and teardown seconds, summed (for ``durations.json``)."""
-    took = getattr(_CONFIG, "_thread_rag_took", None)
-    if took is not None:
-        took[report.nodeid] = round(took.get(report.nodeid, 0.0) + report.duration, 2)
-
-
-_CONFIG = None
-
-
-def pytest_configure(config):
-    global _CONFIG
-    _CONFIG = config
+    if os.environ.get(RECORD_ENV):  # only a recorded run keeps them
+        TOOK[report.nodeid] = round(TOOK.get(report.nodeid, 0.0) + report.duration, 2)
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -269,4 +261,4 @@ def pytest_sessionfinish(session, exitstatus):
               "exit_status": int(exitstatus)}
     Path(target).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     if not tier and not count["failed"] and not count["error"]:
-        DURATIONS.write_text(json.dumps(dict(sorted(config._thread_rag_took.items())), indent=0) + "\n")
+        DURATIONS.write_text(json.dumps(dict(sorted(TOOK.items())), indent=0) + "\n")

@@ -68,3 +68,15 @@ is), each lookup's answer pops ``lookup_answers``; the answer calls ``answer(mes
         if self.finish_reason:
             yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={
                 self.finish_key: self.finish_reason}))
+
+
+def agent_with(engine, events: list | None = None, **kw):
+    """An Agent over ``engine`` whose model is a ``ScriptedChatModel(**kw)`` (its ``calls`` recorded from empty);
+    ``events``: a list the agent's events are appended to as (kind, data)."""
+    from thread_rag.agent.loop import Agent
+
+    model = ScriptedChatModel(**kw)
+    model.calls = []
+    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
+    on_event = (lambda kind, data: events.append((kind, data))) if events is not None else None
+    return Agent(engine, chat_model=model, on_event=on_event), model

@@ -3,18 +3,11 @@ document, long messages, the tool layer's validation. The answer path's reading 
 
 import pytest
 
-from fakes import ScriptedChatModel
-from thread_rag.agent.loop import Agent, parse_json_lenient
+from fakes import agent_with
+from thread_rag.agent.answer import parse_json_lenient
 from thread_rag.agent.tools import call_tool, make_tools
 from thread_rag.errors import ThreadRagError
 from thread_rag.bench.baselines import topk
-
-
-def agent_with(engine, **kw):
-    model = ScriptedChatModel(**kw)
-    model.calls = []
-    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
-    return Agent(engine, chat_model=model), model
 
 
 def test_followup_condensed_into_standalone_query(manual_engine):

@@ -5,19 +5,10 @@ import json
 
 from rich.console import Console
 
-from fakes import ScriptedChatModel
+from fakes import ScriptedChatModel, agent_with
 from thread_rag.agent.answer import EXPLAIN_PROMPT
-from thread_rag.agent.loop import Agent
 
 QUESTION = "how do I pre-heat summaries?"
-
-
-def agent_with(engine, events=None, **kw):
-    model = ScriptedChatModel(**kw)
-    model.calls = []
-    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
-    on_event = (lambda kind, data: events.append((kind, data))) if events is not None else None
-    return Agent(engine, chat_model=model, on_event=on_event), model
 
 
 def _quoted(ans) -> str:

@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from conftest import needs_shared
-from fakes import ScriptedChatModel
+from fakes import ScriptedChatModel, agent_with
 from thread_rag.agent.answer import Source, holding_chunks, number, written_citations
 from thread_rag.errors import ModelCallError, ThreadRagError
 from thread_rag.agent.loop import Agent
@@ -16,13 +16,6 @@ from thread_rag.bench.baselines import BASELINES, parent_blocks
 from thread_rag.bench.baselines import parent_doc as parent_doc_sources
 from thread_rag.bench.baselines import sentence_window as sentence_window_sources
 from thread_rag.bench.baselines import topk as topk_sources
-
-
-def agent_with(engine, **kw):
-    model = ScriptedChatModel(**kw)
-    model.calls = []
-    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
-    return Agent(engine, chat_model=model), model
 
 
 def cite_one(messages):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import write
+from fakes import agent_with
 from thread_rag.agent import intent as I
 from thread_rag.agent.intent_examples import EXAMPLES
 from thread_rag.bench.intents import DOCS, judge, make_folder
@@ -118,18 +119,8 @@ def test_a_close_call_asks_the_model_between_the_two_readings_and_question(examp
 
 
 # ---------------------------------------------------------------- at the doors
-def _agent(engine, **kw):
-    from fakes import ScriptedChatModel
-    from thread_rag.agent.loop import Agent
-
-    model = ScriptedChatModel(**kw)
-    model.calls = []
-    model.metadata = {"backend": "fake", "model": "scripted", "ctx": 0}
-    return Agent(engine, chat_model=model), model
-
-
 def test_removal_is_asked_first_and_no_removes_nothing(manual_engine):
-    agent, _ = _agent(manual_engine)
+    agent, _ = agent_with(manual_engine)
     before = [d.doc_id for d in manual_engine.documents()]
     asked = []
     agent.confirm = lambda prompt: asked.append(prompt) or False
@@ -152,7 +143,7 @@ def test_index_then_answer_in_one_message(manual_engine, tmp_path, monkeypatch):
     is; the trace names the action first (``ask --json``'s ``tool_trace``)."""
     write(tmp_path / "pump.md", "# Pump\n\nPrime the pump with two litres of water before you start it.\n")
     monkeypatch.chdir(tmp_path)
-    agent, _ = _agent(manual_engine, answer=lambda msgs: "Prime it with two litres [1].")
+    agent, _ = agent_with(manual_engine, answer=lambda msgs: "Prime it with two litres [1].")
     agent.settings = manual_engine.settings.replace(ALLOWED_ROOTS=[str(tmp_path)])
     ans = agent.ask("index ./pump.md and tell me how to prime the pump")
     assert any(d.name == "pump.md" for d in manual_engine.documents())
@@ -161,7 +152,7 @@ def test_index_then_answer_in_one_message(manual_engine, tmp_path, monkeypatch):
 
 
 def test_requests_that_change_nothing_and_ones_that_lack_something(manual_engine):
-    agent, _ = _agent(manual_engine)
+    agent, _ = agent_with(manual_engine)
     assert "You can ask me in your own words" in agent.ask("what can you do?").answer
     n = len(manual_engine.documents())
     assert agent.ask("how many chunks are indexed?").answer.startswith(f"{n} document")
@@ -174,7 +165,7 @@ def test_requests_that_change_nothing_and_ones_that_lack_something(manual_engine
 def test_the_http_query_never_changes_the_library(manual_engine, tmp_path, monkeypatch):
     write(tmp_path / "pump.md", "# Pump\n\nPrime the pump.\n")
     monkeypatch.chdir(tmp_path)
-    agent, _ = _agent(manual_engine)
+    agent, _ = agent_with(manual_engine)
     agent.settings = manual_engine.settings.replace(ALLOWED_ROOTS=[str(tmp_path)])
     agent.confirm = lambda prompt: True
     first = manual_engine.documents()[0].doc_id
@@ -251,7 +242,7 @@ def test_an_unknown_id_beside_a_known_one_is_still_named():
 
 def test_the_number_of_passages_asked_for_is_read(manual_engine):
     """Review: "give me 4 separate passages" was parsed as 4 and read as READ_K (3)."""
-    agent, _ = _agent(manual_engine, answer=lambda m: "Pre-heat them [1].")
+    agent, _ = agent_with(manual_engine, answer=lambda m: "Pre-heat them [1].")
     limits = []
     real = manual_engine.nested.retrieve
     manual_engine.nested.retrieve = lambda q, limit, doc_id=None, **kw: limits.append(limit) or real(

@@ -66,14 +66,9 @@ class Terminal:
                 raise AssertionError(f"waited {timeout} s for {text!r}; the terminal shows:\n{self.seen[-3000:]}")
             ready, _, _ = select.select([self.fd], [], [], min(left, 0.5))
             if ready:
-                try:
-                    data = os.read(self.fd, 65536)
-                except OSError:
-                    data = b""
+                data = self._read()
                 if not data:
                     raise AssertionError(f"the chat ended before {text!r}:\n{self.seen[-3000:]}")
-                if b"\x1b[6n" in data:
-                    os.write(self.fd, b"\x1b[1;1R")
                 self.seen += ANSI.sub("", data.decode("utf-8", errors="replace"))
         at = self.seen.index(text) + len(text)
         shown, self.seen = self.seen[:at], self.seen[at:]
@@ -81,11 +76,19 @@ class Terminal:
 
     def settle(self, quiet: float = 0.7) -> None:
         """Read until the terminal has been quiet for ``quiet`` seconds (the prompt redraws itself), then forget it."""
-        while select.select([self.fd], [], [], quiet)[0]:
-            data = os.read(self.fd, 65536)
-            if b"\x1b[6n" in data:
-                os.write(self.fd, b"\x1b[1;1R")
+        while select.select([self.fd], [], [], quiet)[0] and self._read():
+            pass
         self.seen = ""
+
+    def _read(self) -> bytes:
+        """What the chat wrote (b"" once it has gone), a cursor-position query answered as a terminal would."""
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:
+            return b""
+        if b"\x1b[6n" in data:
+            os.write(self.fd, b"\x1b[1;1R")
+        return data
 
     def type(self, text: str) -> None:
         self.settle()

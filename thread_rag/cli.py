@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from .errors import ThreadRagError, counted, shown
+from .errors import ThreadRagError, shown
 from .records import page_range
 
 
@@ -391,15 +391,13 @@ def _cmd_script(engine, args, out) -> int:
 
 def _cmd_stats(engine, args, out) -> int:
     from . import tools
-    from .render import styled
+    from .render import stats_line, styled
 
     stats = tools.library_stats(engine)
     if args.json:
         _print_json(stats)
         return 0
-    where = " (nothing indexed there)" if engine.fresh else ""
-    out.print(styled(f"{counted(stats['documents'], 'document')}, {counted(stats['chunks'], 'chunk')}, "
-                     f"data dir {stats['home']}{where}"))
+    out.print(styled(stats_line(stats) + (" (nothing indexed there)" if engine.fresh else "")))
     return 0
 
 

@@ -95,6 +95,11 @@ def _is_chunk_id(text: str) -> bool:
         return False
 
 
+def stats_line(stats: dict) -> str:
+    """``tools.library_stats`` in one line (``thread-rag stats``, ``/stats``, the chat's "how many chunks ...?")."""
+    return f"{counted(stats['documents'], 'document')}, {counted(stats['chunks'], 'chunk')}, data dir {stats['home']}"
+
+
 def preheat_notes(res: dict) -> list[str]:
     """A pre-heat's failures, each reason once with the first chunk it failed on (``error: DOC1_000: ...``), and
     its summary cache's warnings (``warning: ...``)."""

@@ -18,7 +18,7 @@ from . import tools
 from .errors import ThreadRagError, counted, one_line, shown
 from .records import PAGES_EXPECTED, page_range
 from .render import (answer_notes, index_line, make_console, marked_text, preheat_notes, progress_bar, quote_block,
-                     render_nested, render_search, render_windows, sources_line, styled)
+                     render_nested, render_search, render_windows, sources_line, stats_line, styled)
 
 COMMANDS = {
     "/docs": "list indexed documents",
@@ -257,7 +257,7 @@ class Repl:
         if cmd == "/help":
             from .agent.actions import help_text
 
-            c.print(styled(help_text().replace("\n(/help lists the slash commands too)", "")))
+            c.print(styled(help_text(footer="")))
             c.print(styled("Slash commands:"))
             for k, v in COMMANDS.items():
                 c.print(styled((f"  {k:9}", "bold"), f" {v}"))
@@ -306,8 +306,7 @@ class Repl:
             r = tools.remove_document(self.engine, args[0])
             c.print(styled(f"deleted {r['removed']} ({shown(r['name'])})"))
         elif cmd == "/stats":
-            st = tools.library_stats(self.engine)
-            c.print(styled(f"{counted(st['documents'], 'document')}, {counted(st['chunks'], 'chunk')}, data dir {st['home']}"))
+            c.print(styled(stats_line(tools.library_stats(self.engine))))
         elif cmd == "/anyway":
             if not self._last_question:
                 raise ThreadRagError("/anyway explains the last question when the documents did not answer it; "

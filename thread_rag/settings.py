@@ -579,25 +579,25 @@ def read_config_file(path: Path) -> dict:
             raise SettingsError(f"config file {path}: unknown setting {name}{_removed(name)}")
         try:
             values[name] = ast.literal_eval(node.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        except NOT_A_LITERAL:
             raise SettingsError(f"config file {path}: {name} must be a literal value") from None
     return values
 
 
 _ROUTED = ("removed with the model-driven loop (AGENT_MODE = routed): the packaged model picked the right tool for 0.30 "
            "of 30 requests; the chat now reads requests itself and every question takes one answer path (docs/05)")
+RETIRED_DEFAULTS = {"AGENT_MODE": "fast", "MAX_STEPS": 4, "HYDE": False, "LOST_IN_MIDDLE": False}  # what they were
 REMOVED = {"COLBERT_MODEL": "removed: stage 2 uses the embedder's own token vectors (a ColBERT checkpoint would "
                             "need its document side encoded at index time, and none ships offline)",
-           **{name: _ROUTED for name in ("AGENT_MODE", "MAX_STEPS", "HYDE", "LOST_IN_MIDDLE")}}
-
-
-RETIRED_DEFAULTS = {"AGENT_MODE": "fast", "MAX_STEPS": 4, "HYDE": False, "LOST_IN_MIDDLE": False}  # what they were
+           **{name: _ROUTED for name in RETIRED_DEFAULTS}}
+NOT_A_LITERAL = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)  # what literal_eval raises
 
 
 def _literal(node):
+    """A config line's value, or None when it is not a literal (the line is refused as such further on)."""
     try:
         return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+    except NOT_A_LITERAL:
         return None
 
 

@@ -2,7 +2,8 @@
 remove, search, fetch, pre-heat, nested, compare, the library's statistics).
 
 Every front door (the chat, the CLI, scripts, MCP, HTTP) goes through these, so behaviour is the same everywhere;
-``agent/tools.py`` gives them their argument schemas and one-line errors for the doors that take JSON arguments. Errors raise :class:`~thread_rag.errors.ThreadRagError` with one-line messages.
+``agent/tools.py`` gives them their argument schemas and one-line errors for the doors that take JSON arguments.
+Errors raise :class:`~thread_rag.errors.ThreadRagError` with one-line messages.
 """
 from __future__ import annotations
 

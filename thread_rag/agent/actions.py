@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import tools as T
-from ..errors import ThreadRagError, counted
+from ..errors import ThreadRagError
 from .intent import CHANGES, MEANINGS, Intent
 from .tools import call_tool, describe_outcome
 
@@ -44,10 +44,10 @@ class Done:
     entry: dict  # the tool trace entry (``tool``: the action; ``ok`` False when nothing was done)
 
 
-def help_text() -> str:
+def help_text(footer: str = "\n(/help lists the slash commands too)") -> str:
     width = max(len(what) for what, _ in HELP)
     return "You can ask me in your own words:\n" + "\n".join(f"  {what:<{width}}  e.g. {ex}" for what, ex in HELP) + \
-        "\n(/help lists the slash commands too)"
+        footer
 
 
 def settings_text(settings, only: tuple | None = None) -> str:
@@ -60,10 +60,6 @@ def settings_text(settings, only: tuple | None = None) -> str:
                                  r["name"] in SHOWN_SETTINGS or r["source"] != "default")]
     return "\n".join(f"{r['name']:<22} {r['value']!r}" + ("" if r["source"] == "default" else f"  ({r['source']})")
                      for r in shown) + "\n(every setting: thread-rag settings)"
-
-
-def stats_text(stats: dict) -> str:
-    return f"{counted(stats['documents'], 'document')}, {counted(stats['chunks'], 'chunk')}, data dir {stats['home']}"
 
 
 def act(intent: Intent, tools: dict, engine, *, confirm: Callable[[str], bool] | None, changes: bool) -> Done:
@@ -84,7 +80,9 @@ def act(intent: Intent, tools: dict, engine, *, confirm: Callable[[str], bool] |
     if action == "show_settings":  # a door that changes nothing (HTTP) names the models, not the paths and hosts
         return done(settings_text(engine.settings, only=None if changes else MODELS))
     if action == "show_stats":
-        return done(stats_text(T.library_stats(engine)))
+        from ..render import stats_line
+
+        return done(stats_line(T.library_stats(engine)))
     if action == "remove_document":
         doc_id = intent.args["doc_id"]
         try:
@@ -96,5 +94,4 @@ def act(intent: Intent, tools: dict, engine, *, confirm: Callable[[str], bool] |
             return done(f"Not removed: {doc_id} stays (to remove it: /delete {doc_id}, or thread-rag delete {doc_id}).",
                         ok=False, error="not confirmed")
     outcome = call_tool(tools, action, intent.args)
-    return Done(describe_outcome(outcome), {"step": 0, "tool": outcome.tool, "args": outcome.args, "ok": outcome.ok,
-                                            "error": outcome.error, "ms": round(outcome.ms, 1)})
+    return done(describe_outcome(outcome), ok=outcome.ok, error=outcome.error)

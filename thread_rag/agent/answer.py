@@ -75,6 +75,16 @@ def parse_json_lenient(text: str):
     raise ValueError(f"not JSON: {text[:80]!r}")
 
 
+def json_reply(model, messages: list, schema: dict, max_tokens: int) -> tuple[dict, dict]:
+    """One constrained call: the model's reply as a JSON object (``ValueError`` when it is not one) and its token
+    usage (``usage_metadata``; empty when the backend reports none)."""
+    r = model.invoke(messages, format=schema, **limit(model, max_tokens))
+    got = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content))
+    if not isinstance(got, dict):
+        raise ValueError(f"not a JSON object: {str(got)[:80]!r}")
+    return got, r.usage_metadata or {}
+
+
 DECIDE_PROMPT = """
 
 Do not answer yet. If the sources above hold the facts the question needs, reply {"decision": "answer"}. If a \

@@ -395,7 +395,8 @@ LIBRARY_WORDS = re.compile(r"\b(?:documents?|docs?|files?|folders?|directory|man
 # what may follow the path of a file to index: where it goes, and politeness ("./a.md to my library, please")
 _PLACE = (r"(?:to|into|in)\s+(?:the\s+|my\s+|your\s+)?(?:library|index|documents|docs|collection|knowledge\s+base|store|"
           r"catalog(?:ue)?)\b")
-INDEX_TAIL = re.compile(r"^\W*(?:(?:and\s+)?(?:add|put|index|load)\s+(?:it|them)\s+)?(?:" + _PLACE + r")?(?:\W*(?:please|pls|for\s+me|thanks|thank\s+you|now|"
+INDEX_TAIL = re.compile(r"^\W*(?:(?:and\s+)?(?:add|put|index|load)\s+(?:it|them)\s+)?(?:" + _PLACE + r")?"
+                        r"(?:\W*(?:please|pls|for\s+me|thanks|thank\s+you|now|"
                         r"too|as\s+well|so\s+(?:that\s+)?(?:I|we)\s+can\s+(?:ask|search|query|read)\b.*))*\W*$", re.I)
 # a request to index that starts the message ("would you mind indexing ./a.md", "read in everything under ./notes")
 INDEX_ASKED = re.compile(_ASK + r"(?:would\s+you\s+mind\s+)?(?:please\s+)?(?:index|add|ingest|load|import|include|put|scan|"
@@ -419,7 +420,8 @@ CONTENT_SCOPE = re.compile(r"\b(?:in|from|per|of|under)\s+(?:the|this|that|my|ou
 def has_object(action: str, text: str, found_paths: list[Mention], named: list[Mention]) -> bool:
     """Whether the message names what ``action`` acts on: a path with nothing after it but where it goes (or a word
     for a file) to index; a removal verb, not negated, and a document named by its id, its file name or two words of
-    its name to remove (a destructive request needs an unambiguous object, never inside a document's content); two documents, or words for versions, to compare; several passages for nested passages; summaries
+    its name to remove (a destructive request needs an unambiguous object, never inside a document's content); two
+    documents, or words for versions, to compare; several passages for nested passages; summaries
     (plural) or ahead-of-time words to pre-heat ("a summary of X" is a question). A view (the list, settings,
     statistics) never names a document's content ("in the onboarding policy", "the phone's settings"); settings
     that name a document are the document's."""

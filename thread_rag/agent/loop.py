@@ -28,13 +28,13 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..errors import ModelCallError, ModelUnavailableError, ThreadRagError
 from ..ids import ChunkId
-from ..llm.backends import EmbeddedChatModel, limit
+from ..llm.backends import EmbeddedChatModel
 from ..records import Thread, distinct_names, to_dict
 from ..retrieve.pipeline import plain_query
 from .steps import QuestionSteps, interleave
 from ..settings import READERS
 from .answer import (DECIDE_SCHEMA, HoldBack, Source, answer_messages, ask_sources, cited_text, decide_messages,
-                     holding_chunks, matched_citations, parse_json_lenient, quote_sources, said_not_in_docs,
+                     holding_chunks, json_reply, matched_citations, quote_sources, said_not_in_docs,
                      stream_answer, written_citations)
 from .check import CheckedStream, SourceText, citations_hold, unsupported
 from .outcome import NOT_ANSWERED, PARTLY, Evidence, Judge, Outcome, lowered, parts, stand_out, word_evidence
@@ -49,7 +49,8 @@ MAX_QUESTION_CHARS = 4000  # the agent tools' question field says the same (agen
 
 
 QUESTION_WORD = re.compile(r"\b(?:how|what|why|when|where|which|who|can|could|is|are|does|do|should|will|would)\b", re.I)
-SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!etc)(?<!\bvs)(?<!\bcf)[.!?](?=\s)|\n")  # "2.5", "./a.md", "e.g." do not
+# "2.5", "./a.md" and "e.g." do not end a sentence
+SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!etc)(?<!\bvs)(?<!\bcf)[.!?](?=\s)|\n")
 QUESTION_REACH = 300  # the question's own words: at most this many characters before its "?"
 
 
@@ -172,12 +173,9 @@ class Agent:
     # ------------------------------------------------------------------------------------
     def invoke_json(self, messages, schema, max_tokens=200):
         self._calls += 1
-        r = self.model.invoke(messages, format=schema, **limit(self.model, max_tokens))
-        self.tok_in += (r.usage_metadata or {}).get("input_tokens", 0)
-        self.tok_out += (r.usage_metadata or {}).get("output_tokens", 0)
-        got = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content))
-        if not isinstance(got, dict):
-            raise ValueError(f"not a JSON object: {str(got)[:80]!r}")
+        got, usage = json_reply(self.model, messages, schema, max_tokens)
+        self.tok_in += usage.get("input_tokens", 0)
+        self.tok_out += usage.get("output_tokens", 0)
         return got
 
     def condense(self, question: str) -> str:
@@ -233,7 +231,8 @@ class Agent:
             key = f"{type(qe).__name__}:{self.settings.EMBEDDER_MODEL}"
             if key not in _EXAMPLES:
                 _EXAMPLES[key] = Examples(qe.embed_queries)
-            self._recogniser = Recogniser(qe.embed_queries, lambda: [(d.doc_id, d.name) for d in self.engine.documents()],
+            self._recogniser = Recogniser(qe.embed_queries,
+                                          lambda: [(d.doc_id, d.name) for d in self.engine.documents()],
                                           self.invoke_json, examples=_EXAMPLES[key])
         intent = self._recogniser.recognise(message)
         self.on_event("intent", {"action": intent.action, "scores": intent.scores, "asked_model": intent.asked_model,

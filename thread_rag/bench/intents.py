@@ -148,20 +148,18 @@ def _routing_prompts(embed, examples) -> dict:
 
 def _model_call(settings):
     """The packaged chat model's constrained JSON call (what the chat's Agent uses), timed per call."""
-    from ..agent.answer import parse_json_lenient
-    from ..llm.backends import describe, limit, make_chat_model
+    from ..agent.answer import json_reply
+    from ..llm.backends import describe, make_chat_model
 
     chat = make_chat_model(settings)
     seconds: list[float] = []
 
     def call(messages, schema, max_tokens):
         t = time.perf_counter()
-        r = chat.invoke(messages, format=schema, **limit(chat, max_tokens))
-        seconds.append(time.perf_counter() - t)
-        got = parse_json_lenient(r.content if isinstance(r.content, str) else str(r.content))
-        if not isinstance(got, dict):
-            raise ValueError("not a JSON object")
-        return got
+        try:
+            return json_reply(chat, messages, schema, max_tokens)[0]
+        finally:
+            seconds.append(time.perf_counter() - t)
 
     call.backend = describe(chat)
     return call, seconds
