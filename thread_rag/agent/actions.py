@@ -29,7 +29,6 @@ HELP = [
     ("show the library's statistics", "how many chunks are indexed?"),
     ("two things at once", "index ~/notes/pump.md and tell me how to prime the pump"),
 ]
-VIEWS = ("help", "show_settings", "show_stats")
 ELSEWHERE = {"index_new_document": "POST /upload on a server started with --allow-writes, or thread-rag index",
              "remove_document": "DELETE /documents/{id} on a server started with --allow-writes, or thread-rag delete",
              "pre_heat_summaries": "thread-rag preheat"}

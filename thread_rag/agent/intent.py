@@ -33,8 +33,7 @@ from ..ingest.loaders import SUPPORTED_SUFFIXES as SUPPORTED
 from .intent_examples import EXAMPLES
 
 QUESTION = "question"
-ACTIONS = (QUESTION, "list_available_documents", "index_new_document", "remove_document", "pre_heat_summaries",
-           "nested_retrieve", "compare_documents", "show_settings", "show_stats", "help")
+VIEWS = ("help", "show_settings", "show_stats")  # shown, nothing carried out (the readings: intent_examples.EXAMPLES)
 CHANGES = frozenset({"index_new_document", "remove_document", "pre_heat_summaries"})  # write to the library
 ALONE = 0.3  # a reading left after the best one was dropped (its object unnamed) needs this probability
 MARGIN = 0.2  # readings whose probabilities are closer are a close call (chosen among 0-0.5 by leave-one-out on the
@@ -342,8 +341,7 @@ class Recogniser:
             if m.start() == 0 or len(text[m.end():].split()) < 3 or QUESTION_SHAPE.match(text):
                 continue
             first = self._one(text[:m.start()], docs)
-            if first.action not in (QUESTION, "nested_retrieve", "help", "show_settings", "show_stats") \
-                    and not first.missing:
+            if first.action not in (QUESTION, "nested_retrieve", *VIEWS) and not first.missing:
                 first.then = text[m.end():].strip()
                 return first
         return None
