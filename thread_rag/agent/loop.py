@@ -68,8 +68,8 @@ def last_question(message: str) -> str:
 
 
 def over_the_limit(message: str) -> tuple[str, str]:
-    """A message longer than ``MAX_QUESTION_CHARS`` is answered from its last question (the last sentence ending in
-    "?", from its question word; else its last sentence), and says so in one line; never cut blindly (what is left
+    """A message longer than ``MAX_QUESTION_CHARS`` is answered from its last question (``last_question``), and says
+    so in one line; never cut blindly (what is left
     may be padding, and the question lost). Returns the text to answer and that line ("" when within the limit)."""
     if len(message) <= MAX_QUESTION_CHARS:
         return message, ""
@@ -214,7 +214,7 @@ class Agent:
         if intent.action in (QUESTION, "nested_retrieve") and not self.engine.documents():  # an action may fill it
             raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
         if intent.action in (QUESTION, "nested_retrieve"):
-            ans = self._reply(question, on_token, doc_id, reader, t0, anyway, passages)
+            ans = self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0, anyway, passages)
         else:
             ans = self._act(question, intent, on_token, t0, changes, anyway)
         ans.llm_calls += self._calls  # constrained JSON calls (intent, condensation, sources)
@@ -239,14 +239,11 @@ class Agent:
                                  "ms": intent.ms})
         return intent
 
-    def _reply(self, question: str, on_token, doc_id, reader, t0: float, anyway: bool, k: int | None = None) -> Answer:
-        """A question answered: search, walk, quote, outcome, the checked explanation (``k``: how many passages the
-        nested reader reads, when the message asked for a number)."""
-        return self._ask_fast(question, on_token, doc_id, reader or self.settings.READER, t0, anyway, k)
-
     # -- the fast path: code jumps and walks, the model reads once -----------------------
     def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float,
                   anyway: bool = False, k: int | None = None) -> Answer:
+        """A question answered: search, walk, quote, outcome, the checked explanation (``k``: how many passages the
+        nested reader reads, when the message asked for a number)."""
         s = self.settings
         name = reader_name(reader)
         standalone = self.condense(question)
@@ -604,7 +601,7 @@ class Agent:
         if on_token:
             on_token(done.text + ("\n\n" if intent.then else ""))
         if intent.then and (done.entry["ok"] or not changes):  # a door that changes nothing still answers
-            ans = self._reply(intent.then, on_token, None, None, t0, anyway)
+            ans = self._ask_fast(intent.then, on_token, None, self.settings.READER, t0, anyway)
             ans.answer, ans.tool_trace = done.text + "\n\n" + ans.answer, [done.entry] + ans.tool_trace
             return ans
         return Answer(question=question, standalone_question=question, answer=done.text, refused=False, citations=[],
