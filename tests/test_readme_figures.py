@@ -220,7 +220,6 @@ PAGES = {
          "On the set never tuned on: {:.1%} right, {} questions taken as a change, a close call for {} of {} messages,\n"
          "  median {} ms a message (p95 {} ms) with no model; the classifier is fitted once per process in {} s, and a "
          "close\n  call costs one constrained call of the packaged 1.5B model (median {} s)."),
-        ("routing.json", [["success_rate"]], "the packaged model named the expected tool for {} of them)"),
         ("intents.json", [["routing_prompts", "right"], ["routing_prompts", "chat_requests"],
                           ["routing_prompts", "fetch_by_id"]],
          "the recogniser reads {} of the {} that are chat\n  requests or searches as meant; the other {} ask"),
