@@ -145,6 +145,20 @@ def test_the_three_outcomes_on_a_small_manual(widget):
     assert no["outcome"]["kind"] == NOT_ANSWERED and no["refused"]
 
 
+def test_a_question_under_the_cosine_floor_still_shows_the_nearest_lines_as_related(widget):
+    """On a one-page library (the Zen of Python) "Should errors pass silently?" was refused with nothing shown: the
+    entry chunk's cosine under RELEVANCE_MIN returned before any line was read, though the page says "Errors should
+    never pass silently." A question under the floor is *not answered* and its nearest lines are shown as related,
+    as for every other refusal; the floor itself still decides."""
+    from thread_rag.agent.loop import quote_answer
+
+    widget.settings = widget.settings.replace(RELEVANCE_MIN=0.99)  # every question is under the floor
+    no = quote_answer(widget, "How do I reset the database?")
+    assert no["outcome"]["kind"] == NOT_ANSWERED and no["refused"] and no["related"]
+    assert any("widgetctl reset --all" in x["text"] for x in no["quote"]), no["quote"]
+    assert any("RELEVANCE_MIN 0.99" in r for r in no["outcome"]["reasons"]), no["outcome"]["reasons"]
+
+
 def test_a_small_library_is_calibrated_deterministically_and_the_answer_path_uses_it(manual_engine, capsys,
                                                                                      monkeypatch):
     from thread_rag.agent.loop import quote_answer

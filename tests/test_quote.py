@@ -227,7 +227,8 @@ def test_a_procedure_question_quotes_the_whole_list_with_its_commands():
     cut = _widget(target=52)  # a chunk ends inside the list, after a "2." the chunker split from its step
     assert cut.chunk_texts[1].endswith("\n2.") and cut.chunk_texts[2].startswith("# widgetctl repo add")
     assert _quoted("how do I install it?", cut, "3. Start the service") == (steps, "")
-    assert _quoted("how do I install it?", src, "1. Add the Widget", words=20) == (
+    # a procedure may fill twice the word budget (PROCEDURE_ROOM): 10 words leave room for 20
+    assert _quoted("how do I install it?", src, "1. Add the Widget", words=10) == (
         steps[:3], "steps 2-3 of 3 not shown (word budget)")
     lines, _ = _quoted("Which repository is the server package in?", src, "1. Add the Widget")
     assert lines == ["1. Add the Widget package repository."]  # not a procedure question: the step alone
@@ -272,3 +273,97 @@ def test_the_packaged_cross_encoder_quotes_the_widget_manual_whole():
         assert all(c in install for c in ("# widgetctl repo add", "# apt install", "# systemctl enable")), install
         assert "1. Add" in install and "3. Start" in install and "8080" not in install, install
         assert "port = 8443" in port and "# systemctl restart widget-server" in port, port
+
+
+def test_a_chunk_that_opens_with_a_code_blocks_closing_fence_is_not_read_as_code():
+    """Asked how to disable an Extras topic, the quote was one "code" unit running from a chunk's first line (the
+    closing ``` of the previous chunk's code block) over the note and lead-in after it. A chunk that opens with a
+    fence closing a block begun before it starts outside the code; the lead-in then brings its command, and the
+    warning after the command ("intended for advanced users", "could cause ... conflicts") comes with it."""
+    chunks = ["To list the available topics, use the following command:\n```\n[ec2-user ~]$ amazon-linux-extras list",
+              "```\n**Note** This command does not remove packages that were installed as dependencies.\n"
+              "To disable a topic and make the packages inaccessible to yum, use the following command:\n```\n"
+              "[ec2-user ~]$ sudo amazon-linux-extras disable topic\n```\n"
+              "This command is intended for advanced users. Improper usage of this command could cause package "
+              "compatibility conflicts.\nThe Extras library also holds kernels."]
+    kinds = [u.kind for u in units(chunks[1])]
+    assert kinds[:2] == ["sentence", "sentence"] and "code" in kinds, kinds
+    lines, _ = _quoted("How do I disable an Extras topic?", _source("\n".join(chunks), chunks=chunks),
+                       "To disable a topic")
+    assert lines == ["To disable a topic and make the packages inaccessible to yum, use the following command:",
+                     "```\n[ec2-user ~]$ sudo amazon-linux-extras disable topic\n```",
+                     "This command is intended for advanced users.",
+                     "Improper usage of this command could cause package compatibility conflicts."], lines
+
+
+def test_wrapped_bullet_steps_stay_whole_and_a_procedure_question_gets_every_step():
+    """The Debian guide's text edition wraps its bullet steps ("  • Boot the installer ... This will" then lines
+    indented to the text); the continuation lines were cut as code, so "the steps to install over PPPoE" quoted two
+    first lines of five steps. A continuation at the step's text column belongs to the step; a command under it
+    (a prompt) stays code."""
+    text = ("Installing over PPPoE is mostly the same as any other installation. The following steps explain the "
+            "differences.\n"
+            "  • Boot the installer with the boot parameter modules=ppp-udeb. This will\n"
+            "    ensure the component responsible for PPPoE will be\n    loaded and run automatically.\n"
+            "  • Follow the regular initial steps of the installation (language, country and\n"
+            "    keyboard selection).\n"
+            "  • The easiest case is for volumes holding /home. First register them by running:\n"
+            "# /etc/init.d/cryptdisks start\n"
+            "    This will scan all volumes mentioned in /etc/crypttab.\n"
+            "  • At this point the installer will use the provided information to establish\n"
+            "    the PPPoE connection.")
+    steps = [u for u in units(text) if u.kind == "step"]
+    assert [s.text.split("\n")[-1].strip() for s in steps] == [
+        "loaded and run automatically.", "keyboard selection).",
+        "• The easiest case is for volumes holding /home. First register them by running:",
+        "the PPPoE connection."], [s.text for s in steps]
+    assert any(u.kind == "code" and u.text == "# /etc/init.d/cryptdisks start" for u in units(text))
+    for question in ("What are the steps to install Debian over PPPoE?", "What do I do in each case?"):
+        lines, cut = _quoted(question, _source(text), "Follow the regular")
+        assert [x.split("\n")[0] for x in lines if x.lstrip().startswith("•")] == [
+            s.text.split("\n")[0] for s in steps], lines
+        assert "# /etc/init.d/cryptdisks start" in lines and cut == ""
+
+
+def test_a_labelled_warning_a_paragraph_or_two_after_a_command_or_an_instruction_comes_with_it():
+    """The Debian guide prints "Important / The image must be written to the whole-disk device and not a partition"
+    two paragraphs under `# cp debian.iso /dev/sdX`, and "Warning / Be aware: the new LVM setup will destroy all
+    data" right under the sentence that says what to select; both quotes left the warning out. A labelled warning
+    within two paragraphs after a quoted command, or right after a quoted instruction, in the same section, comes
+    with it; an unlabelled line that far does not."""
+    text = ("The image file can be written to a USB stick as follows:\n# cp debian.iso /dev/sdX\n# sync\n"
+            "Simply writing the image like this should work fine for most users.\n"
+            "Information about other operating systems can be found in the FAQ.\nImportant\n"
+            "The image must be written to the whole-disk device and not a partition.\n"
+            "Make sure the stick is unplugged from other machines.")
+    lines, _ = _quoted("How do I write the image to a USB stick?", _source(text), "cp debian.iso")
+    assert lines[-2:] == ["Important", "The image must be written to the whole-disk device and not a partition."]
+    assert not any(x.startswith(("Simply", "Information", "Make sure")) for x in lines), lines
+    text = ("First, you have to mark the partitions to be used as physical volumes for LVM. This is done in the "
+            "Partition settings menu where you should select Use as: physical volume for LVM.\nWarning\n"
+            "Be aware: the new LVM setup will destroy all data on all partitions marked with an LVM type code.\n"
+            "LVM setup is completely supported inside partman.")
+    lines, _ = _quoted("How do I mark partitions as physical volumes for LVM?", _source(text), "select Use as")
+    assert lines[-2:] == ["Warning", "Be aware: the new LVM setup will destroy all data on all partitions marked "
+                                     "with an LVM type code."], lines
+
+
+def test_a_sentence_naming_the_following_command_brings_it_and_a_procedure_gets_room_first():
+    """"You can securely remove all of these files with the following command." ends in a full stop, so the
+    shred command under it was not quoted. A sentence that announces the following command leads into it. And a
+    procedure asked for takes the budget before lines that only scored well: a step 2 of 3 was cut to keep them."""
+    text = ("You can securely remove all of these files with the following command.\n```\n"
+            "$ sudo shred -u /etc/ssh/*_key /etc/ssh/*_key.pub\n```\n"
+            "**Warning** Secure deletion utilities such as shred may not remove all copies of a file.")
+    lines, _ = _quoted("How do I securely delete the host keys?", _source(text), "securely remove")
+    assert "```\n$ sudo shred -u /etc/ssh/*_key /etc/ssh/*_key.pub\n```" in lines, lines
+    filler = "If you have a public DNS name registered you can set the hostname so the instance is part of it."
+    text = (filler + "\nTo change the hostname without a public DNS name:\n"
+            "1. Use the hostnamectl command to set the hostname to the name you want.\n"
+            "2. Open the hosts file and change the entry for the loopback address to the new name.\n"
+            "3. Reboot the instance to pick up the new hostname and log in to check it.")
+    scored = score_units("How do I change the hostname?", [_source(text)],
+                         _scorer({"public DNS name registered": 6.0, "2. Open the hosts": 7.0}))
+    chosen, cut = choose_quote("How do I change the hostname?", scored, QuoteSettings(words=60))
+    texts = [u.text for u in chosen]
+    assert cut == "" and [t[:2] for t in texts if t[0].isdigit()] == ["1.", "2.", "3."], (texts, cut)

@@ -205,7 +205,8 @@ class Settings:
     UNSUPPORTED: str = "mark"               # a span of the explanation the sources do not hold: marked [?] and listed
                                             # (mark) | its sentence left out when it is a command, flag, path, URL,
                                             # file name or setting (drop)
-    QUOTE_WORDS: int = 200                  # a quote's word budget (its best line and what that needs always stay)
+    QUOTE_WORDS: int = 200                  # a quote's word budget (its best line and what that needs always stay; a
+                                            # procedure asked for may fill twice it)
     EXPLAIN_WORDS: int = 150                # EXPLAIN_FROM = quote: the explanation reads the quote, then the next-best
                                             # lines of what was read, up to this many words (dev halves: these lines
                                             # hold 0.85 / 0.67 / 0.71 of the gold tokens on aws-docs-qa / leval /

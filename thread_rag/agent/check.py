@@ -108,7 +108,7 @@ VERSION_NAMED = re.compile(rf"(?i:\b(?P<p>{PRODUCTS}))[ \t]+v?(?P<n>\d{{1,3}}(?:
                            r"(?P<q>[A-Z]{2,6}|[a-z]+[A-Z][A-Za-z]{0,20}|[A-Z][a-z]+[A-Z][A-Za-z]{0,20})"  # TLS, macOS
                            r"[ \t]+(?P<m>\d{1,3}\.\d{1,4})(?!\w|\\?\.\d)")
 PROMPT = re.compile(r"^\s*(?:[$#>]\s+|sudo\s+)+")
-COMMAND_LINE = re.compile(r"^\s*(?:\$\s+|#\s+(?=[a-z][\w.+-]*(?:\s|$))|sudo\s+)\S")
+COMMAND_LINE = re.compile(r"^\s*(?:\$\s+|#\s+(?=(?:[a-z]|\.?/)[\w./+-]*(?:\s|$))|sudo\s+)\S")
 # command names that are no English word: such a name anywhere is a command span
 COMMAND_WORDS = re.compile(
     r"(?<![\w/.-])(?:lsblk|blkid|fdisk|gdisk|sfdisk|cfdisk|parted|gparted|mkfs(?:\.\w+)?|mkswap|swapon|swapoff|dd|"

@@ -261,8 +261,6 @@ class Agent:
                     match=None if match is None else round(match, 4))
         judge = Judge(self.engine.calibration() if s.CALIBRATION == "on" else None, s.RELEVANCE_MIN, s.QUOTE_MIN,
                       s.MATCH_MIN)
-        if rel < s.RELEVANCE_MIN and judge.calibration is None and not anyway:  # the floor: refused before any LLM call
-            return self._refusal(base, on_token, t0, calls)
         read_k = k
         if s.QUESTION_STEPS and reader != "nested":  # the nested reader searches its own tree
             hits = self._question_steps(standalone, doc_id, hits, trace)

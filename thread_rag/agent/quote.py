@@ -1,28 +1,36 @@
 """The quote: the manual's own words that answer the question, chosen by code from what was read, verbatim.
 
 ``units`` cuts a chunk's text into what a quote may hold, each a slice of the text as stored: sentences of a
-paragraph, numbered or bulleted steps (with their continuation lines), code blocks (fenced, indented, or
-command lines after a prompt), and table rows (shown under their header row). ``choose`` scores every unit of
-the sources read against the question with the packaged cross-encoder, keeps the best and those close to it,
-adds what a kept unit needs to be followed (the code block, list or table a sentence ending in ':' leads into,
-the lead-in of a kept code block, the steps between two kept steps of one list), and cuts the rest to a word
-budget. The quote keeps each document's order; each line names its source number, chunk id and page.
+paragraph, numbered or bulleted steps (with their continuation lines, also those wrapped to the step's text column),
+code blocks (fenced, indented, or command lines after a prompt), a step's text going on under its command (``more``),
+and table rows (shown under their header row). A chunk that starts inside a fenced block begun before it (the
+chunker cut between a block and its closing fence) starts outside it after that fence: the state is carried from
+chunk to chunk of a source, and judged from the text for its first chunk. ``choose`` scores every unit of the sources
+read against the question with the packaged cross-encoder, keeps the best and those close to it, adds what a kept
+unit needs to be followed (the code block, list or table a sentence ending in ':' or announcing "the following
+command." leads into, the lead-in of a kept code block, the steps between two kept steps of one list), and cuts the
+rest to a word budget. The quote keeps each document's order; each line names its source number, chunk id and page.
 
 Then four rules make the quote whole, whatever the other lines scored:
 
 - a title is never quoted alone: a section title the loader left as a line of its own ("Changing the port", a
-  Markdown heading without its '#') brings the body under it, up to the next title, while the words fit;
-- asked for a procedure ("how do I ...", "how to", steps, install, set up, configure), a quoted step, or the
-  sentence leading into a list, brings the whole list: its lead-in, then every step with the code under it, from
-  the first step on while the words fit; the steps that do not fit are named in ``choose_quote``'s note
-  (``Quote.cut``: "steps 4-7 of 7 not shown (word budget)");
-- asked for a figure (how much, an amount, a ratio, a margin, "in USD millions"), the best table row close to the best line is quoted
-  too, under its header row, when no row is quoted yet;
+  Markdown heading without its '#', a bold "**To create a package**") brings the body under it, up to the next
+  title, while the words fit;
+- asked for a procedure ("how do I ...", "how to", steps, stages, install, set up, configure, "what should I
+  check"), a quoted step, or the line leading into a list, brings the whole list: its lead-in, then every step with
+  its code and the text the loader set beside it (up to ``LIST_GAP`` units between two steps), from the first step
+  on, within ``PROCEDURE_ROOM`` times the word budget; when it still does not fit, lines that only scored well give
+  way to it; the steps that do not fit are named in ``choose_quote``'s note (``Quote.cut``: "steps 4-7 of 7 not
+  shown (word budget)"). Such a question whose quote holds no command takes the best code block near the best line;
+- asked for a figure (how much, an amount, a ratio, a margin, "in USD millions"), the best table row close to the
+  best line is quoted too, under its header row, when no row is quoted yet;
 - a warning travels with its command: a line that warns ("Warning:", "Note:", "There is no undo", "This deletes
-  ...", "make sure", "back up first") standing directly before or after a quoted command, code block or step of
-  the same source (past the lines quoted beside it, across a chunk boundary, never across a heading) is quoted
-  with it, with the rest of its warning. Only lines beside a quoted command are looked at, so an ordinary
-  sentence is never pulled in.
+  ...", "could cause", "intended for advanced users", "make sure", "back up first") standing directly before or
+  after a quoted command, code block or step of the same source (past the lines quoted beside it, across a chunk
+  boundary, never across a heading) is quoted with it, with the rest of its warning; a labelled warning
+  ("Important", "Warning", "Caution") up to ``LABEL_REACH`` paragraphs after the command, or right after a quoted
+  instruction sentence, comes too, and so does a warning sentence right after a quoted sentence of its paragraph.
+  Only lines beside what is quoted are looked at, so an ordinary sentence is never pulled in.
 
 The best unit's score is the evidence the sources answer the question: under ``QUOTE_MIN`` the answer path says
 the documents do not answer it and shows the nearest lines as related, not as an answer.
@@ -38,19 +46,28 @@ import numpy as np
 from .check import COMMAND_LINE, FENCE
 
 ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+–])\s+\S")
+ITEM_MARK = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+–])\s+")  # up to the step's text column
 TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 TABLE_RULE = re.compile(r"^\s*\|?[\s:|+=-]+\|?\s*$")
 MD_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
-SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:\*\*|__)?[A-Z0-9])")
 ABBREV_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Fig|No|approx|Mr|Mrs|Dr|St|Inc|Ltd|Co|Sec|Art)|\b[A-Z])\.$")
 # a line that warns: a label ("Warning:", "Note:", a label on a line of its own) or words that say what is lost
 LABEL = re.compile(r"^\W*(?:warning|caution|danger|important|attention|note)\b\s*(?:[:!\u2013\u2014-]|$)", re.I)
+# ... of those, the labels that warn (a "Note" may only be a tip): they reach a little further (``_warnings``)
+STRONG_LABEL = re.compile(r"^\W*(?:warning|caution|danger|important|attention)\b\s*(?:[:!\u2013\u2014-]|$)", re.I)
 WARNING = re.compile(LABEL.pattern + r"|\b(?:no undo|can ?not be undone|can't be undone|irreversibl[ey]|deletes|erases|"
                      r"overwrites|destroys|wipes|will (?:erase|delete|remove|destroy|overwrite|wipe)|make sure|"
-                     r"be sure to|back (?:it |them |this |everything )?up (?:first|before)|data loss)\b", re.I)
+                     r"be sure to|back (?:it |them |this |everything )?up (?:first|before)|data loss|"
+                     r"(?:could|can|may|might|will) (?:cause|result in|render|corrupt|break|damage|lose)|"
+                     r"improper(?:ly)?|incorrect(?:ly)? use|advanced users|(?:is|are) not secure|insecure|"
+                     r"at your own risk|permanently|cannot be recovered|be careful|with care|use caution)\b", re.I)
 # a question that asks for a procedure: its list is quoted whole
 PROCEDURE = re.compile(r"\b(?:how (?:do|does|can|could|should|would|to)\b|steps?\b|install|set ?up\b|setting up|"
-                       r"configur|procedure)", re.I)
+                       r"configur|procedure|stages\b|each case\b|start to finish|walk me through|"
+                       r"what (?:do|should|can|must) (?:i|we|you) (?:do|check|try)\b)", re.I)
+# a sentence that announces what follows it, though it ends in a full stop ("... with the following command.")
+ANNOUNCES = re.compile(r"\b(?:the following|as follows)\b[^.]*\.\W*$", re.I)
 FIGURE = re.compile(r"\b(?:how much|amount|ratio|margin|percent(?:age)?|"
                     r"in (?:usd|us\$|\$|dollars|euros?|millions|billions|thousands))\b", re.I)
 
@@ -149,11 +166,12 @@ def _continues(line: str, nxt: str) -> bool:
     return bool(nxt.strip()) and not line.rstrip().endswith((".", "!", "?", ":")) and nxt.lstrip()[:1].islower()
 
 
-def units(text: str) -> list[Unit]:
+def units(text: str, inside: bool | None = None) -> list[Unit]:
     """``text`` cut into quotable units, in order; every unit's ``text`` is ``text[start:end]``. Stored chunks hold a
-    block per line (loaders reflow paragraphs), so a line is a paragraph unless the next one plainly continues it."""
+    block per line (loaders reflow paragraphs), so a line is a paragraph unless the next one plainly continues it.
+    ``inside``: whether the text starts inside a fenced code block begun before it (None: judged from the text)."""
     cut = _Cutter(text)
-    i = 0
+    i = cut.closing_fence(inside)
     while i < len(cut.lines):
         i = cut.next_unit(i)
     return cut.out
@@ -167,10 +185,46 @@ class _Cutter:
         self.text, self.lines, self.out = text, _lines(text), []
         self.block, self.in_list, self.cur_list = 0, False, None
 
+    def closing_fence(self, inside: bool | None) -> int:
+        """Where cutting starts: after the fence that closes a code block begun in the chunk before when the text
+        starts inside one (the lines before that fence are the block's end, a code unit); else 0. Unless ``inside``
+        says, the text starts inside a block when its first line is a fence followed by prose, a step or a line less
+        indented than it (or it is the text's only fence), or
+        when it holds an odd number of fences, the first under lines indented as deep as it (an indented block's
+        end)."""
+        fences = self.fences()
+        if not fences or inside is False or (inside is None and not self.starts_inside()):
+            return 0
+        f = fences[0]
+        before = [i for i in range(f) if self.lines[i][1].strip()]
+        if before:
+            self.block += 1
+            _unit(self.out, self.text, "code", self.lines[before[0]][0], self._end(f), self.block)
+        return f + 1
+
+    def fences(self) -> list[int]:
+        return [i for i, (_, ln) in enumerate(self.lines) if FENCE.match(ln)]
+
+    def starts_inside(self) -> bool:
+        """Judged from the text alone (see :meth:`closing_fence`)."""
+        fences = self.fences()
+        if not fences:
+            return False
+        f = fences[0]
+        before = [ln for _, ln in self.lines[:f] if ln.strip()]
+        if not before:  # the text opens with a fence: it closes a block when prose, a step or less indent follows
+            after = next((ln for _, ln in self.lines[f + 1:] if ln.strip()), "")
+            return _prose(after) or bool(ITEM.match(after)) or _indent(after) < _indent(self.lines[f][1]) \
+                or len(fences) == 1
+        return len(fences) % 2 == 1 and _indent(self.lines[f][1]) > 0 and all(_indent(ln) >= _indent(self.lines[f][1]) and not ITEM.match(ln)
+                                                     for ln in before)
+
     def next_unit(self, i: int) -> int:
         line = self.lines[i][1]
         if not line.strip():
             return i + 1
+        if self.cur_list is not None and self.out and self.out[-1].kind == "code" and _step_prose(line):
+            return self._more(i)
         self.block += 1
         if not ITEM.match(line) and not (self.cur_list is not None and _code_line(line, False)):
             self.cur_list = None
@@ -221,15 +275,30 @@ class _Cutter:
         j = i
         while j < n and (_code_line(lines[j][1], in_list) or (not lines[j][1].strip() and j + 1 < n
                                                              and _code_line(lines[j + 1][1], in_list))):
+            if j > i and self.cur_list is not None and _step_prose(lines[j][1]):
+                break  # a step's text going on under its command
             j += 1
         _unit(self.out, self.text, "code", lines[i][0], self._end(j - 1), self.block)
         return j
 
-    def _step(self, i: int) -> int:
+    def _more(self, i: int) -> int:
+        """A step's text going on under the command it led into ("This will scan all volumes ..."): a unit of kind
+        ``more`` in the step's list, up to the next step, command or blank line."""
         lines, n = self.lines, len(self.lines)
         j = i + 1
         while j < n and lines[j][1].strip() and lines[j][1][:1] in " \t" and not ITEM.match(lines[j][1]) \
-                and not _code_line(lines[j][1], False):
+                and not COMMAND_LINE.match(lines[j][1]):
+            j += 1
+        _unit(self.out, self.text, "more", lines[i][0], self._end(j - 1), self.cur_list)
+        return j
+
+    def _step(self, i: int) -> int:
+        lines, n = self.lines, len(self.lines)
+        col = len(ITEM_MARK.match(lines[i][1]).group(0))
+        j = i + 1
+        while j < n and lines[j][1].strip() and lines[j][1][:1] in " \t" and not ITEM.match(lines[j][1]) \
+                and not COMMAND_LINE.match(lines[j][1]) \
+                and (not _code_line(lines[j][1], False) or _indent(lines[j][1]) <= col):
             j += 1
         if self.cur_list is not None:
             self.block -= 1
@@ -252,7 +321,25 @@ class _Cutter:
 
 
 def _leads(line: str) -> bool:
-    return line.rstrip().endswith(":")
+    """The line leads into the block after it: it ends in ':' or announces "the following command."."""
+    s = line.rstrip()
+    return s.endswith(":") or bool(ANNOUNCES.search(s))
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _prose(line: str) -> bool:
+    """A line of prose (a capital or emphasis first, then four words or more), not a command, step, fence or row."""
+    s = line.strip().lstrip("*_")
+    return not COMMAND_LINE.match(line) and not ITEM.match(line) and s[:1].isupper() and len(s.split()) >= 4 \
+        and not any(p.match(line) for p in (FENCE, TABLE_ROW))
+
+
+def _step_prose(line: str) -> bool:
+    """An indented line of prose: a step's text going on under its command."""
+    return line[:1] in " \t" and _prose(line)
 
 
 def _unit(out: list, text: str, kind: str, start: int, end: int, block: int, lead: bool = False, header: str = "") -> None:
@@ -296,9 +383,13 @@ def source_units(sources: list) -> list[Unit]:
     out: list[Unit] = []
     for src in sources:
         texts = src.chunk_texts or [src.text]
+        end_inside = False
         for ci, text in enumerate(texts):
             skip = len(text) - len(strip_overlap(texts[ci - 1], text)) if ci else 0
-            for u in units(text):
+            # inside a code block at its start: as the chunk before ended, less the fences of the overlap
+            inside = end_inside != (len(_Cutter(text[:skip]).fences()) % 2 == 1) if ci else _Cutter(text).starts_inside()
+            end_inside = inside != (len(_Cutter(text).fences()) % 2 == 1)
+            for u in units(text, inside):
                 if u.end <= skip:
                     continue
                 if u.start < skip:
@@ -361,7 +452,7 @@ def _between(kept: list[Unit], us: list[Unit]) -> list[Unit]:
             by_block.setdefault(u.block, []).append(u.order)
     for block, orders in by_block.items():
         if len(orders) > 1:
-            out += [x for x in us if min(orders) < x.order < max(orders) and x.kind in ("step", "code")]
+            out += [x for x in us if min(orders) < x.order < max(orders) and x.kind in LISTED]
     return out
 
 
@@ -378,19 +469,34 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
     quoted step brings its whole list when the question asks how to do something, and a quoted command, code block
     or step brings the warning beside it. ``start``: units already held (their words count)."""
     picked = _by_score(scored, cfg, start)
+    listed = _lists_held(picked, scored)
     picked += _bodies(picked, scored, cfg.words)
     cut = ""
     if FIGURE.search(question):
         picked += _best_near("row", picked, scored, cfg.margin + STEP_REACH)
     if PROCEDURE.search(question):
         picked += _best_near("step", picked, scored, cfg.margin + STEP_REACH)
-        more, cut = _procedures(picked, scored, cfg.words)
+        if not any(u.kind == "code" or (u.kind == "step" and _holds_code(u)) for u in picked):
+            picked += _best_near("code", picked, scored, cfg.margin + STEP_REACH)
+        room = cfg.words * PROCEDURE_ROOM
+        more, cut, hidden = _procedures(picked, scored, room)
+        if hidden and listed:  # a procedure that scored takes the budget before lines that only scored well
+            core = _procedure_core(picked, scored)
+            more2, cut2, hidden2 = _procedures(core, scored, room)
+            if hidden2 < hidden:
+                picked, more, cut = core, more2, cut2
         picked += more
     picked += _warnings(picked, scored)
     return sorted(picked, key=lambda u: u.order), cut
 
 
+PROCEDURE_ROOM = 2  # a procedure asked for may fill this many times the word budget, its steps whole
 STEP_REACH = 2.0  # a procedure question: a step this much past the quote margin still brings its list
+
+
+def _holds_code(u: Unit) -> bool:
+    """A step with its command inside it (a fenced block or a prompt line indented under it)."""
+    return any(FENCE.match(ln) or COMMAND_LINE.match(ln) for ln in u.text.splitlines()[1:])
 
 
 def _best_near(kind: str, picked: list[Unit], scored: list[Unit], reach: float) -> list[Unit]:
@@ -451,7 +557,7 @@ def _beside(i: int, step: int, us: list[Unit], held: set) -> int | None:
         i += step
         if us[i].order not in held:
             return i
-        if us[i].kind not in ("code", "step") and not (step < 0 and us[i].lead):
+        if us[i].kind not in LISTED and not (step < 0 and us[i].lead):
             return None
     return None
 
@@ -462,7 +568,7 @@ def _title_line(i: int, us: list[Unit]) -> bool:
     without its '#'): a paragraph of one short line, a capital first, no sentence end or ':', not the line a
     lead-in ("Set the port on this line:") leads into."""
     u = us[i]
-    if u.kind != "sentence" or "\n" in u.text or len(u.text.split()) > 12 or not u.text[:1].isupper():
+    if u.kind != "sentence" or "\n" in u.text or len(u.text.split()) > 12 or not u.text.lstrip("*_")[:1].isupper():
         return False
     if u.text.rstrip().endswith((".", "!", "?", ":", ";", ",")):
         return False
@@ -495,18 +601,52 @@ def _bodies(picked: list[Unit], us: list[Unit], words: int) -> list[Unit]:
 
 
 # --- a quoted step brings its list (a procedure question) -------------------------------------------------------
+LISTED = ("step", "code", "more")  # what a list is made of: steps, the code under them, their text after the code
+
+
 def _list_at(i: int, us: list[Unit]) -> tuple[int, int]:
     """Where the list holding the step ``us[i]`` begins and ends in ``us`` (``us[a:b]``): the run of steps and code
     blocks around it in its source (across its chunks, no heading between), from its first step to its last step
     and the code under that."""
     a = b = i
-    while a > 0 and _next_to(us[a - 1], us[a]) and us[a - 1].kind in ("step", "code"):
-        a -= 1
-    while us[a].kind != "step":
-        a += 1
-    while b + 1 < len(us) and _next_to(us[b], us[b + 1]) and us[b + 1].kind in ("step", "code"):
+    while (k := _next_step(a, -1, us)) is not None:
+        a = k
+    while (k := _next_step(b, 1, us)) is not None:
+        b = k
+    while b + 1 < len(us) and _next_to(us[b], us[b + 1]) and us[b + 1].kind in ("code", "more"):
         b += 1
     return a, b + 1
+
+
+LIST_GAP = 6  # units that may stand between two steps of one list: their text, notes and code the loader set apart
+
+
+def _next_step(i: int, step: int, us: list[Unit]) -> int | None:
+    """The index of the step of the same list as the step ``us[i]`` next before (``step`` -1) or after (+1) it: a step
+    of the same kind of marker ("1.", "•", "+"; numbered on from it, or each "1."), at most ``LIST_GAP`` units away,
+    with no title, heading or other list's lead-in between; None when the list ends there."""
+    mark, gap, j = _marker(us[i]), 0, i
+    while gap <= LIST_GAP and 0 <= j + step < len(us):
+        if not (_next_to(us[j], us[j + 1]) if step > 0 else _next_to(us[j - 1], us[j])):
+            return None
+        j += step
+        if us[j].kind == "step" and _marker(us[j])[0] == mark[0]:
+            first, then = (mark, _marker(us[j])) if step > 0 else (_marker(us[j]), mark)
+            numbered_on = first[1] is None or then[1] == first[1] + 1 or first[1] == then[1] == 1
+            return j if numbered_on else None
+        if _title_line(j, us) or (step > 0 and _leads_into_list(j, us)):
+            return None
+        gap += 1
+    return None
+
+
+def _marker(u: Unit) -> tuple[str, int | None]:
+    """A step's kind of marker ("n" for a number, "a" for a letter, else the bullet) and its number."""
+    m = ITEM_MARK.match(u.text)
+    mark = m.group(0).strip() if m else ""
+    if mark[:1].isdigit():
+        return "n", int(mark.rstrip(".)"))
+    return ("a" if mark[:1].isalpha() else mark[:1]), None
 
 
 def _steps(a: int, b: int, us: list[Unit]) -> list[list[Unit]]:
@@ -523,16 +663,34 @@ def _steps(a: int, b: int, us: list[Unit]) -> list[list[Unit]]:
 
 
 def _leads_into_list(i: int, us: list[Unit]) -> bool:
-    """``us[i]`` ends in ':' and a list's first step follows it."""
-    return us[i].lead and i + 1 < len(us) and _next_to(us[i], us[i + 1]) and us[i + 1].kind == "step"
+    """``us[i]`` leads into a list's first step: it ends in ':' (or announces the following steps), or it is the
+    procedure's title ("**To create a deployment package**")."""
+    return (us[i].lead or _title_line(i, us)) and i + 1 < len(us) and _next_to(us[i], us[i + 1]) \
+        and us[i + 1].kind == "step"
 
 
-def _procedures(picked: list[Unit], us: list[Unit], words: int) -> tuple[list[Unit], str]:
+def _lists_held(picked: list[Unit], us: list[Unit]) -> bool:
+    """Whether a line chosen by score is part of a list (a step, its code) or leads into one."""
+    index = {u.order: i for i, u in enumerate(us)}
+    return any(u.kind in LISTED or (u.order in index and _leads_into_list(index[u.order], us)) for u in picked)
+
+
+def _procedure_core(picked: list[Unit], us: list[Unit]) -> list[Unit]:
+    """Of the quote so far, what a procedure question keeps when its list does not fit: the best line with what it
+    needs, the steps, code and lead-ins of lists."""
+    best = max(picked, key=lambda u: u.score)
+    keep = {best.order} | {x.order for x in _needs(best, us, 0)}
+    index = {u.order: i for i, u in enumerate(us)}
+    return [u for u in picked if u.order in keep or u.kind in LISTED
+            or (u.order in index and _leads_into_list(index[u.order], us))]
+
+
+def _procedures(picked: list[Unit], us: list[Unit], words: int) -> tuple[list[Unit], str, int]:
     """A quoted step, or the lead-in of a list, brings the whole list: from its first step to its last, whole steps
-    in order while the words fit ``words``. Returns the units added and a note on the steps left out ("steps 4-7 of
-    7 not shown (word budget)"; "" when none were)."""
+    in order while the words fit ``words``. Returns the units added, a note on the steps left out ("steps 4-7 of
+    7 not shown (word budget)"; "" when none were) and how many were."""
     held = {x.order for x in picked}
-    used, out, notes, done = _words(picked), [], [], set()
+    used, out, notes, done, left = _words(picked), [], [], set(), 0
     for i, u in enumerate(us):
         if u.order not in held:
             continue
@@ -553,7 +711,8 @@ def _procedures(picked: list[Unit], us: list[Unit], words: int) -> tuple[list[Un
         hidden = [n for n, g in enumerate(groups, 1) if not any(x.kind == "step" and x.order in held for x in g)]
         if hidden:
             notes.append(f"{_numbers(hidden)} of {len(groups)} not shown (word budget)")
-    return out, "; ".join(notes)
+            left += len(hidden)
+    return out, "; ".join(notes), left
 
 
 def _numbers(ns: list[int]) -> str:
@@ -576,14 +735,40 @@ def _warnings(picked: list[Unit], us: list[Unit]) -> list[Unit]:
     held = {x.order for x in picked}
     out: list[Unit] = []
     for i, u in enumerate(us):
-        if u.order not in held or u.kind not in ("code", "step"):
+        if u.order not in held:
             continue
-        for step in (-1, 1):
+        command = u.kind in LISTED
+        for step in (-1, 1) if command else (1,):
             j = _beside(i, step, us, held)
-            new = [x for x in _warning_at(j, step, us) if x.order not in held] if j is not None else []
+            if j is None:
+                continue
+            new = _warning_at(j, step, us) if command else (
+                _labelled_at(j, us, 0) or (_warning_at(j, 1, us) if us[j].block == u.block else []))
+            if not new and command and step > 0:
+                new = _labelled_at(j, us, LABEL_REACH)
+            new = [x for x in new if x.order not in held]
             out += new
             held.update(x.order for x in new)
     return out
+
+
+LABEL_REACH = 2  # a labelled warning ("Important", "Warning: ...") this many paragraphs past a quoted command
+
+
+def _labelled_at(j: int, us: list[Unit], reach: int) -> list[Unit]:
+    """The warning under a label that warns ("Warning", "Important: ..."; not a plain "Note") beginning at ``us[j]``
+    or at one of the ``reach`` paragraphs after it (no heading, no other source between); [] when there is none."""
+    blocks = 0
+    while True:
+        if STRONG_LABEL.match(us[j].text) and (j == 0 or us[j - 1].block != us[j].block):
+            return _warning_at(j, 1, us)
+        k = j
+        while k + 1 < len(us) and _next_to(us[k], us[k + 1]) and us[k + 1].block == us[j].block:
+            k += 1
+        blocks += 1
+        if blocks > reach or k + 1 == len(us) or not _next_to(us[k], us[k + 1]):
+            return []
+        j = k + 1
 
 
 def _warning_at(j: int, step: int, us: list[Unit]) -> list[Unit]:

@@ -211,7 +211,12 @@ def run_quote_bench(settings, args) -> dict:
     from .retrieval import machine
     from . import command_line
 
-    cases = json.loads((SETS / "quote-completeness.json").read_text())
+    name = f"quote-completeness-{args.dataset}.json" if getattr(args, "dataset", None) else "quote-completeness.json"
+    if not (SETS / name).is_file():
+        raise ThreadRagError(f"bench quotes: no set {name} in {SETS} (--dataset heldout: the held-out set)")
+    cases = json.loads((SETS / name).read_text())
+    if name != "quote-completeness.json":  # judged apart from the set the quote's rules were tuned on
+        _disjoint(cases, json.loads((SETS / "quote-completeness.json").read_text()))
     roots = {"debian": Path(settings.shared_data), "aws": Path(settings.shared_data),
              "docs": Path(__file__).resolve().parents[2]}
     rows = []
@@ -236,9 +241,17 @@ def run_quote_bench(settings, args) -> dict:
     def share(kind):
         rs = [r for r in rows if r["kind"] == kind]
         return {"whole": sum(r["held"] == r["must"] for r in rs), "n": len(rs)}
-    return {"warning": share("warning"), "procedure": share("procedure"),
+    return {"set": name, "warning": share("warning"), "procedure": share("procedure"),
             "median_words": float(np.median([r["words"] for r in rows])), "rows": rows, "machine": machine(),
             "command": command_line()}
+
+
+def _disjoint(judged: list, tuned: list) -> None:
+    """A held-out set shares no question and no snippet with the tuning set (ThreadRagError when it does)."""
+    seen = {_norm(c["question"]) for c in tuned} | {_norm(x) for c in tuned for x in c["must_hold"]}
+    shared = [c["id"] for c in judged if _norm(c["question"]) in seen or any(_norm(x) in seen for x in c["must_hold"])]
+    if shared:
+        raise ThreadRagError(f"bench quotes: {', '.join(shared)} repeat the tuning set's questions or snippets")
 
 
 def _norm(text: str) -> str:
