@@ -320,3 +320,31 @@ def test_a_pdf_is_hashed_once_per_version_of_the_file_not_per_click(tmp_path, mo
     f.unlink()
     with pytest.raises(ThreadRagError, match="no longer there"):
         page_view.checked_file(str(f), good)
+
+
+def test_query_takes_the_page_and_heading_filters_search_takes(manual_engine):
+    """/query and /query-stream took only ``doc``: the page and heading filters of the issue's API existed on /search
+    alone. They narrow where the answer path's search enters (the walk reads on from there), at every door: /query,
+    /query-stream, ``ask --pages/--heading``; a bad range is one 400 line."""
+    question = "How do I pre-heat the summaries before going offline?"
+    with running(build_app(manual_engine, chat_model=fake_model())) as c:
+        d = c.post("/query", json={"question": question, "mode": "quote", "heading": "Pre-heat"}).json()
+        entered = d["tool_trace"][0]["result"] if "tool_trace" in d else None
+        assert d["quote"] and not d["refused"], d
+        elsewhere = c.post("/query", json={"question": question, "mode": "quote", "heading": "Searching"}).json()
+        assert {x["chunk_id"] for x in elsewhere["quote"]} != {x["chunk_id"] for x in d["quote"]}
+        for body in ({"question": question, "pages": "5-"}, {"question": question, "heading": 3}):
+            r = c.post("/query", json=body)
+            assert r.status_code == 400 and set(r.json()) == {"error"}, r.text
+        events = c.post("/query-stream", json={"question": question, "mode": "quote", "heading": "Searching"}).text
+        assert "event: done" in events and "event: error" not in events
+    from thread_rag.agent.loop import Agent
+
+    agent = Agent(manual_engine)
+    agent.settings = manual_engine.settings.replace(ANSWER_MODE="quote")
+    ans = agent.ask(question, heading="Pre-heat")
+    hits = [x.split(" ")[0] for x in ans.tool_trace[0]["result"]]
+    assert hits and all("pre-heat" in " / ".join(manual_engine.chunk(h).heading_path).lower() for h in hits), hits
+    assert entered is None or entered == ans.tool_trace[0]["result"]
+    with pytest.raises(ThreadRagError, match="nested passages"):
+        agent.ask(question, heading="Pre-heat", reader="nested")

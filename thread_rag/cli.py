@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("--quote", action="store_true", help="the quoted lines only, no LLM call (ANSWER_MODE = quote)")
     p.add_argument("--doc", dest="doc_id", help="only this document, e.g. DOC1")
+    p.add_argument("--pages", help="enter the document only on these pages, e.g. 10-20 (the walk reads on)")
+    p.add_argument("--heading", help="enter only at chunks whose heading path contains this text")
     p.add_argument("--anyway", action="store_true",
                    help="explain a question the documents do not answer all the same (it stays 'not answered')")
     p = cmd("calibrate", "calibrate answered / partly / not answered on this library's own questions (no model)")
@@ -434,7 +436,9 @@ def _cmd_ask(engine, args, out) -> int:
         out.file.flush()
 
     ans = Agent(engine, on_event=event).ask(args.question, on_token=None if args.json else token,
-                                            doc_id=args.doc_id, anyway=args.anyway)
+                                            doc_id=args.doc_id, anyway=args.anyway,
+                                            pages=page_range(args.pages) if args.pages is not None else None,
+                                            heading=args.heading)
     if args.json:
         d = _answer_json(ans)
         print(json.dumps(d, ensure_ascii=False, indent=1))

@@ -36,7 +36,7 @@ from .store.chunk_store import loopback_name
 TOKEN_ENV = "THREAD_RAG_SERVE_TOKEN"
 JSON_LIMIT = 64 * 1024               # bytes of a JSON body
 UPLOAD_LIMIT = 100 * 1024 * 1024     # bytes of an uploaded file
-QUERY_FIELDS = ("question", "history", "doc", "mode")
+QUERY_FIELDS = ("question", "history", "doc", "mode", "pages", "heading")
 CLEAR_CONFIRM = "delete every document"
 SECONDS_PER_ANSWER = 30              # the Retry-After estimate for one full answer ahead in the queue
 
@@ -196,6 +196,16 @@ def history_of(body: dict) -> list[tuple[str, str]]:
     return [(t["question"], t["answer"]) for t in turns[-10:]]
 
 
+def scope_of(body: dict) -> dict:
+    """The ``pages`` ("10-20" or "3", as ``--pages``) and ``heading`` filters of a request, those it gives."""
+    scope = {}
+    if body.get("pages") is not None:
+        scope["pages"] = page_range(text_field(body, "pages"), "pages")
+    if body.get("heading") is not None:
+        scope["heading"] = text_field(body, "heading")
+    return scope
+
+
 def mode_of(body: dict) -> str:
     mode = body.get("mode", "full")
     if mode not in ("quote", "full"):
@@ -269,13 +279,8 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         k = body.get("k")
         if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50):
             raise HttpError(400, "k must be a whole number from 1 to 50")
-        filters = {}
-        if body.get("pages") is not None:
-            filters["pages"] = page_range(text_field(body, "pages"), "pages")  # "10-20" or "3", as --pages
-        if body.get("heading") is not None:
-            filters["heading"] = text_field(body, "heading")
         return JSONResponse(await door.run(tools.rag_search, engine, text_field(body, "query"),
-                                           doc_id=text_field(body, "doc", False), k=k, **filters))
+                                           doc_id=text_field(body, "doc", False), k=k, **scope_of(body)))
 
     async def fetch(request):
         body = await json_body(request, ("chunk_ids", "budget"))
@@ -298,15 +303,16 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
     async def query(request):
         body = await json_body(request, QUERY_FIELDS)
         question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
+        scope = scope_of(body)
         if mode_of(body) == "quote":
             from .agent.loop import quote_answer
 
-            return JSONResponse(await door.run(quote_answer, engine, question, doc_id=doc))
+            return JSONResponse(await door.run(quote_answer, engine, question, doc_id=doc, **scope))
         from .cli import _answer_json
 
         door.take_slot()
         try:
-            ans = await door.answer(lambda: door.agent(history).ask(question, doc_id=doc, changes=False))
+            ans = await door.answer(lambda: door.agent(history).ask(question, doc_id=doc, changes=False, **scope))
         finally:
             door.free_slot()
         return JSONResponse(_answer_json(ans))
@@ -314,10 +320,10 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
     async def query_stream(request):
         body = await json_body(request, QUERY_FIELDS)
         question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
-        mode = mode_of(body)
+        mode, scope = mode_of(body), scope_of(body)
         if mode == "full":
             door.take_slot()
-        return answer_events(door, question, doc, history, mode)
+        return answer_events(door, question, doc, history, mode, scope)
 
     async def upload(request):
         return JSONResponse(await receive_upload(door, request))
@@ -401,7 +407,7 @@ async def _not_allowed(request, exc):
 
 
 # --- streaming ------------------------------------------------------------------------------------------------------
-def answer_events(door: Door, question: str, doc: str | None, history: list, mode: str):
+def answer_events(door: Door, question: str, doc: str | None, history: list, mode: str, scope: dict | None = None):
     """Server-Sent Events: ``quote`` (or ``related``), ``outcome``, ``token``... (the explanation), ``checked``, a later
     ``outcome`` when the check lowered it (or the first, for a question refused before any quote), ``sources``,
     ``done`` (the whole answer as ``/query`` gives it: an action's reply is its ``answer``); ``error`` with one line
@@ -435,13 +441,13 @@ def answer_events(door: Door, question: str, doc: str | None, history: list, mod
             if mode == "quote":
                 from .agent.loop import quote_answer
 
-                d = quote_answer(door.engine, question, doc_id=doc)
+                d = quote_answer(door.engine, question, doc_id=doc, **(scope or {}))
                 put("related" if d["refused"] or d["related"] else "quote", {"lines": d["quote"]})
                 put("outcome", d["outcome"])
             else:
                 agent = door.agent(history, on_event)
                 agent.stop = gone.is_set  # the model's stream stops at its next piece once the client has gone
-                ans = agent.ask(question, on_token=on_token, doc_id=doc, changes=False)
+                ans = agent.ask(question, on_token=on_token, doc_id=doc, changes=False, **(scope or {}))
                 d = _answer_json(ans)
                 put("checked", {"unsupported": d.get("unsupported", []), "dropped": d.get("dropped", [])})
                 if d.get("outcome") and d["outcome"] != told["outcome"]:  # first told, or lowered by the check

@@ -138,6 +138,7 @@ class Agent:
         self.before_model = before_model
         self.tools = all_tools(engine)
         self.history: list[tuple[str, str]] = []  # (question, answer)
+        self.where: dict = {}  # this question's pages and heading filters (``ask``)
         self.on_event = on_event or (lambda kind, data: None)
         self.stop: Callable[[], bool] | None = None  # true when whoever asked has gone (the HTTP door's client)
         self.confirm: Callable[[str], bool] | None = None  # asks the person before a removal (the chat); None: no
@@ -192,16 +193,19 @@ class Agent:
             return question
 
     def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None,
-            reader: str | Callable | None = None, anyway: bool = False, changes: bool = True) -> Answer:
+            reader: str | Callable | None = None, anyway: bool = False, changes: bool = True,
+            pages: tuple | None = None, heading: str | None = None) -> Answer:
         """Answer one message. ``doc_id`` scopes it to one document. ``reader`` picks what the model reads
         (``walk``: the budgeted walk, the default; ``windows``: the walk framed by neighbour summaries; ``nested``:
         nested_retrieve passages; or a function ``(hits, k, thread_of, count, budget) -> sources``, as the
         benchmarks pass the readings they compare the walk with, ``bench/baselines.py``). Requests (list, index,
         remove, ...) are recognised first (``intent``) and carried out (``actions``); ``changes`` False (the HTTP
         ``/query``): none that changes the library. ``anyway``: a question the documents do not answer is explained
-        all the same (its outcome stays *not answered*)."""
+        all the same (its outcome stays *not answered*). ``pages`` (first, last) and ``heading`` (a text the heading
+        path holds) narrow where the search enters, as ``search --pages/--heading`` do; the walk reads on from there."""
         if not isinstance(question, str) or not question.strip():
             raise ThreadRagError("empty question")
+        self.where = {k: v for k, v in (("pages", pages), ("heading", heading)) if v is not None}
         question, cut = over_the_limit(plain_query(question, limit=None))
         t0 = time.perf_counter()
         self.tok_in = self.tok_out = self._calls = 0
@@ -211,6 +215,9 @@ class Agent:
         passages = None
         if intent.action == "nested_retrieve" and not intent.missing:  # the door's own scope wins over a name's
             reader, doc_id, passages = "nested", doc_id or intent.args.get("doc_id"), intent.args.get("limit")
+        if self.where and (reader or self.settings.READER) == "nested":
+            raise ThreadRagError("page and heading filters narrow the search the walk starts from; nested passages "
+                                 "are searched over whole documents (give a document instead)")
         if intent.action in (QUESTION, "nested_retrieve") and not self.engine.documents():  # an action may fill it
             raise ThreadRagError("no documents indexed yet: index some with /index PATH (or thread-rag index PATH)")
         if intent.action in (QUESTION, "nested_retrieve"):
@@ -248,7 +255,7 @@ class Agent:
         name = reader_name(reader)
         standalone = self.condense(question)
         calls = 0
-        hits = self.engine.retriever.search(standalone, doc_id=doc_id, k=max(s.READ_K, 1)).hits
+        hits = self._search(standalone, doc_id, max(s.READ_K, 1))
         index = self.engine.retriever.index
         qvec = self.engine.query_embedder.embed_queries([standalone])[0]
         rel = best_similarity(index, qvec, [h.chunk_id for h in hits[:s.READ_K]])
@@ -425,7 +432,7 @@ class Agent:
         """``QUESTION_STEPS``: the model's lookups are searched and answered, and the question followed by those
         answers is searched too; its first ``READ_K`` hits are interleaved with the question's (``agent/steps.py``)."""
         t = time.perf_counter()
-        steps = QuestionSteps(self.model, lambda text, n: self.engine.retriever.search(text, doc_id=doc_id, k=n).hits,
+        steps = QuestionSteps(self.model, lambda text, n: self._search(text, doc_id, n),
                               self.settings.QUESTION_STEPS)
         merged, st = steps.search(question, max(self.settings.READ_K, 1), hits)
         self._calls += st.calls
@@ -458,12 +465,16 @@ class Agent:
         if not query:
             return sources
         t_read = time.perf_counter()
-        more = self.engine.retriever.search(query, doc_id=doc_id, k=max(self.settings.READ_K, 1)).hits
+        more = self._search(query, doc_id, max(self.settings.READ_K, 1))
         k = self.settings.READ_K
         mixed = interleave(hits[:k], more[:k])  # a shorter second search keeps all of the first
         sources = self.read(reader, question, mixed, qvec, doc_id, k=len(mixed))
         self._trace_read(trace, reader, sources, t_read)
         return sources
+
+    def _search(self, text: str, doc_id: str | None, k: int) -> list:
+        """The search's hits for ``text`` in this question's scope (its document, pages and heading)."""
+        return self.engine.retriever.search(text, doc_id=doc_id, k=k, **self.where).hits
 
     def read(self, reader: str | Callable, query: str, hits: list, qvec, doc_id: str | None = None,
              k: int | None = None) -> list[Source]:
@@ -473,7 +484,7 @@ class Agent:
         try:
             sources = self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
         except _GenerationGone:
-            hits = self.engine.retriever.search(query, doc_id=doc_id, k=max(len(hits), 1)).hits
+            hits = self._search(query, doc_id, max(len(hits), 1))
             sources = self._read(reader, query, hits, qvec, doc_id, k, self._thread_at(hits))
         return self._told_apart(sources)
 
@@ -617,7 +628,8 @@ def all_tools(engine) -> dict:
     return make_tools(engine, quote=partial(quote_answer, engine))
 
 
-def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
+def quote_answer(engine, question: str, doc_id: str | None = None, pages: tuple | None = None,
+                 heading: str | None = None) -> dict:
     """The documents' own lines that answer ``question``: the answer path's search, walk and quote, no language model
     (``ask --quote``; ``ANSWER_MODE = "quote"``). ``outcome``: answered, partly (its missing parts named) or not
     answered (``refused``; ``related``: the nearest lines are then in ``quote``)."""
@@ -626,7 +638,7 @@ def quote_answer(engine, question: str, doc_id: str | None = None) -> dict:
     agent = Agent(engine)
     agent.settings = engine.settings.replace(ANSWER_MODE="quote", CONDENSE_FOLLOWUPS=False, QUESTION_STEPS=0,
                                              DECIDE=False)  # nothing on this path may call a model
-    ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER)
+    ans = agent.ask(question, doc_id=doc_id, reader=engine.settings.READER, pages=pages, heading=heading)
     return {"question": question, "answer": ans.answer, "refused": ans.refused, "related": ans.related,
             "outcome": ans.outcome, "quote": ans.quote, "quote_best": ans.quote_best, "quote_cut": ans.quote_cut,
             "relevance": ans.relevance,
