@@ -348,3 +348,21 @@ def test_query_takes_the_page_and_heading_filters_search_takes(manual_engine):
     assert entered is None or entered == ans.tool_trace[0]["result"]
     with pytest.raises(ThreadRagError, match="nested passages"):
         agent.ask(question, heading="Pre-heat", reader="nested")
+
+
+def test_compare_over_http_is_the_tool_with_its_errors_as_lines(manual_engine):
+    """compare was the one tool not offered over HTTP. POST /compare is ``compare_documents`` (the same JSON as the
+    MCP tool and ``compare --json``): no model unless ``explain``, which then queues as a full answer does."""
+    from thread_rag import tools
+
+    with running(build_app(manual_engine, chat_model=fake_model())) as c:
+        got = c.post("/compare", json={"doc_a": "DOC1", "doc_b": "DOC2", "limit": 3})
+        assert got.status_code == 200, got.text
+        want = tools.compare_documents(manual_engine, "DOC1", "DOC2", limit=3)
+        assert got.json()["counts"] == want["counts"] and len(got.json()["rows"]) == len(want["rows"])
+        for body, status in [({"doc_a": "DOC1", "doc_b": "DOC1"}, 400), ({"doc_a": "DOC1", "doc_b": "DOC99"}, 404),
+                             ({"doc_a": "DOC1"}, 400), ({"doc_a": "DOC1", "doc_b": "DOC2", "explain": "yes"}, 400),
+                             ({"doc_a": "DOC1", "doc_b": "DOC2", "limit": 0}, 400)]:
+            r = c.post("/compare", json=body)
+            assert r.status_code == status and set(r.json()) == {"error"}, (body, r.text)
+        assert "/compare" in c.get("/openapi.json").json()["paths"]

@@ -300,6 +300,24 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(await door.run(tools.nested_retrieve, engine, text_field(body, "query"), limit=limit,
                                            doc_id=text_field(body, "doc", False)))
 
+    async def compare(request):
+        """Two documents aligned step by step (``compare_documents``): same, changed, only in one."""
+        body = await json_body(request, ("doc_a", "doc_b", "topic", "limit", "explain"))
+        limit, explain = body.get("limit"), body.get("explain", False)
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000):
+            raise HttpError(400, "limit must be a whole number from 1 to 1000")
+        if not isinstance(explain, bool):
+            raise HttpError(400, "explain must be true or false")
+        args = dict(doc_a=text_field(body, "doc_a"), doc_b=text_field(body, "doc_b"),
+                    topic=text_field(body, "topic", False), limit=limit, explain=explain)
+        if not explain:  # no model: beside the answers being written
+            return JSONResponse(await door.run(tools.compare_documents, engine, **args))
+        door.take_slot()
+        try:
+            return JSONResponse(await door.answer(tools.compare_documents, engine, **args))
+        finally:
+            door.free_slot()
+
     async def query(request):
         body = await json_body(request, QUERY_FIELDS)
         question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
@@ -386,6 +404,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
               Route("/documents", route(documents)), Route("/metadata-values", route(metadata_values)),
               Route("/search", route(search), methods=["POST"]), Route("/fetch", route(fetch), methods=["POST"]),
               Route("/nested", route(nested), methods=["POST"]), Route("/query", route(query), methods=["POST"]),
+              Route("/compare", route(compare), methods=["POST"]),
               Route("/query-stream", route(query_stream), methods=["POST"]),
               Route("/upload", route(upload, write=True), methods=["POST"]),
               Route("/clear", route(clear, write=True), methods=["DELETE"]),
