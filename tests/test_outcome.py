@@ -54,6 +54,20 @@ def test_without_calibration_the_floors_decide_and_a_failed_part_makes_it_partly
     assert none.kind == NOT_ANSWERED
 
 
+def test_a_part_no_line_answers_while_the_other_part_is_answered_well_is_the_missing_part():
+    """"How do I install THREAD-RAG, and can I install it into a conda environment instead?" was *answered*: each
+    part passed the floor (QUOTE_MIN -8), though the conda half's best line scored -3.3 against the first half's
+    7.5. A part whose best line is under 0 (the cross-encoder more sure it is not an answer than that it is) and
+    PART_GAP or more below the best part's is not answered; two parts scored alike stay answered."""
+    judge = Judge(None, relevance_min=0.35, quote_min=-8.0)
+    out = judge.decide(ev(3.5), {"How do I install it?": ev(7.5), "can I use conda instead?": ev(-3.3)})
+    assert out.kind == PARTLY and out.missing == ["can I use conda instead?"], out
+    assert any("conda" in r and "7.50" in r for r in out.reasons), out.reasons
+    assert judge.decide(ev(3.5), {"a b c?": ev(7.5), "d e f?": ev(3.0)}).kind == ANSWERED  # both answered well
+    assert judge.decide(ev(3.5), {"a b c?": ev(1.5), "d e f?": ev(-3.0)}).kind == ANSWERED  # alike: both weak
+    assert judge.decide(ev(3.5), {"a b c?": ev(7.5), "d e f?": ev(0.5)}).kind == ANSWERED  # over 0
+
+
 def test_a_calibration_decides_by_its_own_threshold():
     cal = Calibration(weights=[1.0, 0, 0, 0, 0, 0, 0], bias=0.0, mean=[0] * 7, std=[1] * 7, threshold=0.5,
                       target=0.05)
@@ -266,3 +280,24 @@ def test_a_hand_written_section_is_found_with_or_without_its_printed_number():
     assert section_chunks(thread, "3.6.4. Secure boot") == ["DOC1_000", "DOC1_001"]
     assert section_chunks(thread, "3.6.5. Fast boot") == ["DOC1_002"]
     assert section_chunks(thread, "9.9. Nowhere") == []
+
+
+def test_the_benchs_tuned_and_held_out_sets_are_kept_apart():
+    """Each bench judges on a set kept apart from what it was tuned or calibrated on, and says so in one line when
+    not: the calibration's questions against the judged groups, the held-out quote and two-part sets against their
+    tuning sets (the committed sets pass)."""
+    from types import SimpleNamespace
+
+    from thread_rag.bench.outcome import SETS, _disjoint, _held_out
+    from thread_rag.errors import ThreadRagError
+
+    groups = {"answerable": [("How do I reset it?", None, [])]}
+    _disjoint([SimpleNamespace(text="How do I start it?")], groups)
+    with pytest.raises(ThreadRagError, match="overlap the judged"):
+        _disjoint([SimpleNamespace(text="how do I reset it? ")], groups)
+    tuned = json.loads((SETS / "quote-completeness.json").read_text())
+    _held_out(json.loads((SETS / "quote-completeness-heldout.json").read_text()), tuned)
+    with pytest.raises(ThreadRagError, match="repeat the tuning set"):
+        _held_out([{**tuned[0], "id": "h-99"}], tuned)
+    partly = {p["question"] for p in json.loads((SETS / "partly.json").read_text())}
+    assert not partly & {p["question"] for p in json.loads((SETS / "partly-heldout.json").read_text())}
