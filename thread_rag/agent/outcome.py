@@ -239,13 +239,34 @@ class Judge:
                       None if cal is None else round(cal.threshold, 4), evidence=whole.to_dict())
         if len(by_part) > 1:
             verdicts = {q: self.passes(ev) for q, ev in by_part.items()}
+            behind = outscored(by_part)
+            verdicts.update({q: (False, verdicts[q][1]) for q in behind})
             out.covered = [q for q, (k, _) in verdicts.items() if k]
             out.missing = [q for q, (k, _) in verdicts.items() if not k]
             out.evidence["parts"] = {q: {**ev.to_dict(), "score": None if verdicts[q][1] is None else
                                          round(verdicts[q][1], 4)} for q, ev in by_part.items()}
             out.kind = ANSWERED if not out.missing else NOT_ANSWERED if not out.covered else PARTLY
         out.reasons = reasons(whole, out, self)
+        if len(by_part) > 1:
+            top = max(by_part.values(), key=lambda e: e.quote_best).quote_best
+            out.reasons += [f"no line answers {indirect(q)}: its best scores {by_part[q].quote_best:.2f} against "
+                            f"{top:.2f} for the other part" for q in behind]
         return out
+
+
+PART_GAP = 6.0  # a part whose best line is under 0 and this far under the best part's is not answered (``outscored``)
+
+
+def outscored(by_part: dict[str, Evidence]) -> list[str]:
+    """The parts of a question no line answers while another part is answered well: the best line read for the part
+    scores under 0 (the cross-encoder finds it more likely no answer than an answer) and ``PART_GAP`` or more under
+    the best part's. Scores are compared within one question, so this reads the same on any library. (Chosen on
+    partly.json's 24 questions, judged on partly-heldout.json.)"""
+    scored = {q: e.quote_best for q, e in by_part.items() if e.quote_best is not None}
+    if len(scored) < 2:
+        return []
+    top = max(scored.values())
+    return [q for q, b in scored.items() if b < 0 and top - b >= PART_GAP]
 
 
 def reasons(ev: Evidence, out: Outcome, judge: Judge) -> list[str]:
