@@ -140,8 +140,18 @@ PAGES = {
                                  ["calibrated", "partly_named", "refused"]],
          "and {} of {} on the Debian guide (calibrated: "),
         ("outcome-docs.json", [["calibrated", "partly_named", "refused"]], "(calibrated: {}\n  and "),
+        ("outcome-docs.json", [*OUT("floors", "partly_heldout_named"), ["calibrated", "partly_heldout_named", "refused"]],
+         "`partly-heldout.json`), {} of {} and"),
+        ("outcome-debian.json", [*OUT("floors", "partly_heldout_named"), ["calibrated", "partly_heldout_named", "refused"]],
+         "and {} of\n  {} (calibrated: 5 and {})"),
+        ("outcome-docs.json", [["calibrated", "partly_heldout_named", "refused"]], "(calibrated: {} and 5)"),
+        ("partly-heldout-rule-off.json", [["rates", "docs", "partly_heldout_named", "refused"],
+                                          ["rates", "docs", "partly_heldout_named", "n"],
+                                          ["rates", "debian", "partly_heldout_named", "refused"],
+                                          ["rates", "debian", "partly_heldout_named", "n"]],
+         "with the rule off names {} of {} and {} of {}"),
         ("outcome-aws-docs-qa.json", [["calibration", "seconds"], ["calibration", "chunks"]],
-         "Calibrating took {} s on aws-docs-qa's {} chunks"),
+         "Calibrating took {} s on aws-docs-qa's\n  {} chunks"),
         ("outcome-debian.json", [["calibration", "seconds"], ["calibration", "chunks"]],
          "{} s on the Debian guide's {}."),
         ("quotes-completeness.json", [["warning", "whole"], ["warning", "n"], ["procedure", "whole"], ["procedure", "n"],
@@ -254,7 +264,7 @@ PAGES = {
 # (3.11.7) or a name (Qwen2.5-Coder, 1.5B). Plain integers (60 questions) are not looked for.
 # numbers a page states that are no measurement: goals set by an issue (each must be on its page)
 GOALS = {"README.md": ["took over 2 s in that run"],  # the quick tier's threshold (conftest.QUICK_MAX_S)
-         "BENCHMARKS.md": ["(goal 0.8: met on limit-small only)", "(goal 80%: not met",
+         "BENCHMARKS.md": ["(goal 0.8: met on limit-small only)", "(goal 80%: not met", "Goal 70%: open",
                            "Goal: at least 95% right, no library\n  change taken on a question, under "
                            "150 ms a message, a model call for at most 10% of messages"]}
 
