@@ -366,3 +366,24 @@ def test_compare_over_http_is_the_tool_with_its_errors_as_lines(manual_engine):
             r = c.post("/compare", json=body)
             assert r.status_code == status and set(r.json()) == {"error"}, (body, r.text)
         assert "/compare" in c.get("/openapi.json").json()["paths"]
+
+
+def test_the_openapi_document_describes_each_request_body_the_endpoint_takes(manual_engine):
+    """/openapi.json listed paths and summaries only. Each JSON endpoint's body is described from the same table the
+    endpoint checks its fields against (one home): the fields, their types, the required ones, nothing else allowed;
+    /upload as a multipart file; errors as {"error"}."""
+    with running(build_app(manual_engine, chat_model=fake_model())) as c:
+        spec = c.get("/openapi.json").json()
+        for path, required in [("/search", ["query"]), ("/query", ["question"]), ("/query-stream", ["question"]),
+                               ("/compare", ["doc_a", "doc_b"]), ("/fetch", ["chunk_ids"]), ("/nested", ["query"])]:
+            op = spec["paths"][path]["post"]
+            schema = op["requestBody"]["content"]["application/json"]["schema"]
+            assert schema["required"] == required and schema["additionalProperties"] is False, (path, schema)
+            fields = set(schema["properties"])
+            r = c.post(path, json={"nonsense": 1, **{k: "x" for k in required}})
+            assert r.status_code == 400 and sorted(fields) == sorted(r.json()["error"].split("takes ")[1].split(", "))
+            assert op["responses"]["400"]["content"]["application/json"]["schema"]["required"] == ["error"]
+        assert spec["paths"]["/query"]["post"]["requestBody"]["content"]["application/json"]["schema"][
+            "properties"]["mode"]["enum"] == ["quote", "full"]
+        upload = spec["paths"]["/upload"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+        assert upload["required"] == ["file"]

@@ -36,7 +36,34 @@ from .store.chunk_store import loopback_name
 TOKEN_ENV = "THREAD_RAG_SERVE_TOKEN"
 JSON_LIMIT = 64 * 1024               # bytes of a JSON body
 UPLOAD_LIMIT = 100 * 1024 * 1024     # bytes of an uploaded file
-QUERY_FIELDS = ("question", "history", "doc", "mode", "pages", "heading")
+_DOC = ("string", False, "a document id, e.g. DOC1")
+_PAGES = ("string", False, 'a page range, "10-20" or "3"')
+_HEADING = ("string", False, "text the chunk's heading path holds")
+_QUERY = {"question": ("string", True, "the question"),
+          "history": ("array", False, 'earlier turns, oldest first: [{"question": ..., "answer": ...}] (the last 10 '
+                                      'are read)'),
+          "doc": _DOC, "pages": _PAGES, "heading": _HEADING,
+          "mode": (["quote", "full"], False, '"quote": the quoted lines, no model; "full" (default): then the checked '
+                                            'explanation')}
+# Each JSON endpoint's body: field -> (JSON type, or the allowed strings; required; what it is). The endpoints check
+# their fields against it and /openapi.json describes it.
+BODIES = {
+    "/search": {"query": ("string", True, "what to search for"), "doc": _DOC,
+                "k": ("integer", False, "hits, 1 to 50"), "pages": _PAGES, "heading": _HEADING},
+    "/fetch": {"chunk_ids": ("array", True, 'chunk ids, e.g. ["DOC1_006"]'),
+               "budget": ("integer", False, "tokens to read, a positive whole number")},
+    "/nested": {"query": ("string", True, "what to search for"), "limit": ("integer", False, "passages, 1 to 50"),
+                "doc": _DOC},
+    "/compare": {"doc_a": ("string", True, "the older document's id"), "doc_b": ("string", True, "the newer one's"),
+                 "topic": ("string", False, "only the region around this topic"),
+                 "limit": ("integer", False, "changed or only-in rows listed, 1 to 1000"),
+                 "explain": ("boolean", False, "a model sentence for each changed pair (queues as an answer)")},
+    "/query": _QUERY,
+    "/query-stream": _QUERY,
+    "/clear": {"confirm": ("string", True, 'the words "delete every document"')},
+    "/documents/{doc_id}/locate": {"lines": ("array", True, "the quoted lines to find on the pages"),
+                                   "pages": _PAGES},
+}
 CLEAR_CONFIRM = "delete every document"
 SECONDS_PER_ANSWER = 30              # the Retry-After estimate for one full answer ahead in the queue
 
@@ -275,7 +302,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse({"sources": sorted({d.name for d in docs}), "file_types": sorted({d.kind for d in docs})})
 
     async def search(request):
-        body = await json_body(request, ("query", "doc", "k", "pages", "heading"))
+        body = await json_body(request, tuple(BODIES["/search"]))
         k = body.get("k")
         if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50):
             raise HttpError(400, "k must be a whole number from 1 to 50")
@@ -283,7 +310,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
                                            doc_id=text_field(body, "doc", False), k=k, **scope_of(body)))
 
     async def fetch(request):
-        body = await json_body(request, ("chunk_ids", "budget"))
+        body = await json_body(request, tuple(BODIES["/fetch"]))
         ids = body.get("chunk_ids")
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
             raise HttpError(400, 'chunk_ids must be a list of chunk ids such as ["DOC1_006"]')
@@ -293,7 +320,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(await door.run(tools.fetch_chunks_by_id, engine, ids, token_budget=budget))
 
     async def nested(request):
-        body = await json_body(request, ("query", "limit", "doc"))
+        body = await json_body(request, tuple(BODIES["/nested"]))
         limit = body.get("limit", 5)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
             raise HttpError(400, "limit must be a whole number from 1 to 50")
@@ -302,7 +329,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
 
     async def compare(request):
         """Two documents aligned step by step (``compare_documents``): same, changed, only in one."""
-        body = await json_body(request, ("doc_a", "doc_b", "topic", "limit", "explain"))
+        body = await json_body(request, tuple(BODIES["/compare"]))
         limit, explain = body.get("limit"), body.get("explain", False)
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000):
             raise HttpError(400, "limit must be a whole number from 1 to 1000")
@@ -319,7 +346,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
             door.free_slot()
 
     async def query(request):
-        body = await json_body(request, QUERY_FIELDS)
+        body = await json_body(request, tuple(_QUERY))
         question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
         scope = scope_of(body)
         if mode_of(body) == "quote":
@@ -336,7 +363,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(_answer_json(ans))
 
     async def query_stream(request):
-        body = await json_body(request, QUERY_FIELDS)
+        body = await json_body(request, tuple(_QUERY))
         question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
         mode, scope = mode_of(body), scope_of(body)
         if mode == "full":
@@ -347,7 +374,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(await receive_upload(door, request))
 
     async def clear(request):
-        body = await json_body(request, ("confirm",))
+        body = await json_body(request, tuple(BODIES["/clear"]))
         if body.get("confirm") != CLEAR_CONFIRM:
             raise HttpError(400, f'deleting every document needs {{"confirm": "{CLEAR_CONFIRM}"}}')
 
@@ -373,7 +400,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         """Where quoted lines stand on a PDF's pages: boxes as fractions of the page, from the top left."""
         from . import page_view
 
-        body = await json_body(request, ("lines", "pages"))
+        body = await json_body(request, tuple(BODIES["/documents/{doc_id}/locate"]))
         lines = body.get("lines")
         if not isinstance(lines, list) or not 1 <= len(lines) <= 50 or not all(
                 isinstance(x, str) and len(x) <= 1000 for x in lines):
@@ -541,13 +568,33 @@ async def receive_upload(door: Door, request: Request) -> dict:
 
 
 # --- OpenAPI and the page ----------------------------------------------------------------------------------------
+ERROR = {"description": "one line: what was wrong", "content": {"application/json": {"schema": {
+    "type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}}}}
+
+
+def body_schema(fields: dict) -> dict:
+    """A ``BODIES`` entry as a JSON Schema object."""
+    def one(kind, what):
+        return {"type": "string", "enum": kind, "description": what} if isinstance(kind, list) else \
+            {"type": kind, "description": what}
+    return {"type": "object", "properties": {k: one(kind, what) for k, (kind, _, what) in fields.items()},
+            "required": [k for k, (_, req, _) in fields.items() if req], "additionalProperties": False}
+
+
 def openapi_of(routes: list) -> dict:
     paths = {}
     for r in routes:
         for method in sorted(set(r.methods or ["GET"]) - {"HEAD"}):
             doc = (r.endpoint.__doc__ or "").strip()
-            paths.setdefault(r.path, {})[method.lower()] = {"summary": doc or r.path,
-                                                           "responses": {"200": {"description": "JSON"}}}
+            op = {"summary": doc or r.path, "responses": {"200": {"description": "JSON"}, "400": ERROR}}
+            if method in ("POST", "DELETE") and r.path in BODIES:
+                op["requestBody"] = {"required": True, "content": {"application/json": {
+                    "schema": body_schema(BODIES[r.path])}}}
+            elif r.path == "/upload":
+                op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
+                    "type": "object", "properties": {"file": {"type": "string", "format": "binary"}},
+                    "required": ["file"]}}}}
+            paths.setdefault(r.path, {})[method.lower()] = op
     return {"openapi": "3.1.0", "info": {"title": "THREAD-RAG", "version": __version__}, "paths": paths}
 
 
