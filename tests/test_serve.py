@@ -387,3 +387,66 @@ def test_the_openapi_document_describes_each_request_body_the_endpoint_takes(man
             "properties"]["mode"]["enum"] == ["quote", "full"]
         upload = spec["paths"]["/upload"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
         assert upload["required"] == ["file"]
+
+
+@contextlib.contextmanager
+def serve_process(home, *extra):
+    """``thread-rag serve`` in its own process on a free loopback port, on the library ``home``; stopped at the end."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(home), "serve", "--port", str(port),
+                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                if httpx.get(base + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+            assert proc.poll() is None, proc.stderr.read().decode()
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+@pytest.mark.slow
+def test_two_serve_processes_on_one_library_answer_while_one_indexes(make_engine, tmp_path):
+    """Two ``serve`` processes on one data dir, one with writes: while the first indexes an upload, every search the
+    second answers is whole (200, no error), and afterwards the second serves the new document too."""
+    import threading
+
+    from conftest import REPO as ROOT
+
+    e = make_engine()
+    e.index_paths([ROOT / "docs" / "01-getting-started.md"])
+    home = e.home
+    e.close()
+    question = {"query": "how do I compare two editions of a manual?", "k": 3}
+    with serve_process(home, "--allow-writes") as a, serve_process(home) as b:
+        codes, done = [], threading.Event()
+
+        def ask_b():
+            with httpx.Client(base_url=b, timeout=60) as c:
+                while not done.is_set():
+                    codes.append(c.post("/search", json=question).status_code)
+        asker = threading.Thread(target=ask_b)
+        asker.start()
+        try:
+            with open(ROOT / "docs" / "03-searching.md", "rb") as f:
+                up = httpx.post(a + "/upload", files={"file": ("searching.md", f)}, timeout=120)
+        finally:
+            done.set()
+            asker.join(60)
+        assert up.status_code == 200 and up.json()["status"] == "indexed", up.text
+        assert codes and set(codes) == {200}, codes
+        assert [d["doc_id"] for d in httpx.get(b + "/documents").json()["documents"]] == ["DOC1", "DOC2"]
+        hits = httpx.post(b + "/search", json=question, timeout=60).json()["hits"]
+        assert hits[0]["doc_id"] == "DOC2", hits[0]
