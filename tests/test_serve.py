@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
-from conftest import DATA, needs_shared
+from conftest import DATA, REPO, needs_shared
 from fakes import ScriptedChatModel
 from thread_rag.errors import ThreadRagError
 from thread_rag.bench.serve_load import heading_questions, serving, throughput
@@ -21,6 +22,9 @@ def running(app):
     """The app on 127.0.0.1 at a free port, stopped at the end: an httpx client on it."""
     with serving(app) as base, httpx.Client(base_url=base, timeout=60) as client:
         yield client
+
+
+REPO_DOCS = REPO / "docs"
 
 
 def fake_model(**kw):
@@ -389,6 +393,9 @@ def test_the_openapi_document_describes_each_request_body_the_endpoint_takes(man
         assert upload["required"] == ["file"]
 
 
+PIDS: dict = {}  # base URL -> the serve process's pid
+
+
 @contextlib.contextmanager
 def serve_process(home, *extra):
     """``thread-rag serve`` in its own process on a free loopback port, on the library ``home``; stopped at the end."""
@@ -399,9 +406,11 @@ def serve_process(home, *extra):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    log = open(Path(home).parent / f"serve-{port}.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([sys.executable, "-m", "thread_rag.cli", "--data-dir", str(home), "serve", "--port", str(port),
-                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             *extra], stdout=subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}"
+    PIDS[base] = proc.pid
     try:
         deadline = time.time() + 90
         while time.time() < deadline:
@@ -410,11 +419,12 @@ def serve_process(home, *extra):
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)
-            assert proc.poll() is None, proc.stderr.read().decode()
+            assert proc.poll() is None, Path(log.name).read_text()
         yield base
     finally:
         proc.terminate()
         proc.wait(20)
+        log.close()
 
 
 @pytest.mark.slow
@@ -450,3 +460,43 @@ def test_two_serve_processes_on_one_library_answer_while_one_indexes(make_engine
         assert [d["doc_id"] for d in httpx.get(b + "/documents").json()["documents"]] == ["DOC1", "DOC2"]
         hits = httpx.post(b + "/search", json=question, timeout=60).json()["hits"]
         assert hits[0]["doc_id"] == "DOC2", hits[0]
+
+
+@pytest.mark.slow
+def test_a_server_killed_during_an_upload_leaves_a_whole_library_and_names_the_file(make_engine, tmp_path):
+    """``serve`` killed (SIGKILL) while it indexes an upload: the library opens whole, without the half-indexed
+    document, and the uploaded file, kept, is named by ``doctor`` with what to do (it was in no document, so nobody
+    would have known it was there)."""
+    import signal
+
+    from thread_rag.doctor import checks
+    from thread_rag.engine import Engine
+
+    big = tmp_path / "big.md"
+    words = (REPO_DOCS / "03-searching.md").read_text().split()
+    big.write_text("".join(f"## Section {s}\n\n" + " ".join(words[(s * 37) % 900:(s * 37) % 900 + 300]) + "\n\n"
+                           for s in range(300)))
+    e = make_engine()
+    e.index_paths([REPO_DOCS / "01-getting-started.md"])
+    settings, home = e.settings, e.home
+    e.close()
+    with serve_process(home, "--allow-writes") as a:
+        import threading
+
+        def upload():
+            with contextlib.suppress(httpx.HTTPError):  # the server dies under it
+                httpx.post(a + "/upload", files={"file": ("big.md", big.read_bytes())}, timeout=120)
+        threading.Thread(target=upload, daemon=True).start()
+        deadline = time.time() + 60
+        while not list((home / "uploads").glob("*/big.md")) and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # indexing under way
+        import os
+
+        os.kill(PIDS[a], signal.SIGKILL)
+    kept = list((home / "uploads").glob("*/big.md"))
+    assert kept and kept[0].stat().st_size == big.stat().st_size
+    with Engine(settings) as again:
+        assert [d.name for d in again.documents()] == ["01-getting-started.md"] and not again.check_consistency()
+    row = next(r for r in checks(settings) if r["check"] == "uploads")
+    assert not row["ok"] and str(kept[0]) in row["detail"] and "thread-rag index" in row["fix"], row

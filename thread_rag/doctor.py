@@ -206,6 +206,9 @@ def _no_store_yet(settings, home: Path, host: str | None, add) -> bool:
     else:
         add("chroma", True, f"{home / 'chroma'}: no store yet (made on first index)")
     add("store consistency", True, "no documents indexed yet")
+    row = uploads_check(home, set())
+    if row:
+        add(row["check"], row["ok"], row["detail"], row["fix"])
     return False
 
 
@@ -303,9 +306,31 @@ def _consistency(settings, home: Path, host: str | None, add) -> bool:
         add(row["check"], row["ok"], row["detail"], row["fix"])
         row = calibration_check(e.calibration(), e.documents())
         add(row["check"], row["ok"], row["detail"], row["fix"])
+        row = uploads_check(home, {d.path for d in e.documents()})
+        if row:
+            add(row["check"], row["ok"], row["detail"], row["fix"])
     except Exception as exc:  # noqa: BLE001 - the doctor's door: a store that fails its check is its line
         add("store consistency", False, str(exc), "see the message above")
     return True
+
+
+def uploads_check(home: Path, indexed: set) -> dict | None:
+    """Files ``serve`` received (``<data dir>/uploads/``) that no document holds: an upload the server stopped during
+    (killed, the machine went down) keeps its file, which nothing else would name. None when there are no uploads."""
+    folder = home / "uploads"
+    files = sorted(p for p in folder.glob("*/*") if p.is_file()) if folder.is_dir() else []
+    if not files:
+        return None
+    known = {str(Path(p).resolve()) for p in indexed}
+    loose = [p for p in files if str(p.resolve()) not in known]
+    if not loose:
+        return {"check": "uploads", "ok": True, "detail": f"{counted(len(files), 'uploaded file')}, each indexed",
+                "fix": ""}
+    named = ", ".join(str(p) for p in loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
+    return {"check": "uploads", "ok": False,
+            "detail": f"{counted(len(loose), 'uploaded file')} in no document (an upload the server stopped during): "
+                      f"{named}",
+            "fix": "index it (`thread-rag index PATH`) or upload it again, then remove its uploads/ folder"}
 
 
 def source_files_check(docs) -> dict:
