@@ -214,7 +214,8 @@ ABSENT_WEAK = 0.2  # a weak match with this share of the question's words (by ra
 
 QUOTE_STRONG = 5.0  # a line scoring this (the cross-encoder's logit; > 0.99 "relevant") answers though the passage's
 #                    cosine is under RELEVANCE_MIN (a page of many topics, one chunk, dilutes its vector). Chosen from
-#                    the model's scale: no dev-half question under the floor scores over 0, no test-half one over 3.6.
+#                    the model's scale; under the floor, no question of the dev halves scores 5 (the highest, 4.1, an
+#                    unanswerable contract question: bench_results/outcome-dev/), nor of the test halves (3.5).
 
 
 class Judge:
