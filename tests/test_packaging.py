@@ -60,3 +60,24 @@ def test_a_wheel_in_a_fresh_venv_installs_from_what_is_there_and_searches(tmp_pa
     assert r.returncode == 0, r.stderr[-2000:]
     r = run(exe, "--data-dir", home, "search", "which valve do I open", "--k", "1", cwd=tmp_path)
     assert r.returncode == 0 and re.search(r"DOC1_000", r.stdout), r.stdout + r.stderr[-2000:]
+
+
+def test_no_product_module_imports_the_lab():
+    """The product (ingest, store, retrieve, agent, doors, eval on the user's own library) uses nothing of the
+    benchmark lab (``thread_rag/bench``); the lab uses the product. The one door to the lab is the ``bench``
+    command."""
+    import ast
+
+    pkg = REPO / "thread_rag"
+    found = []
+    for path in sorted(pkg.rglob("*.py")):
+        rel = path.relative_to(pkg)
+        if rel.parts[0] == "bench":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [("." * node.level) + (node.module or "")] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                if name.lstrip(".").split(".")[0] == "bench" and name.startswith(".") or "thread_rag.bench" in name:
+                    found.append(f"{rel}:{node.lineno} {name}")
+    assert [f for f in found if not f.startswith("cli.py:")] == [], found

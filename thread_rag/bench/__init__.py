@@ -1,16 +1,8 @@
 """Benchmarks on the shared data sets: one harness (``thread-rag bench KIND``), one loader per set."""
 
-import os as _os
-import shlex as _shlex
 import sys as _sys
 
-
-def command_line() -> str:
-    """The command as run: its THREAD_RAG_* settings from the environment first (the data dir's excepted), so a
-    recorded run says what it changed (``THREAD_RAG_QUESTION_STEPS=4 thread-rag bench answers ...``)."""
-    env = [f"{k}={_shlex.quote(v)}" for k, v in sorted(_os.environ.items())
-           if k.startswith("THREAD_RAG_") and k not in ("THREAD_RAG_HOME", "THREAD_RAG_MODEL_DIR")]
-    return " ".join(env + ["thread-rag", *_sys.argv[1:]])
+from ..run_record import command_line  # noqa: F401 - the product's; every bench records its command
 
 
 def proc_status_kib(field: str, pid: int | str = "self") -> int:

@@ -5,13 +5,15 @@ Metrics: nDCG@10, Recall@1/5/10, MRR@10 (+ all-supporting@10 for musique), p50/p
 """
 from __future__ import annotations
 
-import platform
 from dataclasses import asdict
 import time
 
 import numpy as np
 
+from ..retrieve.label import (HOP_SETTINGS, SEARCH_SETTINGS, STEPS_SETTINGS, default_spec,  # noqa: F401 - the product's
+                              rerank_truncation as _truncation, search_settings)
 from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
+from ..run_record import machine  # noqa: F401 - the product's; the benches import it from here
 from ..settings import RERANK_CONTEXTS
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
@@ -83,32 +85,6 @@ def parse_config(spec: str) -> tuple[str, dict]:
     return name, over
 
 
-def default_spec(settings) -> str:
-    """The configuration ``rag_search`` runs with these settings, in ``parse_config`` syntax."""
-    s = settings
-    steps = f":q{s.QUESTION_STEPS}" if s.QUESTION_STEPS else ""  # labels from before QUESTION_STEPS stay valid
-    if s.FUSION != "rrf":
-        return ("dense_only" if s.FUSION == "dense" else "bm25_only") + steps
-    if s.RERANKER == "none":
-        return ("stage1_2" if s.STAGE2 else "stage1_rrf") + steps
-    margin = "" if not s.STAGE2 else ":m-" if s.EARLY_EXIT_MARGIN >= NEVER_EXIT else f":m{s.EARLY_EXIT_MARGIN:g}"
-    weight = "" if s.STAGE3_WEIGHT >= 1 else f":w{s.STAGE3_WEIGHT:g}" + (":pbm25" if s.STAGE3_PRIOR == "bm25" else "")
-    # truncation (of the packaged cross-encoder), floor and context always named: a label means one thing in any file
-    trunc = "" if _truncation(s) is None else f":t{s.RERANK_MAX_TOKENS}"
-    rest = f"{trunc}:f{s.STAGE3_LEXICAL_FLOOR:g}:c{s.RERANK_CONTEXT}"
-    depth = "" if s.HOP_DEPTH == 1 else f":d{s.HOP_DEPTH}"  # labels from before HOP_DEPTH stay valid
-    rest += (f":h{s.HOP_K}:s{s.HOP_RESCORE}:n{s.HOP_PICKS}:g{s.HOP_MIN_SCORE:g}:x{s.HOP_MAX_TOKENS}{depth}"
-             if s.hop_runs() else ":h0")
-    return f"{'three_stage' if s.STAGE2 else 'stage1_3'}:k{s.STAGE3_K}{margin}{weight}{rest}{steps}"
-
-
-def _truncation(s) -> int | None:
-    """``RERANK_MAX_TOKENS`` where it applies (the packaged cross-encoder), else None."""
-    from ..packaged import PACKAGED
-
-    return s.RERANK_MAX_TOKENS if s.RERANKER.startswith(PACKAGED) else None
-
-
 def same_config(a: str, b: str, settings) -> bool:
     """Whether two configuration specs run the same search under ``settings`` (``three_stage`` with the
     default STAGE3_K and margin is ``three_stage:k15:m-``). The truncation counts only for the packaged
@@ -125,21 +101,6 @@ def same_config(a: str, b: str, settings) -> bool:
                 s.QUESTION_STEPS)
 
     return effective(a) == effective(b)
-
-
-HOP_SETTINGS = ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_TOKENS", "HOP_DEPTH")
-# the tuning settings of a search (the models and the store's recipe are recorded apart): every result file that
-# searched records them
-SEARCH_SETTINGS = ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K", "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
-                   "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR", "STAGE3_LEXICAL_FLOOR",
-                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT") + HOP_SETTINGS
-# recorded besides by the runs that apply it (bench retrieval; the answers bench through the agent)
-STEPS_SETTINGS = ("QUESTION_STEPS",)
-
-
-def search_settings(settings, *more: str) -> dict:
-    """``SEARCH_SETTINGS`` and ``more`` of ``settings``, by name, for a result file."""
-    return {n: getattr(settings, n) for n in dict.fromkeys(SEARCH_SETTINGS + more)}
 
 
 # settings older result files did not record, at the value they had then
@@ -305,18 +266,3 @@ def paired(per_query: dict, a: str, b: str, metric: str = "ndcg@10") -> tuple[fl
     return round(sum(d) / len(d), 4), [round(x, 4) for x in bootstrap_ci(d)]
 
 
-def machine() -> dict:
-    import os
-
-    cpu, flags = "unknown", set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name") and cpu == "unknown":
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    vector = ("AVX-512 with BF16" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags else
-              "AVX2" if "avx2" in flags else "unknown")  # prompt reading runs ~2.5x faster with AVX-512 BF16
-    return {"cpu": cpu, "vector": vector, "cores": os.cpu_count(), "python": platform.python_version()}

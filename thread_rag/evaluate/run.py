@@ -145,8 +145,8 @@ def _write(threads, tries: list, opts: EvalOptions, model, written: list, struct
 # --- the run -----------------------------------------------------------------------------------------------------
 def run_eval(engine, opts: EvalOptions, progress=None) -> dict:
     """The whole command on ``engine``'s library; returns the run (also written to its file)."""
-    from ..bench import command_line
-    from ..bench.retrieval import default_spec, machine, search_settings
+    from ..retrieve.label import default_spec, search_settings
+    from ..run_record import command_line, machine
 
     t_start = time.perf_counter()
     docs = [engine.document(d) for d in opts.docs] if opts.docs else engine.documents()

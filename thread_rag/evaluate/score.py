@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable
 
-from ..bench.metrics import bootstrap_ci
+from .stats import bootstrap_ci
 
 K = 10  # hits looked at per question: hit@1, hit@5, MRR@10
 
@@ -213,7 +213,7 @@ def weakest_sections(rows: list[Scored], questions: dict, chunk_text: Callable[[
 def compare_runs(now: list[dict], before: list[dict]) -> dict:
     """The paired differences (now - before) over the questions both runs searched or answered, with bootstrap 95%
     CIs; questions only one run has are counted."""
-    from ..bench.metrics import paired_rows
+    from .stats import paired_rows
 
     ret_now = [r for r in now if r.get("searched")]
     ret_before = [r for r in before if r.get("searched")]
