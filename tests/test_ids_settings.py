@@ -128,6 +128,24 @@ def test_packaged_model_names_are_checked_per_role_up_front():
         load_settings({"COLBERT_MODEL": "/models/colbert"}, env={}, config_file=False)
 
 
+def test_the_shared_data_sets_are_the_labs_not_a_setting(tmp_path):
+    """SHARED_DATA (where the benchmark data sets are) was a setting of the product; the lab reads
+    THREAD_RAG_SHARED_DATA itself, and the product refuses the old name with where it went."""
+    from thread_rag.bench.datasets import shared_data
+    from thread_rag.errors import SettingsError
+    from thread_rag.settings import load_settings
+
+    with pytest.raises(SettingsError, match=r"unknown setting SHARED_DATA \(moved to the benchmark lab: set "
+                                            r"THREAD_RAG_SHARED_DATA"):
+        load_settings({"SHARED_DATA": "/data"}, env={}, config_file=False)
+    load_settings(env={"THREAD_RAG_SHARED_DATA": str(tmp_path)}, config_file=False)  # not taken for a setting
+    import os
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"THREAD_RAG_SHARED_DATA": str(tmp_path)}):
+        assert shared_data() == tmp_path.resolve()
+
+
 def test_generation_names_have_one_home():
     from thread_rag.ids import generation_name, parse_generation_name
 

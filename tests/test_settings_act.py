@@ -87,7 +87,7 @@ ANSWER = {"READER": ("windows", {}), "WALK_MAX": (0, {}), "WALK_QUERY_MIN": (0.9
           "MAX_ANSWER_TOKENS": (50, {})}
 # EMBEDDER_DTYPE "auto" is bfloat16 on a CPU with BF16, else float32: moved to the other one
 PARTS = {"EMBEDDER_DTYPE": ("float32" if cpu_has_bf16() else "bfloat16", {}), "EMBED_BATCH": (4, {}), "TORCH_THREADS": (1, {}),
-         "LLM_THREADS": (1, {}), "LLM_BATCH": (64, {}), "TEMPERATURE": (0.7, {}), "SHARED_DATA": ("/nonexistent", {}),
+         "LLM_THREADS": (1, {}), "LLM_BATCH": (64, {}), "TEMPERATURE": (0.7, {}),
          "NESTED": (False, {}), "CONDENSE_FOLLOWUPS": (False, {}),
          "SMALL_INDEX_CHUNKS": (0, {}), "LLM_CTX": (4096, {}), "MAIN_MODEL": ("qwen2.5-coder-0.5b", {}),
          "CHAT_BACKEND": ("ollama", {})}
@@ -215,16 +215,6 @@ def test_part_settings_reach_the_parts_they_configure(manual_engine, settings_fo
         model_files.load_llama(settings_for(**over), str(gguf))
         return made[-1]
 
-    def dataset(**over):
-        from thread_rag.bench.datasets import load_dataset
-        from thread_rag.errors import ThreadRagError
-
-        try:
-            ds = load_dataset("limit-small", settings_for(**over).shared_data, limit=2)
-            return ds.name, [q for q in ds.queries]
-        except ThreadRagError as exc:
-            return str(exc)
-
     def tree(**over):
         e = make_engine(**over, HOME=str(tmp_path / f"home-{len(over)}"))
         e.index_paths([DOCS / "01-getting-started.md"])
@@ -261,6 +251,6 @@ def test_part_settings_reach_the_parts_they_configure(manual_engine, settings_fo
                "LLM_THREADS": llama, "LLM_BATCH": llama,
                "TEMPERATURE": chat_model, "LLM_CTX": chat_model, "MAIN_MODEL": chat_model, "CHAT_BACKEND": chat_model,
                "SMALL_INDEX_CHUNKS": indexing_embedder,
-               "SHARED_DATA": dataset, "NESTED": tree, "CONDENSE_FOLLOWUPS": followup}
+               "NESTED": tree, "CONDENSE_FOLLOWUPS": followup}
     assert set(observe) == set(PARTS)
     assert _moves(PARTS, observe) == []

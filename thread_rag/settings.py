@@ -86,7 +86,6 @@ class Settings:
                                             # the checkout's default store: <checkout>/doc_cache)
     MODEL_DIR: str = ""                     # joined GGUF files ("" = the per-user cache <user cache>/thread-rag/models,
                                             # shared by every data dir)
-    SHARED_DATA: str = "../shared/data"     # benchmark data sets
     ALLOWED_ROOTS: list = field(default_factory=list)  # index_new_document roots ([] = cwd + HOME)
     CHROMA_HOST: str = ""                   # Chroma server for chunks/vectors, host:port or http://host:port ("" = <HOME>/chroma)
     CHROMA_LIBRARY: str = ""                # with CHROMA_HOST: the id of a shared library to join ("" = this data dir's own)
@@ -360,10 +359,6 @@ class Settings:
         return _given(self.MODEL_DIR) or default_model_dir()
 
     @property
-    def shared_data(self) -> Path:
-        return Path(self.SHARED_DATA).expanduser().resolve()
-
-    @property
     def ollama_host(self) -> str:
         """The Ollama URL (OLLAMA_HOST, else the environment's), "" when none is set. The environment's is checked
         here, when a part that may use Ollama asks (the setting is checked at start)."""
@@ -590,6 +585,8 @@ _ROUTED = ("removed with the model-driven loop (AGENT_MODE = routed): the packag
 RETIRED_DEFAULTS = {"AGENT_MODE": "fast", "MAX_STEPS": 4, "HYDE": False, "LOST_IN_MIDDLE": False}  # what they were
 REMOVED = {"COLBERT_MODEL": "removed: stage 2 uses the embedder's own token vectors (a ColBERT checkpoint would "
                             "need its document side encoded at index time, and none ships offline)",
+           "SHARED_DATA": "moved to the benchmark lab: set THREAD_RAG_SHARED_DATA in the environment of `thread-rag "
+                          "bench` (default ../shared/data)",
            **{name: _ROUTED for name in RETIRED_DEFAULTS}}
 NOT_A_LITERAL = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)  # what literal_eval raises
 
@@ -613,7 +610,7 @@ def _removed(name: str) -> str:
 
 
 NOT_SETTINGS = ("CONFIG", "CRASH_AT", "DEBUG", "FULL_AT", "KILL_TRIALS", "TEST_SHARED", "SERVE_TOKEN", "SUITE_RECORD",
-                "SCREENSHOT")  # THREAD_RAG_ names read elsewhere (serve, the tests)
+                "SCREENSHOT", "SHARED_DATA")  # THREAD_RAG_ names read elsewhere (serve, the tests, the lab)
 
 
 def _refuse_unknown_env(env: Mapping[str, str]) -> None:

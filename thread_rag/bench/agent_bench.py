@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from langchain_core.messages import HumanMessage
+from .datasets import shared_data
 
 LATENCY_CONFIGS = {  # name -> (reader, settings): what the model reads, everything else shared
     "topk": ("topk", {"EXPLAIN_FROM": "sources"}),        # the hits' own texts (plain RAG)
@@ -73,7 +74,7 @@ def run_latency_bench(settings, args) -> dict:
         raise ThreadRagError(f"bench latency: unknown configuration {unknown[0]!r} ({', '.join(LATENCY_CONFIGS)})")
     try:
         e = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache"), MODEL_DIR=str(settings.model_dir)))
-        e.index_file(args.file or str(settings.shared_data /
+        e.index_file(args.file or str(shared_data() /
                                       "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
         agent = Agent(e)
         agents = {}

@@ -38,6 +38,7 @@ from .baselines import BASELINES, reader_for
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 from .retrieval import HOP_SETTINGS, STEPS_SETTINGS
 from . import command_line
+from .datasets import shared_data
 
 READERS = _READERS + tuple(BASELINES) + ("decide",)
 ANSWER_TOKENS = 160      # one cap for every strategy
@@ -195,7 +196,7 @@ def open_sample(settings, args, split: str, limit: int):
     from .datasets import check_disjoint, load_dataset
 
     split = args.split or split
-    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit or limit, seed=args.seed,
+    ds = load_dataset(args.dataset or "aws-docs-qa", shared_data(), limit=args.limit or limit, seed=args.seed,
                       split=split)
     if split == "test":
         check_disjoint(ds, Path(args.out or "bench_results"))

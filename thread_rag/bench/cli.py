@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import ThreadRagError
 from ..settings import load_settings
 from . import command_line
+from .datasets import shared_data
 
 
 def run_bench(args) -> int:
@@ -41,7 +42,7 @@ def _retrieval(settings, args, err) -> int:
         settings = settings.replace(RERANKER="packaged:ms-marco-MiniLM-L-12-v2")
     if args.questions is not None and (args.questions < 1 or args.limit):
         raise ThreadRagError("--questions N: N >= 1, and not with --limit (which shrinks the corpus)")
-    ds = load_dataset(args.dataset, settings.shared_data, limit=args.limit, seed=args.seed, split=args.split,
+    ds = load_dataset(args.dataset, shared_data(), limit=args.limit, seed=args.seed, split=args.split,
                       sample=args.questions)
     if args.split == "test":
         check_disjoint(ds, Path(args.out or "bench_results"))

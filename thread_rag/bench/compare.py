@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import ThreadRagError
 from . import command_line
+from .datasets import shared_data
 
 EDITIONS = {"amd64": "installation-guide-amd64-en", "arm64": "installation-guide-arm64-en"}
 PAIRS = [("pdf-amd64", "pdf-arm64", "test"), ("txt-amd64", "txt-arm64", "dev"),
@@ -237,7 +238,7 @@ def score_pair(rows, gold: dict, n: tuple, same_min: float = 1.0) -> dict:
 
 # ---------------------------------------------------------------------------------------------- run
 def _files(settings) -> dict:
-    root = settings.shared_data / "docs-debian-procedural"
+    root = shared_data() / "docs-debian-procedural"
     return {f"{kind}-{ed}": root / d / f"install.en.{kind}" for ed, d in EDITIONS.items() for kind in ("pdf", "txt")}
 
 

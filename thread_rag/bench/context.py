@@ -21,6 +21,7 @@ from ..ids import ChunkId
 from ..threads.passages import join_thread
 from .baselines import PARENT_WORDS, parent_blocks
 from .metrics import bootstrap_ci, span_found, token_coverage
+from .datasets import shared_data
 
 STRATEGIES = ["topk", "sentence_window", "parent_doc", "thread_windows", "walk", "nested"]
 
@@ -101,7 +102,7 @@ def run_context_bench(settings, args) -> dict:
     from .datasets import load_dataset
     from .retrieval import machine
 
-    ds = load_dataset(args.dataset or "leval-legal", settings.shared_data, limit=args.limit, seed=args.seed)
+    ds = load_dataset(args.dataset or "leval-legal", shared_data(), limit=args.limit, seed=args.seed)
     engine, keymap, _ = open_corpus_engine(settings, ds)
     strategies = args.configs.split(",") if args.configs else STRATEGIES
     out = run_context(settings, ds, engine, keymap, strategies, k=args.k or 5)

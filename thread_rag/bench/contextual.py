@@ -13,6 +13,7 @@ import numpy as np
 from ..ids import ChunkId
 from ..ingest import text_for_embedding
 from .metrics import bootstrap_ci, recall_at_k
+from .datasets import shared_data
 
 
 def adjacent_pairs(chunk_ids: list[str]) -> int:
@@ -26,7 +27,7 @@ def run_contextual_bench(settings, args) -> dict:
     from .datasets import load_dataset
     from .retrieval import doc_ranking, machine
 
-    ds = load_dataset(args.dataset or "aws-docs-qa", settings.shared_data, limit=args.limit, seed=args.seed)
+    ds = load_dataset(args.dataset or "aws-docs-qa", shared_data(), limit=args.limit, seed=args.seed)
     engine, keymap, _ = open_corpus_engine(settings, ds)
     idx = engine.retriever.index
     summ = ExtractiveSummarizer(settings.SUMMARY_MAX_WORDS)

@@ -1,13 +1,15 @@
 """Data set adapters: every set becomes one shape, ``Dataset(corpus, queries)``.
 
 ``corpus``: documents (key, title, text); ``queries``: (qid, text, gold doc keys, gold answers,
-gold evidence spans). Read from ``SHARED_DATA`` (default ../shared/data), never modified.
+gold evidence spans). Read from ``shared_data()``: ``THREAD_RAG_SHARED_DATA`` in the environment, default
+../shared/data; never modified.
 """
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,12 @@ QUICK_CORPUS = 60  # documents kept by --limit runs (gold + distractors)
 
 DATASETS = ("limit-small", "aws-docs-qa", "musique", "leval-legal")
 
+
+def shared_data() -> Path:
+    """Where the shared data sets are: ``THREAD_RAG_SHARED_DATA``, default ../shared/data (the lab's, not a setting
+    of the product)."""
+    return Path(os.environ.get("THREAD_RAG_SHARED_DATA") or "../shared/data").expanduser().resolve()
+
 LEVAL_BOILERPLATE = ("Highlight the parts (if any) of this contract related to",)
 
 
@@ -100,7 +108,7 @@ def load_dataset(name: str, root: Path, limit: int | None = None, seed: int = 13
         raise ThreadRagError(f"unknown split {split!r} (dev or test)")
     root = Path(root)
     if not root.is_dir():
-        raise ThreadRagError(f"shared data not found at {root} (set SHARED_DATA)")
+        raise ThreadRagError(f"shared data not found at {root} (set THREAD_RAG_SHARED_DATA)")
     if name == "limit-small":
         ds = _limit_small(root / "limit-small")
     elif name == "aws-docs-qa":

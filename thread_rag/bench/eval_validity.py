@@ -16,6 +16,7 @@ import math
 import time
 
 import numpy as np
+from .datasets import shared_data
 
 CONFIGS = ("dense_only", "bm25_only", "stage1_rrf", "stage1_2")
 
@@ -138,7 +139,7 @@ def run_eval_validity(settings, args, progress=None) -> dict:
     from pathlib import Path
 
     name, limit, split = args.dataset or "aws-docs-qa", args.limit or 60, args.split or "test"
-    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split=split)
+    ds = load_dataset(name, shared_data(), limit=limit, seed=args.seed, split=split)
     if split == "test":
         check_disjoint(ds, Path(args.out or "bench_results"))
     engine, keymap, _ = open_corpus_engine(settings, ds, progress=progress)
@@ -253,7 +254,7 @@ def _refusals(engine, ds, name: str, split: str, limit: int, seed: int, synth: l
     from .datasets import load_dataset
 
     in_corpus = {d.key for d in ds.corpus}
-    full = load_dataset(name, engine.settings.shared_data, split=split)
+    full = load_dataset(name, shared_data(), split=split)
     rng = np.random.default_rng(seed)
     near = [q for q in full.queries if not (q.gold_docs & in_corpus)]
     near = [near[i] for i in sorted(rng.choice(len(near), size=min(30, len(near)), replace=False))] if near else []

@@ -22,6 +22,7 @@ from ..errors import ThreadRagError
 from ..ingest.loaders import LOADER_VERSION
 from ..evaluate.score import mean_ci
 from .retrieval import machine
+from .datasets import shared_data
 
 SET = "financebench-dev"
 _NUMBER = re.compile(r"(?<![\w.])\(?-?\$?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\)?")
@@ -117,7 +118,7 @@ def run_filings(settings, home: str | None = None, search_k: int = 20) -> dict:
     from ..agent.loop import quote_answer
     from ..engine import Engine
 
-    data = settings.shared_data / SET
+    data = shared_data() / SET
     questions = load_set(data)
     names = sorted({q["doc_name"] for q in questions})
     keep = home is not None

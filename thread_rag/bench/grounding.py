@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ThreadRagError
 from .metrics import bootstrap_ci, paired_rows, token_coverage, token_f1
+from .datasets import shared_data
 
 CONFIGS = ("quote", "explain", "sources")
 QUOTE_SETTINGS = ("QUOTE_WORDS", "QUOTE_MARGIN", "QUOTE_TOKENS", "EXPLAIN_WORDS")
@@ -223,7 +224,7 @@ def _debian(settings, args, configs, progress) -> tuple[dict, dict]:
     from .agent_bench import LATENCY_QUESTIONS
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-grounding-"))
-    path = args.file or str(settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
+    path = args.file or str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
     try:
         e = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache"), MODEL_DIR=str(settings.model_dir)))
         e.index_file(path)

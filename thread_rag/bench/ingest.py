@@ -8,11 +8,12 @@ from pathlib import Path
 
 from ..errors import ThreadRagError
 from .retrieval import machine
+from .datasets import shared_data
 
 
 def run_ingest_bench(settings, file: str | None) -> dict:
     if not file:
-        file = str(settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
+        file = str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
     if not Path(file).is_file():
         raise ThreadRagError(f"{file}: no such file")
     from ..engine import Engine
@@ -44,7 +45,7 @@ def run_embedders_bench(settings, file: str | None, rounds: int = 3) -> dict:
     from ..ingest import load_document, make_chunker, text_for_embedding
     from .metrics import percentile
 
-    file = file or str(settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
+    file = file or str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
     if not Path(file).is_file():
         raise ThreadRagError(f"{file}: no such file")
     names = [PACKAGED_MINILM, PACKAGED_BGE]

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..agent.outcome import NOT_ANSWERED, PARTLY
 from ..errors import ThreadRagError
+from .datasets import shared_data
 
 SETS = Path("bench_results/outcome-sets")
 
@@ -153,7 +154,7 @@ def _dataset_groups(settings, args, name: str):
     from .datasets import load_dataset
 
     limit, split = args.limit or 30, args.split or "dev"
-    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split=split)
+    ds = load_dataset(name, shared_data(), limit=limit, seed=args.seed, split=split)
     engine, keymap, _ = open_corpus_engine(settings, ds)
     scopes = ds.scope_doc_ids(keymap)
     groups = {"answerable": [(q.text, d, []) for q, d in zip(ds.queries, scopes)]}
@@ -166,7 +167,7 @@ def _dataset_groups(settings, args, name: str):
         groups["unanswerable"] = un
     else:
         in_corpus = {d.key for d in ds.corpus}
-        full = load_dataset(name, settings.shared_data, split=split)
+        full = load_dataset(name, shared_data(), split=split)
         near = [q for q in full.queries if not (q.gold_docs & in_corpus)]
         rng = np.random.default_rng(args.seed)
         near = [near[i] for i in sorted(rng.choice(len(near), size=min(limit, len(near)), replace=False))]
@@ -182,7 +183,7 @@ def _hand_written(settings, name: str):
 
     home = bench_home(settings, f"outcome-{name}")
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(Path(home) / "doc_cache")))
-    src = (Path(settings.shared_data) / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"
+    src = (shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"
            if name == "debian" else Path(__file__).resolve().parents[2] / "docs")
     engine.index_paths([src])  # what changed since the home was made (docs/ is edited) is read again
     groups = {}
@@ -223,7 +224,7 @@ def run_quote_bench(settings, args) -> dict:
     cases = json.loads((SETS / name).read_text())
     if name != "quote-completeness.json":  # judged apart from the set the quote's rules were tuned on
         _held_out(cases, json.loads((SETS / "quote-completeness.json").read_text()))
-    roots = {"debian": Path(settings.shared_data), "aws": Path(settings.shared_data),
+    roots = {"debian": shared_data(), "aws": shared_data(),
              "docs": Path(__file__).resolve().parents[2]}
     rows = []
     for corpus in sorted({c["corpus"] for c in cases}):

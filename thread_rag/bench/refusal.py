@@ -26,6 +26,7 @@ import numpy as np
 
 from ..agent.loop import best_match
 from ..agent.reading import best_similarity
+from .datasets import shared_data
 
 GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
 QUOTE_GRID = [-12.0, -11.0, -10.0, -9.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.5, -3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 1.0, 2.0]  # QUOTE_MIN
@@ -128,15 +129,15 @@ def run_refusal_bench(settings, args) -> dict:
     name = args.dataset or "aws-docs-qa"
     limit = args.limit or 30
     split = args.split or "dev"  # dev calibrates; --split test re-measures the chosen floor on held-out questions
-    ds = load_dataset(name, settings.shared_data, limit=limit, seed=args.seed, split=split)
+    ds = load_dataset(name, shared_data(), limit=limit, seed=args.seed, split=split)
     engine, _, _ = open_corpus_engine(settings, ds)
     in_corpus = {d.key for d in ds.corpus}
-    full = load_dataset(name, settings.shared_data, split=split)
+    full = load_dataset(name, shared_data(), split=split)
     rng = np.random.default_rng(args.seed)
     near_q = [q for q in full.queries if not (q.gold_docs & in_corpus)]
     near_q = [near_q[i] for i in sorted(rng.choice(len(near_q), size=min(limit, len(near_q)), replace=False))]
     near = [q.text for q in near_q]
-    other = load_dataset("musique" if name != "musique" else "aws-docs-qa", settings.shared_data, limit=limit,
+    other = load_dataset("musique" if name != "musique" else "aws-docs-qa", shared_data(), limit=limit,
                          seed=args.seed, split=split)
     groups = {"answerable": [q.text for q in ds.queries], "in_domain_unanswerable": near,
               "off_domain": [q.text for q in other.queries]}

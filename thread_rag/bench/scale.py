@@ -21,6 +21,7 @@ from . import peak_rss_kib, proc_status_kib
 from .metrics import percentile
 from .retrieval import machine, search_settings
 from .scale_corpus import held_out_document, scale_corpus
+from .datasets import shared_data
 
 CONFIGS = ["stage1_rrf", "stage1_2", "three_stage"]
 STEP = 64  # chunks per embedding call, as indexing does
@@ -116,7 +117,7 @@ def scale_queries(data: Path | None, n: int) -> list[str]:
 
 def run_scale_bench(settings, home: Path, chunks: int, checkpoints: list[int], download: bool,
                     n_queries: int = 30, progress=None) -> dict:
-    data = settings.shared_data if settings.shared_data.is_dir() else None
+    data = shared_data() if shared_data().is_dir() else None
     docs, report = scale_corpus(data, home.parent / "scale-debs", download)
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "doc_cache")))
     # the embedder's own rate before and after the growth, on 320 sample chunks, or on 1/20 of a smaller library
@@ -190,7 +191,7 @@ def remeasure(settings, home: Path, n_queries: int = 30) -> dict:
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "doc_cache")))
     engine.embedder.embed_with_tokens(["warm up"])  # the added document's time is indexing, not loading the model
     docs = engine.catalog.documents()
-    data = settings.shared_data if settings.shared_data.is_dir() else None
+    data = shared_data() if shared_data().is_dir() else None
     point = {"target": None, "chunks": sum(d.chunk_count for d in docs), "documents": len(docs),
              **checkpoint(engine, scale_queries(data, n_queries), home)}
     point["bytes_per_chunk"] = round(point["disk_bytes"] / max(point["chunks"], 1))

@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from .datasets import shared_data
 
 GOAL_RATIO = 0.8
 
@@ -169,7 +170,7 @@ def run_serve_load(settings, args) -> dict:
     try:
         engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache"),
                                          MODEL_DIR=str(settings.model_dir)))
-        source = args.file or str(settings.shared_data /
+        source = args.file or str(shared_data() /
                                   "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
         t0 = time.perf_counter()
         engine.index_file(source)

@@ -26,6 +26,7 @@ from ..atomic import atomic_write_json
 from ..errors import ThreadRagError
 from .retrieval import RECORDED_LATER as RETRIEVAL_RECORDED_LATER
 from . import command_line
+from .datasets import shared_data
 
 SUITE = (("aws-docs-qa", 60), ("leval-legal", 60), ("musique", 60))
 SUITE_STRATEGIES = ["topk", "walk"]
@@ -132,7 +133,7 @@ def run_suite(settings, args, progress=None) -> list[Path]:
     written = []
     for name in names:
         t0 = time.perf_counter()
-        ds = load_dataset(name, settings.shared_data, limit=args.limit or sizes.get(name, 30), seed=args.seed,
+        ds = load_dataset(name, shared_data(), limit=args.limit or sizes.get(name, 30), seed=args.seed,
                           split="test")
         check_disjoint(ds, Path("bench_results"))
         check_disjoint(ds, out_dir)

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from .datasets import shared_data
 
 VARIANTS = {
     "default": {},
@@ -67,7 +68,7 @@ def run_throughput_bench(settings, args) -> dict:
     from .retrieval import machine
 
     src = model_path(settings, settings.MAIN_MODEL)
-    guide = settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.txt"
+    guide = shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.txt"
     text = guide.read_text(encoding="utf-8", errors="replace")[20000:26000]
     names = args.configs.split(",") if args.configs else list(VARIANTS)
     tmp = Path(tempfile.mkdtemp(prefix="thread-rag-quant-"))

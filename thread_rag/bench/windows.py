@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .retrieval import machine
+from .datasets import shared_data
 
 
 def run_windows_bench(settings, args) -> dict:
@@ -16,7 +17,7 @@ def run_windows_bench(settings, args) -> dict:
     from ..threads.preheat import preheat
     from ..threads.summarizers import ExtractiveSummarizer, LlamaSummarizer
 
-    file = args.file or str(settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
+    file = args.file or str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
     home = Path(tempfile.mkdtemp(prefix="thread-rag-win-"))
     out: dict = {"file": file, "machine": machine()}
     try:
