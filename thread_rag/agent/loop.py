@@ -269,13 +269,16 @@ class Agent:
         judge = Judge(self.engine.calibration() if s.CALIBRATION == "on" else None, s.RELEVANCE_MIN, s.QUOTE_MIN,
                       s.MATCH_MIN)
         read_k = k
-        if s.QUESTION_STEPS and reader != "nested":  # the nested reader searches its own tree
+        # under the cosine floor: no model call to search further (its lines are read for the outcome and shown as
+        # related; a line that plainly answers may still answer it, QUOTE_STRONG)
+        far = rel < s.RELEVANCE_MIN and judge.calibration is None and not anyway
+        if s.QUESTION_STEPS and reader != "nested" and not far:  # the nested reader searches its own tree
             hits = self._question_steps(standalone, doc_id, hits, trace)
             read_k = len(hits)  # both searches' entries, read under the same budget (as _decide)
         t_read = time.perf_counter()
         sources = self.read(reader, standalone, hits, qvec, doc_id, k=read_k)
         self._trace_read(trace, reader, sources, t_read)
-        if s.DECIDE and sources and name not in ("topk", "nested"):  # the budgeted readers
+        if s.DECIDE and sources and name not in ("topk", "nested") and not far:  # the budgeted readers
             sources = self._decide(standalone, sources, hits, qvec, reader, doc_id, trace)
         if not sources:
             return self._refusal(base, on_token, t0, calls)
