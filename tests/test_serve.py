@@ -500,3 +500,30 @@ def test_a_server_killed_during_an_upload_leaves_a_whole_library_and_names_the_f
         assert [d.name for d in again.documents()] == ["01-getting-started.md"] and not again.check_consistency()
     row = next(r for r in checks(settings) if r["check"] == "uploads")
     assert not row["ok"] and str(kept[0]) in row["detail"] and "thread-rag index" in row["fix"], row
+
+
+def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_path):
+    """/health counted the documents on the reading thread under the library lock, so while an upload was indexed it
+    waited for the whole indexing (a monitor would take the server for dead). It answers at once, with the count
+    as last read and ``writing`` true while a change is under way."""
+    import threading
+
+    words = (REPO_DOCS / "03-searching.md").read_text().split()
+    body = "".join(f"## Part {s}\n\n" + " ".join(words[(s * 37) % 900:(s * 37) % 900 + 300]) + "\n\n" for s in range(120))
+    with running(build_app(manual_engine, allow_writes=True, chat_model=fake_model())) as c:
+        before = c.get("/health").json()
+        done = threading.Event()
+
+        def upload():
+            c.post("/upload", files={"file": ("parts.md", body.encode())})
+            done.set()
+        threading.Thread(target=upload, daemon=True).start()
+        seen = []
+        while not done.is_set():
+            t = time.perf_counter()
+            h = c.get("/health", timeout=2).json()
+            seen.append((h["writing"], time.perf_counter() - t))
+            time.sleep(0.1)
+        assert any(w for w, _ in seen) and max(s for _, s in seen) < 1.0, seen
+        after = c.get("/health").json()
+        assert after["documents"] == before["documents"] + 1 and after["writing"] is False

@@ -123,6 +123,8 @@ class Door:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-rag-serve-write")
         self.library = ReadWriteLock()
         self.waiting = 0  # full answers queued or running
+        self.writing = 0  # changes to the library under way or waiting (health says so, without waiting for them)
+        self.documents = len(engine.documents())  # the count as last read (health answers with it at once)
         self.lock = threading.Lock()
 
     async def run(self, fn, *args, **kw):
@@ -135,7 +137,18 @@ class Door:
 
     async def write(self, fn, *args, **kw):
         """``fn`` (a change to the library) on the writing thread, with the library to itself."""
-        return await self._on(self.writer, self.library.writing_, fn, *args, **kw)
+        def change():
+            try:
+                return fn(*args, **kw)
+            finally:
+                self.documents = len(self.engine.documents())
+        with self.lock:
+            self.writing += 1
+        try:
+            return await self._on(self.writer, self.library.writing_, change)
+        finally:
+            with self.lock:
+                self.writing -= 1
 
     async def _on(self, pool, hold, fn, *args, **kw):
         def call():
@@ -287,7 +300,8 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
 
     async def health(request):
         s = engine.settings
-        return JSONResponse({"status": "ok", "version": __version__, "documents": len(await door.run(engine.documents)),
+        return JSONResponse({"status": "ok", "version": __version__, "documents": door.documents,  # as last read
+                             "writing": door.writing > 0,  # health never waits for a change or a queued read
                              "store": s.CHROMA_HOST or str(engine.home), "model": s.MAIN_MODEL, "backend": s.CHAT_BACKEND,
                              "writes": door.allow_writes, "answers_waiting": door.waiting})
 
@@ -295,7 +309,9 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(await door.run(tools.library_stats, engine))
 
     async def documents(request):
-        return JSONResponse(await door.run(tools.list_available_documents, engine))
+        listed = await door.run(tools.list_available_documents, engine)
+        door.documents = len(listed["documents"])  # another process may have changed the library
+        return JSONResponse(listed)
 
     async def metadata_values(request):
         docs = await door.run(engine.documents)
