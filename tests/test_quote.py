@@ -357,13 +357,27 @@ def test_a_sentence_naming_the_following_command_brings_it_and_a_procedure_gets_
             "**Warning** Secure deletion utilities such as shred may not remove all copies of a file.")
     lines, _ = _quoted("How do I securely delete the host keys?", _source(text), "securely remove")
     assert "```\n$ sudo shred -u /etc/ssh/*_key /etc/ssh/*_key.pub\n```" in lines, lines
-    filler = "If you have a public DNS name registered you can set the hostname so the instance is part of it."
+    assert lines[-1].startswith("**Warning** Secure deletion"), lines  # a bold label is a label
+    filler = "If you have a public DNS name registered you can set the hostname."
     text = (filler + "\nTo change the hostname without a public DNS name:\n"
             "1. Use the hostnamectl command to set the hostname to the name you want.\n"
             "2. Open the hosts file and change the entry for the loopback address to the new name.\n"
             "3. Reboot the instance to pick up the new hostname and log in to check it.")
     scored = score_units("How do I change the hostname?", [_source(text)],
                          _scorer({"public DNS name registered": 6.0, "2. Open the hosts": 7.0}))
-    chosen, cut = choose_quote("How do I change the hostname?", scored, QuoteSettings(words=60))
+    chosen, cut = choose_quote("How do I change the hostname?", scored, QuoteSettings(words=30))
     texts = [u.text for u in chosen]
     assert cut == "" and [t[:2] for t in texts if t[0].isdigit()] == ["1.", "2.", "3."], (texts, cut)
+    assert filler not in texts  # it fit the budget by score, and gave way to the steps
+
+
+def test_a_first_chunk_opening_with_a_fence_is_paired_the_way_its_code_reads():
+    """Review finding: a text that opens with a fence followed by a capitalised sentence was always taken to start
+    inside a block, so program output ("The authenticity of host ... cannot be established.") turned the prose
+    after it into code. The fences are paired both ways and the way whose code holds commands, not prose, wins."""
+    out = "```\nThe authenticity of host example.com cannot be established.\n```\nType yes to continue.\n" \
+          "Then run the next command:\n```\n$ ssh host\n```"
+    assert [u.kind for u in units(out)] == ["code", "sentence", "sentence", "code"], units(out)
+    tail = "```\n**Note** This command does not remove packages.\nTo disable a topic, use the following command:\n" \
+           "```\n[ec2-user ~]$ sudo amazon-linux-extras disable topic\n```\nThe Extras library holds kernels."
+    assert [u.kind for u in units(tail)] == ["sentence", "sentence", "code", "sentence"], units(tail)

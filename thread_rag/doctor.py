@@ -330,7 +330,7 @@ def uploads_check(home: Path, indexed: set) -> dict | None:
     return {"check": "uploads", "ok": False,
             "detail": f"{counted(len(loose), 'uploaded file')} in no document (an upload the server stopped during): "
                       f"{named}",
-            "fix": "index it (`thread-rag index PATH`) or upload it again, then remove its uploads/ folder"}
+            "fix": "index it where it is (`thread-rag index PATH`), or remove its uploads/ folder and upload it again"}
 
 
 def source_files_check(docs) -> dict:

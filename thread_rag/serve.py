@@ -141,7 +141,8 @@ class Door:
             try:
                 return fn(*args, **kw)
             finally:
-                self.documents = len(self.engine.documents())
+                with contextlib.suppress(Exception):  # the change's own error is what the client gets
+                    self.documents = len(self.engine.documents())
         with self.lock:
             self.writing += 1
         try:
@@ -309,9 +310,11 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(await door.run(tools.library_stats, engine))
 
     async def documents(request):
-        listed = await door.run(tools.list_available_documents, engine)
-        door.documents = len(listed["documents"])  # another process may have changed the library
-        return JSONResponse(listed)
+        def listed():
+            out = tools.list_available_documents(engine)
+            door.documents = len(out["documents"])  # under the read lock; another process may have changed it
+            return out
+        return JSONResponse(await door.run(listed))
 
     async def metadata_values(request):
         docs = await door.run(engine.documents)
@@ -352,7 +355,8 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         if not isinstance(explain, bool):
             raise HttpError(400, "explain must be true or false")
         args = dict(doc_a=text_field(body, "doc_a"), doc_b=text_field(body, "doc_b"),
-                    topic=text_field(body, "topic", False), limit=limit, explain=explain)
+                    topic=text_field(body, "topic", False), limit=limit, explain=explain,
+                    explain_limit=min(10, limit or 10), explain_within=limit)  # only rows it returns, as the CLI
         if not explain:  # no model: beside the answers being written
             return JSONResponse(await door.run(tools.compare_documents, engine, **args))
         door.take_slot()

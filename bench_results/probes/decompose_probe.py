@@ -23,6 +23,7 @@ from thread_rag.settings import load_settings
 
 # the prompts this probe chose are the product's now (one home): thread_rag/agent/steps.py
 from thread_rag.agent.steps import LOOKUP_ASK, LOOKUP_SYSTEM, SPLIT_ASK, SPLIT_SYSTEM, split_schema
+from thread_rag.bench.datasets import shared_data
 
 SPLIT_SCHEMA = split_schema(4)
 
@@ -58,11 +59,11 @@ CACHED = {}  # question -> steps, from an earlier run's output (the LLM is greed
 
 def main(name, split_="dev", mode="gold", n=None):
     s = load_settings(None)
-    ds = load_dataset(name, s.shared_data, split=split_)
+    ds = load_dataset(name, shared_data(), split=split_)
     engine, keymap, _ = open_corpus_engine(s, ds)
     raw = {}
     if name == "musique":
-        raw = {q["question"]: q for q in json.load(open(s.shared_data / "musique-hipporag100/musique_train.json"))}
+        raw = {q["question"]: q for q in json.load(open(shared_data() / "musique-hipporag100/musique_train.json"))}
     llm = make_chat_model(s)
     qs = ds.queries[:n] if n else ds.queries
     a0, a1, n0, n1, secs, recs = [], [], [], [], [], []

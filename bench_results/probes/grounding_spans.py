@@ -28,6 +28,7 @@ from thread_rag.agent.reading import source_of as _source
 from thread_rag.engine import Engine
 from thread_rag.ids import ChunkId
 from thread_rag.settings import load_settings
+from thread_rag.bench.datasets import shared_data
 
 DRAW = {"aws-docs-qa": 20, "leval-legal": 6, "musique": 6}
 
@@ -47,10 +48,10 @@ def engines() -> dict:
     settings = load_settings()
     home = Path(tempfile.mkdtemp(prefix="grounding-spans-"))
     deb = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache")))
-    deb.index_file(str(settings.shared_data / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
+    deb.index_file(str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
     out = {"debian": (deb, {})}
     for name in (n for n in DRAW if n in SETS):
-        ds = load_dataset(name, settings.shared_data, limit=60, seed=13, split="test")  # the runs' sample and corpus
+        ds = load_dataset(name, shared_data(), limit=60, seed=13, split="test")  # the runs' sample and corpus
         out[name] = (open_corpus_engine(settings, ds)[0], {q.qid: q.text for q in ds.queries})
     return out
 

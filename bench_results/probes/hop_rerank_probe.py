@@ -19,6 +19,7 @@ from thread_rag.retrieve.fusion import rrf
 from thread_rag.retrieve.rerank import OnnxCrossEncoder
 from thread_rag.retrieve.search_index import bm25_tokenize
 from thread_rag.settings import load_settings
+from thread_rag.bench.datasets import shared_data
 
 CAP = {}
 orig3 = P.Retriever._stage3
@@ -31,7 +32,7 @@ P.Retriever._stage3 = stage3
 def main(name, max_tokens=384, M=20, split="dev"):
     settings = load_settings(None).replace(STAGE3_K=15, RERANK_MAX_TOKENS=192, STAGE3_LEXICAL_FLOOR=0.1,
                                            EARLY_EXIT_MARGIN=1e9)
-    ds = load_dataset(name, settings.shared_data, split=split)
+    ds = load_dataset(name, shared_data(), split=split)
     engine, keymap, _ = open_corpus_engine(settings, ds)
     r = engine.retriever
     ce = OnnxCrossEncoder(max_tokens=max_tokens, threads=settings.TORCH_THREADS)

@@ -27,6 +27,7 @@ from thread_rag.bench.refusal import quote_agent
 from thread_rag.bench.retrieval import machine
 from thread_rag.engine import Engine
 from thread_rag.settings import load_settings
+from thread_rag.bench.datasets import shared_data
 
 STOP = set("""a an the of in on at to for from by with and or is are was were be been can could do does did how what
 which who whom whose when where why will would should shall may might must i my me we our you your it its this that
@@ -96,7 +97,7 @@ def main() -> None:
     s = load_settings()
     out = {"split": "dev", "machine": machine(), "command": "python bench_results/probes/refusal_signals.py", "sets": {}}
     for name in ("aws-docs-qa", "musique", "leval-legal"):
-        ds = load_dataset(name, s.shared_data, limit=30, seed=13, split="dev")
+        ds = load_dataset(name, shared_data(), limit=30, seed=13, split="dev")
         engine, keymap, _ = open_corpus_engine(s, ds)
         groups = {"answerable": ask_all(engine, ds.queries), "gold_deleted": []}
         gold = {doc_id for doc_id, key in keymap.items() if any(key in q.gold_docs for q in ds.queries)}

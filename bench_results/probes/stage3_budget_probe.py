@@ -32,11 +32,12 @@ from thread_rag.retrieve.rerank import OnnxCrossEncoder
 from thread_rag.settings import load_settings
 
 from stage3_rules_offline import dedupe  # noqa: E402 - the sibling probe (run from this folder's script path)
+from thread_rag.bench.datasets import shared_data
 
 
 def collect(name: str) -> tuple[list, object]:
     settings = load_settings(None).replace(STAGE3_K=20)  # the pool; K below it are evaluated offline
-    ds = load_dataset(name, settings.shared_data, split="dev")
+    ds = load_dataset(name, shared_data(), split="dev")
     engine, keymap, _ = open_corpus_engine(settings, ds)
     seen = {}
 

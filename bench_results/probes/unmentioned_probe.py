@@ -12,11 +12,12 @@ from thread_rag.bench.datasets import load_dataset
 from thread_rag.embedder import TokenCounter, packaged_minilm_path
 from thread_rag.retrieve.search_index import bm25_tokenize
 from thread_rag.settings import load_settings
+from thread_rag.bench.datasets import shared_data
 
 settings = load_settings(None)
 pieces = TokenCounter(packaged_minilm_path())
 for name in ("aws-docs-qa", "musique", "limit-small", "leval-legal"):
-    ds = load_dataset(name, settings.shared_data, split="test")
+    ds = load_dataset(name, shared_data(), split="test")
     held = set()
     for doc in ds.corpus:
         held.update(bm25_tokenize([doc.text])[0])

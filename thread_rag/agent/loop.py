@@ -260,7 +260,8 @@ class Agent:
         qvec = self.engine.query_embedder.embed_queries([standalone])[0]
         rel = best_similarity(index, qvec, [h.chunk_id for h in hits[:s.READ_K]])
         match = best_match(hits[:s.READ_K])
-        trace = [{"step": 0, "tool": "rag_search", "args": {"query": standalone, **({"doc_id": doc_id} if doc_id else {})},
+        trace = [{"step": 0, "tool": "rag_search", "args": {"query": standalone, **({"doc_id": doc_id} if doc_id else {}),
+                                                            **self.where},
                   "ok": True, "error": None, "result": [f"{h.chunk_id} ({h.score:.2f})" for h in hits]}]
         self.on_event("tool", trace[0])
         base = dict(question=question, standalone_question=standalone, tool_trace=trace, backend=self.backend,

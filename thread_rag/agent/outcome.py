@@ -254,10 +254,10 @@ class Judge:
                                          round(verdicts[q][1], 4)} for q, ev in by_part.items()}
             out.kind = ANSWERED if not out.missing else NOT_ANSWERED if not out.covered else PARTLY
         out.reasons = reasons(whole, out, self)
-        if len(by_part) > 1:
-            top = max(by_part.values(), key=lambda e: e.quote_best).quote_best
+        if len(by_part) > 1 and behind:
+            top = max(e.quote_best for e in by_part.values() if e.quote_best is not None)
             out.reasons += [f"no line answers {indirect(q)}: its best scores {by_part[q].quote_best:.2f} against "
-                            f"{top:.2f} for the other part" for q in behind]
+                            f"{top:.2f} for the best part" for q in behind]
         return out
 
 
@@ -288,7 +288,7 @@ def reasons(ev: Evidence, out: Outcome, judge: Judge) -> list[str]:
         said.append(f"best quoted line scores {ev.quote_best:.2f}")
     said.append(f"closest passage cosine {ev.relevance:.2f}" + (
         f" (under RELEVANCE_MIN; a line scoring {QUOTE_STRONG:g} or more answers all the same)"
-        if ev.relevance < judge.relevance_min and out.kind != NOT_ANSWERED else ""))
+        if ev.relevance < judge.relevance_min and out.kind != NOT_ANSWERED and not out.calibrated else ""))
     if ev.match is not None and ev.match < judge.match_min:
         said.append(f"weak match: the best passage's cross-encoder probability {ev.match:.3f} is under MATCH_MIN "
                     f"{judge.match_min:g}")

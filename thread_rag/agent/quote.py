@@ -53,9 +53,10 @@ MD_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:\*\*|__)?[A-Z0-9])")
 ABBREV_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Fig|No|approx|Mr|Mrs|Dr|St|Inc|Ltd|Co|Sec|Art)|\b[A-Z])\.$")
 # a line that warns: a label ("Warning:", "Note:", a label on a line of its own) or words that say what is lost
-LABEL = re.compile(r"^\W*(?:warning|caution|danger|important|attention|note)\b\s*(?:[:!\u2013\u2014-]|$)", re.I)
+LABEL = re.compile(r"^\W*(?:warning|caution|danger|important|attention|note)\b\s*(?:[:!\u2013\u2014-]|$|\*\*|__)", re.I)
 # ... of those, the labels that warn (a "Note" may only be a tip): they reach a little further (``_warnings``)
-STRONG_LABEL = re.compile(r"^\W*(?:warning|caution|danger|important|attention)\b\s*(?:[:!\u2013\u2014-]|$)", re.I)
+STRONG_LABEL = re.compile(r"^\W*(?:warning|caution|danger|important|attention)\b\s*(?:[:!\u2013\u2014-]|$|\*\*|__)",
+                          re.I)
 WARNING = re.compile(LABEL.pattern + r"|\b(?:no undo|can ?not be undone|can't be undone|irreversibl[ey]|deletes|erases|"
                      r"overwrites|destroys|wipes|will (?:erase|delete|remove|destroy|overwrite|wipe)|make sure|"
                      r"be sure to|back (?:it |them |this |everything )?up (?:first|before)|data loss|"
@@ -65,9 +66,11 @@ WARNING = re.compile(LABEL.pattern + r"|\b(?:no undo|can ?not be undone|can't be
 # a question that asks for a procedure: its list is quoted whole
 PROCEDURE = re.compile(r"\b(?:how (?:do|does|can|could|should|would|to)\b|steps?\b|install|set ?up\b|setting up|"
                        r"configur|procedure|stages\b|each case\b|start to finish|walk me through|"
-                       r"what (?:do|should|can|must) (?:i|we|you) (?:do|check|try)\b)", re.I)
+                       r"what (?:should|must) (?:i|we|you) (?:do|check|try)\b|"
+                       r"what do (?:i|we) do (?:if|when|for|in|about|next|now|first)\b)", re.I)
 # a sentence that announces what follows it, though it ends in a full stop ("... with the following command.")
-ANNOUNCES = re.compile(r"\b(?:the following|as follows)\b[^.]*\.\W*$", re.I)
+ANNOUNCES = re.compile(r"\b(?:the following (?:commands?|example|steps?|procedure|lines?|code|output|settings?)|"
+                       r"as follows)\b[^.]*\.\W*$", re.I)
 FIGURE = re.compile(r"\b(?:how much|amount|ratio|margin|percent(?:age)?|"
                     r"in (?:usd|us\$|\$|dollars|euros?|millions|billions|thousands))\b", re.I)
 
@@ -187,11 +190,8 @@ class _Cutter:
 
     def closing_fence(self, inside: bool | None) -> int:
         """Where cutting starts: after the fence that closes a code block begun in the chunk before when the text
-        starts inside one (the lines before that fence are the block's end, a code unit); else 0. Unless ``inside``
-        says, the text starts inside a block when its first line is a fence followed by prose, a step or a line less
-        indented than it (or it is the text's only fence), or
-        when it holds an odd number of fences, the first under lines indented as deep as it (an indented block's
-        end)."""
+        starts inside one (the lines before that fence are the block's end, a code unit); else 0. ``inside`` None:
+        judged from the text (:meth:`starts_inside`)."""
         fences = self.fences()
         if not fences or inside is False or (inside is None and not self.starts_inside()):
             return 0
@@ -206,18 +206,22 @@ class _Cutter:
         return [i for i, (_, ln) in enumerate(self.lines) if FENCE.match(ln)]
 
     def starts_inside(self) -> bool:
-        """Judged from the text alone (see :meth:`closing_fence`)."""
-        fences = self.fences()
+        """Whether the text reads better as starting inside a fenced block than outside: the fences paired both ways,
+        the way whose code holds more command lines and fewer prose lines, steps or titles (a tie: outside)."""
+        fences = set(self.fences())
         if not fences:
             return False
-        f = fences[0]
-        before = [ln for _, ln in self.lines[:f] if ln.strip()]
-        if not before:  # the text opens with a fence: it closes a block when prose, a step or less indent follows
-            after = next((ln for _, ln in self.lines[f + 1:] if ln.strip()), "")
-            return _prose(after) or bool(ITEM.match(after)) or _indent(after) < _indent(self.lines[f][1]) \
-                or len(fences) == 1
-        return len(fences) % 2 == 1 and _indent(self.lines[f][1]) > 0 and all(_indent(ln) >= _indent(self.lines[f][1]) and not ITEM.match(ln)
-                                                     for ln in before)
+
+        def code_score(inside: bool) -> int:
+            score, indent = 0, 0
+            for i, (_, ln) in enumerate(self.lines):
+                if i in fences:
+                    inside, indent = not inside, _indent(ln)
+                elif inside and ln.strip():
+                    score += 1 if PROMPTED.match(ln) else -1 if (_prose(ln) or ITEM.match(ln) or
+                                                                  _indent(ln) < indent) else 0
+            return score
+        return code_score(True) > code_score(False)
 
     def next_unit(self, i: int) -> int:
         line = self.lines[i][1]
@@ -328,6 +332,9 @@ def _leads(line: str) -> bool:
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
+
+
+PROMPTED = re.compile(r"^\s*(?:\[[^\]\n]{1,60}\]\s*)?(?:\$|#|>|sudo)\s+\S")  # "$ ls", "[ec2-user ~]$ ls", "# apt ..."
 
 
 def _prose(line: str) -> bool:
@@ -743,13 +750,22 @@ def _warnings(picked: list[Unit], us: list[Unit]) -> list[Unit]:
             if j is None:
                 continue
             new = _warning_at(j, step, us) if command else (
-                _labelled_at(j, us, 0) or (_warning_at(j, 1, us) if us[j].block == u.block else []))
+                _labelled_at(j, us, 0) or (_warning_at(j, 1, us) if us[j].block == u.block else [])) \
+                if u.kind == "sentence" else []
             if not new and command and step > 0:
                 new = _labelled_at(j, us, LABEL_REACH)
+            if new and step < 0 and _trails_a_command(min(x.order for x in new), us):
+                new = []  # a note under the command before it is that command's
             new = [x for x in new if x.order not in held]
             out += new
             held.update(x.order for x in new)
     return out
+
+
+def _trails_a_command(order: int, us: list[Unit]) -> bool:
+    """The unit at ``order`` comes directly after a command, code block or step (it warns about that one)."""
+    i = next(k for k, u in enumerate(us) if u.order == order)
+    return i > 0 and _next_to(us[i - 1], us[i]) and us[i - 1].kind in LISTED
 
 
 LABEL_REACH = 2  # a labelled warning ("Important", "Warning: ...") this many paragraphs past a quoted command
