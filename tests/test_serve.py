@@ -487,9 +487,9 @@ def test_a_server_killed_during_an_upload_leaves_a_whole_library_and_names_the_f
                 httpx.post(a + "/upload", files={"file": ("big.md", big.read_bytes())}, timeout=120)
         threading.Thread(target=upload, daemon=True).start()
         deadline = time.time() + 60
-        while not list((home / "uploads").glob("*/big.md")) and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)  # indexing under way
+        while not httpx.get(a + "/health", timeout=5).json()["writing"] and time.time() < deadline:
+            time.sleep(0.05)  # /health answers at once, and says when the upload's indexing has begun
+        time.sleep(0.3)
         import os
 
         os.kill(PIDS[a], signal.SIGKILL)
