@@ -21,11 +21,12 @@ def machine() -> dict:
     Python: where a figure came from."""
     cpu, flags = "unknown", set()
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name") and cpu == "unknown":
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name") and cpu == "unknown":
+                    cpu = line.split(":", 1)[1].strip()
+                if line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
     vector = ("AVX-512 with BF16" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags else

@@ -237,6 +237,11 @@ def history_of(body: dict) -> list[tuple[str, str]]:
     return [(t["question"], t["answer"]) for t in turns[-10:]]
 
 
+def whole_number(value, lo: int, hi: int | None = None) -> bool:
+    """``value`` is a JSON whole number (not a boolean) from ``lo`` to ``hi``."""
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value and (hi is None or value <= hi)
+
+
 def scope_of(body: dict) -> dict:
     """The ``pages`` ("10-20" or "3", as ``--pages``) and ``heading`` filters of a request, those it gives."""
     scope = {}
@@ -323,7 +328,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
     async def search(request):
         body = await json_body(request, tuple(BODIES["/search"]))
         k = body.get("k")
-        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50):
+        if k is not None and not whole_number(k, 1, 50):
             raise HttpError(400, "k must be a whole number from 1 to 50")
         return JSONResponse(await door.run(tools.rag_search, engine, text_field(body, "query"),
                                            doc_id=text_field(body, "doc", False), k=k, **scope_of(body)))
@@ -334,14 +339,14 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
             raise HttpError(400, 'chunk_ids must be a list of chunk ids such as ["DOC1_006"]')
         budget = body.get("budget")
-        if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
+        if budget is not None and not whole_number(budget, 1):
             raise HttpError(400, "budget must be a positive whole number of tokens")
         return JSONResponse(await door.run(tools.fetch_chunks_by_id, engine, ids, token_budget=budget))
 
     async def nested(request):
         body = await json_body(request, tuple(BODIES["/nested"]))
         limit = body.get("limit", 5)
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
+        if not whole_number(limit, 1, 50):
             raise HttpError(400, "limit must be a whole number from 1 to 50")
         return JSONResponse(await door.run(tools.nested_retrieve, engine, text_field(body, "query"), limit=limit,
                                            doc_id=text_field(body, "doc", False)))
@@ -350,7 +355,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         """Two documents aligned step by step (``compare_documents``): same, changed, only in one."""
         body = await json_body(request, tuple(BODIES["/compare"]))
         limit, explain = body.get("limit"), body.get("explain", False)
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000):
+        if limit is not None and not whole_number(limit, 1, 1000):
             raise HttpError(400, "limit must be a whole number from 1 to 1000")
         if not isinstance(explain, bool):
             raise HttpError(400, "explain must be true or false")

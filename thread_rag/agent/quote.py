@@ -676,20 +676,23 @@ def _leads_into_list(i: int, us: list[Unit]) -> bool:
         and us[i + 1].kind == "step"
 
 
+def _listed(picked: list[Unit], us: list[Unit]) -> list[Unit]:
+    """The lines of ``picked`` that belong to a list: its steps, their code and text, and the lines leading into one."""
+    index = {u.order: i for i, u in enumerate(us)}
+    return [u for u in picked if u.kind in LISTED or (u.order in index and _leads_into_list(index[u.order], us))]
+
+
 def _lists_held(picked: list[Unit], us: list[Unit]) -> bool:
     """Whether a line chosen by score is part of a list (a step, its code) or leads into one."""
-    index = {u.order: i for i, u in enumerate(us)}
-    return any(u.kind in LISTED or (u.order in index and _leads_into_list(index[u.order], us)) for u in picked)
+    return bool(_listed(picked, us))
 
 
 def _procedure_core(picked: list[Unit], us: list[Unit]) -> list[Unit]:
     """Of the quote so far, what a procedure question keeps when its list does not fit: the best line with what it
     needs, the steps, code and lead-ins of lists."""
     best = max(picked, key=lambda u: u.score)
-    keep = {best.order} | {x.order for x in _needs(best, us, 0)}
-    index = {u.order: i for i, u in enumerate(us)}
-    return [u for u in picked if u.order in keep or u.kind in LISTED
-            or (u.order in index and _leads_into_list(index[u.order], us))]
+    keep = {best.order} | {x.order for x in _needs(best, us, 0)} | {u.order for u in _listed(picked, us)}
+    return [u for u in picked if u.order in keep]
 
 
 def _procedures(picked: list[Unit], us: list[Unit], words: int) -> tuple[list[Unit], str, int]:
