@@ -173,11 +173,7 @@ def units(text: str, inside: bool | None = None) -> list[Unit]:
     """``text`` cut into quotable units, in order; every unit's ``text`` is ``text[start:end]``. Stored chunks hold a
     block per line (loaders reflow paragraphs), so a line is a paragraph unless the next one plainly continues it.
     ``inside``: whether the text starts inside a fenced code block begun before it (None: judged from the text)."""
-    cut = _Cutter(text)
-    i = cut.closing_fence(inside)
-    while i < len(cut.lines):
-        i = cut.next_unit(i)
-    return cut.out
+    return _Cutter(text).cut(inside)
 
 
 class _Cutter:
@@ -187,12 +183,20 @@ class _Cutter:
     def __init__(self, text: str):
         self.text, self.lines, self.out = text, _lines(text), []
         self.block, self.in_list, self.cur_list = 0, False, None
+        self.fences = [i for i, (_, ln) in enumerate(self.lines) if FENCE.match(ln)]  # the fence lines
+
+    def cut(self, inside: bool | None) -> list[Unit]:
+        """The text's units (:func:`units`)."""
+        i = self.closing_fence(inside)
+        while i < len(self.lines):
+            i = self.next_unit(i)
+        return self.out
 
     def closing_fence(self, inside: bool | None) -> int:
         """Where cutting starts: after the fence that closes a code block begun in the chunk before when the text
         starts inside one (the lines before that fence are the block's end, a code unit); else 0. ``inside`` None:
         judged from the text (:meth:`starts_inside`)."""
-        fences = self.fences()
+        fences = self.fences
         if not fences or inside is False or (inside is None and not self.starts_inside()):
             return 0
         f = fences[0]
@@ -202,13 +206,10 @@ class _Cutter:
             _unit(self.out, self.text, "code", self.lines[before[0]][0], self._end(f), self.block)
         return f + 1
 
-    def fences(self) -> list[int]:
-        return [i for i, (_, ln) in enumerate(self.lines) if FENCE.match(ln)]
-
     def starts_inside(self) -> bool:
         """Whether the text reads better as starting inside a fenced block than outside: the fences paired both ways,
         the way whose code holds more command lines and fewer prose lines, steps or titles (a tie: outside)."""
-        fences = set(self.fences())
+        fences = set(self.fences)
         if not fences:
             return False
 
@@ -393,10 +394,12 @@ def source_units(sources: list) -> list[Unit]:
         end_inside = False
         for ci, text in enumerate(texts):
             skip = len(text) - len(strip_overlap(texts[ci - 1], text)) if ci else 0
+            cut = _Cutter(text)
             # inside a code block at its start: as the chunk before ended, less the fences of the overlap
-            inside = end_inside != (len(_Cutter(text[:skip]).fences()) % 2 == 1) if ci else _Cutter(text).starts_inside()
-            end_inside = inside != (len(_Cutter(text).fences()) % 2 == 1)
-            for u in units(text, inside):
+            overlap = sum(1 for f in cut.fences if FENCE.match(cut.lines[f][1][:max(skip - cut.lines[f][0], 0)]))
+            inside = end_inside != (overlap % 2 == 1) if ci else cut.starts_inside()
+            end_inside = inside != (len(cut.fences) % 2 == 1)
+            for u in cut.cut(inside):
                 if u.end <= skip:
                     continue
                 if u.start < skip:
@@ -476,7 +479,7 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
     quoted step brings its whole list when the question asks how to do something, and a quoted command, code block
     or step brings the warning beside it. ``start``: units already held (their words count)."""
     picked = _by_score(scored, cfg, start)
-    listed = _lists_held(picked, scored)
+    listed = bool(_listed(picked, scored))  # a line chosen by score is part of a list or leads into one
     picked += _bodies(picked, scored, cfg.words)
     cut = ""
     if FIGURE.search(question):
@@ -682,11 +685,6 @@ def _listed(picked: list[Unit], us: list[Unit]) -> list[Unit]:
     return [u for u in picked if u.kind in LISTED or (u.order in index and _leads_into_list(index[u.order], us))]
 
 
-def _lists_held(picked: list[Unit], us: list[Unit]) -> bool:
-    """Whether a line chosen by score is part of a list (a step, its code) or leads into one."""
-    return bool(_listed(picked, us))
-
-
 def _procedure_core(picked: list[Unit], us: list[Unit]) -> list[Unit]:
     """Of the quote so far, what a procedure question keeps when its list does not fit: the best line with what it
     needs, the steps, code and lead-ins of lists."""
@@ -752,17 +750,23 @@ def _warnings(picked: list[Unit], us: list[Unit]) -> list[Unit]:
             j = _beside(i, step, us, held)
             if j is None:
                 continue
-            new = _warning_at(j, step, us) if command else (
-                _labelled_at(j, us, 0) or (_warning_at(j, 1, us) if us[j].block == u.block else [])) \
-                if u.kind == "sentence" else []
-            if not new and command and step > 0:
-                new = _labelled_at(j, us, LABEL_REACH)
-            if new and step < 0 and _trails_a_command(min(x.order for x in new), us):
-                new = []  # a note under the command before it is that command's
-            new = [x for x in new if x.order not in held]
+            new = [x for x in _warning_beside(u, j, step, us) if x.order not in held]
             out += new
             held.update(x.order for x in new)
     return out
+
+
+def _warning_beside(u: Unit, j: int, step: int, us: list[Unit]) -> list[Unit]:
+    """The warning ``us[j]`` begins or ends beside the quoted ``u`` (before it: ``step`` -1): beside a command, code
+    block or step, a line that warns or a labelled warning up to ``LABEL_REACH`` paragraphs after it (not a note
+    under the command before it, which is that command's); after a sentence, a labelled warning, or a warning
+    sentence of its paragraph; [] otherwise."""
+    if u.kind in LISTED:
+        new = _warning_at(j, step, us) or (_labelled_at(j, us, LABEL_REACH) if step > 0 else [])
+        return [] if new and step < 0 and _trails_a_command(min(x.order for x in new), us) else new
+    if u.kind == "sentence":
+        return _labelled_at(j, us, 0) or (_warning_at(j, 1, us) if us[j].block == u.block else [])
+    return []
 
 
 def _trails_a_command(order: int, us: list[Unit]) -> bool:
