@@ -297,11 +297,13 @@ def test_the_benchs_tuned_and_held_out_sets_are_kept_apart():
     with pytest.raises(ThreadRagError, match="overlap the judged"):
         _disjoint([SimpleNamespace(text="how do I reset it? ")], groups)
     tuned = json.loads((SETS / "quote-completeness.json").read_text())
-    _held_out(json.loads((SETS / "quote-completeness-heldout.json").read_text()), tuned)
-    with pytest.raises(ThreadRagError, match="repeat the tuning set"):
-        _held_out([{**tuned[0], "id": "h-99"}], tuned)
-    partly = {p["question"] for p in json.loads((SETS / "partly.json").read_text())}
-    assert not partly & {p["question"] for p in json.loads((SETS / "partly-heldout.json").read_text())}
+    _held_out(json.loads((SETS / "quote-completeness-heldout.json").read_text()), tuned, ("question", "must_hold"), "q")
+    with pytest.raises(ThreadRagError, match="h-99 repeat the tuning set"):
+        _held_out([{**tuned[0], "id": "h-99"}], tuned, ("question", "must_hold"), "q")
+    partly = json.loads((SETS / "partly.json").read_text())
+    _held_out(json.loads((SETS / "partly-heldout.json").read_text()), partly, ("question", "missing_part"), "p")
+    with pytest.raises(ThreadRagError, match="h-98 repeat the tuning set"):
+        _held_out([{**partly[0], "id": "h-98"}], partly, ("question", "missing_part"), "p")
 
 
 def test_a_line_that_plainly_answers_outweighs_the_cosine_of_a_one_page_library(make_engine, tmp_path):

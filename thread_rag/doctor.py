@@ -317,7 +317,9 @@ def _consistency(settings, home: Path, host: str | None, add) -> bool:
 def uploads_check(home: Path, indexed: set) -> dict | None:
     """Files ``serve`` received (``<data dir>/uploads/``) that no document holds: an upload the server stopped during
     (killed, the machine went down) keeps its file, which nothing else would name. None when there are no uploads."""
-    folder = home / "uploads"
+    from .engine import uploads_dir
+
+    folder = uploads_dir(home)
     files = sorted(p for p in folder.glob("*/*") if p.is_file()) if folder.is_dir() else []
     if not files:
         return None

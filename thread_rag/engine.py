@@ -37,6 +37,12 @@ CALIBRATION_FILE = "calibration.json"  # the library's answered / not answered o
 LIBRARY_FILES = ("catalog.json", "catalog.log", "chroma", "pending", "data_dir_id")
 
 
+def uploads_dir(home: Path | str) -> Path:
+    """Where ``serve`` keeps the files it was sent, one folder per upload (``doctor`` names one no document holds;
+    removing its document removes it)."""
+    return Path(home) / "uploads"
+
+
 def holds_library(home: Path) -> bool:
     """Whether ``home`` holds a library (anything indexed there, even one damaged): a mistyped data dir, or a
     folder of someone's files, does not, and a command that only reads writes nothing into it."""

@@ -19,6 +19,7 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,6 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from . import __version__, tools
+from .engine import uploads_dir
 from .errors import NotFoundError, ThreadRagError, one_line
 from .records import page_range, to_dict
 from .store.chunk_store import loopback_name
@@ -39,11 +41,12 @@ UPLOAD_LIMIT = 100 * 1024 * 1024     # bytes of an uploaded file
 _DOC = ("string", False, "a document id, e.g. DOC1")
 _PAGES = ("string", False, 'a page range, "10-20" or "3"')
 _HEADING = ("string", False, "text the chunk's heading path holds")
+MODES = ("quote", "full")  # /query's modes: the quote alone (no model), or then the checked explanation
 _QUERY = {"question": ("string", True, "the question"),
           "history": ("array", False, 'earlier turns, oldest first: [{"question": ..., "answer": ...}] (the last 10 '
                                       'are read)'),
           "doc": _DOC, "pages": _PAGES, "heading": _HEADING,
-          "mode": (["quote", "full"], False, '"quote": the quoted lines, no model; "full" (default): then the checked '
+          "mode": (list(MODES), False, '"quote": the quoted lines, no model; "full" (default): then the checked '
                                             'explanation')}
 # Each JSON endpoint's body: field -> (JSON type, or the allowed strings; required; what it is). The endpoints check
 # their fields against it and /openapi.json describes it.
@@ -202,7 +205,7 @@ async def bounded_body(request: Request, limit: int) -> bytes:
     return bytes(raw)
 
 
-async def json_body(request: Request, allowed: tuple) -> dict:
+async def json_body(request: Request, allowed: Iterable[str]) -> dict:
     raw = await bounded_body(request, JSON_LIMIT)
     if raw and request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise HttpError(415, "send the body as JSON (Content-Type: application/json)")
@@ -254,7 +257,7 @@ def scope_of(body: dict) -> dict:
 
 def mode_of(body: dict) -> str:
     mode = body.get("mode", "full")
-    if mode not in ("quote", "full"):
+    if mode not in MODES:
         raise HttpError(400, f'mode must be "quote" or "full", not {mode!r}')
     return mode
 
@@ -326,7 +329,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse({"sources": sorted({d.name for d in docs}), "file_types": sorted({d.kind for d in docs})})
 
     async def search(request):
-        body = await json_body(request, tuple(BODIES["/search"]))
+        body = await json_body(request, BODIES["/search"])
         k = body.get("k")
         if k is not None and not whole_number(k, 1, 50):
             raise HttpError(400, "k must be a whole number from 1 to 50")
@@ -334,7 +337,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
                                            doc_id=text_field(body, "doc", False), k=k, **scope_of(body)))
 
     async def fetch(request):
-        body = await json_body(request, tuple(BODIES["/fetch"]))
+        body = await json_body(request, BODIES["/fetch"])
         ids = body.get("chunk_ids")
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
             raise HttpError(400, 'chunk_ids must be a list of chunk ids such as ["DOC1_006"]')
@@ -344,7 +347,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(await door.run(tools.fetch_chunks_by_id, engine, ids, token_budget=budget))
 
     async def nested(request):
-        body = await json_body(request, tuple(BODIES["/nested"]))
+        body = await json_body(request, BODIES["/nested"])
         limit = body.get("limit", 5)
         if not whole_number(limit, 1, 50):
             raise HttpError(400, "limit must be a whole number from 1 to 50")
@@ -353,7 +356,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
 
     async def compare(request):
         """Two documents aligned step by step (``compare_documents``): same, changed, only in one."""
-        body = await json_body(request, tuple(BODIES["/compare"]))
+        body = await json_body(request, BODIES["/compare"])
         limit, explain = body.get("limit"), body.get("explain", False)
         if limit is not None and not whole_number(limit, 1, 1000):
             raise HttpError(400, "limit must be a whole number from 1 to 1000")
@@ -371,7 +374,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
             door.free_slot()
 
     async def query(request):
-        body = await json_body(request, tuple(_QUERY))
+        body = await json_body(request, _QUERY)
         question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
         scope = scope_of(body)
         if mode_of(body) == "quote":
@@ -388,7 +391,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(_answer_json(ans))
 
     async def query_stream(request):
-        body = await json_body(request, tuple(_QUERY))
+        body = await json_body(request, _QUERY)
         question, doc, history = text_field(body, "question"), text_field(body, "doc", False), history_of(body)
         mode, scope = mode_of(body), scope_of(body)
         if mode == "full":
@@ -399,7 +402,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse(await receive_upload(door, request))
 
     async def clear(request):
-        body = await json_body(request, tuple(BODIES["/clear"]))
+        body = await json_body(request, BODIES["/clear"])
         if body.get("confirm") != CLEAR_CONFIRM:
             raise HttpError(400, f'deleting every document needs {{"confirm": "{CLEAR_CONFIRM}"}}')
 
@@ -425,7 +428,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         """Where quoted lines stand on a PDF's pages: boxes as fractions of the page, from the top left."""
         from . import page_view
 
-        body = await json_body(request, tuple(BODIES["/documents/{doc_id}/locate"]))
+        body = await json_body(request, BODIES["/documents/{doc_id}/locate"])
         lines = body.get("lines")
         if not isinstance(lines, list) or not 1 <= len(lines) <= 50 or not all(
                 isinstance(x, str) and len(x) <= 1000 for x in lines):
@@ -570,7 +573,7 @@ async def receive_upload(door: Door, request: Request) -> dict:
     data = await item.read()
     if not data:
         raise HttpError(400, "the uploaded file is empty")
-    folder = Path(door.engine.home) / "uploads" / uuid.uuid4().hex[:12]  # the server's folder, one per upload
+    folder = uploads_dir(door.engine.home) / uuid.uuid4().hex[:12]  # the server's folder, one per upload
     folder.mkdir(parents=True)
     stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(item.filename).stem).strip(".")[:60]
     target = folder / f"{stem or 'upload'}{suffix}"  # the name shown in the catalog; no client string as a path

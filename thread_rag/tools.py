@@ -93,9 +93,11 @@ def pre_heat_summaries(engine, serial_id: str | None = None, progress=None) -> d
 def remove_document(engine, doc_id: str) -> dict:
     """Remove one document (its chunks, vectors and catalog entry) in one transaction: the chat (after the person
     said yes), MCP with writes allowed, the HTTP API and ``thread-rag delete`` all remove through here."""
+    from .engine import uploads_dir
+
     rec = engine.delete(doc_id)
     folder = Path(rec.path).parent  # a file the HTTP door uploaded goes with it (a user's own file stays)
-    if folder.parent == (Path(engine.home) / "uploads").resolve():
+    if folder.parent == uploads_dir(engine.home).resolve():
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)

@@ -189,9 +189,7 @@ def _hand_written(settings, name: str):
     groups = {}
     tuned = json.loads((SETS / "partly.json").read_text())
     held = json.loads((SETS / "partly-heldout.json").read_text())
-    seen = {_norm(p["question"]) for p in tuned} | {_norm(p["missing_part"]) for p in tuned}
-    if any(_norm(p["question"]) in seen or _norm(p["missing_part"]) in seen for p in held):
-        raise ThreadRagError("partly-heldout.json repeats a question of partly.json (the set the part rule was tuned on)")
+    _held_out(held, tuned, ("question", "missing_part"), "partly-heldout.json")  # the part rule was tuned on partly.json
     for group, cases in (("partly", tuned), ("partly_heldout", held)):
         groups[group] = [(p["question"], None, [], p["missing_keywords"]) for p in cases if p["corpus"] == name]
     if name == "debian":
@@ -223,7 +221,8 @@ def run_quote_bench(settings, args) -> dict:
         raise ThreadRagError(f"bench quotes: no set {name} in {SETS} (--dataset heldout: the held-out set)")
     cases = json.loads((SETS / name).read_text())
     if name != "quote-completeness.json":  # judged apart from the set the quote's rules were tuned on
-        _held_out(cases, json.loads((SETS / "quote-completeness.json").read_text()))
+        _held_out(cases, json.loads((SETS / "quote-completeness.json").read_text()), ("question", "must_hold"),
+                  f"bench quotes: {name}")
     roots = {"debian": shared_data(), "aws": shared_data(),
              "docs": Path(__file__).resolve().parents[2]}
     rows = []
@@ -253,12 +252,15 @@ def run_quote_bench(settings, args) -> dict:
             "command": command_line()}
 
 
-def _held_out(judged: list, tuned: list) -> None:
-    """A held-out set shares no question and no snippet with the tuning set (ThreadRagError when it does)."""
-    seen = {_norm(c["question"]) for c in tuned} | {_norm(x) for c in tuned for x in c["must_hold"]}
-    shared = [c["id"] for c in judged if _norm(c["question"]) in seen or any(_norm(x) in seen for x in c["must_hold"])]
+def _held_out(judged: list, tuned: list, fields: tuple, what: str) -> None:
+    """A held-out set shares no text of ``fields`` (a string or a list of them each) with the set tuned on:
+    ThreadRagError naming the cases that do."""
+    def texts(case):
+        return {_norm(x) for f in fields for x in ([case[f]] if isinstance(case[f], str) else case[f])}
+    seen = set().union(*(texts(c) for c in tuned))
+    shared = [c["id"] for c in judged if texts(c) & seen]
     if shared:
-        raise ThreadRagError(f"bench quotes: {', '.join(shared)} repeat the tuning set's questions or snippets")
+        raise ThreadRagError(f"{what}: {', '.join(shared)} repeat the tuning set's questions or snippets")
 
 
 def _norm(text: str) -> str:
