@@ -6,8 +6,9 @@ chunk's pages; ``evidence_page_num`` is 0-based, ours 1-based; any evidence page
 page's pypdf text in the same run, and whether the quote alone (``ask --quote --doc DOCn``) holds the gold number
 (within 1%, after units) for the questions whose gold number is printed on an evidence page. For computed answers:
 the share of the figures a justification names ("6098/16388") that the quote holds. Indexing: pages per second and
-the share of each phase. The search's stages alone (dense, BM25, their fusion, MaxSim) are measured beside the
-default search in the same run, to show where a page is lost.
+the share of each phase. The search's stages alone (dense, BM25, their fusion, MaxSim; the stage-alone rankings read a
+statement the question names first too), and the default search without that (``no_statements``), are measured beside
+the default search in the same run, to show where a page is lost.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from ..errors import ThreadRagError
 from ..ingest.loaders import LOADER_VERSION
 from ..evaluate.score import mean_ci
+from ..retrieve.pipeline import PIPELINES, Pipeline
 from .retrieval import machine
 from .datasets import shared_data
 
@@ -28,7 +30,9 @@ SET = "financebench-dev"
 _NUMBER = re.compile(r"(?<![\w.])\(?-?\$?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\)?")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 SCALES = (1.0, 1e3, 1e6, 1e9)
-STAGES = ("dense_only", "bm25_only", "stage1_rrf", "stage1_2")  # each alone, in the same run: where pages are lost
+# each alone, in the same run: where pages are lost; and the default search without a named statement read first
+STAGES = {**{name: PIPELINES[name] for name in ("dense_only", "bm25_only", "stage1_rrf", "stage1_2")},
+          "no_statements": Pipeline(statements=False)}
 
 
 def numbers(text: str) -> list[float]:
@@ -141,8 +145,8 @@ def run_filings(settings, home: str | None = None, search_k: int = 20) -> dict:
             res = engine.retriever.search(q["question"], doc_id=docs[q["doc_name"]], k=search_k)
             ours = distinct_pages(res.hits, 5)
             stages = {name: distinct_pages(engine.retriever.search(q["question"], doc_id=docs[q["doc_name"]],
-                                                                   k=search_k, pipeline=name).hits, 5)
-                      for name in STAGES}
+                                                                   k=search_k, pipeline=pipe).hits, 5)
+                      for name, pipe in STAGES.items()}
             retr, texts = bm25_pages(data / "pdfs" / f"{q['doc_name']}.pdf", cache)
             base = bm25_top_pages(retr, len(texts), q["question"], 5)
             t = time.perf_counter()

@@ -35,10 +35,12 @@ from .fusion import rrf
 from .maxsim import maxsim_many
 from .rerank import rerank_passage
 from .search_index import SearchIndex, bm25_tokenize
+from .statements import longest_runs, named, under
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100  # the most hits one search returns
 SEARCH_ATTEMPTS = 5  # a search another process's commits keep overtaking is ranked again, on the new index, this often
+SECTION_FIRST = 3  # hits of a statement the question names that go first (``statements``)
 NEVER_EXIT = 2.0  # an EARLY_EXIT_MARGIN at or above this never skips stage 3: MaxSim lies in -1..1
 
 
@@ -85,6 +87,37 @@ class Pipeline:
     bm25: bool = True
     maxsim: bool = True
     rerank: bool = True
+    statements: bool = True  # a financial statement the query names goes first (``statements``)
+
+
+@dataclass
+class _Ranked:
+    """One ranking: the candidates in order, the score each ends with, and each stage's own scores by row."""
+
+    cand: list
+    final: dict
+    dense: dict
+    lex: dict
+    fused: dict
+    maxsim: dict = field(default_factory=dict)
+    rerank: dict = field(default_factory=dict)
+    hop: dict = field(default_factory=dict)
+    picks: list = field(default_factory=list)
+    stages: list = field(default_factory=lambda: ["stage1"])
+    early_exit: bool = False
+
+    def before(self, other: "_Ranked", n: int) -> "_Ranked":
+        """This ranking's first ``n`` rows, then ``other``'s rows in its order; each row keeps the scores of the
+        ranking that placed it."""
+        first = self.cand[:n]
+        out = _Ranked(first + [r for r in other.cand if r not in first], {}, {}, {}, {},
+                      stages=list(dict.fromkeys(other.stages + self.stages)), early_exit=other.early_exit)
+        for name in ("final", "dense", "lex", "fused", "maxsim", "rerank", "hop"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(out, name, {**{r: v for r, v in theirs.items() if r not in first},
+                                **{r: mine[r] for r in first if r in mine}})
+        out.picks = [r for r in other.picks if r not in first] + [r for r in self.picks if r in first]
+        return out
 
 
 PIPELINES = {
@@ -250,7 +283,7 @@ class Retriever:
                 pipeline: Pipeline) -> SearchResult:
         """One search against one snapshot: the index it ranks with and the chunks of exactly the generations
         that index holds (``_chunks``), so hit texts always match their ranks. Each stage reorders only its pool."""
-        s, timings = self.settings, {}
+        timings = {}
         t = time.perf_counter()
         index = self.index
         rows = index.allowed_rows(serial, pages, heading)
@@ -258,37 +291,69 @@ class Retriever:
         if rows is not None and not len(rows):
             return SearchResult(query=query, doc_id=doc_id, k=k, hits=[], stages_run=[], early_exit=False, candidates=0,
                                 timings_ms=timings, note=index.empty_filter_note(serial, pages, heading))
-        fused, dense_map, lex_map = self._stage1(index, query, rows, pipeline, timings)
-        cand = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
-        cand = cand[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]
-        final = {r: fused[r] for r in cand}
-        stages, maxsim_map, rerank_map, hop_map, picks, early_exit = ["stage1"], {}, {}, {}, [], False
-        if pipeline.maxsim and cand:
-            cand, maxsim_map, early_exit = self._stage2(index, query, cand, final, timings)
-            stages.append("stage2")
-        if pipeline.rerank and cand and not early_exit and self.reranker is not None:
-            cand, rerank_map = self._stage3(index, query, cand, final, lex_map, timings, pipeline.bm25)
-            stages.append("stage3")
-            if s.hop_runs() and k > 1 and len(cand) > 1:
-                cand, hop_map, picks = self._hop(index, query, cand, final, rows, pipeline, timings, k)
-                stages.append("hop")
+        ranked = self._rank(index, query, rows, k, pipeline, timings)
+        section = self._named_section(index, query, rows) if pipeline.statements and not heading else None
+        if section is not None:
+            t = time.perf_counter()
+            ranked = self._rank(index, query, section, SECTION_FIRST, pipeline, {}).before(ranked, SECTION_FIRST)
+            timings["section_ms"] = (time.perf_counter() - t) * 1000
         hits = []
-        self._fetch(index, cand[:k])
-        for rank, r in enumerate(cand[:k], start=1):
+        self._fetch(index, ranked.cand[:k])
+        for rank, r in enumerate(ranked.cand[:k], start=1):
             ser, pos = int(index.meta.serial[r]), int(index.meta.position[r])
             ch = self._chunk(index, r)
             hits.append(SearchHit(
-                chunk_id=str(ChunkId(ser, pos)), doc_id=format_doc_id(ser), rank=rank, score=round(final[r], 6),
+                chunk_id=str(ChunkId(ser, pos)), doc_id=format_doc_id(ser), rank=rank, score=round(ranked.final[r], 6),
                 text=ch.text, page_start=ch.page_start, page_end=ch.page_end, heading_path=ch.heading_path,
-                scores={"dense": _r(dense_map.get(r)), "bm25": _r(lex_map.get(r)), "rrf": _r(fused.get(r)),
-                        "maxsim": _r(maxsim_map.get(r)) if pipeline.maxsim else None,
-                        "rerank": _r(rerank_map.get(r)) if rerank_map else None,
-                        "hop": _r(hop_map.get(r)) if hop_map else None},
-                ranked_by="hop" if r in picks else "stage3" if r in rerank_map else "stage2" if r in maxsim_map
-                else "stage1",
+                scores={"dense": _r(ranked.dense.get(r)), "bm25": _r(ranked.lex.get(r)), "rrf": _r(ranked.fused.get(r)),
+                        "maxsim": _r(ranked.maxsim.get(r)) if pipeline.maxsim else None,
+                        "rerank": _r(ranked.rerank.get(r)) if ranked.rerank else None,
+                        "hop": _r(ranked.hop.get(r)) if ranked.hop else None},
+                ranked_by="hop" if r in ranked.picks else "stage3" if r in ranked.rerank else "stage2"
+                if r in ranked.maxsim else "stage1",
                 generation=index.generation_of(ser)))
-        return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=stages, early_exit=early_exit,
-                            candidates=len(fused), timings_ms={key: round(v, 3) for key, v in timings.items()})
+        return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=ranked.stages,
+                            early_exit=ranked.early_exit, candidates=len(ranked.fused),
+                            timings_ms={key: round(v, 3) for key, v in timings.items()})
+
+    def _rank(self, index: SearchIndex, query: str, rows, k: int, pipeline: Pipeline, timings: dict) -> "_Ranked":
+        """The stages over ``rows`` (None: every live row): the candidates in order and each stage's scores."""
+        s = self.settings
+        fused, dense_map, lex_map = self._stage1(index, query, rows, pipeline, timings)
+        cand = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
+        cand = cand[: max(k, s.STAGE2_K if pipeline.maxsim else k, s.STAGE3_K if pipeline.rerank else k)]
+        got = _Ranked(cand, {r: fused[r] for r in cand}, dense_map, lex_map, fused)
+        if pipeline.maxsim and cand:
+            got.cand, got.maxsim, got.early_exit = self._stage2(index, query, cand, got.final, timings)
+            got.stages.append("stage2")
+        if pipeline.rerank and got.cand and not got.early_exit and self.reranker is not None:
+            got.cand, got.rerank = self._stage3(index, query, got.cand, got.final, lex_map, timings, pipeline.bm25)
+            got.stages.append("stage3")
+            if s.hop_runs() and k > 1 and len(got.cand) > 1:
+                got.cand, got.hop, got.picks = self._hop(index, query, got.cand, got.final, rows, pipeline, timings, k)
+                got.stages.append("hop")
+        return got
+
+    def _named_section(self, index: SearchIndex, query: str, rows) -> np.ndarray | None:
+        """The rows (within ``rows``; None: the library's, those holding one of a statement's ``terms``) of the
+        financial statements the query names (``statements.longest_runs``), or None when it names none or none is
+        found."""
+        asked = named(query)
+        if not asked:
+            return None
+        if rows is None:
+            rows = np.unique(np.concatenate([index.term_rows(t) for st in asked for t in st.terms]))
+        found = []
+        for st in asked:
+            under_it = [r for r in rows.tolist() if under(st, *self._row_heading_text(index, r))]
+            found += longest_runs([(int(index.meta.serial[r]), int(index.meta.position[r]), r) for r in under_it])
+        return np.asarray(sorted(set(found)), np.int64) if found else None
+
+    def _row_heading_text(self, index: SearchIndex, row: int) -> tuple[list, str]:
+        """A row's chunk's heading path and text, from its document's thread (read once for the document)."""
+        serial = int(index.meta.serial[row])
+        ch = self._chunks(serial, index.generation_of(serial))[int(index.meta.position[row])]
+        return ch.heading_path, ch.text
 
     def _stage1(self, index: SearchIndex, query: str, rows, pipeline: Pipeline, timings: dict):
         """Dense and BM25 candidates (``STAGE1_K`` each), fused by weighted RRF: (fused, dense, bm25) by row."""

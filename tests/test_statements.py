@@ -1,0 +1,85 @@
+"""A question that names a financial statement reads that statement first (issue 61): the names a question gives
+it, the titles a filing prints, and a search over a filing whose notes and prose outscore the statement itself."""
+from __future__ import annotations
+
+from table_pdf import write_pdf
+from thread_rag.retrieve.pipeline import Pipeline
+from thread_rag.retrieve.statements import STATEMENTS, longest_runs, named, under
+
+BY_NAME = {s.name: s for s in STATEMENTS}
+
+
+def test_the_names_a_question_gives_a_statement():
+    cases = {"Answer from the cash flow statement": ["cash flow statement"],
+             "per the statements of cash flows": ["cash flow statement"],
+             "on the statement of financial position": ["balance sheet"],
+             "What does the balance sheet say?": ["balance sheet"],
+             "using the statement of operations": ["income statement"],
+             "From the P&L, what was revenue?": ["income statement"],
+             "the income statement and the cash flow statement": ["cash flow statement", "income statement"],
+             "What was comprehensive income?": [], "What was net income in 2022?": [],
+             "How do I reset the database?": []}
+    for question, names in cases.items():
+        assert [s.name for s in named(question)] == names, question
+
+
+def test_a_statement_is_its_heading_or_a_table_line_at_the_chunk_s_start_not_prose():
+    cash, sheet, income = BY_NAME["cash flow statement"], BY_NAME["balance sheet"], BY_NAME["income statement"]
+    assert under(cash, ["U.S. GAAP Condensed Consolidated Statements of Cash Flows (Unaudited)"], "")
+    assert under(sheet, ["Consolidated Balance Shee t"], "")  # a PDF's spacing split the word
+    assert under(income, ["Consolidated Statements of Earnings"], "")
+    assert not under(income, ["CONSOLIDATED STATEMENTS OF COMPREHENSIVE INCOME"], "")
+    assert not under(sheet, ["Offsetting"], "| Gross Amounts Offset in the Consolidated Balance Sheet | 2018 |")
+    row = "| Product sales | CONSOLIDATED STATEMENTS OF OPERATIONS (Amounts in millions) 2019: $ 1,975 |"
+    assert under(income, ["ACME INC."], "| --- | --- |\n| Net revenues |\n" + row)  # a title the loader put in a cell
+    assert not under(cash, ["Liquidity"], "Our consolidated statements of cash flows show that cash grew.")
+
+
+def test_the_statement_is_the_longest_run_of_titled_chunks_in_each_document():
+    # document 1: a note's table at 40 names the statement; the statement itself is 10-13 (12 missing: a page
+    # break's prose inside it); document 2 has one titled chunk
+    rows = [(1, 10, 100), (1, 11, 101), (1, 13, 103), (1, 40, 140), (2, 5, 205)]
+    assert sorted(longest_runs(rows)) == [100, 101, 103, 205]
+    assert longest_runs([]) == []
+
+
+def _filing(path):
+    """Three pages: management's discussion (prose about revenue), the statement of operations, and a note whose
+    table and text say "total revenue" more often than the statement does."""
+    said = ("Total revenue grew in 2023. Total revenue rose as more widgets sold; total revenue in 2023 was higher",
+            "than in 2022 because total revenue from services grew in every region where the company sells widgets.",
+            "Management expects total revenue to grow again next year as new widget lines reach more customers.")
+    prose = [(72, 720, "Management's discussion", 14)] + [(72, 690 - 14 * i, said[i % 3], 10) for i in range(18)]
+    statement = [(72, 724, "Consolidated Statements of Operations", 11), (400, 700, "Year Ended December 31,", 9),
+                 (72, 686, "(In millions)", 9), (-430, 686, "2023", 9), (-520, 686, "2022", 9)]
+    y = 668
+    for label, a, b in (("Service revenue", "1,204", "1,118"), ("Product revenue", "3,410", "3,002"),
+                        ("Total revenue", "4,614", "4,120"), ("Cost of revenue", "(1,877)", "(1,650)"),
+                        ("Operating income", "1,924", "1,685")):
+        statement += [(72, y, label, 9), (-430, y, a, 9), (-520, y, b, 9)]
+        y -= 16
+    note = [(72, 724, "Note 3. Total revenue by region", 11),
+            (72, 700, "What was total revenue in 2023 by region? Total revenue in 2023 by region follows.", 10),
+            (72, 670, "(In millions)", 9), (-430, 670, "2023", 9), (-520, 670, "2022", 9)]
+    y = 652
+    for label, a, b in (("Total revenue, Americas", "2,100", "1,900"), ("Total revenue, Europe", "1,514", "1,320"),
+                        ("Total revenue, Asia", "1,000", "900")):
+        note += [(72, y, label, 9), (-430, y, a, 9), (-520, y, b, 9)]
+        y -= 16
+    return write_pdf(path, [prose, statement, note])
+
+
+def test_a_question_naming_the_income_statement_reads_it_first(tmp_path, make_engine):
+    engine = make_engine(RERANKER="packaged:ms-marco-MiniLM-L-12-v2")
+    doc_id = engine.index_file(_filing(tmp_path / "filing.pdf")).doc_id
+    question = "Using the income statement, what was total revenue in 2023?"
+    row = "| Total revenue | 2023: 4,614 | 2022: 4,120 |"
+    plain = engine.retriever.search(question, doc_id=doc_id, k=3, pipeline=Pipeline(statements=False))
+    assert row not in plain.hits[0].text  # the note outscores the statement on its own
+    hits = engine.retriever.search(question, doc_id=doc_id, k=3).hits
+    assert row in hits[0].text and hits[0].page_end >= 2
+    assert "section_ms" in engine.retriever.search(question, doc_id=doc_id, k=3).timings_ms
+    other = engine.retriever.search("What was total revenue in 2023?", doc_id=doc_id, k=3)
+    assert "section_ms" not in other.timings_ms  # a question that names no statement is searched as before
+    library = engine.retriever.search(question, k=3)  # the whole library: the statement's terms find it
+    assert row in library.hits[0].text

@@ -1,0 +1,83 @@
+"""A question that names a financial statement reads that statement first.
+
+"What is FY2018 capital expenditure? Use the cash flow statement." names a part of a filing by one of the names
+accountants give it; the filing titles it "Consolidated Statements of Cash Flows". The retriever finds the chunks
+under that title (their heading, or a table line near their start, as the PDF loader prints a table's title) and
+ranks them first. The names are the standard ones of US GAAP and IFRS filings; nothing here knows a question.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_OF = r"statements?\s+of\s+(?:consolidated\s+)?"
+TITLE_LEAD = 4  # words a title may follow in its heading or cell
+
+
+@dataclass(frozen=True)
+class Statement:
+    name: str
+    asked: re.Pattern       # how a question names it
+    titled: re.Pattern      # how a filing titles it: at the start of a heading or of a table cell
+    terms: tuple            # BM25 terms one of which a titled chunk holds (a library-wide search reads only those)
+
+
+def _re(*alternatives: str) -> re.Pattern:
+    return re.compile("|".join(rf"\b{a}\b" for a in alternatives), re.I)
+
+
+def _title(*alternatives: str) -> re.Pattern:
+    """A title at the start of a heading or table cell, after at most ``TITLE_LEAD`` words ("U.S. GAAP Condensed
+    Consolidated Statements of Cash Flows", "3M Company Consolidated Balance Sheet")."""
+    return re.compile(rf"(?:^|\|)\s*(?:[\w.&'’-]+\s+){{0,{TITLE_LEAD}}}?(?:{'|'.join(alternatives)})\b", re.I)
+
+
+STATEMENTS = (
+    Statement("cash flow statement",
+              _re(r"cash[\s-]+flows?\s+statements?", _OF + r"cash[\s-]+flows?"),
+              _title(_OF + r"cash[\s-]+flows?", r"cash[\s-]+flows?\s+statements?"),
+              ("cash",)),
+    Statement("balance sheet",
+              _re(r"balance\s+sheets?", _OF + r"financial\s+(?:position|condition)"),
+              _title(r"balance\s+sheets?", _OF + r"financial\s+(?:position|condition)"),
+              ("balance", "financial")),
+    Statement("income statement",
+              _re(r"income\s+statements?", _OF + r"(?:income|operations|earnings)",
+                  r"p\s?&\s?l", r"profit\s+(?:and|&)\s+loss(?:\s+statement)?"),
+              _title(r"income\s+statements?", _OF + r"(?:income|operations|earnings)",
+                     r"profit\s+(?:and|&)\s+loss"),
+              ("statement", "statements", "income", "operations", "earnings", "profit")),
+)
+
+RUN_GAP = 2      # chunks of one statement lie within this many positions of each other
+TABLE_LINES = 3  # a table line among a chunk's first lines may carry the title (the PDF loader repeats it)
+_LETTER_APART = re.compile(r"(?<=[a-z]{2}) (?=[a-z]\b)", re.I)  # "Balance Shee t": a PDF's spacing split a word
+
+
+def named(query: str) -> list[Statement]:
+    """The statements ``query`` names, in the order of STATEMENTS."""
+    return [s for s in STATEMENTS if s.asked.search(query)]
+
+
+def under(statement: Statement, heading: list, text: str) -> bool:
+    """Whether a chunk is part of ``statement``: its nearest heading is the title, or one of its first table lines
+    holds it (prose that mentions the statement is not under it)."""
+    if heading and statement.titled.search(_LETTER_APART.sub("", heading[-1])):
+        return True
+    lines = (text or "").splitlines()[:TABLE_LINES]
+    return any(ln.lstrip().startswith("|") and statement.titled.search(_LETTER_APART.sub("", ln)) for ln in lines)
+
+
+def longest_runs(rows: list[tuple[int, int, int]]) -> list[int]:
+    """Of (serial, position, row) triples under one statement, the rows of each document's longest run of chunks
+    (positions at most ``RUN_GAP`` apart; the first of equal runs): the statement itself, not a note's table that
+    names it in a column ("Gross amounts offset in the Consolidated Balance Sheet")."""
+    best: dict[int, list] = {}
+    run: list = []
+    for serial, position, row in sorted(rows) + [(None, None, None)]:
+        if run and (serial != run[-1][0] or position - run[-1][1] > RUN_GAP):
+            if len(run) > len(best.get(run[0][0], [])):
+                best[run[0][0]] = run
+            run = []
+        run.append((serial, position, row))
+    return [row for kept in best.values() for _, _, row in kept]
