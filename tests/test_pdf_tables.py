@@ -229,6 +229,33 @@ def test_a_headerless_table_takes_at_most_two_label_lines_above_it_and_nothing_o
     assert first.last <= second.first and second.title != "Net income $ 1,000 $ 1,000"
 
 
+def test_a_statement_title_beside_the_company_name_is_the_title_not_a_column_header(tmp_path):
+    """Found on a filing: "Consolidated Balance Sheets" at the margin with the company's name set over the figure
+    columns on the same line was read as a header line (the name went into every column's header, the title was
+    lost) and the page's running "Table of Contents" above it became the table's title."""
+    from table_pdf import write_pdf
+
+    from thread_rag.ingest.pdf_tables import find_tables, page_lines  # noqa: F401 - the reader under test
+
+    items = [(19, 767, "Table of Contents", 9), (19, 747, "Consolidated Balance Sheets", 11),
+             (-594, 747, "Widget Corp and Subsidiary Companies", 9), (500, 729, "December 31,", 9),
+             (19, 718, "(in millions, except per share amounts)", 9), (-473, 718, "2023", 9), (-559, 718, "2022", 9)]
+    y = 700
+    for label, a, b in (("Cash and cash equivalents", "$ 1,671", "$ 2,148"), ("Inventories", "2,904", "2,481"),
+                        ("Other current assets", "1,157", "1,026"), ("Total current assets", "7,453", "7,659"),
+                        ("Goodwill, net", "2,394", "2,421"), ("Total assets", "27,499", "30,154")):
+        items += [(34, y, label, 9), (-501, y, a, 9), (-588, y, b, 9)]
+        y -= 12
+    doc = load_document(write_pdf(tmp_path / "sheet.pdf", [items]))
+    rows = _rows(doc)
+    line, page, path = rows["Total current assets"]
+    assert line == "| Total current assets | 2023: 7,453 | 2022: 7,659 |", line
+    assert path[-1].startswith("Consolidated Balance Sheets"), path
+    head = next(ln for b in doc.blocks for ln in b.text.split("\n") if ln.startswith("| Consolidated"))
+    assert "Widget Corp" not in head.split(" | ", 1)[1], head  # the name heads no column
+    assert "(in millions" in head
+
+
 def test_periods_are_matched_by_their_year_and_model_names_are_left_alone():
     from thread_rag.retrieve.search_index import bm25_tokenize
 

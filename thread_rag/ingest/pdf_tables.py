@@ -26,6 +26,8 @@ _UNITS = re.compile(r"\(\s*(?:[\$€£]\s*|(?:amounts|dollars|figures)\s+)*(?:in
                     r"(?:[^.\n]{0,40}per\s+share[^.\n]{0,10})?", re.I)
 _STATEMENT = re.compile(r"\b(?:statements?\s+of|balance\s+she\w*|results\s+of\s+operations|cash\s+flows|"
                         r"financial\s+(?:data|information|highlights)|segment|income|earnings|summary)\b", re.I)
+_TITLE_CELL = re.compile(r"^\W*(?:(?:consolidated|condensed|combined)\s+)*(?:statements?\s+of|balance\s+she\w*)\b",
+                         re.I)  # a cell that starts with a statement's title
 _PERIOD = re.compile(r"\b(?:19|20)\d\d\b|\b(?:year|years|quarter|months|weeks|ended|fiscal|december|june|march|"
                      r"september|change|total)\b", re.I)
 _NOT_TITLE = re.compile(r"(?:\.|[\d)%]\s+[-$(]*\d[\d,.()%]*)\s*$")  # a sentence, or a line ending in figures
@@ -302,6 +304,8 @@ def _header_lines(lines: list[Line], first_row: int, columns: list[tuple[float, 
             break
         if not over or words > 24 or (len(ln.cells) == 1 and (words > 10 or ln.cells[0].left < label_left + 30)):
             break  # not over the columns, prose, or a title set from the left margin across them
+        if ln.cells[0].left < label_left + 30 and _TITLE_CELL.search(ln.cells[0].text):
+            break  # the title at the margin, the company's name over the columns beside it
         head.insert(0, i)
         i -= 1
     if not head:
