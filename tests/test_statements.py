@@ -23,6 +23,20 @@ def test_the_names_a_question_gives_a_statement():
         assert [s.name for s in named(question)] == names, question
 
 
+def test_a_metric_named_with_a_fiscal_period_implies_the_statements_that_print_it():
+    cases = {"Does Acme have positive working capital based on FY2022 data?": ["balance sheet"],
+             "What is the FY2019 fixed asset turnover ratio?": ["balance sheet", "income statement"],
+             "What was FY2020 capex?": ["cash flow statement"],
+             "What is the working capital?": [],  # no period: not a question about a filing's figure
+             "How much stock did the FY2022 plan sell?": [],  # one everyday word names no metric
+             "What was the FY2021 effective tax rate?": []}  # a note's figure, not a statement's
+    for question, names in cases.items():
+        assert [s.name for s in named(question)] == names, question
+    # a statement named outright wins over those a metric implies
+    assert [s.name for s in named("From the cash flow statement, what was FY2020 working capital?")] == \
+        ["cash flow statement"]
+
+
 def test_a_statement_is_its_heading_or_a_table_line_at_the_chunk_s_start_not_prose():
     cash, sheet, income = BY_NAME["cash flow statement"], BY_NAME["balance sheet"], BY_NAME["income statement"]
     assert under(cash, ["U.S. GAAP Condensed Consolidated Statements of Cash Flows (Unaudited)"], "")

@@ -4,11 +4,17 @@
 accountants give it; the filing titles it "Consolidated Statements of Cash Flows". The retriever finds the chunks
 under that title (their heading, or a table line near their start, as the PDF loader prints a table's title) and
 ranks them first. The names are the standard ones of US GAAP and IFRS filings; nothing here knows a question.
+A question that names no statement but asks for a metric of a fiscal period ("FY2022 working capital") reads the
+statements that print the metric or its inputs (``metrics.json``: written by a session that saw no question, page or
+code of the project).
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 _OF = r"statements?\s+of\s+(?:consolidated\s+)?"
 TITLE_LEAD = 4  # words a title may follow in its heading or cell
@@ -55,8 +61,41 @@ _LETTER_APART = re.compile(r"(?<=[a-z]{2}) (?=[a-z]\b)", re.I)  # "Balance Shee 
 
 
 def named(query: str) -> list[Statement]:
-    """The statements ``query`` names, in the order of STATEMENTS."""
-    return [s for s in STATEMENTS if s.asked.search(query)]
+    """The statements ``query`` names, in the order of STATEMENTS; when it names none but asks about a fiscal period
+    ("FY2022", "Q1 2021"), those holding the metrics it names (``implied``)."""
+    said = [s for s in STATEMENTS if s.asked.search(query)]
+    return said or implied(query)
+
+
+PERIOD = re.compile(r"\b(?:FY|CY)\s?'?\d{2,4}\b|\bQ[1-4]\s?'?(?:19|20)?\d\d\b|\bfiscal(?:\s+year)?\s+(?:19|20)\d\d\b",
+                    re.I)
+EVERYDAY = {"revenue", "revenues", "sales", "profit", "cash", "investments", "securities", "inventory", "inventories",
+            "stock", "assets", "liabilities", "equity", "borrowings", "bonds", "leverage", "taxes", "dividends",
+            "depreciation", "amortization", "overhead", "goodwill", "intangibles", "accruals", "payables",
+            "receivables", "liquidity"}  # one everyday word names no metric on its own
+
+
+@lru_cache(maxsize=1)
+def _metrics() -> tuple[tuple[re.Pattern, tuple], ...]:
+    """(how a question names a metric, the statements that print it or its inputs), from ``metrics.json``."""
+    data = json.loads(Path(__file__).with_name("metrics.json").read_text(encoding="utf-8"))
+    by_name = {s.name: s for s in STATEMENTS}
+    out = []
+    for it in data["items"]:
+        forms = [f for f in it["asked"] if " " in f or f.lower() not in EVERYDAY]
+        if forms:
+            out.append((re.compile(r"(?<![\w&/])(?:" + "|".join(re.escape(f) for f in forms) + r")(?![\w&/])", re.I),
+                        tuple(by_name[n] for n in it["statements"])))
+    return tuple(out)
+
+
+def implied(query: str) -> list[Statement]:
+    """The statements holding the metrics ``query`` names ("working capital": the balance sheet), when it asks about
+    a fiscal period; none otherwise."""
+    if not PERIOD.search(query):
+        return []
+    got = {st.name for pattern, sts in _metrics() if pattern.search(query) for st in sts}
+    return [s for s in STATEMENTS if s.name in got]
 
 
 def under(statement: Statement, heading: list, text: str) -> bool:
