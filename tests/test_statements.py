@@ -20,7 +20,7 @@ def test_the_names_a_question_gives_a_statement():
              "What was comprehensive income?": [], "What was net income in 2022?": [],
              "How do I reset the database?": []}
     for question, names in cases.items():
-        assert [s.name for s in named(question)] == names, question
+        assert [s.name for s in named(question)[0]] == names, question
 
 
 def test_a_metric_named_with_a_fiscal_period_implies_the_statements_that_print_it():
@@ -31,10 +31,11 @@ def test_a_metric_named_with_a_fiscal_period_implies_the_statements_that_print_i
              "How much stock did the FY2022 plan sell?": [],  # one everyday word names no metric
              "What was the FY2021 effective tax rate?": []}  # a note's figure, not a statement's
     for question, names in cases.items():
-        assert [s.name for s in named(question)] == names, question
+        assert [s.name for s in named(question)[0]] == names, question
+        assert named(question)[1] is False
     # a statement named outright wins over those a metric implies
-    assert [s.name for s in named("From the cash flow statement, what was FY2020 working capital?")] == \
-        ["cash flow statement"]
+    assert named("From the cash flow statement, what was FY2020 working capital?") == ([BY_NAME["cash flow statement"]],
+                                                                                      True)
 
 
 def test_a_statement_is_its_heading_or_a_table_line_at_the_chunk_s_start_not_prose():
@@ -97,3 +98,14 @@ def test_a_question_naming_the_income_statement_reads_it_first(tmp_path, make_en
     assert "section_ms" not in other.timings_ms  # a question that names no statement is searched as before
     library = engine.retriever.search(question, k=3)  # the whole library: the statement's terms find it
     assert row in library.hits[0].text
+
+
+def test_a_statement_s_hits_go_first_or_after_the_best_hit():
+    from thread_rag.retrieve.pipeline import _Ranked
+
+    whole = _Ranked([5, 6, 7, 8], {5: 0.9, 6: 0.8, 7: 0.7, 8: 0.6}, {}, {}, {})
+    section = _Ranked([7, 9, 5], {7: 0.99, 9: 0.5, 5: 0.1}, {}, {}, {})
+    named = section.before(whole, 2)
+    assert named.cand == [7, 9, 5, 6, 8] and named.final[7] == 0.99 and named.final[5] == 0.9
+    implied = section.before(whole, 2, after=1)
+    assert implied.cand == [5, 7, 9, 6, 8] and implied.final[5] == 0.9

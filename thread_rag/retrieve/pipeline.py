@@ -106,11 +106,12 @@ class _Ranked:
     stages: list = field(default_factory=lambda: ["stage1"])
     early_exit: bool = False
 
-    def before(self, other: "_Ranked", n: int) -> "_Ranked":
-        """This ranking's first ``n`` rows, then ``other``'s rows in its order; each row keeps the scores of the
-        ranking that placed it."""
-        first = self.cand[:n]
-        out = _Ranked(first + [r for r in other.cand if r not in first], {}, {}, {}, {},
+    def before(self, other: "_Ranked", n: int, after: int = 0) -> "_Ranked":
+        """``other``'s first ``after`` rows, this ranking's first ``n`` rows (those not placed yet), then the rest of
+        ``other``'s in its order; each row keeps the scores of the ranking that placed it."""
+        lead = other.cand[:after]
+        first = [r for r in self.cand[:n] if r not in lead]
+        out = _Ranked(lead + first + [r for r in other.cand if r not in first and r not in lead], {}, {}, {}, {},
                       stages=list(dict.fromkeys(other.stages + self.stages)), early_exit=other.early_exit)
         for name in ("final", "dense", "lex", "fused", "maxsim", "rerank", "hop"):
             mine, theirs = getattr(self, name), getattr(other, name)
@@ -292,10 +293,11 @@ class Retriever:
             return SearchResult(query=query, doc_id=doc_id, k=k, hits=[], stages_run=[], early_exit=False, candidates=0,
                                 timings_ms=timings, note=index.empty_filter_note(serial, pages, heading))
         ranked = self._rank(index, query, rows, k, pipeline, timings)
-        section = self._named_section(index, query, rows) if pipeline.statements and not heading else None
-        if section is not None:
+        section, said = self._named_section(index, query, rows) if pipeline.statements and not heading else (None, 0)
+        if section is not None:  # a statement named outright goes first; one a metric implies after the best hit
             t = time.perf_counter()
-            ranked = self._rank(index, query, section, SECTION_FIRST, pipeline, {}).before(ranked, SECTION_FIRST)
+            ranked = self._rank(index, query, section, SECTION_FIRST, pipeline, {}).before(ranked, SECTION_FIRST,
+                                                                                          after=0 if said else 1)
             timings["section_ms"] = (time.perf_counter() - t) * 1000
         hits = []
         self._fetch(index, ranked.cand[:k])
@@ -334,20 +336,20 @@ class Retriever:
                 got.stages.append("hop")
         return got
 
-    def _named_section(self, index: SearchIndex, query: str, rows) -> np.ndarray | None:
+    def _named_section(self, index: SearchIndex, query: str, rows) -> tuple[np.ndarray | None, bool]:
         """The rows (within ``rows``; None: the library's, those holding one of a statement's ``terms``) of the
-        financial statements the query names (``statements.longest_runs``), or None when it names none or none is
-        found."""
-        asked = named(query)
+        financial statements the query names or implies (``statements``: the longest run of titled chunks in each
+        document), or None when it names none or none is found; and whether it named them outright."""
+        asked, said = named(query)
         if not asked:
-            return None
+            return None, said
         if rows is None:
             rows = np.unique(np.concatenate([index.term_rows(t) for st in asked for t in st.terms]))
         found = []
         for st in asked:
             under_it = [r for r in rows.tolist() if under(st, *self._row_heading_text(index, r))]
             found += longest_runs([(int(index.meta.serial[r]), int(index.meta.position[r]), r) for r in under_it])
-        return np.asarray(sorted(set(found)), np.int64) if found else None
+        return (np.asarray(sorted(set(found)), np.int64) if found else None), said
 
     def _row_heading_text(self, index: SearchIndex, row: int) -> tuple[list, str]:
         """A row's chunk's heading path and text, from its document's thread (read once for the document)."""

@@ -3,9 +3,9 @@
 "What is FY2018 capital expenditure? Use the cash flow statement." names a part of a filing by one of the names
 accountants give it; the filing titles it "Consolidated Statements of Cash Flows". The retriever finds the chunks
 under that title (their heading, or a table line near their start, as the PDF loader prints a table's title) and
-ranks them first. The names are the standard ones of US GAAP and IFRS filings; nothing here knows a question.
+ranks them first (``SECTION_FIRST`` of them). The names are the standard ones of US GAAP and IFRS filings; nothing here knows a question.
 A question that names no statement but asks for a metric of a fiscal period ("FY2022 working capital") reads the
-statements that print the metric or its inputs (``metrics.json``: written by a session that saw no question, page or
+statements that print the metric or its inputs, after the search's best hit (a weaker sign; ``metrics.json``: written by a session that saw no question, page or
 code of the project).
 """
 from __future__ import annotations
@@ -60,11 +60,11 @@ TABLE_LINES = 3  # a table line among a chunk's first lines may carry the title 
 _LETTER_APART = re.compile(r"(?<=[a-z]{2}) (?=[a-z]\b)", re.I)  # "Balance Shee t": a PDF's spacing split a word
 
 
-def named(query: str) -> list[Statement]:
-    """The statements ``query`` names, in the order of STATEMENTS; when it names none but asks about a fiscal period
-    ("FY2022", "Q1 2021"), those holding the metrics it names (``implied``)."""
+def named(query: str) -> tuple[list[Statement], bool]:
+    """The statements ``query`` names, in the order of STATEMENTS, and True; when it names none but asks about a
+    fiscal period ("FY2022", "Q1 2021"), those holding the metrics it names (``implied``), and False."""
     said = [s for s in STATEMENTS if s.asked.search(query)]
-    return said or implied(query)
+    return (said, True) if said else (implied(query), False)
 
 
 PERIOD = re.compile(r"\b(?:FY|CY)\s?'?\d{2,4}\b|\bQ[1-4]\s?'?(?:19|20)?\d\d\b|\bfiscal(?:\s+year)?\s+(?:19|20)\d\d\b",
