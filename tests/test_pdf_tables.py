@@ -235,8 +235,6 @@ def test_a_statement_title_beside_the_company_name_is_the_title_not_a_column_hea
     lost) and the page's running "Table of Contents" above it became the table's title."""
     from table_pdf import write_pdf
 
-    from thread_rag.ingest.pdf_tables import find_tables, page_lines  # noqa: F401 - the reader under test
-
     items = [(19, 767, "Table of Contents", 9), (19, 747, "Consolidated Balance Sheets", 11),
              (-594, 747, "Widget Corp and Subsidiary Companies", 9), (500, 729, "December 31,", 9),
              (19, 718, "(in millions, except per share amounts)", 9), (-473, 718, "2023", 9), (-559, 718, "2022", 9)]
@@ -254,6 +252,17 @@ def test_a_statement_title_beside_the_company_name_is_the_title_not_a_column_hea
     head = next(ln for b in doc.blocks for ln in b.text.split("\n") if ln.startswith("| Consolidated"))
     assert "Widget Corp" not in head.split(" | ", 1)[1], head  # the name heads no column
     assert "(in millions" in head
+    # the years on the title's own line still head the columns (found in review)
+    items = [(19, 747, "Consolidated Statements of Operations", 11), (-473, 747, "2023", 9), (-559, 747, "2022", 9),
+             (19, 733, "(in millions)", 9)]
+    y = 715
+    for label, a, b in (("Net sales", "$ 1,671", "$ 2,148"), ("Cost of sales", "904", "981"),
+                        ("Gross margin", "767", "1,167"), ("Operating expenses", "457", "526"),
+                        ("Operating income", "310", "641"), ("Net income", "$ 245", "$ 498")):
+        items += [(34, y, label, 9), (-501, y, a, 9), (-588, y, b, 9)]
+        y -= 12
+    rows = _rows(load_document(write_pdf(tmp_path / "ops.pdf", [items])))
+    assert rows["Net sales"][0] == "| Net sales | 2023: $ 1,671 | 2022: $ 2,148 |", rows["Net sales"]
 
 
 def test_periods_are_matched_by_their_year_and_model_names_are_left_alone():

@@ -27,6 +27,7 @@ ELSEWHERE = {
     "CHROMA_HOST": "test_chroma_server.py::test_library_on_server_survives_restart",
     "CHROMA_LIBRARY": "test_chroma_server.py::test_two_data_dirs_share_one_library",
     "CHROMA_TOKEN": "test_chroma_server.py::test_a_server_on_another_machine_needs_a_token_and_one_behind_a_token_proxy_works",
+    "STATEMENTS": "test_statements.py::test_a_question_naming_the_income_statement_reads_it_first",
     "CHROMA_INSECURE": "test_chroma_server.py::test_a_server_on_another_machine_needs_a_token_and_one_behind_a_token_proxy_works",
     "EMBEDDER_MODEL": "test_stage_models.py::test_search_stops_on_an_embedder_the_store_was_not_built_with",
     "QUERY_EMBEDDER": "test_query_embedder.py::test_query_embedder_choice",

@@ -91,11 +91,19 @@ def test_a_question_naming_the_income_statement_reads_it_first(tmp_path, make_en
     row = "| Total revenue | 2023: 4,614 | 2022: 4,120 |"
     plain = engine.retriever.search(question, doc_id=doc_id, k=3, pipeline=Pipeline(statements=False))
     assert row not in plain.hits[0].text  # the note outscores the statement on its own
-    hits = engine.retriever.search(question, doc_id=doc_id, k=3).hits
-    assert row in hits[0].text and hits[0].page_end >= 2
-    assert "section_ms" in engine.retriever.search(question, doc_id=doc_id, k=3).timings_ms
-    other = engine.retriever.search("What was total revenue in 2023?", doc_id=doc_id, k=3)
-    assert "section_ms" not in other.timings_ms  # a question that names no statement is searched as before
+    found = engine.retriever.search(question, doc_id=doc_id, k=3)
+    assert row in found.hits[0].text and found.hits[0].page_end >= 2 and found.hits[0].ranked_by == "statement"
+    assert "section_ms" in found.timings_ms
+    plain_q = "What was total revenue in 2023?"  # names no statement (and no fiscal period): searched as before
+    other = engine.retriever.search(plain_q, doc_id=doc_id, k=3)
+    before = engine.retriever.search(plain_q, doc_id=doc_id, k=3, pipeline=Pipeline(statements=False))
+    assert [(h.chunk_id, h.score, h.ranked_by) for h in other.hits] == \
+        [(h.chunk_id, h.score, h.ranked_by) for h in before.hits]
+    one = engine.retriever.search(question, doc_id=doc_id, k=1).hits  # k=1: the statement's best hit
+    assert len(one) == 1 and row in one[0].text
+    off = make_engine(RERANKER="packaged:ms-marco-MiniLM-L-12-v2", STATEMENTS=False)  # the setting turns it off
+    assert [h.chunk_id for h in off.retriever.search(question, doc_id=doc_id, k=3).hits] == \
+        [h.chunk_id for h in plain.hits]
     library = engine.retriever.search(question, k=3)  # the whole library: the statement's terms find it
     assert row in library.hits[0].text
 

@@ -119,6 +119,7 @@ class Settings:
     BM25_WEIGHT: float = 1.0
     FUSION: str = "rrf"                     # rrf | dense | bm25
     STAGE2: bool = True                     # MaxSim rescoring from the int8 token cache
+    STATEMENTS: bool = True                 # a financial statement a question names or implies is read first
     STAGE2_K: int = 50
     STAGE2_WEIGHT: float = 0.5              # blend of MaxSim with the stage-1 fused rank
     RERANKER: str = "packaged:ms-marco-MiniLM-L-12-v2"  # | none | llm | <local CrossEncoder path>

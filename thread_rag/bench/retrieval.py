@@ -98,7 +98,7 @@ def same_config(a: str, b: str, settings) -> bool:
                   else (None, None, None)),
                 *(tuple(getattr(s, n) for n in HOP_SETTINGS) if PIPELINES[name].rerank and s.hop_runs()
                   else (0,) + (None,) * (len(HOP_SETTINGS) - 1)),
-                s.QUESTION_STEPS)
+                s.QUESTION_STEPS, s.STATEMENTS)
 
     return effective(a) == effective(b)
 
@@ -108,7 +108,7 @@ def same_config(a: str, b: str, settings) -> bool:
 # HOP_DEPTH came later still: one link; QUESTION_STEPS later again: off)
 RECORDED_LATER = {"RERANK_CONTEXT": "text", "STAGE3_LEXICAL_FLOOR": 0.0, "RERANK_MAX_TOKENS": 256, "STAGE3_K": 20,
                   "HOP_K": 0, "HOP_RESCORE": 4, "HOP_PICKS": 2, "HOP_MIN_SCORE": 0.9, "HOP_MAX_TOKENS": 384,
-                  "HOP_DEPTH": 1, "QUESTION_STEPS": 0}
+                  "HOP_DEPTH": 1, "QUESTION_STEPS": 0, "STATEMENTS": False}
 
 
 def recorded_settings(x: dict):

@@ -304,8 +304,9 @@ def _header_lines(lines: list[Line], first_row: int, columns: list[tuple[float, 
             break
         if not over or words > 24 or (len(ln.cells) == 1 and (words > 10 or ln.cells[0].left < label_left + 30)):
             break  # not over the columns, prose, or a title set from the left margin across them
-        if ln.cells[0].left < label_left + 30 and _TITLE_CELL.search(ln.cells[0].text):
-            break  # the title at the margin, the company's name over the columns beside it
+        if (ln.cells[0].left < label_left + 30 and _TITLE_CELL.search(ln.cells[0].text)
+                and not any(_YEARISH.match(c.text) or _PERIOD.search(c.text) for c in ln.cells[1:])):
+            break  # the title at the margin, the company's name over the columns beside it (not the years)
         head.insert(0, i)
         i -= 1
     if not head:

@@ -10,7 +10,7 @@ HOP_SETTINGS = ("HOP_K", "HOP_RESCORE", "HOP_PICKS", "HOP_MIN_SCORE", "HOP_MAX_T
 # searched records them
 SEARCH_SETTINGS = ("CHUNK_TOKENS", "CHUNK_OVERLAP", "STAGE1_K", "RRF_K", "DENSE_WEIGHT", "BM25_WEIGHT", "STAGE2_K",
                    "STAGE2_WEIGHT", "STAGE3_K", "STAGE3_WEIGHT", "STAGE3_PRIOR", "STAGE3_LEXICAL_FLOOR",
-                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT") + HOP_SETTINGS
+                   "EARLY_EXIT_MARGIN", "RERANK_MAX_TOKENS", "RERANK_CONTEXT", "STATEMENTS") + HOP_SETTINGS
 # recorded besides by the runs that apply it (bench retrieval; the answers bench through the agent)
 STEPS_SETTINGS = ("QUESTION_STEPS",)
 

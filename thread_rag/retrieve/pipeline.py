@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +35,7 @@ from .fusion import rrf
 from .maxsim import maxsim_many
 from .rerank import rerank_passage
 from .search_index import SearchIndex, bm25_tokenize
-from .statements import longest_runs, named, under
+from .statements import STATEMENTS, longest_runs, named, under
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100  # the most hits one search returns
@@ -62,7 +62,8 @@ class SearchHit:
     heading_path: list
     scores: dict  # dense, bm25, rrf, maxsim, rerank, hop: float or None
     ranked_by: str = "stage1"  # the stage whose score ``score`` is (stage1/2/3, or hop for a second-hop pick: its
-    # reranker probability against query + top hit, not blended or floored): scores order hits within one stage only
+    # reranker probability against query + top hit, not blended or floored; statement for a hit the search of a
+    # statement the query names placed: that search's score): scores order hits within one stage only
     generation: int | None = None  # the document generation the search ranked (readers stay on it)
 
 
@@ -105,6 +106,7 @@ class _Ranked:
     picks: list = field(default_factory=list)
     stages: list = field(default_factory=lambda: ["stage1"])
     early_exit: bool = False
+    statement: list = field(default_factory=list)  # rows a named statement's own ranking placed (``before``)
 
     def before(self, other: "_Ranked", n: int, after: int = 0) -> "_Ranked":
         """``other``'s first ``after`` rows, this ranking's first ``n`` rows (those not placed yet), then the rest of
@@ -118,6 +120,7 @@ class _Ranked:
             setattr(out, name, {**{r: v for r, v in theirs.items() if r not in first},
                                 **{r: mine[r] for r in first if r in mine}})
         out.picks = [r for r in other.picks if r not in first] + [r for r in self.picks if r in first]
+        out.statement = first
         return out
 
 
@@ -149,6 +152,7 @@ class Retriever:
         self._hit_chunks: LRU = LRU(4096)  # (serial, position, generation) -> Chunk read for a hit or stage 3
         self._hidden: frozenset = frozenset()  # (serial, position) of chunks hidden for calibration (``hiding``)
         self._hidden_view = None
+        self._statements_at: LRU = LRU(256)  # (serial, generation) -> statement name -> positions of its chunks
         self._recomputed: LRU = LRU(8)  # (serial, generation) -> int8 token vectors of documents without a usable cache
 
     # -- index lifecycle ---------------------------------------------------------------------
@@ -262,10 +266,10 @@ class Retriever:
         if isinstance(pipeline, str):
             if pipeline not in PIPELINES:
                 raise ThreadRagError(f"unknown pipeline {pipeline!r} (known: {', '.join(PIPELINES)})")
-            pipeline = PIPELINES[pipeline]
+            pipeline = replace(PIPELINES[pipeline], statements=s.STATEMENTS)  # a named pipeline: the setting holds
         if pipeline is None:
             pipeline = Pipeline(dense=s.FUSION in ("rrf", "dense"), bm25=s.FUSION in ("rrf", "bm25"),
-                                maxsim=s.STAGE2, rerank=s.RERANKER != "none")
+                                maxsim=s.STAGE2, rerank=s.RERANKER != "none", statements=s.STATEMENTS)
         serial = None
         if doc_id:
             serial = self.library.document(doc_id).serial  # raises a clear error for unknown ids
@@ -293,11 +297,13 @@ class Retriever:
             return SearchResult(query=query, doc_id=doc_id, k=k, hits=[], stages_run=[], early_exit=False, candidates=0,
                                 timings_ms=timings, note=index.empty_filter_note(serial, pages, heading))
         ranked = self._rank(index, query, rows, k, pipeline, timings)
-        section, said = self._named_section(index, query, rows) if pipeline.statements and not heading else (None, 0)
-        if section is not None:  # a statement named outright goes first; one a metric implies after the best hit
-            t = time.perf_counter()
-            ranked = self._rank(index, query, section, SECTION_FIRST, pipeline, {}).before(ranked, SECTION_FIRST,
-                                                                                          after=0 if said else 1)
+        if pipeline.statements and not heading:  # a statement named outright goes first; one a metric implies
+            t = time.perf_counter()                # after the best hit
+            section, said = self._named_section(index, query, rows)
+            after = 0 if said else 1
+            if section is not None and k > after:
+                ranked = self._rank(index, query, section, SECTION_FIRST, pipeline, {}, hop=False).before(
+                    ranked, SECTION_FIRST, after=after)
             timings["section_ms"] = (time.perf_counter() - t) * 1000
         hits = []
         self._fetch(index, ranked.cand[:k])
@@ -311,15 +317,17 @@ class Retriever:
                         "maxsim": _r(ranked.maxsim.get(r)) if pipeline.maxsim else None,
                         "rerank": _r(ranked.rerank.get(r)) if ranked.rerank else None,
                         "hop": _r(ranked.hop.get(r)) if ranked.hop else None},
-                ranked_by="hop" if r in ranked.picks else "stage3" if r in ranked.rerank else "stage2"
-                if r in ranked.maxsim else "stage1",
+                ranked_by="statement" if r in ranked.statement else "hop" if r in ranked.picks else "stage3"
+                if r in ranked.rerank else "stage2" if r in ranked.maxsim else "stage1",
                 generation=index.generation_of(ser)))
         return SearchResult(query=query, doc_id=doc_id, k=k, hits=hits, stages_run=ranked.stages,
                             early_exit=ranked.early_exit, candidates=len(ranked.fused),
                             timings_ms={key: round(v, 3) for key, v in timings.items()})
 
-    def _rank(self, index: SearchIndex, query: str, rows, k: int, pipeline: Pipeline, timings: dict) -> "_Ranked":
-        """The stages over ``rows`` (None: every live row): the candidates in order and each stage's scores."""
+    def _rank(self, index: SearchIndex, query: str, rows, k: int, pipeline: Pipeline, timings: dict,
+              hop: bool = True) -> "_Ranked":
+        """The stages over ``rows`` (None: every live row): the candidates in order and each stage's scores
+        (``hop``: the second hop may run, as settings say)."""
         s = self.settings
         fused, dense_map, lex_map = self._stage1(index, query, rows, pipeline, timings)
         cand = sorted(fused, key=lambda r: (-fused[r], index.tiebreak[r]))
@@ -331,31 +339,46 @@ class Retriever:
         if pipeline.rerank and got.cand and not got.early_exit and self.reranker is not None:
             got.cand, got.rerank = self._stage3(index, query, got.cand, got.final, lex_map, timings, pipeline.bm25)
             got.stages.append("stage3")
-            if s.hop_runs() and k > 1 and len(got.cand) > 1:
+            if hop and s.hop_runs() and k > 1 and len(got.cand) > 1:
                 got.cand, got.hop, got.picks = self._hop(index, query, got.cand, got.final, rows, pipeline, timings, k)
                 got.stages.append("hop")
         return got
 
     def _named_section(self, index: SearchIndex, query: str, rows) -> tuple[np.ndarray | None, bool]:
-        """The rows (within ``rows``; None: the library's, those holding one of a statement's ``terms``) of the
-        financial statements the query names or implies (``statements``: the longest run of titled chunks in each
-        document), or None when it names none or none is found; and whether it named them outright."""
+        """The rows (within ``rows``, None: the library) of the financial statements the query names or implies
+        (``statements``), or None when it names none or none is found; and whether it named them outright. A
+        library-wide search looks in the documents with a chunk that holds one of a statement's ``terms`` (each
+        read whole once per generation, ``_statement_positions``)."""
         asked, said = named(query)
         if not asked:
             return None, said
         if rows is None:
-            rows = np.unique(np.concatenate([index.term_rows(t) for st in asked for t in st.terms]))
+            hold = np.concatenate([index.term_rows(t) for st in asked for t in st.terms])
+            serials = np.unique(index.meta.serial[hold])
+        else:
+            serials = np.unique(index.meta.serial[rows])
         found = []
-        for st in asked:
-            under_it = [r for r in rows.tolist() if under(st, *self._row_heading_text(index, r))]
-            found += longest_runs([(int(index.meta.serial[r]), int(index.meta.position[r]), r) for r in under_it])
-        return (np.asarray(sorted(set(found)), np.int64) if found else None), said
+        for serial in serials.tolist():
+            at = self._statement_positions(index, serial)
+            wanted = sorted({p for st in asked for p in at.get(st.name, ())})
+            doc = index.doc_rows.get(serial, np.zeros(0, np.int64))
+            found.append(doc[np.isin(index.meta.position[doc], wanted)])
+        found = np.concatenate(found) if found else np.zeros(0, np.int64)
+        if rows is not None:
+            found = np.intersect1d(found, rows)
+        return (np.sort(found) if len(found) else None), said
 
-    def _row_heading_text(self, index: SearchIndex, row: int) -> tuple[list, str]:
-        """A row's chunk's heading path and text, from its document's thread (read once for the document)."""
-        serial = int(index.meta.serial[row])
-        ch = self._chunks(serial, index.generation_of(serial))[int(index.meta.position[row])]
-        return ch.heading_path, ch.text
+    def _statement_positions(self, index: SearchIndex, serial: int) -> dict[str, tuple]:
+        """Statement name -> the positions of its chunks in one document generation (``statements.longest_runs``),
+        read once per generation (the whole document's chunks, from its thread)."""
+        key = (serial, index.generation_of(serial))
+        if key not in self._statements_at:
+            chunks = self._chunks(*key)
+            self._statements_at[key] = {
+                st.name: tuple(longest_runs([(serial, c.position, c.position) for c in chunks
+                                             if under(st, c.heading_path, c.text)]))
+                for st in STATEMENTS}
+        return self._statements_at[key]
 
     def _stage1(self, index: SearchIndex, query: str, rows, pipeline: Pipeline, timings: dict):
         """Dense and BM25 candidates (``STAGE1_K`` each), fused by weighted RRF: (fused, dense, bm25) by row."""

@@ -49,11 +49,12 @@ StoreLoad = Callable[[int, int], tuple]  # (serial, generation) -> (chunks, vect
 Committed = list  # [(serial, generation, content key)] of the catalog's documents
 
 
-_PERIOD = re.compile(r"\b(?:(FY|CY)'?((?:19|20)\d\d|\d\d)|(Q[1-4]|H[12])(?:'(\d\d)|\s?((?:19|20)\d\d)))\b", re.I)
+PERIOD = re.compile(r"\b(?:(FY|CY)(?:'?(\d\d)|\s?((?:19|20)\d\d))|(Q[1-4]|H[12])(?:'(\d\d)|\s?((?:19|20)\d\d)))\b",
+                    re.I)  # a fiscal period: "FY2022", "FY 2022", "FY22", "Q1'21", "Q1 2021", "H2 2020"
 
 
 def _period(m: re.Match) -> str:
-    name, year = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4) or m.group(5))
+    name, year = (m.group(1), m.group(2) or m.group(3)) if m.group(1) else (m.group(4), m.group(5) or m.group(6))
     return f"{name} {'20' + year if len(year) == 2 else year}"
 
 
@@ -63,7 +64,7 @@ def bm25_tokenize(texts: list[str]) -> list[list[str]]:
     are left alone)."""
     import bm25s
 
-    texts = [_PERIOD.sub(_period, t) for t in texts]
+    texts = [PERIOD.sub(_period, t) for t in texts]
     return bm25s.tokenize(texts, stopwords=BM25_STOPWORDS, return_ids=False, show_progress=False)
 
 

@@ -3,7 +3,7 @@
 "What is FY2018 capital expenditure? Use the cash flow statement." names a part of a filing by one of the names
 accountants give it; the filing titles it "Consolidated Statements of Cash Flows". The retriever finds the chunks
 under that title (their heading, or a table line near their start, as the PDF loader prints a table's title) and
-ranks them first (``SECTION_FIRST`` of them). The names are the standard ones of US GAAP and IFRS filings; nothing here knows a question.
+ranks them first (the retriever's ``SECTION_FIRST``; setting ``STATEMENTS``). The names are the standard ones of US GAAP and IFRS filings; nothing here knows a question.
 A question that names no statement but asks for a metric of a fiscal period ("FY2022 working capital") reads the
 statements that print the metric or its inputs, after the search's best hit (a weaker sign; ``metrics.json``: written by a session that saw no question, page or
 code of the project).
@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from .search_index import PERIOD
 
 _OF = r"statements?\s+of\s+(?:consolidated\s+)?"
 TITLE_LEAD = 4  # words a title may follow in its heading or cell
@@ -67,8 +69,6 @@ def named(query: str) -> tuple[list[Statement], bool]:
     return (said, True) if said else (implied(query), False)
 
 
-PERIOD = re.compile(r"\b(?:FY|CY)\s?'?\d{2,4}\b|\bQ[1-4]\s?'?(?:19|20)?\d\d\b|\bfiscal(?:\s+year)?\s+(?:19|20)\d\d\b",
-                    re.I)
 EVERYDAY = {"revenue", "revenues", "sales", "profit", "cash", "investments", "securities", "inventory", "inventories",
             "stock", "assets", "liabilities", "equity", "borrowings", "bonds", "leverage", "taxes", "dividends",
             "depreciation", "amortization", "overhead", "goodwill", "intangibles", "accruals", "payables",
