@@ -211,8 +211,13 @@ PAGES = {
                               ["by_pipeline", "dense_only", "page_hit_at_5", "mean"],
                               ["by_pipeline", "stage1_rrf", "page_hit_at_1", "mean"],
                               ["by_pipeline", "stage1_rrf", "page_hit_at_5", "mean"], ["page_hit_at_5", "mean"]],
-         "evidence page first for {}\n  and in the top 5 for {}; fused with BM25, {} and {}; the cross-encoder then "
-         "brings @5 down to {}."),
+         "dense search finds the evidence page first for {} and in the top 5 for {}; fused with BM25, {} and\n  {}; "
+         "MaxSim and the cross-encoder then bring @5 down to {}."),
+        ("filings-dev.json", [["by_pipeline", "no_statements", "page_hit_at_1", "mean"],
+                              ["by_pipeline", "no_statements", "page_hit_at_5", "mean"]],
+         "(`no_statements`): {} and {}."),
+        ("filings-dev.json", [["page_hit_at_5", "mean"]], "Goal page-hit@5 0.75: not met ({})."),
+        ("filings-dev-before.json", [["printed_gold_in_quote", "mean"]], "against {} before (goal 80%"),
         ("filings-dev.json", [["printed_gold_in_quote", "mean"], ["printed_gold_in_quote", "n"]],
          "holds the gold figure (within 1%, after units) for {} of the {}\n  questions"),
         ("filings-dev.json", [["indexing", "pages"]], "earnings releases; {:,} pages)"),
