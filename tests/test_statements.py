@@ -2,6 +2,10 @@
 it, the titles a filing prints, and a search over a filing whose notes and prose outscore the statement itself."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from table_pdf import write_pdf
 from thread_rag.retrieve.pipeline import Pipeline
 from thread_rag.retrieve.statements import STATEMENTS, longest_runs, named, under
@@ -117,3 +121,22 @@ def test_a_statement_s_hits_go_first_or_after_the_best_hit():
     assert named.cand == [7, 9, 5, 6, 8] and named.final[7] == 0.99 and named.final[5] == 0.9
     implied = section.before(whole, 2, after=1)
     assert implied.cand == [5, 7, 9, 6, 8] and implied.final[5] == 0.9
+
+
+FILINGS = Path(__file__).resolve().parents[2] / "shared/data/financebench-dev/pdfs"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FILINGS.is_dir(), reason="../shared/data/financebench-dev not present")
+def test_a_real_filing_s_statements_are_read_first(make_engine):
+    """A regression guard on a real earnings release: a loader or search change that loses its statements' titles
+    fails here."""
+    engine = make_engine()
+    doc_id = engine.index_file(FILINGS / "AMCOR_2023Q4_EARNINGS.pdf").doc_id
+    cases = {"Using the cash flow statement, how much did Amcor spend on capital expenditure in FY2023?":
+             "Statements of Cash Flows",
+             "From the balance sheet, what were Amcor's total current liabilities at June 30, 2023?": "Balance Sheet"}
+    for question, title in cases.items():
+        top = engine.retriever.search(question, doc_id=doc_id, k=3).hits[0]
+        assert top.ranked_by == "statement" and top.page_start == 9 and title in top.heading_path[-1], \
+            (question, top.chunk_id, top.heading_path)
