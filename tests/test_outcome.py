@@ -26,6 +26,15 @@ WIDGET = Path(__file__).parent / "data" / "widget-manual.md"
     ("How do I write the image to a USB stick? And can I use Windows for it?",
      ["How do I write the image to a USB stick?", "can I use Windows for it?"]),
     ("Where is the config file; what is its default port?", ["Where is the config file?", "what is its default port?"]),
+    # a second request introduced by "also" or "plus" after ";", "?" or a full stop
+    ("How do I reset the database; also, how long does it take?",
+     ["How do I reset the database?", "how long does it take?"]),
+    ("How do I change the port? Also, can I open it in the firewall?",
+     ["How do I change the port?", "can I open it in the firewall?"]),
+    ("How do I enable backups. Also how often do they run?", ["How do I enable backups?", "how often do they run?"]),
+    ("Which disks does it support? Plus, can it encrypt them?",
+     ["Which disks does it support?", "can it encrypt them?"]),
+    ("I run Debian 12. How do I install the package?", ["I run Debian 12. How do I install the package?"]),
 ])
 def test_a_question_is_cut_into_its_separate_requests_only(question, expected):
     assert parts(question) == expected
@@ -301,7 +310,9 @@ def test_the_benchs_tuned_and_held_out_sets_are_kept_apart():
     with pytest.raises(ThreadRagError, match="h-99 repeat the tuning set"):
         _held_out([{**tuned[0], "id": "h-99"}], tuned, ("question", "must_hold"), "q")
     partly = json.loads((SETS / "partly.json").read_text())
-    _held_out(json.loads((SETS / "partly-heldout.json").read_text()), partly, ("question", "missing_part"), "p")
+    held = json.loads((SETS / "partly-heldout.json").read_text())
+    _held_out(held, partly, ("question", "missing_part"), "p")
+    _held_out(json.loads((SETS / "partly-heldout-2.json").read_text()), partly + held, ("question", "missing_part"), "p")
     with pytest.raises(ThreadRagError, match="h-98 repeat the tuning set"):
         _held_out([{**partly[0], "id": "h-98"}], partly, ("question", "missing_part"), "p")
 

@@ -145,6 +145,12 @@ PAGES = {
         ("outcome-debian.json", [*OUT("floors", "partly_heldout_named"), ["calibrated", "partly_heldout_named", "refused"]],
          "and {} of\n  {} (calibrated: 5 and {})"),
         ("outcome-docs.json", [["calibrated", "partly_heldout_named", "refused"]], "(calibrated: {} and 5)"),
+        ("partly-heldout-2.json", [["rates", "docs", "shipped", "named"], ["rates", "docs", "shipped", "n"],
+                                   ["rates", "debian", "shipped", "named"], ["rates", "debian", "shipped", "n"]],
+         "the outcome named the missing half for {}\n  of {} on this project's manual and {} of {} on the Debian guide"),
+        ("partly-heldout-2.json", [["rates", "docs", "before", "named"], ["rates", "docs", "before", "n"],
+                                   ["rates", "debian", "before", "named"], ["rates", "debian", "before", "n"]],
+         "names {} of {} and {} of {}. Goal 70%"),
         ("partly-heldout-rule-off.json", [["rates", "docs", "partly_heldout_named", "refused"],
                                           ["rates", "docs", "partly_heldout_named", "n"],
                                           ["rates", "debian", "partly_heldout_named", "refused"],
@@ -269,7 +275,7 @@ PAGES = {
 # (3.11.7) or a name (Qwen2.5-Coder, 1.5B). Plain integers (60 questions) are not looked for.
 # numbers a page states that are no measurement: goals set by an issue (each must be on its page)
 GOALS = {"README.md": ["took over 2 s in that run"],  # the quick tier's threshold (conftest.QUICK_MAX_S)
-         "BENCHMARKS.md": ["(goal 0.8: met on limit-small only)", "(goal 80%: not met", "Goal 70%: open",
+         "BENCHMARKS.md": ["(goal 0.8: met on limit-small only)", "(goal 80%: not met", "Goal 70%: met on that set",
                            "Goal: at least 95% right, no library\n  change taken on a question, under "
                            "150 ms a message, a model call for at most 10% of messages"]}
 

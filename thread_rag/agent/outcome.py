@@ -108,11 +108,14 @@ ACTING = (r"(?:install|configure|set|create|add|remove|delete|enable|disable|use
           r"restore|migrate|import|export|find|keep|access|view|test|move|copy|rename|load|save|register|upload|share|"
           r"attach|grant|revoke|rotate|reset|resize|scale|schedule|turn|fix|recover|replace|partition|format|encrypt|"
           r"send|apply|assign|restart|reboot|back|list|show|tell|explain|allow|block|forward|expose|point|map|bind)")
-JOINT = re.compile(rf"(?:,?\s+and\s+(?:then\s+|also\s+)?|;\s*|,\s+then\s+|\?\s+(?:and\s+)?)(?=(?:{ASKING}|{ACTING})\b)", re.I)
+_ALSO = r"(?:(?:and\s+)?(?:also|plus),?\s+)"  # "; also, how long ...", "? Plus, can it ..."
+JOINT = re.compile(rf"(?:,?\s+and\s+(?:then\s+|also\s+)?|;\s*{_ALSO}?|,\s+then\s+|\?\s+(?:and\s+)?{_ALSO}?|"
+                   rf"\.\s+{_ALSO})(?=(?:{ASKING}|{ACTING})\b)", re.I)
 
 
 def parts(question: str) -> list[str]:
-    """The separate requests of a question, each ending in '?': joined by "and" (or ";", ", then", a second "?")
+    """The separate requests of a question, each ending in '?': joined by "and" (or ";", ", then", a second "?", and
+    "also" or "plus" after ";", "?" or a full stop)
     before a word that asks (how, what, can, ...) or acts (open, restart, ...), each side at least three words, the
     left one with a word of its own and not ending in a verb; "the RAM and disk requirements" and "install and
     configure nginx" stay one."""

@@ -11,7 +11,8 @@ Groups, per data set:
 - ``partly`` (``--dataset debian`` and ``docs``): two-part questions whose first half the library answers and whose
   second half it does not (``partly.json``): right when the outcome is *partly* and its missing part holds a word of
   the missing half; ``partly_heldout``: 24 more written without the code (``partly-heldout.json``, checked to repeat
-  no question of the first, which the part rule of ``agent/outcome.py`` was tuned on).
+  no question of the first, which the part rule of ``agent/outcome.py`` was tuned on); ``partly_heldout_2``: 24 more,
+  written without the code after the joints by "also" were added (``partly-heldout-2.json``), judged only.
 
 The calibration is made from the library alone (its own made-up questions, ``evaluate/calibrate.py``), kept in memory
 (never written into the corpus home), and checked to share no question with the judged groups. A refused
@@ -76,7 +77,7 @@ def judge(engine, groups: dict, cal) -> dict:
             if "unanswerable" in rows:
                 rates["unanswerable_refused"] = _rate(rows["unanswerable"], lambda r: r["kind"] in (NOT_ANSWERED, PARTLY))
                 rates["unanswerable_not_answered"] = _rate(rows["unanswerable"], lambda r: r["kind"] == NOT_ANSWERED)
-            for g in ("partly", "partly_heldout"):
+            for g in ("partly", "partly_heldout", "partly_heldout_2"):
                 if g in rows:
                     rates[f"{g}_named"] = _rate(rows[g], lambda r: _partly_right(r, r.get("keywords", [])))
                     rates[f"{g}_refused"] = _rate(rows[g], lambda r: r["kind"] == NOT_ANSWERED)
@@ -190,7 +191,9 @@ def _hand_written(settings, name: str):
     tuned = json.loads((SETS / "partly.json").read_text())
     held = json.loads((SETS / "partly-heldout.json").read_text())
     _held_out(held, tuned, ("question", "missing_part"), "partly-heldout.json")  # the part rule was tuned on partly.json
-    for group, cases in (("partly", tuned), ("partly_heldout", held)):
+    held2 = json.loads((SETS / "partly-heldout-2.json").read_text())  # the "also" joints came after the first's misses
+    _held_out(held2, tuned + held, ("question", "missing_part"), "partly-heldout-2.json")
+    for group, cases in (("partly", tuned), ("partly_heldout", held), ("partly_heldout_2", held2)):
         groups[group] = [(p["question"], None, [], p["missing_keywords"]) for p in cases if p["corpus"] == name]
     if name == "debian":
         thread = engine.thread(engine.documents()[0].serial)
