@@ -45,7 +45,7 @@ ANSWER_TOKENS = 160      # one cap for every strategy
 SHARED_SETTINGS = ("READ_K", "READ_BUDGET", "MAX_ANSWER_TOKENS", "RELEVANCE_MIN", "MATCH_MIN", "WEAK_MATCH", "EXPLAIN_FROM",
                    "QUOTE_MIN",
                    "WALK_MAX", "WALK_THRESHOLD", "WALK_QUERY_MIN", "CITE_FOLLOWUP", "DECIDE", "WALK_BACK", "RERANK_CONTEXT",
-                   "STAGE3_LEXICAL_FLOOR", "STAGE3_K", "RERANK_MAX_TOKENS") + HOP_SETTINGS + STEPS_SETTINGS  # recorded with every run
+                   "STAGE3_LEXICAL_FLOOR", "STAGE3_K", "RERANK_MAX_TOKENS", "STATEMENTS") + HOP_SETTINGS + STEPS_SETTINGS  # recorded with every run
 READING_SETTINGS = ("WALK_MAX", "WALK_BACK", "WALK_THRESHOLD", "WALK_QUERY_MIN")  # what a strategy may set itself
 
 
