@@ -381,3 +381,33 @@ def test_a_first_chunk_opening_with_a_fence_is_paired_the_way_its_code_reads():
     tail = "```\n**Note** This command does not remove packages.\nTo disable a topic, use the following command:\n" \
            "```\n[ec2-user ~]$ sudo amazon-linux-extras disable topic\n```\nThe Extras library holds kernels."
     assert [u.kind for u in units(tail)] == ["sentence", "sentence", "code", "sentence"], units(tail)
+
+
+STATEMENT = """Cash flow figures for the year follow.
+| Consolidated Statement of Cash Flows (Millions) | 2023 | 2022 |
+| --- | --- | --- |
+| Net cash provided by (used in) operating activities | 2023: 4,210 | 2022: 3,980 |
+| Purchases of property, plant and equipment (PP&E) | 2023: (1,204) | 2022: (1,118) |
+| Proceeds from sale of PP&E | 2023: 61 | 2022: 40 |
+| Net cash used in investing activities | 2023: (2,310) | 2022: (1,900) |
+Capital spending rose with the new plant.
+| Five-year summary (Millions) | 2019 | 2018 |
+| --- | --- | --- |
+| Capital expenditures | 2019: 800 | 2018: 700 |"""
+
+
+def test_a_figure_question_quotes_the_row_printing_the_metric_under_its_header():
+    """Asked for "FY2023 capital expenditure", the quote held a sentence about capital spending and the operating
+    cash row beside it, never the row that prints the figure: statements print capex as "Purchases of property,
+    plant and equipment". The row under a label the metric is printed by (metrics.json) is quoted with its header,
+    a row of a table holding the asked year before one that does not."""
+    src = _source(STATEMENT)
+    scorer = _scorer({"Capital spending": 6.0, "Net cash provided": 4.0, "Capital expenditures": 1.0})
+    q = "What is the FY2023 capital expenditure amount (in USD millions)?"
+    shown = "\n".join(x.shown() for x in quote_lines(choose(score_units(q, [src], scorer), question=q), [src]))
+    assert "| Purchases of property, plant and equipment (PP&E) | 2023: (1,204) | 2022: (1,118) |" in shown, shown
+    assert "| Consolidated Statement of Cash Flows (Millions) | 2023 | 2022 |" in shown
+    assert "| Capital expenditures | 2019: 800 |" not in shown  # the asked year's table is read, not the summary's
+    q2 = "What did the new plant change?"  # no figure named: the quote stays as scored
+    plain = [u.text for u in choose(score_units(q2, [src], scorer), question=q2)]
+    assert not any("Purchases of property" in t for t in plain)

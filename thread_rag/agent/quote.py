@@ -44,6 +44,8 @@ from typing import Callable
 import numpy as np
 
 from .check import COMMAND_LINE, FENCE
+from ..retrieve.search_index import PERIOD
+from ..retrieve.statements import labelled, printed_labels, row_label
 
 ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+–])\s+\S")
 ITEM_MARK = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+–])\s+")  # up to the step's text column
@@ -482,6 +484,8 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
     listed = bool(_listed(picked, scored))  # a line chosen by score is part of a list or leads into one
     picked += _bodies(picked, scored, cfg.words)
     cut = ""
+    if FIGURE.search(question) or PERIOD.search(question):
+        picked += _figure_rows(question, picked, scored)
     if FIGURE.search(question):
         picked += _best_near("row", picked, scored, cfg.margin + STEP_REACH)
     if PROCEDURE.search(question):
@@ -502,6 +506,27 @@ def choose_quote(question: str, scored: list[Unit], cfg: QuoteSettings = QuoteSe
 
 PROCEDURE_ROOM = 2  # a procedure asked for may fill this many times the word budget, its steps whole
 STEP_REACH = 2.0  # a procedure question: a step this much past the quote margin still brings its list
+
+
+FIGURE_ROWS = 4  # a figure question: at most this many rows printing what it names, one per label
+YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+def _figure_rows(question: str, picked: list[Unit], scored: list[Unit]) -> list[Unit]:
+    """A question asking for a figure it names ("the FY2023 capital expenditure"): the rows read that print it under
+    a label statements print it by ("Purchases of property, plant and equipment"; ``statements.printed_labels``),
+    the best-scored row of each label, up to ``FIGURE_ROWS``. When the question names a year and some of the rows'
+    tables hold it, only those (not a five-year summary's row)."""
+    labels = printed_labels(question)
+    rows = [u for u in scored if u.kind == "row" and u not in picked]
+    found = [(labelled(row_label(u.text), labels), u) for u in rows] if labels else []
+    found = [(i, u) for i, u in found if i is not None]
+    years = set(YEAR.findall(question))
+    dated = [(i, u) for i, u in found if years & set(YEAR.findall(u.header + u.text))]
+    best: dict[int, Unit] = {}
+    for i, u in sorted(dated or found, key=lambda iu: -iu[1].score):
+        best.setdefault(i, u)
+    return sorted(best.values(), key=lambda u: -u.score)[:FIGURE_ROWS]
 
 
 def _holds_code(u: Unit) -> bool:

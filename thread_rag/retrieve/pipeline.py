@@ -35,7 +35,7 @@ from .fusion import rrf
 from .maxsim import maxsim_many
 from .rerank import rerank_passage
 from .search_index import SearchIndex, bm25_tokenize
-from .statements import STATEMENTS, longest_runs, named, under
+from .statements import STATEMENTS, labelled, longest_runs, named, printed_labels, row_label, under
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100  # the most hits one search returns
@@ -302,8 +302,9 @@ class Retriever:
             section, said = self._named_section(index, query, rows)
             after = 0 if said else 1
             if section is not None and k > after:
-                ranked = self._rank(index, query, section, SECTION_FIRST, pipeline, {}, hop=False).before(
-                    ranked, SECTION_FIRST, after=after)
+                own = self._labelled_first(index, query, section,
+                                           self._rank(index, query, section, SECTION_FIRST, pipeline, {}, hop=False))
+                ranked = own.before(ranked, SECTION_FIRST, after=after)
             timings["section_ms"] = (time.perf_counter() - t) * 1000
         hits = []
         self._fetch(index, ranked.cand[:k])
@@ -367,6 +368,32 @@ class Retriever:
         if rows is not None:
             found = np.intersect1d(found, rows)
         return (np.sort(found) if len(found) else None), said
+
+    def _labelled_first(self, index: SearchIndex, query: str, section, own: "_Ranked") -> "_Ranked":
+        """A statement's own ranking with its chunks that print a row under a label of a metric the query names
+        ("capital expenditure": "Purchases of property, plant and equipment"; ``statements.printed_labels``) first,
+        the chunk with the most common label first, each keeping its score (the lowest of the ranking if it had
+        none); the rest in the ranking's order."""
+        labels = printed_labels(query)
+        if not labels:
+            return own
+        rows = [int(r) for r in section]
+        self._fetch(index, rows)
+        at = {}
+        for r in rows:
+            found = [labelled(row_label(ln), labels) for ln in self._chunk(index, r).text.splitlines()
+                     if ln.lstrip().startswith("|")]
+            found = [i for i in found if i is not None]
+            if found:
+                at[r] = min(found)
+        if not at:
+            return own
+        place = {r: i for i, r in enumerate(own.cand)}
+        first = sorted(at, key=lambda r: (at[r], place.get(r, len(place))))
+        low = min(own.final.values(), default=0.0)
+        own.final.update({r: low for r in first if r not in own.final})
+        own.cand = first + [r for r in own.cand if r not in at]
+        return own
 
     def _statement_positions(self, index: SearchIndex, serial: int) -> dict[str, tuple]:
         """Statement name -> the positions of its chunks in one document generation (``statements.longest_runs``),

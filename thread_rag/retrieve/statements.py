@@ -76,17 +76,58 @@ EVERYDAY = {"revenue", "revenues", "sales", "profit", "cash", "investments", "se
 
 
 @lru_cache(maxsize=1)
+def _items() -> tuple[dict, ...]:
+    return tuple(json.loads(Path(__file__).with_name("metrics.json").read_text(encoding="utf-8"))["items"])
+
+
+def _asked(forms: list[str]) -> re.Pattern:
+    return re.compile(r"(?<![\w&/])(?:" + "|".join(re.escape(f) for f in forms) + r")(?![\w&/])", re.I)
+
+
+@lru_cache(maxsize=1)
 def _metrics() -> tuple[tuple[re.Pattern, tuple], ...]:
     """(how a question names a metric, the statements that print it or its inputs), from ``metrics.json``."""
-    data = json.loads(Path(__file__).with_name("metrics.json").read_text(encoding="utf-8"))
     by_name = {s.name: s for s in STATEMENTS}
     out = []
-    for it in data["items"]:
+    for it in _items():
         forms = [f for f in it["asked"] if " " in f or f.lower() not in EVERYDAY]
         if forms:
-            out.append((re.compile(r"(?<![\w&/])(?:" + "|".join(re.escape(f) for f in forms) + r")(?![\w&/])", re.I),
-                        tuple(by_name[n] for n in it["statements"])))
+            out.append((_asked(forms), tuple(by_name[n] for n in it["statements"])))
     return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _printed() -> tuple[tuple[re.Pattern, tuple], ...]:
+    """(how a question names a metric, everyday words included; the row labels statements print it or its inputs
+    under), from ``metrics.json``."""
+    return tuple((_asked(it["asked"]), tuple(it["printed"])) for it in _items())
+
+
+def printed_labels(query: str) -> list[str]:
+    """The row labels ("purchases of property, plant and equipment") under which statements print the metrics
+    ``query`` names ("capital expenditure") or their inputs, each once, in the order of ``metrics.json``. Used to
+    read rows already found, so one everyday word ("revenue") counts here."""
+    out: list[str] = []
+    for pattern, labels in _printed():
+        if pattern.search(query):
+            out += [x for x in labels if x not in out]
+    return out
+
+
+def row_label(row: str) -> str:
+    """A table row's label as ``printed_labels`` spells labels: its first cell, lower case, without a bracketed
+    aside ("(PP&E)"), spaces collapsed, no trailing colon."""
+    cell = row.strip().strip("|").split("|")[0]
+    cell = re.sub(r"\s*\([^)]*\)", "", cell.lower())
+    return " ".join(cell.split()).rstrip(":;. ")
+
+
+def labelled(label: str, labels: list[str]) -> int | None:
+    """The position in ``labels`` of the first one ``label`` is (or begins with, up to a word's end); None if none."""
+    for i, x in enumerate(labels):
+        if label == x or (label.startswith(x) and not label[len(x)].isalnum()):
+            return i
+    return None
 
 
 def implied(query: str) -> list[Statement]:
