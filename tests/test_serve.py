@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from pathlib import Path
 
@@ -210,6 +211,22 @@ def test_a_client_that_goes_away_stops_its_generation(manual_engine):
             time.sleep(0.02)
         assert app.state.door.waiting == 0 and time.time() - left < 1.5  # the model is free within about a second
         assert 0 < model.sent < 100  # stopped well before its 200 words (10 s at 50 ms a word)
+
+
+def test_a_query_whose_client_leaves_before_the_answer_stops_its_generation(manual_engine):
+    """``/query`` sends the whole answer at its end, so a client that gave up before (a timeout, a closed tab) left
+    its generation running to the end, holding the model. It stops within about two seconds of the client leaving."""
+    model = SlowModel(answer=lambda m: " ".join(["Run the step now."] * 100))  # 400 words: 20 s at 50 ms a word
+    model.calls = []
+    app = build_app(manual_engine, chat_model=model)
+    with running(app) as c:
+        with pytest.raises(httpx.ReadTimeout):
+            c.post("/query", json={"question": "How do I pre-heat summaries?"}, timeout=httpx.Timeout(60, read=8.0))
+        left = time.time()
+        while app.state.door.waiting and time.time() < left + 20:
+            time.sleep(0.02)
+        assert app.state.door.waiting == 0 and time.time() - left < 2  # the model is free soon after
+        assert 0 < model.sent < 300, model.sent  # it had begun, and stopped well before its 400 words
 
 
 def test_quotes_and_searches_answer_while_a_generation_streams(manual_engine):
@@ -504,7 +521,8 @@ def test_a_server_killed_during_an_upload_leaves_a_whole_library_and_names_the_f
 def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_path):
     """/health counted the documents on the reading thread under the library lock, so while an upload was indexed it
     waited for the whole indexing (a monitor would take the server for dead). It answers at once, with the count
-    as last read and ``writing`` true while a change is under way."""
+    as last read, ``writing`` true while a change is under way and ``indexing``: the upload's file, stage and
+    progress (the page said "indexing ..." and nothing more until the end)."""
     import threading
 
     words = (REPO_DOCS / "03-searching.md").read_text().split()
@@ -520,11 +538,12 @@ def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_pa
                 done.set()
         started = time.perf_counter()
         threading.Thread(target=upload, daemon=True).start()
-        seen = []
+        seen, stages = [], []
         while not seen or not done.is_set():
             t = time.perf_counter()
             h = c.get("/health", timeout=5).json()
             seen.append((h["writing"], time.perf_counter() - t))
+            stages.append(h["indexing"])
             time.sleep(0.1)
         upload_s = time.perf_counter() - started
         # waiting on the lock made /health as slow as the whole upload; at the end of the full suite on an AVX2
@@ -533,3 +552,8 @@ def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_pa
         assert any(w for w, _ in seen) and max(s for _, s in seen) < min(2.0, upload_s / 5), (upload_s, seen)
         after = c.get("/health").json()
         assert after["documents"] == before["documents"] + 1 and after["writing"] is False
+        # the upload's progress, for a page to show: its file, the stage and how far it is
+        embedding = [x for x in stages if x and re.fullmatch(r"embed \d+/\d+", x["step"])]
+        assert embedding and all(x["file"] == "parts.md" and 0 <= x["share"] <= 1 for x in embedding), stages
+        assert any(x["share"] > 0 for x in embedding), stages
+        assert before["indexing"] is None and after["indexing"] is None

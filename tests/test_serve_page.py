@@ -83,6 +83,8 @@ def test_the_page_asks_quotes_first_shows_the_line_on_its_pdf_page_and_refuses(m
         browser.find_element(By.ID, "file").send_keys(str(pdf))
         browser.find_element(By.CSS_SELECTOR, "#upload button").click()
         wait_for(browser, "return /indexed zen.pdf/.test(document.getElementById('upload-state').textContent)", 180)
+        line = browser.execute_script("return progressLine({file: 'big.pdf', step: 'embed 120/400', share: 0.3})")
+        assert line == "indexing big.pdf: embed 120/400 (30%)"  # what the page shows of /health's indexing
         wait_for(browser, "return document.querySelectorAll('#docs li').length === 1")
 
         browser.execute_script(WATCH)

@@ -128,6 +128,7 @@ class Door:
         self.waiting = 0  # full answers queued or running
         self.writing = 0  # changes to the library under way or waiting (health says so, without waiting for them)
         self.documents = len(engine.documents())  # the count as last read (health answers with it at once)
+        self.indexing: dict | None = None  # the upload being indexed: file, step, share done (health shows it)
         self.lock = threading.Lock()
 
     async def run(self, fn, *args, **kw):
@@ -312,7 +313,8 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         return JSONResponse({"status": "ok", "version": __version__, "documents": door.documents,  # as last read
                              "writing": door.writing > 0,  # health never waits for a change or a queued read
                              "store": s.CHROMA_HOST or str(engine.home), "model": s.MAIN_MODEL, "backend": s.CHAT_BACKEND,
-                             "writes": door.allow_writes, "answers_waiting": door.waiting})
+                             "writes": door.allow_writes, "answers_waiting": door.waiting,
+                             "indexing": door.indexing})
 
     async def stats(request):
         return JSONResponse(await door.run(tools.library_stats, engine))
@@ -383,10 +385,18 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
             return JSONResponse(await door.run(quote_answer, engine, question, doc_id=doc, **scope))
         from .cli import _answer_json
 
+        gone = threading.Event()
+
+        def ask():
+            agent = door.agent(history)
+            agent.stop = gone.is_set  # the model stops at its next piece once the client has gone
+            return agent.ask(question, doc_id=doc, changes=False, **scope)
         door.take_slot()
+        watch = asyncio.create_task(until_gone(request, gone))
         try:
-            ans = await door.answer(lambda: door.agent(history).ask(question, doc_id=doc, changes=False, **scope))
+            ans = await door.answer(ask)
         finally:
+            watch.cancel()
             door.free_slot()
         return JSONResponse(_answer_json(ans))
 
@@ -481,6 +491,13 @@ async def _not_allowed(request, exc):
 
 
 # --- streaming ------------------------------------------------------------------------------------------------------
+async def until_gone(request: Request, gone: threading.Event) -> None:
+    """Sets ``gone`` when the client of ``request`` (its body read) disconnects."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
 def answer_events(door: Door, question: str, doc: str | None, history: list, mode: str, scope: dict | None = None):
     """Server-Sent Events: ``quote`` (or ``related``), ``outcome``, ``token``... (the explanation), ``checked``, a later
     ``outcome`` when the check lowered it (or the first, for a question refused before any quote), ``sources``,
@@ -581,11 +598,19 @@ async def receive_upload(door: Door, request: Request) -> dict:
     tmp.write_bytes(data)
     os.replace(tmp, target)
     stored = f"{folder.name}/{target.name}"
+
+    def progress(step: str, done: int, total: int) -> None:  # ("[1/1] name: embed 120/384", KiB done, KiB in all)
+        door.indexing = {"file": item.filename, "step": step.split(": ", 1)[-1],
+                         "share": round(min(done / total, 1.0), 3) if total else 0.0}
+    progress("waiting for the library", 0, 0)  # reads under way finish first
     try:
-        (result,) = (await door.write(tools.index_new_document, door.engine, str(target)))["results"]
+        (result,) = (await door.write(tools.index_new_document, door.engine, str(target),
+                                      progress=progress))["results"]
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+    finally:
+        door.indexing = None
     if result["status"] == "failed":  # unreadable, encrypted, no text: nothing was added, and the file goes too
         shutil.rmtree(folder, ignore_errors=True)
         raise HttpError(400, f"{item.filename}: {result['error']}")
