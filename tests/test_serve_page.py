@@ -116,3 +116,26 @@ def test_the_page_asks_quotes_first_shows_the_line_on_its_pdf_page_and_refuses(m
         outcome = browser.execute_script("return [...document.querySelectorAll('#turns article')][0]"
                                          ".querySelector('.outcome').textContent")
         assert outcome.startswith("The documents do not say") and "token" not in browser.execute_script("return window.seen")
+
+
+@needs_chromium
+def test_the_page_works_on_a_server_with_a_token(manual_engine, browser):
+    """A server started with a token (the way it is reached from another machine) answered the page itself with
+    401, so a browser could not use it at all. The page is served without the token (it holds no data); it asks for
+    the token once a request is refused, sends it with every request after, pictures included."""
+    from selenium.webdriver.common.by import By
+
+    app = build_app(manual_engine, token="s3cret", chat_model=SlowModel(answer=lambda m: "Done [1]."))
+    with running(app) as client:
+        assert client.get("/").status_code == 200 and client.get("/health").status_code == 401
+        browser.get(str(client.base_url))
+        wait_for(browser, "return !document.getElementById('login').hidden")
+        assert not browser.execute_script("return document.getElementById('health').textContent")
+        browser.find_element(By.ID, "token").send_keys("s3cret")
+        browser.find_element(By.CSS_SELECTOR, "#login button").click()
+        wait_for(browser, "return /documents/.test(document.getElementById('health').textContent)")
+        assert browser.execute_script("return document.getElementById('login').hidden")
+        wait_for(browser, "return document.querySelectorAll('#docs li').length > 0")
+        browser.execute_script(WATCH)
+        ask(browser, "How do I pre-heat summaries?")
+        assert "quote" in browser.execute_script("return window.seen")  # the stream came through with the token

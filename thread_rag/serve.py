@@ -270,10 +270,14 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
     door = Door(engine, allow_writes=allow_writes and not engine.read_only, token=token, max_waiting=max_waiting,
                 chat_model=chat_model)  # a library on a read-only mount is served read-only, whatever was asked
 
-    def route(fn, write: bool = False):
+    def route(fn, write: bool = False, public: bool = False):
+        """``fn`` as an endpoint: the token, the host and the origin checked (``public``: no token, for the page
+        itself, which holds no data and asks for the token), writes refused on a read-only server, errors as one
+        line."""
         async def endpoint(request: Request) -> Response:
             try:
-                check_token(request)
+                if not public:
+                    check_token(request)
                 check_origin(request)
                 if write and not door.allow_writes:
                     raise HttpError(403, "this library is on a read-only file system" if engine.read_only else
@@ -465,7 +469,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
     async def page(request):
         return HTMLResponse(PAGE)
 
-    routes = [Route("/", route(page)), Route("/health", route(health)), Route("/stats", route(stats)),
+    routes = [Route("/", route(page, public=True)), Route("/health", route(health)), Route("/stats", route(stats)),
               Route("/documents", route(documents)), Route("/metadata-values", route(metadata_values)),
               Route("/search", route(search), methods=["POST"]), Route("/fetch", route(fetch), methods=["POST"]),
               Route("/nested", route(nested), methods=["POST"]), Route("/query", route(query), methods=["POST"]),
