@@ -170,3 +170,18 @@ def test_a_named_metric_reads_first_the_statement_chunk_printing_its_row(tmp_pat
     found = engine.retriever.search(question, doc_id=doc_id, k=3)
     assert "| Purchases of property, plant and equipment |" in found.hits[0].text, [h.text[:80] for h in found.hits]
     assert found.hits[0].ranked_by == "statement"
+
+
+def test_a_metric_named_by_its_printed_words_outranks_an_everyday_word():
+    """'cash flow from operating activities' is no form the list asks by, so only the everyday word 'cash' matched
+    and the statement's cash balance rows were read first. A question holding a printed label's words ("net cash
+    provided by operating activities": cash, operating, activities) names that metric, and a metric named so, or by
+    a form of several words, outranks one named by a single everyday word."""
+    from thread_rag.retrieve.statements import printed_labels
+
+    q = "How much did Acme generate in cash flow from operating activities in FY2020?"
+    labels = printed_labels(q)
+    assert labels[0] == "net cash provided by operating activities" and "cash and cash equivalents" not in labels
+    assert printed_labels("How much cash did Acme hold at the end of FY2020?")[0] == "cash and cash equivalents"
+    assert printed_labels("What was the FY2018 capital expenditure?")[0] == "purchases of property, plant and equipment"
+    assert printed_labels("How do I install the driver?") == []

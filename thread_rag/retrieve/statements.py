@@ -96,21 +96,44 @@ def _metrics() -> tuple[tuple[re.Pattern, tuple], ...]:
     return tuple(out)
 
 
+LABEL_FILLER = {"net", "by", "from", "of", "the", "and", "in", "used", "provided", "for", "total", "to", "a", "an",
+                "on", "at", "end", "year", "period", "or", "less", "including", "excluding"}
+
+
+def _content(text: str) -> set[str]:
+    return set(re.findall(r"[a-z&]+", text.lower())) - LABEL_FILLER
+
+
 @lru_cache(maxsize=1)
-def _printed() -> tuple[tuple[re.Pattern, tuple], ...]:
-    """(how a question names a metric, everyday words included; the row labels statements print it or its inputs
-    under), from ``metrics.json``."""
-    return tuple((_asked(it["asked"]), tuple(it["printed"])) for it in _items())
+def _printed() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple, tuple], ...]:
+    """Per metric of ``metrics.json``: how a question names it by a specific form (several words, or one that is
+    not everyday) and by an everyday word alone ("cash"; None: no such form), its printed row labels, and the
+    content words of those of its labels that have several ("net cash provided by operating activities": cash,
+    operating, activities)."""
+    out = []
+    for it in _items():
+        specific = [f for f in it["asked"] if " " in f or f.lower() not in EVERYDAY]
+        everyday = [f for f in it["asked"] if f not in specific]
+        words = tuple(w for w in (frozenset(_content(x)) for x in it["printed"]) if len(w) > 1)
+        out.append((_asked(specific) if specific else None, _asked(everyday) if everyday else None,
+                    tuple(it["printed"]), words))
+    return tuple(out)
 
 
 def printed_labels(query: str) -> list[str]:
     """The row labels ("purchases of property, plant and equipment") under which statements print the metrics
-    ``query`` names ("capital expenditure") or their inputs, each once, in the order of ``metrics.json``. Used to
-    read rows already found, so one everyday word ("revenue") counts here."""
+    ``query`` names ("capital expenditure") or their inputs, each once, in the order of ``metrics.json``. A metric
+    is named by a specific form of it, or by holding every content word of one of its printed labels ("cash flow
+    from operating activities"); only when none is, by one everyday word ("revenue"), which counts here because
+    the labels only order rows already found."""
+    words = _content(query)
+    named = [labels for specific, _, labels, printed in _printed()
+             if (specific is not None and specific.search(query)) or any(w <= words for w in printed)]
+    if not named:
+        named = [labels for _, everyday, labels, _ in _printed() if everyday is not None and everyday.search(query)]
     out: list[str] = []
-    for pattern, labels in _printed():
-        if pattern.search(query):
-            out += [x for x in labels if x not in out]
+    for labels in named:
+        out += [x for x in labels if x not in out]
     return out
 
 
