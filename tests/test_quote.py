@@ -408,6 +408,6 @@ def test_a_figure_question_quotes_the_row_printing_the_metric_under_its_header()
     assert "| Purchases of property, plant and equipment (PP&E) | 2023: (1,204) | 2022: (1,118) |" in shown, shown
     assert "| Consolidated Statement of Cash Flows (Millions) | 2023 | 2022 |" in shown
     assert "| Capital expenditures | 2019: 800 |" not in shown  # the asked year's table is read, not the summary's
-    q2 = "What did the new plant change?"  # no figure named: the quote stays as scored
+    q2 = "What did the new plant change in FY2023?"  # a period but no metric named: the quote stays as scored
     plain = [u.text for u in choose(score_units(q2, [src], scorer), question=q2)]
     assert not any("Purchases of property" in t for t in plain)

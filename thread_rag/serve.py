@@ -128,7 +128,7 @@ class Door:
         self.waiting = 0  # full answers queued or running
         self.writing = 0  # changes to the library under way or waiting (health says so, without waiting for them)
         self.documents = len(engine.documents())  # the count as last read (health answers with it at once)
-        self.indexing: dict | None = None  # the upload being indexed: file, step, share done (health shows it)
+        self.indexing: dict = {}  # upload id -> its file, step and share done (health lists them)
         self.lock = threading.Lock()
 
     async def run(self, fn, *args, **kw):
@@ -318,7 +318,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
                              "writing": door.writing > 0,  # health never waits for a change or a queued read
                              "store": s.CHROMA_HOST or str(engine.home), "model": s.MAIN_MODEL, "backend": s.CHAT_BACKEND,
                              "writes": door.allow_writes, "answers_waiting": door.waiting,
-                             "indexing": door.indexing})
+                             "indexing": list(door.indexing.values())})
 
     async def stats(request):
         return JSONResponse(await door.run(tools.library_stats, engine))
@@ -392,6 +392,8 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
         gone = threading.Event()
 
         def ask():
+            if gone.is_set():  # the client left while the answer waited for the model: no search, no quote
+                raise HttpError(400, "the client went away before its answer began")
             agent = door.agent(history)
             agent.stop = gone.is_set  # the model stops at its next piece once the client has gone
             return agent.ask(question, doc_id=doc, changes=False, **scope)
@@ -604,9 +606,9 @@ async def receive_upload(door: Door, request: Request) -> dict:
     stored = f"{folder.name}/{target.name}"
 
     def progress(step: str, done: int, total: int) -> None:  # ("[1/1] name: embed 120/384", KiB done, KiB in all)
-        door.indexing = {"file": item.filename, "step": step.split(": ", 1)[-1],
-                         "share": round(min(done / total, 1.0), 3) if total else 0.0}
-    progress("waiting for the library", 0, 0)  # reads under way finish first
+        door.indexing[folder.name] = {"file": item.filename, "step": step.split(": ", 1)[-1],
+                                      "share": round(min(done / total, 1.0), 3) if total else 0.0}
+    progress("waiting for the library", 0, 0)  # reads under way, or another upload, finish first
     try:
         (result,) = (await door.write(tools.index_new_document, door.engine, str(target),
                                       progress=progress))["results"]
@@ -614,7 +616,7 @@ async def receive_upload(door: Door, request: Request) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
-        door.indexing = None
+        door.indexing.pop(folder.name, None)
     if result["status"] == "failed":  # unreadable, encrypted, no text: nothing was added, and the file goes too
         shutil.rmtree(folder, ignore_errors=True)
         raise HttpError(400, f"{item.filename}: {result['error']}")
