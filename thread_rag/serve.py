@@ -172,6 +172,19 @@ class Door:
         for pool in (self.readers, self.model, self.writer):
             pool.shutdown(wait=True)
 
+    def uploads(self) -> list[dict]:
+        """The uploads being indexed, as health shows them (the writer thread changes the table)."""
+        with self.lock:
+            return list(self.indexing.values())
+
+    def indexed(self, key: str, state: dict | None) -> None:
+        """An upload's progress (None: it is done)."""
+        with self.lock:
+            if state is None:
+                self.indexing.pop(key, None)
+            else:
+                self.indexing[key] = state
+
     def take_slot(self) -> None:
         with self.lock:
             if self.waiting >= self.max_waiting:
@@ -318,7 +331,7 @@ def build_app(engine, *, allow_writes: bool = False, token: str | None = None, m
                              "writing": door.writing > 0,  # health never waits for a change or a queued read
                              "store": s.CHROMA_HOST or str(engine.home), "model": s.MAIN_MODEL, "backend": s.CHAT_BACKEND,
                              "writes": door.allow_writes, "answers_waiting": door.waiting,
-                             "indexing": list(door.indexing.values())})
+                             "indexing": door.uploads()})
 
     async def stats(request):
         return JSONResponse(await door.run(tools.library_stats, engine))
@@ -606,8 +619,8 @@ async def receive_upload(door: Door, request: Request) -> dict:
     stored = f"{folder.name}/{target.name}"
 
     def progress(step: str, done: int, total: int) -> None:  # ("[1/1] name: embed 120/384", KiB done, KiB in all)
-        door.indexing[folder.name] = {"file": item.filename, "step": step.split(": ", 1)[-1],
-                                      "share": round(min(done / total, 1.0), 3) if total else 0.0}
+        door.indexed(folder.name, {"file": item.filename, "step": step.split(": ", 1)[-1],
+                                   "share": round(min(done / total, 1.0), 3) if total else 0.0})
     progress("waiting for the library", 0, 0)  # reads under way, or another upload, finish first
     try:
         (result,) = (await door.write(tools.index_new_document, door.engine, str(target),
@@ -616,7 +629,7 @@ async def receive_upload(door: Door, request: Request) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
-        door.indexing.pop(folder.name, None)
+        door.indexed(folder.name, None)
     if result["status"] == "failed":  # unreadable, encrypted, no text: nothing was added, and the file goes too
         shutil.rmtree(folder, ignore_errors=True)
         raise HttpError(400, f"{item.filename}: {result['error']}")

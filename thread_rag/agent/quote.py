@@ -45,7 +45,7 @@ import numpy as np
 
 from .check import COMMAND_LINE, FENCE
 from ..retrieve.search_index import PERIOD
-from ..retrieve.statements import labelled, printed_labels, row_label
+from ..retrieve.statements import printed_labels, row_labelled
 
 ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+–])\s+\S")
 ITEM_MARK = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+–])\s+")  # up to the step's text column
@@ -518,8 +518,9 @@ def _figure_rows(question: str, picked: list[Unit], scored: list[Unit]) -> list[
     the best-scored row of each label, up to ``FIGURE_ROWS``. When the question names a year and some of the rows'
     tables hold it, only those (not a five-year summary's row)."""
     labels = printed_labels(question)
-    rows = [u for u in scored if u.kind == "row" and u not in picked]
-    found = [(labelled(row_label(u.text), labels), u) for u in rows] if labels else []
+    if not labels:
+        return []
+    found = [(row_labelled(u.text, labels), u) for u in scored if u.kind == "row" and u not in picked]
     found = [(i, u) for i, u in found if i is not None]
     years = set(YEAR.findall(question))
     dated = [(i, u) for i, u in found if years & set(YEAR.findall(u.header + u.text))]

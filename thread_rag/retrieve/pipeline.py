@@ -35,7 +35,7 @@ from .fusion import rrf
 from .maxsim import maxsim_many
 from .rerank import rerank_passage
 from .search_index import SearchIndex, bm25_tokenize
-from .statements import STATEMENTS, labelled, longest_runs, named, printed_labels, row_label, under
+from .statements import STATEMENTS, longest_runs, named, printed_labels, row_labelled, under
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100  # the most hits one search returns
@@ -381,7 +381,7 @@ class Retriever:
         self._fetch(index, rows)
         at = {}
         for r in rows:
-            found = [labelled(row_label(ln), labels) for ln in self._chunk(index, r).text.splitlines()
+            found = [row_labelled(ln, labels) for ln in self._chunk(index, r).text.splitlines()
                      if ln.lstrip().startswith("|")]
             found = [i for i in found if i is not None]
             if found:

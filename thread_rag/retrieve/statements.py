@@ -80,6 +80,11 @@ def _items() -> tuple[dict, ...]:
     return tuple(json.loads(Path(__file__).with_name("metrics.json").read_text(encoding="utf-8"))["items"])
 
 
+def _specific(forms: list[str]) -> list[str]:
+    """The forms that name a metric on their own: several words, or one word that is not everyday."""
+    return [f for f in forms if " " in f or f.lower() not in EVERYDAY]
+
+
 def _asked(forms: list[str]) -> re.Pattern:
     return re.compile(r"(?<![\w&/])(?:" + "|".join(re.escape(f) for f in forms) + r")(?![\w&/])", re.I)
 
@@ -90,7 +95,7 @@ def _metrics() -> tuple[tuple[re.Pattern, tuple], ...]:
     by_name = {s.name: s for s in STATEMENTS}
     out = []
     for it in _items():
-        forms = [f for f in it["asked"] if " " in f or f.lower() not in EVERYDAY]
+        forms = _specific(it["asked"])
         if forms:
             out.append((_asked(forms), tuple(by_name[n] for n in it["statements"])))
     return tuple(out)
@@ -112,7 +117,7 @@ def _printed() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple, tuple], ...]
     operating, activities)."""
     out = []
     for it in _items():
-        specific = [f for f in it["asked"] if " " in f or f.lower() not in EVERYDAY]
+        specific = _specific(it["asked"])
         everyday = [f for f in it["asked"] if f not in specific]
         words = tuple(w for w in (frozenset(_content(x)) for x in it["printed"]) if len(w) > 1)
         out.append((_asked(specific) if specific else None, _asked(everyday) if everyday else None,
@@ -143,6 +148,11 @@ def row_label(row: str) -> str:
     cell = row.strip().strip("|").split("|")[0]
     cell = re.sub(r"\s*\([^)]*\)", "", cell.lower())
     return " ".join(cell.split()).rstrip(":;. ")
+
+
+def row_labelled(row: str, labels: list[str]) -> int | None:
+    """The position in ``labels`` of the label a table row (``| label | cells |``) is printed under; None if none."""
+    return labelled(row_label(row), labels)
 
 
 def labelled(label: str, labels: list[str]) -> int | None:
