@@ -249,7 +249,9 @@ while searches < {searches}:
         try:
             hits = e.retriever.search(q, k=5).hits
         except Exception as exc:  # counted and named: the test wants none
-            errors.append(one_line(exc))
+            import traceback
+            where = " < ".join(f"{{f.name}}:{{f.lineno}}" for f in traceback.extract_tb(exc.__traceback__)[::-1][:6])
+            errors.append(f"{{one_line(exc)}} at {{where}}")
             continue
         finally:
             searches += 1
@@ -325,7 +327,7 @@ def test_a_thousand_searches_from_two_processes_while_a_third_indexes_replaces_a
     assert cycles >= 2, cycles  # the writes ran beside the searches, more than once
     assert sum(r["searches"] for r in results) >= 1000
     for r in results:
-        assert r["n_errors"] == 0 and r["mismatched"] == 0 and r["mixed"] == 0 and r["checked"] > 0, r
+        assert r["n_errors"] == 0 and r["mismatched"] == 0 and r["mixed"] == 0 and r["checked"] > 0, r["errors"] or r
     assert check(home, embedder).check_consistency() == []
 
 

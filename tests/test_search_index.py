@@ -165,3 +165,32 @@ def test_an_index_updates_from_the_base_another_process_merged(make_engine, tmp_
     q = "feed the zebra"
     qv = engine.query_embedder.embed_queries([q])[0]
     assert _keyed(index, qv, q) == _keyed(merged, qv, q)
+
+
+def test_a_token_cache_removed_between_its_check_and_its_read_ranks_again(make_engine, tmp_path, monkeypatch):
+    """Found by the thousand-searches trial: a reader checked that a document's token cache was there, another process
+    replaced the document (removing that generation's cache) before the reader read it, and the search failed with
+    "No such file or directory". A search reads the cache once it has opened it, or ranks again."""
+    from thread_rag.engine import Engine
+
+    old_text = "# Zebra care\n\nFeed the zebra twice a day with hay.\n"
+    new_text = "# Zebra care\n\nFeed the zebra three times a day with hay and water.\n"
+    f = write(tmp_path / "in" / "zebra.md", old_text)
+    writer = make_engine()
+    assert writer.index_file(f).status == "indexed"
+    reader = Engine(writer.settings, embedder=writer.embedder)
+    cache = reader.retriever.token_cache
+    real = type(cache)._held
+    replaced = []
+
+    def opened_then_replaced(self, serial, generation):
+        held = real(self, serial, generation)
+        if not replaced:  # the writer's replace lands right after the reader's first look at the cache
+            write(f, new_text)
+            replaced.append(writer.index_file(f).status)
+        return held
+
+    monkeypatch.setattr(type(cache), "_held", opened_then_replaced)
+    hits = reader.retriever.search("how often do I feed the zebra", k=1, pipeline="stage1_2").hits
+    assert replaced == ["replaced"] and hits
+    assert ("twice" in hits[0].text) != ("three times" in hits[0].text)  # one version, whole

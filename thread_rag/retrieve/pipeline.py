@@ -225,8 +225,9 @@ class Retriever:
     def doc_tokens(self, index: SearchIndex, serial: int, position: int) -> np.ndarray:
         """A chunk's token vectors, of the generation ``index`` ranked, from a token cache made from its content."""
         cache, generation = self.token_cache, index.generation_of(serial)
-        if cache.exists(serial, generation, index.content_key_of(serial)):
-            return cache.get(serial, generation, position)
+        tokens = cache.get_made_from(serial, generation, index.content_key_of(serial), position)
+        if tokens is not None:
+            return tokens
         # a lost cache (or one made from other content; doctor reports it, doctor --repair rebuilds it) is
         # recomputed in memory, int8 like the file so scores match, the last 8 documents kept; never written
         # here: only indexing writes

@@ -102,6 +102,19 @@ class TokenCache:
         except (OSError, ValueError, IndexError, EOFError):
             return None
 
+    def get_made_from(self, serial: int, generation: int, key: str | None, position: int) -> np.ndarray | None:
+        """A chunk's token vectors from the cache of (serial, generation) made from content ``key``, read from the
+        one opening of that cache; None when it is missing, unreadable or made from other content (another process
+        may remove it any time: a check and then a read would race with it)."""
+        try:
+            _, (codes, scales, offsets), content = self._held(serial, generation)
+            if key is not None and content != key:
+                return None
+            a, b = int(offsets[position]), int(offsets[position + 1])
+            return dequantize(np.asarray(codes[a:b]), np.asarray(scales[a:b]))
+        except (OSError, ValueError, EOFError):
+            return None
+
     def get(self, serial: int, generation: int, position: int) -> np.ndarray:
         codes, scales, offsets = self._arrays(serial, generation)
         a, b = int(offsets[position]), int(offsets[position + 1])
