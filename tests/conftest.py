@@ -19,11 +19,54 @@ DEBIAN_TXT = DATA / "docs-debian-procedural/installation-guide-amd64-en/install.
 needs_shared = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not beside the checkout")
 
 
+class RememberingEmbedder:
+    """The real packaged MiniLM, which gives a text it embedded before in this session the vectors it gave it then.
+
+    Tests index the same docs/ files hundreds of times, and on a 2-core AVX2 machine MiniLM embeds about 11 chunks a
+    second: remembered, each text is embedded once per session. The vectors are the model's own (a text in another
+    batch differs in the last float bits only; tests/test_minilm.py). At most ``limit_bytes`` are kept (oldest
+    dropped first); everything but the three embedding calls is the model's."""
+
+    def __init__(self, real, limit_bytes: int = 768 << 20):
+        from collections import OrderedDict
+
+        self._real, self._seen, self._bytes, self._limit = real, OrderedDict(), 0, limit_bytes
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def embed_with_tokens(self, texts):
+        import numpy as np
+
+        texts = list(texts)
+        new = list(dict.fromkeys(t for t in texts if t not in self._seen))
+        if new:
+            sent, toks = self._real.embed_with_tokens(new)
+            for t, v, tv in zip(new, sent, toks):
+                self._seen[t] = (v, tv)
+                self._bytes += v.nbytes + tv.nbytes
+        got = [self._seen[t] for t in texts]
+        for t in texts:
+            self._seen.move_to_end(t)
+        while self._bytes > self._limit and len(self._seen) > len(texts):
+            v, tv = self._seen.popitem(last=False)[1]
+            self._bytes -= v.nbytes + tv.nbytes
+        if not texts:
+            return self._real.embed_with_tokens(texts)
+        return np.stack([v for v, _ in got]), [tv for _, tv in got]
+
+    def embed(self, texts):
+        return self.embed_with_tokens(texts)[0]
+
+    def embed_queries(self, texts):
+        return self.embed(texts)
+
+
 @pytest.fixture(scope="session")
 def embedder():
-    from thread_rag.embedder import SentenceTransformerEmbedder
+    from thread_rag.embedder import MiniLMEmbedder
 
-    return SentenceTransformerEmbedder(threads=2)
+    return RememberingEmbedder(MiniLMEmbedder(threads=2))
 
 
 def machine_setting(name: str) -> bool:

