@@ -518,6 +518,44 @@ def test_a_server_killed_during_an_upload_leaves_a_whole_library_and_names_the_f
     assert not row["ok"] and str(kept[0]) in row["detail"] and "thread-rag index" in row["fix"], row
 
 
+def test_searches_and_quotes_answer_while_an_upload_is_embedded(manual_engine):
+    """Issue 60: an upload held the library for its whole indexing (load, chunk, embed, store), so every search,
+    quote and document list waited behind it. It holds the library only while it stores: while its chunks are
+    embedded, a search and a quote answer, from the library as it was."""
+    import threading
+
+    words = (REPO_DOCS / "05-agent-and-chat.md").read_text().split()
+    body = "".join(f"## Step {s}\n\n" + " ".join(words[(s * 41) % 900:(s * 41) % 900 + 300]) + "\n\n"
+                   for s in range(120))
+    with running(build_app(manual_engine, allow_writes=True, chat_model=fake_model())) as c:
+        before = c.get("/documents").json()
+        done = threading.Event()
+
+        def upload():
+            try:
+                c.post("/upload", files={"file": ("steps.md", body.encode())}, timeout=600)
+            finally:
+                done.set()
+        started = time.perf_counter()
+        threading.Thread(target=upload, daemon=True).start()
+        answered = []
+        while not done.is_set():
+            step = [x["step"] for x in c.get("/health", timeout=5).json()["indexing"]]
+            if step and re.fullmatch(r"embed [1-9]\d*/\d+", step[0]):  # its chunks are being embedded
+                t = time.perf_counter()
+                r = c.post("/search", json={"query": "how are summaries cached", "k": 3}, timeout=600)
+                q = c.post("/query", json={"question": "How are summaries cached?", "mode": "quote"}, timeout=600)
+                answered.append((r.status_code, q.status_code, time.perf_counter() - t, done.is_set()))
+                break
+            time.sleep(0.05)
+        done.wait(600)
+        upload_s = time.perf_counter() - started
+        assert answered, "the upload ended before its embedding was seen"
+        (search, quote, took, upload_over), = answered
+        assert search == quote == 200 and not upload_over and took < upload_s / 3, (answered, upload_s)
+        assert len(c.get("/documents").json()["documents"]) == len(before["documents"]) + 1
+
+
 def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_path):
     """/health counted the documents on the reading thread under the library lock, so while an upload was indexed it
     waited for the whole indexing (a monitor would take the server for dead). It answers at once, with the count

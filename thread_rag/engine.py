@@ -488,8 +488,8 @@ class Engine:
         return indexing.expand_paths(paths)
 
     def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None,
-                    check: Callable[[Path], object] | None = None) -> list[IndexResult]:
-        return self.indexer.index_paths(paths, progress, check)
+                    check: Callable[[Path], object] | None = None, storing=contextlib.nullcontext) -> list[IndexResult]:
+        return self.indexer.index_paths(paths, progress, check, storing)
 
     def index_each(self, paths: Iterable[str | Path], progress: Progress | None = None,
                    check: Callable[[Path], object] | None = None) -> Iterator[IndexResult]:

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import os
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
 
@@ -33,6 +34,7 @@ from .settings import Settings
 from .store import Catalog, Library, TokenCache
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+Storing = Callable[[], contextlib.AbstractContextManager]  # held around each store (a server's write lock)
 
 
 class IndexingEngine(Protocol):
@@ -193,17 +195,20 @@ class Indexer:
         self.engine = engine
 
     def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None,
-                    check: Callable[[Path], object] | None = None) -> list[IndexResult]:
+                    check: Callable[[Path], object] | None = None, storing: Storing = nullcontext) -> list[IndexResult]:
         """Every file's result (``index_each``, all of them)."""
-        return list(self.index_each(paths, progress, check))
+        return list(self.index_each(paths, progress, check, storing))
 
     def index_each(self, paths: Iterable[str | Path], progress: Progress | None = None,
-                   check: Callable[[Path], object] | None = None) -> Iterator[IndexResult]:
+                   check: Callable[[Path], object] | None = None,
+                   storing: Storing = nullcontext) -> Iterator[IndexResult]:
         """Index every file; a bad file becomes a ``failed`` result and the rest go on.
         ``check(file)`` may refuse a file by raising ThreadRagError (the agent's allowed-roots rule).
         Files are stored in groups (``_in_groups``): one Chroma write for several small files, each file still
-        its own catalog commit. Progress: one bar for all files (done and total in KiB of file size, so the ETA
-        covers the folder); its label names the file ([i/N] name), the stage and that stage's own count."""
+        its own catalog commit, each group inside ``storing()`` (a server's write lock: its readers wait for the
+        stores only, not for loading and embedding). Progress: one bar for all files (done and total in KiB of file
+        size, so the ETA covers the folder); its label names the file ([i/N] name), the stage and that stage's own
+        count."""
         self.engine.writable()
         files = expand_paths(paths)
         kib = [max(1, _size(f) // 1024) for f in files]
@@ -217,7 +222,7 @@ class Indexer:
                 before += kib[i]
                 yield self._pending_file(f, labelled, check, single=len(files) == 1)
 
-        for r in self._in_groups(items()):  # each as its group commits: a Ctrl-C leaves what was said true
+        for r in self._in_groups(items(), storing=storing):  # each as its group commits: a Ctrl-C leaves what was said true
             yield dataclasses.replace(r, error=r.error + self._kept_version(r.path)) if r.status == "failed" else r
 
     def index_file(self, path: str | Path, progress: Progress | None = None) -> IndexResult:
@@ -379,7 +384,8 @@ class Indexer:
             raise out
         return out
 
-    def _in_groups(self, items: Iterable, group_chunks: int | None = None) -> Iterator[IndexResult]:
+    def _in_groups(self, items: Iterable, group_chunks: int | None = None,
+                   storing: Storing = nullcontext) -> Iterator[IndexResult]:
         """Results for ``items`` (``_Pending`` documents, or results already final), in order. Prepared documents
         wait until about ``group_chunks`` (``STORE_GROUP_CHUNKS``) chunks do, then are stored together, so small
         files share one Chroma write (a call costs ~7 ms on top of its rows); a document with the path or bytes of
@@ -400,11 +406,11 @@ class Indexer:
                         break
                     if isinstance(item, _Pending) and (item.key in keys or item.content_hash in hashes):
                         flushing, slots, keys, hashes, waiting = slots, [], set(), set(), 0
-                        yield from self._flush(flushing)
+                        yield from self._flush(flushing, storing)
                     item = _make(item) if isinstance(item, _Pending) else item
                 except Exception:  # a bug reading or loading one document: what waits is stored, then it surfaces
                     flushing, slots = slots, []
-                    for _ in self._flush(flushing):
+                    for _ in self._flush(flushing, storing):
                         pass
                     raise
                 slots.append(item)
@@ -414,20 +420,22 @@ class Indexer:
                     waiting += len(item.drafts)
                 if waiting >= limit:
                     flushing, slots, keys, hashes, waiting = slots, [], set(), set(), 0
-                    yield from self._flush(flushing)
+                    yield from self._flush(flushing, storing)
             flushing, slots = slots, []
-            yield from self._flush(flushing)
+            yield from self._flush(flushing, storing)
         finally:  # abandoned part-way (Ctrl-C, or the caller stopped reading): nothing staged stays behind
             for s in slots:
                 if isinstance(s, _Ready):
                     s.staged.discard()
 
-    def _flush(self, slots: list) -> Iterator[IndexResult]:
-        """Store the prepared documents among ``slots``, then give every slot's result in order."""
+    def _flush(self, slots: list, storing: Storing = nullcontext) -> Iterator[IndexResult]:
+        """Store the prepared documents among ``slots`` (inside ``storing()``), then give every slot's result in
+        order."""
         group = [s for s in slots if isinstance(s, _Ready)]
         if group and slots[-1] is not group[-1]:  # a later file (failed or unchanged) moved the bar on already
             group[-1].progress = None
-        stored = iter(self._store_group(group) if group else [])
+        with storing() if group else nullcontext():
+            stored = iter(self._store_group(group) if group else [])
         for s in slots:
             if not isinstance(s, _Ready):
                 yield s

@@ -116,7 +116,8 @@ class Door:
     """What the routes share: the engine, its threads, the queue bound and the write switch. Three worker threads:
     one writes answers with the model (full answers, one at a time, the model being one per process), one reads
     (quotes, searches, fetches, the catalog) so these never wait for a generation, and one writes the library
-    (uploads, deletes). Reads and answers share the library; a write waits until they are done and has it alone."""
+    (uploads, deletes). Reads and answers share the library; a write waits until they are done and has it alone
+    (an upload only while it stores: it is loaded and embedded beside the reads)."""
 
     def __init__(self, engine, *, allow_writes: bool, token: str | None, max_waiting: int, chat_model=None):
         self.engine, self.allow_writes, self.token = engine, allow_writes, token
@@ -141,6 +142,14 @@ class Door:
 
     async def write(self, fn, *args, **kw):
         """``fn`` (a change to the library) on the writing thread, with the library to itself."""
+        return await self._change(self.library.writing_, fn, *args, **kw)
+
+    async def index(self, fn, *args, **kw):
+        """``fn`` (indexing, called with ``storing=``) on the writing thread, holding the library to itself only while
+        it stores: reads go on while a file is loaded and embedded."""
+        return await self._change(contextlib.nullcontext, fn, *args, storing=self.library.writing_, **kw)
+
+    async def _change(self, hold, fn, *args, **kw):
         def change():
             try:
                 return fn(*args, **kw)
@@ -150,7 +159,7 @@ class Door:
         with self.lock:
             self.writing += 1
         try:
-            return await self._on(self.writer, self.library.writing_, change)
+            return await self._on(self.writer, hold, change)
         finally:
             with self.lock:
                 self.writing -= 1
@@ -621,9 +630,9 @@ async def receive_upload(door: Door, request: Request) -> dict:
     def progress(step: str, done: int, total: int) -> None:  # ("[1/1] name: embed 120/384", KiB done, KiB in all)
         door.indexed(folder.name, {"file": item.filename, "step": step.split(": ", 1)[-1],
                                    "share": round(min(done / total, 1.0), 3) if total else 0.0})
-    progress("waiting for the library", 0, 0)  # reads under way, or another upload, finish first
+    progress("waiting", 0, 0)  # another upload or deletion under way finishes first
     try:
-        (result,) = (await door.write(tools.index_new_document, door.engine, str(target),
+        (result,) = (await door.index(tools.index_new_document, door.engine, str(target),
                                       progress=progress))["results"]
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

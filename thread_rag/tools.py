@@ -7,6 +7,7 @@ Errors raise :class:`~thread_rag.errors.ThreadRagError` with one-line messages.
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from .errors import ThreadRagError
@@ -42,15 +43,17 @@ def check_allowed(engine, file_path: str) -> Path:
     return target
 
 
-def index_new_document(engine, file_path: str, *, restrict: bool = False, progress=None) -> dict:
-    """Index one file or directory. ``restrict`` applies the allowed-roots rule (the agent's door)."""
+def index_new_document(engine, file_path: str, *, restrict: bool = False, progress=None,
+                       storing=contextlib.nullcontext) -> dict:
+    """Index one file or directory. ``restrict`` applies the allowed-roots rule (the agent's door); ``storing()`` is
+    held around each store (``Indexer.index_each``)."""
     if not isinstance(file_path, str) or not file_path.strip():
         raise ThreadRagError("file_path is empty: name a file or folder to index")
     check = None
     if restrict:  # every file a folder expands to must resolve under an allowed root, not only the folder
         check_allowed(engine, file_path)
         check = lambda f: check_allowed(engine, str(f))  # noqa: E731
-    results = engine.index_paths([file_path], progress=progress, check=check)
+    results = engine.index_paths([file_path], progress=progress, check=check, storing=storing)
     if not results:
         raise ThreadRagError(f"{file_path}: no supported files found")
     return {"results": [to_dict(r) for r in results]}
