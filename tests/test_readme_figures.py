@@ -189,6 +189,9 @@ PAGES = {
          "after a median {} s\nin a running chat and {} s from a cold `thread-rag ask`; a cold `thread-rag search` takes {} s"),
         ("small-index.json", [["speed", "A wall s", "median"], ["speed", "B wall s", "median"]],
          "a median {} s with the ONNX embedder against {} s loading torch"),
+        ("embedder-load-avx2.json", [["median", "thread_rag.minilm", "load_and_first_text_s"],
+                                     ["median", "sentence-transformers", "load_and_first_text_s"]],
+         "embedding a first text takes a median {} s in a fresh process against\n{} s through sentence-transformers"),
         ("editions-debian.json", [["found", e] for e in ("txt", "html", "epub", "ocr")]
          + [["same_page_top3", "ocr"], ["same_section_top3", "ocr"], ["same_section_top3", "txt"]],
          "edition for {}, HTML {}, EPUB {}, an OCR'd\n  image-only copy {} (its top 3 on the PDF's page for {}: goal 10 "
