@@ -518,6 +518,24 @@ def test_a_server_killed_during_an_upload_leaves_a_whole_library_and_names_the_f
     assert not row["ok"] and str(kept[0]) in row["detail"] and "thread-rag index" in row["fix"], row
 
 
+def test_an_upload_of_a_moved_documents_bytes_keeps_the_file_the_record_now_names(make_engine, tmp_path):
+    """A document whose file was moved away (its folder still there) is taken over by a file with the same bytes: its
+    record takes the new path. An upload is such a file, and the server then deleted it as a copy ("unchanged"), so
+    the record named a file that no longer existed."""
+    from conftest import write
+
+    e = make_engine()
+    text = "# Zebra care\n\nFeed the zebra twice a day with hay.\n"
+    original = write(tmp_path / "docs" / "zebra.md", text)
+    assert e.index_file(original).status == "indexed"
+    original.unlink()  # moved away; its folder stays
+    with running(build_app(e, allow_writes=True, chat_model=fake_model())) as c:
+        r = c.post("/upload", files={"file": ("zebra.md", text.encode())}, timeout=120).json()
+    assert r["status"] == "unchanged" and r["moved_from"] == str(original), r
+    (doc,) = e.documents()
+    assert r["stored_as"] and Path(doc.path).is_file() and doc.path.endswith(r["stored_as"]), (r, doc.path)
+
+
 def test_searches_and_quotes_answer_while_an_upload_is_embedded(manual_engine):
     """Issue 60: an upload held the library for its whole indexing (load, chunk, embed, store), so every search,
     quote and document list waited behind it. It holds the library only while it stores: while its chunks are

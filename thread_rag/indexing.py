@@ -220,7 +220,7 @@ class Indexer:
                 labelled = None if progress is None else _folder_progress(
                     progress, f"[{i + 1}/{len(files)}] {f.name}", before, kib[i], total_kib)
                 before += kib[i]
-                yield self._pending_file(f, labelled, check, single=len(files) == 1)
+                yield self._pending_file(f, labelled, check, single=len(files) == 1, storing=storing)
 
         for r in self._in_groups(items(), storing=storing):  # each as its group commits: a Ctrl-C leaves what was said true
             yield dataclasses.replace(r, error=r.error + self._kept_version(r.path)) if r.status == "failed" else r
@@ -243,8 +243,8 @@ class Indexer:
             return ""
         return f"; {rec.doc_id} keeps the version indexed {rec.indexed_at}" if rec else ""
 
-    def _pending_file(self, f: Path, progress: Progress | None, check=None,
-                      single: bool = False) -> "_Pending | IndexResult":
+    def _pending_file(self, f: Path, progress: Progress | None, check=None, single: bool = False,
+                      storing: Storing = nullcontext) -> "_Pending | IndexResult":
         """The file identified (checked, its bytes hashed) with its preparation to come, or its failed result."""
         try:
             if check is not None:
@@ -255,7 +255,7 @@ class Indexer:
         identify_s = time.perf_counter() - t0  # its clock restarts when it is prepared (a group may be stored first)
         return _Pending(str(resolved), content_hash, str(p),
                         lambda: self._prepare_file(p, resolved, content_hash, time.perf_counter() - identify_s,
-                                                   progress, single))
+                                                   progress, single, storing))
 
     def _identify(self, path: str | Path) -> tuple[Path, Path, str, float]:
         """(path as given, resolved path, SHA-256 of the bytes, start time), or IngestError."""
@@ -281,13 +281,13 @@ class Indexer:
             raise IngestError(p, f"cannot read ({exc.strerror})") from None
         return p, resolved, hashlib.sha256(raw).hexdigest(), t0
 
-    def _prepare_file(self, p: Path, resolved: Path, content_hash: str, t0: float,
-                      progress: Progress | None, single: bool = False) -> "IndexResult | _Ready":
+    def _prepare_file(self, p: Path, resolved: Path, content_hash: str, t0: float, progress: Progress | None,
+                      single: bool = False, storing: Storing = nullcontext) -> "IndexResult | _Ready":
         """The file loaded, chunked and embedded, or its ``unchanged`` result (checked before loading)."""
         self.engine.refresh()
         same = self._unchanged(str(resolved), content_hash, self._recipe())
         if same is not None:
-            moved = self._moved(same, str(resolved), resolved.name)
+            moved = self._moved(same, str(resolved), resolved.name, storing)
             result = _unchanged_result(str(p), moved or same, time.perf_counter() - t0, str(resolved))
             return dataclasses.replace(result, moved_from=same.path) if moved else result
         if progress:
@@ -583,7 +583,8 @@ class Indexer:
         dup = self.engine.catalog.find_by_hash(content_hash)  # same bytes already indexed (by this data dir) from another path
         return dup if dup is not None and same_recipe(dup) else None  # (lost chunks of it: doctor --repair)
 
-    def _moved(self, rec: DocumentRecord, key: str, name: str) -> DocumentRecord | None:
+    def _moved(self, rec: DocumentRecord, key: str, name: str,
+               storing: Storing = nullcontext) -> DocumentRecord | None:
         """``rec`` has the bytes of the file at ``key``; if its own file is gone from a folder that is still there, the
         document moved: its record takes the new path and name (under the lock; nothing is embedded again) and is
         returned (also when another process moved it first). A copy beside a file that still exists, a file whose
@@ -591,7 +592,7 @@ class Indexer:
         that is no path are left alone; so is a file moved and edited (its bytes are another document's no more)."""
         if rec.path == key or not self.engine.catalog.own(rec) or not _gone(rec.path):
             return None
-        with self.engine.write_lock():
+        with storing(), self.engine.write_lock():
             self.engine.catalog.reload()
             now = self.engine.catalog.find_by_path(key)
             if now is not None:  # another process moved it meanwhile

@@ -642,7 +642,7 @@ async def receive_upload(door: Door, request: Request) -> dict:
     if result["status"] == "failed":  # unreadable, encrypted, no text: nothing was added, and the file goes too
         shutil.rmtree(folder, ignore_errors=True)
         raise HttpError(400, f"{item.filename}: {result['error']}")
-    if result["status"] == "unchanged":  # the same bytes are indexed already, from another file: keep no copy
+    if result["status"] == "unchanged" and not result.get("moved_from"):  # indexed from another file: keep no copy
         shutil.rmtree(folder, ignore_errors=True)
         return {**result, "stored_as": None}
     return {**result, "stored_as": stored}
