@@ -28,9 +28,11 @@ class RememberingEmbedder:
     dropped first); everything but the three embedding calls is the model's."""
 
     def __init__(self, real, limit_bytes: int = 768 << 20):
+        import threading
         from collections import OrderedDict
 
         self._real, self._seen, self._bytes, self._limit = real, OrderedDict(), 0, limit_bytes
+        self._lock = threading.Lock()  # a server test embeds an upload and queries on two threads
 
     def __getattr__(self, name):
         return getattr(self._real, name)
@@ -39,21 +41,23 @@ class RememberingEmbedder:
         import numpy as np
 
         texts = list(texts)
-        new = list(dict.fromkeys(t for t in texts if t not in self._seen))
-        if new:
-            sent, toks = self._real.embed_with_tokens(new)
-            for t, v, tv in zip(new, sent, toks):
-                self._seen[t] = (v, tv)
-                self._bytes += v.nbytes + tv.nbytes
-        got = [self._seen[t] for t in texts]
-        for t in texts:
-            self._seen.move_to_end(t)
-        while self._bytes > self._limit and len(self._seen) > len(texts):
-            v, tv = self._seen.popitem(last=False)[1]
-            self._bytes -= v.nbytes + tv.nbytes
         if not texts:
             return self._real.embed_with_tokens(texts)
-        return np.stack([v for v, _ in got]), [tv for _, tv in got]
+        with self._lock:
+            new = list(dict.fromkeys(t for t in texts if t not in self._seen))
+        made = self._real.embed_with_tokens(new) if new else ([], [])
+        with self._lock:
+            for t, v, tv in zip(new, *made):
+                if t not in self._seen:
+                    self._seen[t] = (v, tv)
+                    self._bytes += v.nbytes + tv.nbytes
+            got = [self._seen[t] for t in texts]
+            for t in texts:
+                self._seen.move_to_end(t)
+            while self._bytes > self._limit and len(self._seen) > len(texts):
+                v, tv = self._seen.popitem(last=False)[1]
+                self._bytes -= v.nbytes + tv.nbytes
+        return np.stack([v for v, _ in got]), [tv.copy() for _, tv in got]  # a caller may change what it gets
 
     def embed(self, texts):
         return self.embed_with_tokens(texts)[0]

@@ -43,7 +43,7 @@ def run_indexer(home, paths, crash_at=None, kill_after=None, script=SCRIPT):
         env["THREAD_RAG_CRASH_AT"] = crash_at
     with tempfile.TemporaryFile() as err:  # a file: stderr never fills a pipe while "ready" is awaited
         proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=err)
-        if kill_after is not None:  # seconds after the script's "ready" (its imports and model load took ~7 s)
+        if kill_after is not None:  # seconds after the script's "ready" (its imports and model load: ~3 s on AVX2)
             ready = select.select([proc.stdout], [], [], 300)[0] and proc.stdout.readline()
             if ready != b"ready\n":
                 proc.kill()
@@ -58,7 +58,7 @@ def run_indexer(home, paths, crash_at=None, kill_after=None, script=SCRIPT):
 
 def index_here(home, embedder, paths):
     """Indexes in this process, with the subprocess's settings and the CLI's code path: the rerun that must complete
-    the work, or a test's starting library (a subprocess would load the embedder again: ~8 s)."""
+    the work, or a test's starting library (a subprocess would load the embedder again)."""
     from thread_rag.engine import Engine
     from thread_rag.settings import load_settings
 
@@ -135,7 +135,7 @@ def test_kill_while_replacing_keeps_old_or_new_never_a_mix(tmp_path, embedder, p
 @pytest.mark.slow
 def test_random_kills_during_indexing(tmp_path, embedder):
     """Kills at random times while six files are indexed (~2 s of work once the model is loaded), timed from the
-    indexer's "ready" line (timed from the start, most landed during the ~7 s of imports or after the end)."""
+    indexer's "ready" line (timed from the start, most landed during the imports or after the end)."""
     trials = int(os.environ.get("THREAD_RAG_KILL_TRIALS", "3"))  # the suite's share; DETAILS: a 20-kill run
     rng = random.Random(7)
     files = sorted(DOCS.glob("*.md"))

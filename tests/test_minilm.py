@@ -52,3 +52,22 @@ def test_the_default_embedder_never_imports_sentence_transformers():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["MiniLMEmbedder", "False", "False"]
+
+
+@pytest.mark.slow
+def test_minilm_in_bfloat16_stays_beside_sentence_transformers_in_bfloat16():
+    """AVX-512 BF16 machines run the embedder in bfloat16 ("auto"): both round at each step, in other places (the
+    pooling here is float32), so the vectors differ a little more than in float32."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from thread_rag.embedder import MiniLMEmbedder
+
+    texts = _texts()[:6] + _texts()[-5:]
+    mine = MiniLMEmbedder(dtype="bfloat16", threads=2)
+    ref = SentenceTransformer(str(mine.model_path), device="cpu", local_files_only=True).to(torch.bfloat16)
+    ref.eval()
+    want = ref.encode(texts, batch_size=32, convert_to_tensor=True, normalize_embeddings=True,
+                      show_progress_bar=False).float().numpy()
+    got = mine.embed(texts)
+    assert (got * want).sum(axis=1).min() >= 0.995

