@@ -181,26 +181,19 @@ class TokenCounter:
         return [len(e.ids) for e in enc]
 
 
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model from a local directory (``EMBEDDER_MODEL`` set to a path)."""
+class _TorchModel:
+    """What the two torch embedders share: the model folder, batch size, dtype and threads from their settings, and
+    the model loaded once (under a lock, its packaged weights checked) by the subclass's ``_load``."""
 
-    def __init__(self, model: str = PACKAGED_MINILM, dtype: str = "auto", batch_size: int = 32,
-                 threads: int = 0):
-        offline_hub()
-        self.model_path = resolve_model_path(model)
-        self.name = "all-MiniLM-L6-v2" if model == PACKAGED_MINILM else self.model_path.name
+    def __init__(self, model_path: Path, dtype: str, batch_size: int, threads: int):
+        offline_hub()  # its settings hold for the tokenizer too (TOKENIZERS_PARALLELISM), and a cross-encoder's load
+        self.model_path = model_path
         self.batch_size = batch_size
-        self.tokens = TokenCounter(self.model_path)
+        self.tokens = TokenCounter(model_path)
         self._threads = threads
         self._dtype_setting = dtype
         self._model = None
         self._lock = threading.Lock()
-        cfg = self.model_path / "config.json"
-        self.dim = 384
-        if cfg.is_file():
-            import json
-
-            self.dim = int(json.loads(cfg.read_text()).get("hidden_size", 384))
 
     @property
     def dtype(self) -> str:
@@ -214,7 +207,6 @@ class SentenceTransformerEmbedder:
             if self._model is None:
                 os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_CACHE_CAPACITY)
                 import torch
-                from sentence_transformers import SentenceTransformer
 
                 if self._threads:
                     torch.set_num_threads(self._threads)
@@ -223,21 +215,44 @@ class SentenceTransformerEmbedder:
 
                     for weights in Path(self.model_path).glob("*.safetensors"):
                         verify(weights)  # a packaged model's weights are the ones its package installed
-                    m = SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
+                    self._model = self._load()
                 except Exception as exc:  # noqa: BLE001 - report any load failure in one line
                     raise ModelUnavailableError(f"cannot load embedder from {self.model_path}: {exc}") from exc
-                if self.dtype == "bfloat16":
-                    m = m.to(torch.bfloat16)
-                m.eval()
-                self._model = m
             return self._model
+
+    def _load(self):
+        raise NotImplementedError
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.tokens.count(texts)
+
+
+class SentenceTransformerEmbedder(_TorchModel):
+    """A sentence-transformers model from a local directory (``EMBEDDER_MODEL`` set to a path)."""
+
+    def __init__(self, model: str = PACKAGED_MINILM, dtype: str = "auto", batch_size: int = 32,
+                 threads: int = 0):
+        super().__init__(resolve_model_path(model), dtype, batch_size, threads)
+        self.name = "all-MiniLM-L6-v2" if model == PACKAGED_MINILM else self.model_path.name
+        cfg = self.model_path / "config.json"
+        self.dim = 384
+        if cfg.is_file():
+            import json
+
+            self.dim = int(json.loads(cfg.read_text()).get("hidden_size", 384))
+
+    def _load(self):
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        m = SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
+        if self.dtype == "bfloat16":
+            m = m.to(torch.bfloat16)
+        return m.eval()
 
     @property
     def max_tokens(self) -> int:
         return 256
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.tokens.count(texts)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -367,49 +382,18 @@ class _MeanPooledMiniLM:
         return sent, toks
 
 
-class MiniLMEmbedder(_MeanPooledMiniLM):
+class MiniLMEmbedder(_TorchModel, _MeanPooledMiniLM):
     """The packaged all-MiniLM-L6-v2 run by torch (``minilm.MiniLMEncoder``): the indexing embedder by default.
 
     It gives sentence-transformers' vectors for this model (``tests/test_minilm.py``) without importing it."""
 
     def __init__(self, dtype: str = "auto", batch_size: int = 32, threads: int = 0):
-        offline_hub()  # its settings hold for the tokenizer too (TOKENIZERS_PARALLELISM), and a cross-encoder's load
-        self.model_path = packaged_minilm_path()
-        self.batch_size = batch_size
-        self.tokens = TokenCounter(self.model_path)
-        self._threads = threads
-        self._dtype_setting = dtype
-        self._model = None
-        self._lock = threading.Lock()
+        super().__init__(packaged_minilm_path(), dtype, batch_size, threads)
 
-    @property
-    def dtype(self) -> str:
-        if self._dtype_setting == "auto":
-            return "bfloat16" if cpu_has_bf16() else "float32"
-        return self._dtype_setting
+    def _load(self):
+        from .minilm import MiniLMEncoder
 
-    @property
-    def model(self):
-        with self._lock:
-            if self._model is None:
-                os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_CACHE_CAPACITY)
-                import torch
-
-                from .minilm import MiniLMEncoder
-
-                if self._threads:
-                    torch.set_num_threads(self._threads)
-                try:
-                    from .model_check import verify
-
-                    verify(self.model_path / "model.safetensors")  # the weights its package installed
-                    self._model = MiniLMEncoder(self.model_path, dtype=self.dtype, batch_size=self.batch_size)
-                except Exception as exc:  # noqa: BLE001 - report any load failure in one line
-                    raise ModelUnavailableError(f"cannot load embedder from {self.model_path}: {exc}") from exc
-            return self._model
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.tokens.count(texts)
+        return MiniLMEncoder(self.model_path, dtype=self.dtype, batch_size=self.batch_size)
 
     def _hidden(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
         with failing_as(f"the embedder {self.name}", (RuntimeError,)):  # torch's (memory too)
