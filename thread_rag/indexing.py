@@ -434,8 +434,10 @@ class Indexer:
         group = [s for s in slots if isinstance(s, _Ready)]
         if group and slots[-1] is not group[-1]:  # a later file (failed or unchanged) moved the bar on already
             group[-1].progress = None
-        with storing() if group else nullcontext():
-            stored = iter(self._store_group(group) if group else [])
+        stored = iter([])
+        if group:
+            with storing():
+                stored = iter(self._store_group(group))
         for s in slots:
             if not isinstance(s, _Ready):
                 yield s

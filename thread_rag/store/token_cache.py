@@ -31,6 +31,13 @@ def dequantize(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return codes.astype(np.float32) * (np.asarray(scales, np.float32)[:, None] / 127.0)
 
 
+def _chunk_of(arrays: tuple, position: int) -> np.ndarray:
+    """The token vectors of the chunk at ``position`` from a cache's (codes, scales, offsets)."""
+    codes, scales, offsets = arrays
+    a, b = int(offsets[position]), int(offsets[position + 1])
+    return dequantize(np.asarray(codes[a:b]), np.asarray(scales[a:b]))
+
+
 class TokenCache:
     def __init__(self, root: Path, max_open: int = 64):
         self.root = Path(root)
@@ -107,18 +114,13 @@ class TokenCache:
         one opening of that cache; None when it is missing, unreadable or made from other content (another process
         may remove it any time: a check and then a read would race with it)."""
         try:
-            _, (codes, scales, offsets), content = self._held(serial, generation)
-            if key is not None and content != key:
-                return None
-            a, b = int(offsets[position]), int(offsets[position + 1])
-            return dequantize(np.asarray(codes[a:b]), np.asarray(scales[a:b]))
+            _, arrays, content = self._held(serial, generation)
+            return _chunk_of(arrays, position) if key is None or content == key else None
         except (OSError, ValueError, EOFError):
             return None
 
     def get(self, serial: int, generation: int, position: int) -> np.ndarray:
-        codes, scales, offsets = self._arrays(serial, generation)
-        a, b = int(offsets[position]), int(offsets[position + 1])
-        return dequantize(np.asarray(codes[a:b]), np.asarray(scales[a:b]))
+        return _chunk_of(self._arrays(serial, generation), position)
 
     def remove(self, serial: int, generation: int | None = None) -> None:
         for d in self.root.glob(f"DOC{serial}.g*"):
