@@ -289,7 +289,7 @@ def pytest_sessionfinish(session, exitstatus):
     import subprocess
     import time
 
-    from thread_rag.bench.retrieval import machine
+    from thread_rag.run_record import machine
 
     config = session.config
     whole = config.args in ([], ["tests"], [str(REPO / "tests")])

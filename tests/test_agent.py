@@ -7,7 +7,7 @@ from fakes import agent_with
 from thread_rag.agent.answer import parse_json_lenient
 from thread_rag.agent.tools import call_tool, make_tools
 from thread_rag.errors import ThreadRagError
-from thread_rag.bench.baselines import topk
+from bench.baselines import topk
 
 
 def test_followup_condensed_into_standalone_query(manual_engine):

@@ -13,7 +13,7 @@ pytestmark = needs_shared
 
 def bench(tmp_path, *args, env: dict | None = None):
     env = {**os.environ, "THREAD_RAG_SHARED_DATA": str(DATA), "PYTHONPATH": str(REPO), **(env or {})}
-    r = subprocess.run([sys.executable, "-m", "thread_rag.cli", "bench", *args], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout
@@ -29,7 +29,7 @@ def test_retrieval_smoke(tmp_path):
         assert 0 <= row["ndcg@10"] <= 1 and row["k5_p50_ms"] > 0 and (row["p50_ms"] or 0) >= 0
     assert out["configs"]["stage1_3"]["p50_ms"] > 0 and out["configs"]["three_stage"]["p50_ms"] is None
     assert out["configs"]["bm25_only"]["ndcg@10"] > out["configs"]["dense_only"]["ndcg@10"]
-    from thread_rag.bench.report import retrieval_table  # what --markdown prints (a second run took 7 s)
+    from bench.report import retrieval_table  # what --markdown prints (a second run took 7 s)
 
     assert retrieval_table(out).splitlines()[2].startswith("| configuration | nDCG@10")
 
@@ -61,7 +61,7 @@ def test_suite_quick_variant(tmp_path):
 
 def test_embedders_bench_alternates_both_packaged_embedders():
     from conftest import DOCS
-    from thread_rag.bench.ingest import run_embedders_bench
+    from bench.ingest import run_embedders_bench
     from thread_rag.settings import load_settings
 
     out = run_embedders_bench(load_settings({}, env={}, config_file=False), str(DOCS / "03-searching.md"), rounds=1)
@@ -76,7 +76,7 @@ def test_embedders_bench_alternates_both_packaged_embedders():
 def test_report_embedder_table_takes_one_file_per_set_and_embedder(tmp_path):
     """Test-half files that rerun MiniLM's default beside something else (the hop, its chain) stay out of the
     embedder table, or a set would get two MiniLM rows."""
-    from thread_rag.bench.report import embedder_runs
+    from bench.report import embedder_runs
 
     names = ["retrieval-musique-test-minilm", "retrieval-musique-test-bge", "retrieval-aws-docs-qa-quick60-test-bge",
              "retrieval-musique-test-hop", "retrieval-musique-test-chain", "retrieval-musique", "tuning-retrieval-musique-hop"]
@@ -90,12 +90,14 @@ def test_a_recorded_command_names_the_settings_it_ran_with(monkeypatch, no_env):
     question steps): the command now starts with those settings, as a shell would take it."""
     import sys
 
-    from thread_rag.bench import command_line
+    from bench import command_line
 
     monkeypatch.setenv("THREAD_RAG_QUESTION_STEPS", "4")
     monkeypatch.setenv("THREAD_RAG_HOME", "/somewhere")        # where, not how: left out
     monkeypatch.setattr(sys, "argv", ["thread-rag", "bench", "answers", "--dataset", "musique"])
     assert command_line() == "THREAD_RAG_QUESTION_STEPS=4 thread-rag bench answers --dataset musique"
+    monkeypatch.setattr(sys, "argv", ["/repo/bench/__main__.py", "answers", "--dataset", "musique"])
+    assert command_line() == "THREAD_RAG_QUESTION_STEPS=4 python -m bench answers --dataset musique"
 
 
 def test_a_child_process_peak_is_its_own_not_the_forking_parents():
@@ -106,7 +108,7 @@ def test_a_child_process_peak_is_its_own_not_the_forking_parents():
         pytest.skip("no /proc: ru_maxrss is the only measure")
     ballast = bytearray(300 * 1024 * 1024)
     ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))  # touched: resident in this process
-    code = ("import resource; from thread_rag.bench import peak_rss_kib; "
+    code = ("import resource; from bench import peak_rss_kib; "
             "print(peak_rss_kib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     own, inherited = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                              check=True, cwd=REPO).stdout.split())
@@ -119,7 +121,7 @@ def test_a_child_process_peak_is_its_own_not_the_forking_parents():
 def test_coldstart_reports_a_childs_own_peak(tmp_path):
     """os.wait4's ru_maxrss of a child carries the bench's own peak over fork and exec (a trivial child of a
     500 MiB parent "peaked" at 513 MiB): the cold-start bench reads the child's VmHWM while it runs."""
-    from thread_rag.bench.coldstart import run_process
+    from bench.coldstart import run_process
 
     if not os.path.exists("/proc/self/status"):
         pytest.skip("no /proc: wait4 is the only measure")

@@ -702,7 +702,7 @@ def test_compare_intent_finds_the_topic_before_the_documents():
 def test_bench_truth_from_the_txt_diff(tmp_path):
     from types import SimpleNamespace as NS
 
-    from thread_rag.bench.compare import chunk_truth, diff_truth, map_chunks, predictions, prf, true_counterparts
+    from bench.compare import chunk_truth, diff_truth, map_chunks, predictions, prf, true_counterparts
 
     lines = [f"line{k} alpha{k} beta{k} gamma{k} delta{k} epsilon{k} zeta{k} eta{k}" for k in range(40)]
     a = write(tmp_path / "a.txt", "\n".join(lines))

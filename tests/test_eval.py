@@ -271,8 +271,8 @@ def test_sample_mix_takes_kinds_in_turn():
 
 def test_bench_eval_agreement_and_its_table():
     """``bench eval``: Kendall's tau of two orderings, and the report's table from a run's numbers."""
-    from thread_rag.bench.eval_validity import kendall
-    from thread_rag.bench.report import eval_validity_table
+    from bench.eval_validity import kendall
+    from bench.report import eval_validity_table
 
     assert kendall([0.1, 0.2, 0.3], [0.5, 0.6, 0.9]) == 1.0
     assert kendall([0.1, 0.2, 0.3], [0.9, 0.6, 0.5]) == -1.0
@@ -296,7 +296,7 @@ def test_bench_eval_counts_the_pairs_the_real_questions_separate_and_how_the_mad
     """A tau over five configurations counts pairs that differ by noise. Also reported: the pairs whose real
     difference's paired bootstrap 95% CI leaves out 0, and how many of them the made-up set orders the same way (and
     separates itself)."""
-    from thread_rag.bench.eval_validity import separated_pairs
+    from bench.eval_validity import separated_pairs
 
     real = {"a": [1.0] * 30, "b": [0.0] * 30, "c": [1.0] * 29 + [0.0]}  # a > b and c > b clearly; a, c alike
     made_up = {"a": [1.0] * 20, "b": [0.5, 0.0] * 10, "c": [0.0] * 20}  # a > b as real, c < b against real
@@ -382,7 +382,7 @@ def test_rank_correlations_match_scipy_with_ties():
 
     import numpy as np
 
-    from thread_rag.bench.eval_validity import kendall, spearman
+    from bench.eval_validity import kendall, spearman
 
     rng = np.random.default_rng(7)
     for _ in range(200):

@@ -12,10 +12,10 @@ from thread_rag.agent.answer import Source, holding_chunks, number, written_cita
 from thread_rag.errors import ModelCallError, ThreadRagError
 from thread_rag.agent.loop import Agent
 from thread_rag.agent.reading import walk_sources
-from thread_rag.bench.baselines import BASELINES, parent_blocks
-from thread_rag.bench.baselines import parent_doc as parent_doc_sources
-from thread_rag.bench.baselines import sentence_window as sentence_window_sources
-from thread_rag.bench.baselines import topk as topk_sources
+from bench.baselines import BASELINES, parent_blocks
+from bench.baselines import parent_doc as parent_doc_sources
+from bench.baselines import sentence_window as sentence_window_sources
+from bench.baselines import topk as topk_sources
 
 
 def cite_one(messages):
@@ -245,9 +245,9 @@ def test_walk_respects_budget_and_signals(manual_engine):
 def test_reading_probe_measures_each_strategys_sources_without_the_model(manual_engine):
     """``bench reading``: the sources each strategy reads under the shared budget, scored against the gold, with no
     LLM call; a strategy may carry its own reading settings, nothing else."""
-    from thread_rag.bench.answers import parse_strategy
-    from thread_rag.bench.datasets import Dataset, Query
-    from thread_rag.bench.reading import run_reading
+    from bench.answers import parse_strategy
+    from bench.datasets import Dataset, Query
+    from bench.reading import run_reading
 
     assert parse_strategy("walk:WALK_BACK=1:WALK_THRESHOLD=0.5") == ("walk", {"WALK_BACK": 1, "WALK_THRESHOLD": 0.5})
     for bad in ("walk:READ_BUDGET=5000", "walk:WALK_BACK", "bogus", "routed:WALK_BACK=1", "decide:WALK_BACK=1"):
@@ -315,7 +315,7 @@ def test_parent_blocks_cover_the_thread_in_order():
 
 
 def test_disjoint_calibration_is_checked(tmp_path):
-    from thread_rag.bench.datasets import Dataset, Query, check_disjoint, split_qids
+    from bench.datasets import Dataset, Query, check_disjoint, split_qids
     from thread_rag.errors import ThreadRagError
 
     qids = [f"q{i}" for i in range(200)]
@@ -335,7 +335,7 @@ def test_dataset_splits_partition_the_questions():
 
     if not DATA.is_dir():
         pytest.skip("../shared/data is not beside the checkout")
-    from thread_rag.bench.datasets import load_dataset
+    from bench.datasets import load_dataset
 
     full = load_dataset("aws-docs-qa", DATA)
     dev = load_dataset("aws-docs-qa", DATA, split="dev")
@@ -352,8 +352,8 @@ def test_dataset_splits_partition_the_questions():
 def test_answers_bench_shares_everything_but_the_reading(manual_engine):
     """The answers benchmark's bookkeeping (not the LLM): every strategy answers every question through the same
     answer prompt and caps; citations are stripped before scoring; paired differences against top-k."""
-    from thread_rag.bench.answers import ANSWER_TOKENS, run_answers
-    from thread_rag.bench.datasets import Dataset, Query
+    from bench.answers import ANSWER_TOKENS, run_answers
+    from bench.datasets import Dataset, Query
 
     docs = manual_engine.documents()
     keymap = {d.doc_id: d.path for d in docs}
@@ -378,9 +378,9 @@ def test_suite_pairs_new_readings_with_an_earlier_runs_topk_answers(manual_engin
     k, backend and shared settings, and only if top-k answered again on the first questions says the same."""
     import argparse
 
-    from thread_rag.bench.answers import run_answers
-    from thread_rag.bench.datasets import Dataset, Query
-    from thread_rag.bench.suite import BaseMismatch, check_base_args, with_base
+    from bench.answers import run_answers
+    from bench.datasets import Dataset, Query
+    from bench.suite import BaseMismatch, check_base_args, with_base
 
     docs = manual_engine.documents()
     keymap = {d.doc_id: d.path for d in docs}
@@ -600,8 +600,8 @@ def test_the_band_bench_answers_with_and_without_leave(manual_engine):
     """``bench band``: each mode reaches the answer prompt (with WEAK_MATCH = "refuse" the prompt ends with leave and
     the model's marker is a refusal; with "note" it is the usual prompt), and the engine's settings are put back."""
     from thread_rag.agent.answer import MAY_REFUSE
-    from thread_rag.bench.datasets import Dataset, Query
-    from thread_rag.bench.refusal import band_runs
+    from bench.datasets import Dataset, Query
+    from bench.refusal import band_runs
 
     weak = _engine_reranked(manual_engine, 0.01)
     docs = weak.documents()

@@ -131,7 +131,7 @@ def test_packaged_model_names_are_checked_per_role_up_front():
 def test_the_shared_data_sets_are_the_labs_not_a_setting(tmp_path):
     """SHARED_DATA (where the benchmark data sets are) was a setting of the product; the lab reads
     THREAD_RAG_SHARED_DATA itself, and the product refuses the old name with where it went."""
-    from thread_rag.bench.datasets import shared_data
+    from bench.datasets import shared_data
     from thread_rag.errors import SettingsError
     from thread_rag.settings import load_settings
 

@@ -14,7 +14,7 @@ from conftest import write
 from fakes import agent_with
 from thread_rag.agent import intent as I
 from thread_rag.agent.intent_examples import EXAMPLES
-from thread_rag.bench.intents import DOCS, judge, make_folder
+from bench.intents import DOCS, judge, make_folder
 
 DATA = Path(__file__).parent / "data"
 

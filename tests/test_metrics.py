@@ -4,8 +4,8 @@ import math
 import pytest
 
 from conftest import DATA, needs_shared
-from thread_rag.bench.datasets import load_dataset, strip_leval
-from thread_rag.bench.metrics import (all_found_at_k, bootstrap_ci, exact_match, mrr_at_k, ndcg_at_k, normalize_answer,
+from bench.datasets import load_dataset, strip_leval
+from bench.metrics import (all_found_at_k, bootstrap_ci, exact_match, mrr_at_k, ndcg_at_k, normalize_answer,
                                       recall_at_k, span_found, token_coverage, token_f1)
 
 
@@ -49,8 +49,8 @@ def test_strip_leval():
 
 
 def test_the_refusal_benchs_second_floor_adds_to_the_cosine_floor():
-    from thread_rag.bench.refusal import rerank_floor_grid
-    from thread_rag.bench.report import refusal_table
+    from bench.refusal import rerank_floor_grid
+    from bench.report import refusal_table
 
     both = {"answerable": ([0.5, 0.5, 0.2], [0.9, 0.01, None]), "in_domain_unanswerable": ([], []),
             "off_domain": ([0.4, 0.1], [0.001, 0.5])}
@@ -69,8 +69,8 @@ def test_the_refusal_benchs_second_floor_adds_to_the_cosine_floor():
 
 
 def test_the_weak_match_band_is_the_cosine_floors_passes_under_match_min():
-    from thread_rag.bench.refusal import in_band
-    from thread_rag.bench.report import refusal_table
+    from bench.refusal import in_band
+    from bench.report import refusal_table
     from thread_rag.settings import Settings
 
     # passes the floor and is weak / fails the floor / strong / no cross-encoder score / exactly at MATCH_MIN
@@ -85,8 +85,8 @@ def test_the_weak_match_band_is_the_cosine_floors_passes_under_match_min():
 
 
 def test_the_band_bench_sets_the_band_against_the_rest():
-    from thread_rag.bench.refusal import published_split
-    from thread_rag.bench.report import band_table
+    from bench.refusal import published_split
+    from bench.report import band_table
 
     rows = [{"qid": "a", "f1": 0.2, "recall": 1.0}, {"qid": "b", "f1": 0.4, "recall": 0.0},
             {"qid": "c", "f1": 0.6, "recall": 1.0}]
@@ -101,7 +101,7 @@ def test_the_band_bench_sets_the_band_against_the_rest():
 
 
 def test_answer_score_strips_citations_and_zeroes_refusals():
-    from thread_rag.bench.answers import score, summarise
+    from bench.answers import score, summarise
 
     assert score("Five years [DOC3_012 p.4] [2].", False, ["five years", "5 years"]) == {"f1": 1.0, "em": 1.0,
                                                                                           "recall": 1.0}

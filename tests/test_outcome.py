@@ -280,7 +280,7 @@ def test_every_door_shows_the_outcome_and_anyway_explains_it_as_such(widget, tmp
 
 def test_a_hand_written_section_is_found_with_or_without_its_printed_number():
     from types import SimpleNamespace as NS
-    from thread_rag.bench.outcome import section_chunks
+    from bench.outcome import section_chunks
 
     thread = NS(chunks=[NS(chunk_id="DOC1_000", heading_path=["3. Before", "3.6. BIOS", "Secure boot"]),
                         NS(chunk_id="DOC1_001", heading_path=["3. Before", "Secure boot", "Keys"]),
@@ -298,7 +298,7 @@ def test_the_benchs_tuned_and_held_out_sets_are_kept_apart():
     tuning sets (the committed sets pass)."""
     from types import SimpleNamespace
 
-    from thread_rag.bench.outcome import SETS, _disjoint, _held_out
+    from bench.outcome import SETS, _disjoint, _held_out
     from thread_rag.errors import ThreadRagError
 
     groups = {"answerable": [("How do I reset it?", None, [])]}

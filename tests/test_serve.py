@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, REPO, needs_shared
 from fakes import ScriptedChatModel
 from thread_rag.errors import ThreadRagError
-from thread_rag.bench.serve_load import heading_questions, serving, throughput
+from bench.serve_load import heading_questions, serving, throughput
 from thread_rag.serve import CLEAR_CONFIRM, build_app, serve
 
 

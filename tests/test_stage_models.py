@@ -271,7 +271,7 @@ def test_lexical_floor_moves_candidates_bm25_barely_scores_after_the_rest(manual
 
 
 def test_stage3_weight_is_checked_and_named_in_bench_configs():
-    from thread_rag.bench.retrieval import default_spec, parse_config, same_config
+    from bench.retrieval import default_spec, parse_config, same_config
     from thread_rag.errors import SettingsError, ThreadRagError
     from thread_rag.settings import Settings
 
@@ -306,7 +306,7 @@ def test_stage3_weight_is_checked_and_named_in_bench_configs():
 def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_configs(manual_engine):
     from types import SimpleNamespace
 
-    from thread_rag.bench.retrieval import run_retrieval
+    from bench.retrieval import run_retrieval
     from thread_rag.engine import Engine
 
     calls = []
@@ -337,7 +337,7 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
     # reranker again (memo off there): 5, 5 and 3 pairs per question
     assert len(quality) == 2 * 5 + 2 * (5 + 5 + 3)
     assert len(set(quality)) == 2 * 5
-    from thread_rag.bench.retrieval import ScoreMemo
+    from bench.retrieval import ScoreMemo
 
     memo = ScoreMemo(Counting())
     memo.score("q", ["a", "b", "a"])  # the same text twice in one pool is not a remembered score
@@ -350,7 +350,7 @@ def test_bench_score_memo_runs_each_pair_once_and_reports_no_latency_for_served_
 def test_a_bench_config_that_truncates_otherwise_gets_its_own_cross_encoder_and_memo():
     """``:tN`` (RERANK_MAX_TOKENS) scores with the packaged cross-encoder cut to N tokens, remembered apart: a
     score at one truncation is never served for another."""
-    from thread_rag.bench.retrieval import _memo_for
+    from bench.retrieval import _memo_for
     from thread_rag.settings import Settings
 
     base, own, memos = Settings(), FixedReranker(), {}
@@ -384,7 +384,7 @@ def test_rerank_context_decides_what_the_reranker_reads():
 
 
 def test_stage3_reads_the_chunk_with_its_heading_path(manual_engine):
-    from thread_rag.bench.retrieval import default_spec, label_of, parse_config, same_config
+    from bench.retrieval import default_spec, label_of, parse_config, same_config
     from thread_rag.engine import Engine
     from thread_rag.errors import SettingsError
     from thread_rag.retrieve.rerank import rerank_passage
@@ -615,7 +615,7 @@ def test_second_hop_stays_inside_the_search_filter(make_engine, tmp_path):
 
 
 def test_second_hop_settings_are_checked_and_named_in_bench_configs():
-    from thread_rag.bench.retrieval import default_spec, parse_config, same_config
+    from bench.retrieval import default_spec, parse_config, same_config
     from thread_rag.errors import SettingsError, ThreadRagError
     from thread_rag.settings import Settings
 

@@ -8,7 +8,7 @@ import pytest
 
 from fakes import ScriptedChatModel
 from thread_rag.agent.loop import Agent
-from thread_rag.bench.retrieval import default_spec, parse_config, same_config
+from bench.retrieval import default_spec, parse_config, same_config
 from thread_rag.errors import SettingsError, ThreadRagError
 from thread_rag.agent.steps import QuestionSteps, fill, interleave
 from thread_rag.retrieve.pipeline import MAX_QUERY_CHARS

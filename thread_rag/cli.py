@@ -121,39 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=13)
     p = cmd("script", "run a JSONL file of tool calls and questions")
     p.add_argument("file", help="the JSONL file, or - to read standard input")
-    p = cmd("bench", "benchmarks on ../shared/data")
-    p.add_argument("kind", choices=["retrieval", "context", "answers", "suite", "ingest", "windows", "latency",
-                                      "contextual", "refusal", "report", "throughput", "embedders", "compare",
-                                      "coldstart", "scale", "reading", "band", "grounding", "eval", "outcome", "quotes",
-                                      "serve", "filings", "intents"])
-    p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
-    p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
-    p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "
-                   "split, over the full corpus; eval: synthetic structure questions (default 100)")
-    p.add_argument("--model-questions", dest="model_questions", type=int, default=0,
-                   help="eval: also N questions written by the chat model")
-    p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
-    p.add_argument("--out", default=None, help="suite: folder for the JSON results (default bench_results)")
-    p.add_argument("--base", default=None, help="suite: folder of an earlier suite run whose top-k answers stand as "
-                   "the paired baseline (top-k is answered again on 3 questions to check they match)")
-    p.add_argument("--markdown", action="store_true")
-    p.add_argument("--write", default=None, help="report: replace the generated tables of this file "
-                                                 "(bench_results/DETAILS.md)")
-    p.add_argument("--configs", default=None, help="comma-separated configurations")
-    p.add_argument("--file", default=None, help="document for ingest/windows benchmarks")
-    p.add_argument("--clients", type=int, default=20, help="serve: concurrent clients")
-    p.add_argument("--full", type=int, default=20, help="serve: full answers among the requests (0: quotes only)")
-    p.add_argument("--seed", type=int, default=13)
-    p.add_argument("--split", choices=["dev", "test"], default=None,
-                   help="answers, retrieval: question half (answers default test; retrieval default all; dev is for tuning)")
-    p.add_argument("--chunks", type=int, default=100000, help="scale: grow the library to this many chunks")
-    p.add_argument("--checkpoints", default="10000,30000,100000", help="scale: measure at these chunk counts")
-    p.add_argument("--queries", type=int, default=30, help="scale: queries per configuration and checkpoint")
-    p.add_argument("--reuse", action="store_true",
-                   help="scale: no ingest; measure queries, fresh open and one added document again on the library "
-                        "an earlier run grew")
-    p.add_argument("--no-download", dest="download", action="store_false",
-                   help="scale: no Debian documentation packages (apt-get download); shared sets and Python's own text")
+    p = cmd("bench", "the benchmark lab on ../shared/data, from a clone of the repository (python -m bench)")
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="KIND ...", help="what `python -m bench --help` lists")
     p = cmd("mcp", "serve the tools to other agents over stdio (Model Context Protocol); read-only by default")
     p.add_argument("--allow-writes", dest="allow_writes", action="store_true",
                    help="also offer index_new_document (inside ALLOWED_ROOTS) and pre_heat_summaries")
@@ -255,9 +224,18 @@ def _cmd_doctor(args, out) -> int:
 
 
 def _cmd_bench(args, out) -> int:
-    from .bench.cli import run_bench
+    """The lab is not part of the package: it runs from a clone (``bench/`` beside ``thread_rag/``)."""
+    import importlib
+    from pathlib import Path
 
-    return run_bench(args)
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "bench" / "cli.py").is_file():
+        raise ThreadRagError("the benchmark lab is not installed with the package: run it from a clone of the "
+                             "repository (python -m bench KIND)")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    data_dir = ["--data-dir", args.data_dir] if getattr(args, "data_dir", None) else []
+    return importlib.import_module("bench.cli").main([*args.rest, *data_dir], prog="thread-rag bench")
 
 
 def _cmd_chat(engine, args, out) -> int:

@@ -8,12 +8,12 @@ import shlex
 import sys
 
 
-def command_line() -> str:
+def command_line(prog: str = "thread-rag") -> str:
     """The command as run: its THREAD_RAG_* settings from the environment first (the data dir's excepted), so a
     recorded run says what it changed (``THREAD_RAG_QUESTION_STEPS=4 thread-rag bench answers ...``)."""
     env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items())
            if k.startswith("THREAD_RAG_") and k not in ("THREAD_RAG_HOME", "THREAD_RAG_MODEL_DIR")]
-    return " ".join(env + ["thread-rag", *sys.argv[1:]])
+    return " ".join(env + [prog, *sys.argv[1:]])
 
 
 def machine() -> dict:

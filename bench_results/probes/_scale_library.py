@@ -8,7 +8,7 @@ sys.path.insert(0, str(REPO))
 
 
 def open_scale_library():
-    from thread_rag.bench.scale import scale_queries
+    from bench.scale import scale_queries
     from thread_rag.engine import Engine
     from thread_rag.settings import load_settings
 

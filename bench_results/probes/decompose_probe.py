@@ -11,19 +11,20 @@ Each step is searched with the default pipeline (k=10); rankings: the question's
 round robin (as decomposition_oracle_probe.py, whose gold-answer bound on dev is 0.95). Prints all-supporting@10 and
 nDCG@10 against the question's search alone, and the seconds per question.
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json, os, re, sys, time
 import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
-from thread_rag.bench.corpus import open_corpus_engine
-from thread_rag.bench.datasets import load_dataset
-from thread_rag.bench.metrics import all_found_at_k, ndcg_at_k
-from thread_rag.bench.retrieval import doc_ranking
+from bench.corpus import open_corpus_engine
+from bench.datasets import load_dataset
+from bench.metrics import all_found_at_k, ndcg_at_k
+from bench.retrieval import doc_ranking
 from thread_rag.llm.backends import make_chat_model
 from thread_rag.settings import load_settings
 
 # the prompts this probe chose are the product's now (one home): thread_rag/agent/steps.py
 from thread_rag.agent.steps import LOOKUP_ASK, LOOKUP_SYSTEM, SPLIT_ASK, SPLIT_SYSTEM, split_schema
-from thread_rag.bench.datasets import shared_data
+from bench.datasets import shared_data
 
 SPLIT_SCHEMA = split_schema(4)
 

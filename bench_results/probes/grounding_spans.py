@@ -17,6 +17,7 @@ read (the leval-legal run measured the quote alone). Both samples were drawn fro
 kept as grounding-aws-docs-qa-2026-12-04.json since the run of 2026-12-05 (today's code) replaced it; ``recheck``
 reads the current runs.
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json
 import random
 import sys
@@ -28,7 +29,7 @@ from thread_rag.agent.reading import source_of as _source
 from thread_rag.engine import Engine
 from thread_rag.ids import ChunkId
 from thread_rag.settings import load_settings
-from thread_rag.bench.datasets import shared_data
+from bench.datasets import shared_data
 
 DRAW = {"aws-docs-qa": 20, "leval-legal": 6, "musique": 6}
 
@@ -42,8 +43,8 @@ SETS = tuple(n for n in ("debian", *DRAW) if _answered(n))
 
 
 def engines() -> dict:
-    from thread_rag.bench.corpus import open_corpus_engine
-    from thread_rag.bench.datasets import load_dataset
+    from bench.corpus import open_corpus_engine
+    from bench.datasets import load_dataset
 
     settings = load_settings()
     home = Path(tempfile.mkdtemp(prefix="grounding-spans-"))

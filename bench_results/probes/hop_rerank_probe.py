@@ -8,18 +8,19 @@ lacks (top M); each is scored by the same cross-encoder with the query "question
 Rules evaluated offline on those scores: insert the H best hop candidates whose hop probability >= tau right after
 h0, the rest in stage 3's order. Prints nDCG@10 / all@10 / R@10 per (H, tau).
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json, sys, time
 import numpy as np
-from thread_rag.bench.corpus import open_corpus_engine
-from thread_rag.bench.datasets import load_dataset
-from thread_rag.bench.retrieval import doc_ranking
-from thread_rag.bench.metrics import ndcg_at_k, all_found_at_k, recall_at_k
+from bench.corpus import open_corpus_engine
+from bench.datasets import load_dataset
+from bench.retrieval import doc_ranking
+from bench.metrics import ndcg_at_k, all_found_at_k, recall_at_k
 from thread_rag.retrieve import pipeline as P
 from thread_rag.retrieve.fusion import rrf
 from thread_rag.retrieve.rerank import OnnxCrossEncoder
 from thread_rag.retrieve.search_index import bm25_tokenize
 from thread_rag.settings import load_settings
-from thread_rag.bench.datasets import shared_data
+from bench.datasets import shared_data
 
 CAP = {}
 orig3 = P.Retriever._stage3

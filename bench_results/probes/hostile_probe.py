@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, "tests")
 from hostile_files import HOSTILE, make_hostile  # noqa: E402
-from thread_rag.bench.retrieval import machine  # noqa: E402
+from bench.retrieval import machine  # noqa: E402
 
 CODE = ("import json, sys, time\nfrom thread_rag.ingest.loaders import load_document\n"
         "t = time.perf_counter()\ntry:\n    d = load_document(sys.argv[1]); said = f'read: {len(d.blocks)} blocks'\n"

@@ -7,6 +7,7 @@ holds (as bags, lower-cased: what a search matches on); seconds per page are the
 
     PYTHONPATH=. python bench_results/probes/ocr_probe.py > bench_results/ocr-debian.json
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json
 import re
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from pypdf import PdfReader
 
-from thread_rag.bench.retrieval import machine
+from bench.retrieval import machine
 from thread_rag.ingest import ocr
 
 DATA = Path("../shared/data")

@@ -20,7 +20,7 @@ CHILD = r"""
 import hashlib, json, shutil, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-from thread_rag.bench.scale_corpus import scale_corpus
+from bench.scale_corpus import scale_corpus
 from thread_rag.engine import Engine
 from thread_rag.ingest.text import parse_text
 from thread_rag.settings import load_settings

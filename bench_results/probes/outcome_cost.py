@@ -6,6 +6,7 @@ question of several parts). Issue 59's goal: the outcome costs at most 1 s more 
 
     THREAD_RAG_SHARED_DATA=../shared/data python bench_results/probes/outcome_cost.py > bench_results/outcome-cost.json
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json
 import sys
 
@@ -13,8 +14,8 @@ import numpy as np
 
 from thread_rag.agent.loop import quote_answer
 from thread_rag.agent.outcome import parts
-from thread_rag.bench.outcome import _hand_written
-from thread_rag.bench.retrieval import machine
+from bench.outcome import _hand_written
+from bench.retrieval import machine
 from thread_rag.settings import load_settings
 
 

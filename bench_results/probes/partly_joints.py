@@ -4,13 +4,14 @@ as shipped, and with the joints before "also"/"plus" (``agent.outcome.JOINT`` of
 
     python bench_results/probes/partly_joints.py > bench_results/partly-heldout-2.json
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json
 import re
 import sys
 
 import thread_rag.agent.outcome as outcome
-from thread_rag.bench.outcome import _hand_written, _partly_right, judge
-from thread_rag.bench.retrieval import machine
+from bench.outcome import _hand_written, _partly_right, judge
+from bench.retrieval import machine
 from thread_rag.settings import load_settings
 
 BEFORE = re.compile(rf"(?:,?\s+and\s+(?:then\s+|also\s+)?|;\s*|,\s+then\s+|\?\s+(?:and\s+)?)"

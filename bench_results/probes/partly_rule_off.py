@@ -3,12 +3,13 @@ PART_GAP) switched off: the baseline beside ``bench outcome``'s ``partly_heldout
 
     python bench_results/probes/partly_rule_off.py > bench_results/partly-heldout-rule-off.json
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json
 import sys
 
 import thread_rag.agent.outcome as outcome
-from thread_rag.bench.outcome import _hand_written, judge
-from thread_rag.bench.retrieval import machine
+from bench.outcome import _hand_written, judge
+from bench.retrieval import machine
 from thread_rag.settings import load_settings
 
 outcome.outscored = lambda by_part: []  # the rule off; everything else as shipped

@@ -11,6 +11,7 @@ leval-legal, whose corpus is its gold contracts). Signals, each tried as a refus
 
     python bench_results/probes/refusal_signals.py > bench_results/refusal-signals-dev.json
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import json
 import math
 import re
@@ -21,13 +22,13 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from thread_rag.bench.corpus import bench_home, open_corpus_engine
-from thread_rag.bench.datasets import load_dataset
-from thread_rag.bench.refusal import quote_agent
-from thread_rag.bench.retrieval import machine
+from bench.corpus import bench_home, open_corpus_engine
+from bench.datasets import load_dataset
+from bench.refusal import quote_agent
+from bench.retrieval import machine
 from thread_rag.engine import Engine
 from thread_rag.settings import load_settings
-from thread_rag.bench.datasets import shared_data
+from bench.datasets import shared_data
 
 STOP = set("""a an the of in on at to for from by with and or is are was were be been can could do does did how what
 which who whom whose when where why will would should shall may might must i my me we our you your it its this that

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from txt_sections_probe import QUESTIONS  # noqa: E402
-from thread_rag.bench.retrieval import machine  # noqa: E402
+from bench.retrieval import machine  # noqa: E402
 from thread_rag.embedder import make_embedder, make_query_embedder  # noqa: E402
 from thread_rag.ingest import make_chunker, text_for_embedding  # noqa: E402
 from thread_rag.ingest.loaders import load_document  # noqa: E402

@@ -14,6 +14,7 @@ pipeline's floor now reads each candidate's own score. The choice it informed (1
 with no floor at all (OUT holds what is needed to check: ``bm25`` and ``ce<T>`` per candidate).
 """
 from __future__ import annotations
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 
 import json
 import statistics
@@ -23,16 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
-from thread_rag.bench.corpus import open_corpus_engine
-from thread_rag.bench.datasets import load_dataset
-from thread_rag.bench.metrics import ndcg_at_k
+from bench.corpus import open_corpus_engine
+from bench.datasets import load_dataset
+from bench.metrics import ndcg_at_k
 from thread_rag.ids import format_doc_id
 from thread_rag.retrieve import pipeline as P
 from thread_rag.retrieve.rerank import OnnxCrossEncoder
 from thread_rag.settings import load_settings
 
 from stage3_rules_offline import dedupe  # noqa: E402 - the sibling probe (run from this folder's script path)
-from thread_rag.bench.datasets import shared_data
+from bench.datasets import shared_data
 
 
 def collect(name: str) -> tuple[list, object]:

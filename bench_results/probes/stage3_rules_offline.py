@@ -20,6 +20,7 @@ DUMP files may be gzipped (``.json.gz``); the dumps of the stage-3 runs left the
 figure needs (``git log -- bench_results/probes/stage3_data`` finds them).
 """
 from __future__ import annotations
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 
 import gzip
 import json
@@ -27,7 +28,7 @@ import sys
 
 import numpy as np
 
-from thread_rag.bench.metrics import all_found_at_k, ndcg_at_k
+from bench.metrics import all_found_at_k, ndcg_at_k
 
 
 def dedupe(keys):

@@ -6,13 +6,14 @@ question (the note's statement, that no chunk holds the word, stays true).
 
     PYTHONPATH=. python bench_results/probes/unmentioned_probe.py > bench_results/probes/unmentioned_probe.txt
 """
+import sys as _sys, pathlib as _pl; _sys.path.insert(0, str(_pl.Path(__file__).resolve().parents[2]))  # the lab, bench/
 import collections
 
-from thread_rag.bench.datasets import load_dataset
+from bench.datasets import load_dataset
 from thread_rag.embedder import TokenCounter, packaged_minilm_path
 from thread_rag.retrieve.search_index import bm25_tokenize
 from thread_rag.settings import load_settings
-from thread_rag.bench.datasets import shared_data
+from bench.datasets import shared_data
 
 settings = load_settings(None)
 pieces = TokenCounter(packaged_minilm_path())

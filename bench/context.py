@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from ..ids import ChunkId
-from ..threads.passages import join_thread
+from thread_rag.ids import ChunkId
+from thread_rag.threads.passages import join_thread
 from .baselines import PARENT_WORDS, parent_blocks
 from .metrics import bootstrap_ci, span_found, token_coverage
 from .datasets import shared_data
@@ -59,8 +59,8 @@ def build_context(engine, strategy: str, query: str, k: int, doc_id: str | None,
         res = engine.windows.fetch([h.chunk_id for h in hits[:k]], token_budget=10**6, query=query)
         return "\n\n".join(w.rendered for w in res.windows)
     if strategy == "walk":
-        from ..agent.answer import render_sources
-        from ..agent.loop import Agent
+        from thread_rag.agent.answer import render_sources
+        from thread_rag.agent.loop import Agent
 
         qvec = engine.query_embedder.embed_queries([query])[0]
         return render_sources(Agent(engine).read("walk", query, hits, qvec, doc_id, k=k))
@@ -114,7 +114,7 @@ def _token_counter(settings):
     try:
         from llama_cpp import Llama
 
-        from ..llm.model_files import model_path, quiet_llama_cpp
+        from thread_rag.llm.model_files import model_path, quiet_llama_cpp
 
         quiet_llama_cpp()  # as every load: no descriptor redirected
         vocab = Llama(model_path=str(model_path(settings, settings.MAIN_MODEL)), vocab_only=True, verbose=False)
@@ -124,7 +124,7 @@ def _token_counter(settings):
             return len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
     except Exception:  # noqa: BLE001 - fall back to the embedder's tokenizer, say so
 
-        from ..embedder import TokenCounter, packaged_minilm_path
+        from thread_rag.embedder import TokenCounter, packaged_minilm_path
 
         tc = TokenCounter(packaged_minilm_path())
 

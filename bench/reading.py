@@ -22,8 +22,8 @@ K = 3
 
 
 def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K, model=None) -> dict:
-    from ..agent.loop import Agent
-    from ..llm.backends import make_chat_model
+    from thread_rag.agent.loop import Agent
+    from thread_rag.llm.backends import make_chat_model
 
     specs = {s: parse_strategy(s) for s in strategies}
     needs_model = [s for s, (reader, _) in specs.items() if reader == "decide"]

@@ -29,12 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import ThreadRagError
+from thread_rag.errors import ThreadRagError
 from . import command_line, proc_status_kib
 
 QUERY = "how do I pre-heat summaries?"
 GOAL_S = 3.0  # issue 15: a cold search in at most 3 s
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 VARIANTS = {  # name -> (command after --data-dir, QUERY_EMBEDDER)
     "search_onnx": ("search", "onnx"),
     "search_torch": ("search", "torch"),
@@ -113,9 +113,9 @@ def _warm_repl_answers(home: Path) -> list[dict]:
 
     from rich.console import Console
 
-    from ..engine import Engine
-    from ..repl import Repl
-    from ..settings import load_settings
+    from thread_rag.engine import Engine
+    from thread_rag.repl import Repl
+    from thread_rag.settings import load_settings
 
     with Engine(load_settings({"HOME": str(home)})) as engine:  # what the timed processes' --data-dir gives
         repl = Repl(engine, console=Console(file=io.StringIO()), input_fn=lambda prompt: None)

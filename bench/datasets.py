@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ThreadRagError
+from thread_rag.errors import ThreadRagError
 
 
 @dataclass

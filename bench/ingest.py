@@ -6,7 +6,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import ThreadRagError
+from thread_rag.errors import ThreadRagError
 from .retrieval import machine
 from .datasets import shared_data
 
@@ -16,7 +16,7 @@ def run_ingest_bench(settings, file: str | None) -> dict:
         file = str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
     if not Path(file).is_file():
         raise ThreadRagError(f"{file}: no such file")
-    from ..engine import Engine
+    from thread_rag.engine import Engine
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-ingest-"))
     try:
@@ -40,9 +40,9 @@ def run_embedders_bench(settings, file: str | None, rounds: int = 3) -> dict:
     """``thread-rag bench embedders``: encode the same chunks with each packaged embedder, alternating A, B, A,
     B, ... so both see the same machine load; chunks/s as indexing encodes (sentence + token vectors), and
     query-encoding latency. The ratio is what decides a default; absolute rates move with the load."""
-    from ..embedder import make_embedder
-    from ..packaged import PACKAGED_BGE, PACKAGED_MINILM
-    from ..ingest import load_document, make_chunker, text_for_embedding
+    from thread_rag.embedder import make_embedder
+    from thread_rag.packaged import PACKAGED_BGE, PACKAGED_MINILM
+    from thread_rag.ingest import load_document, make_chunker, text_for_embedding
     from .metrics import percentile
 
     file = file or str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")

@@ -13,9 +13,9 @@ from .datasets import shared_data
 
 
 def run_windows_bench(settings, args) -> dict:
-    from ..engine import Engine
-    from ..threads.preheat import preheat
-    from ..threads.summarizers import ExtractiveSummarizer, LlamaSummarizer
+    from thread_rag.engine import Engine
+    from thread_rag.threads.preheat import preheat
+    from thread_rag.threads.summarizers import ExtractiveSummarizer, LlamaSummarizer
 
     file = args.file or str(shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf")
     home = Path(tempfile.mkdtemp(prefix="thread-rag-win-"))

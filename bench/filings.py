@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import ThreadRagError
-from ..ingest.loaders import LOADER_VERSION
-from ..evaluate.score import mean_ci
-from ..retrieve.pipeline import PIPELINES, Pipeline
+from thread_rag.errors import ThreadRagError
+from thread_rag.ingest.loaders import LOADER_VERSION
+from thread_rag.evaluate.score import mean_ci
+from thread_rag.retrieve.pipeline import PIPELINES, Pipeline
 from .retrieval import machine
 from .datasets import shared_data
 
@@ -119,8 +119,8 @@ def bm25_top_pages(retriever, n_pages: int, question: str, k: int) -> list[int]:
 def run_filings(settings, home: str | None = None, search_k: int = 20) -> dict:
     """Index the set's filings (into ``home``, kept, or a temporary data dir), then search and quote each
     question inside its own filing."""
-    from ..agent.loop import quote_answer
-    from ..engine import Engine
+    from thread_rag.agent.loop import quote_answer
+    from thread_rag.engine import Engine
 
     data = shared_data() / SET
     questions = load_set(data)

@@ -10,11 +10,11 @@ import time
 
 import numpy as np
 
-from ..retrieve.label import (HOP_SETTINGS, SEARCH_SETTINGS, STEPS_SETTINGS, default_spec,  # noqa: F401 - the product's
+from thread_rag.retrieve.label import (HOP_SETTINGS, SEARCH_SETTINGS, STEPS_SETTINGS, default_spec,  # noqa: F401 - the product's
                               rerank_truncation as _truncation, search_settings)
-from ..retrieve.pipeline import NEVER_EXIT, PIPELINES
-from ..run_record import machine  # noqa: F401 - the product's; the benches import it from here
-from ..settings import RERANK_CONTEXTS
+from thread_rag.retrieve.pipeline import NEVER_EXIT, PIPELINES
+from thread_rag.run_record import machine  # noqa: F401 - the product's; the benches import it from here
+from thread_rag.settings import RERANK_CONTEXTS
 from .metrics import all_found_at_k, bootstrap_ci, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 
@@ -35,7 +35,7 @@ def parse_config(spec: str) -> tuple[str, dict]:
     HOP_MIN_SCORE=X, HOP_MAX_TOKENS=N, HOP_DEPTH=N (named only when not 1) and QUESTION_STEPS=N (``qN``, named only
     when on: the LLM's lookups), e.g. ``three_stage:k20:m0.15``, ``stage1_3:k10:w0.7:pbm25`` or
     ``three_stage:k15:m-:t192:f0.1:cheading:h20:s4:n2:g0.9:x384``."""
-    from ..errors import ThreadRagError
+    from thread_rag.errors import ThreadRagError
 
     name, *opts = spec.split(":")
     if name not in PIPELINES:
@@ -115,7 +115,7 @@ def recorded_settings(x: dict):
     """The settings a ``bench retrieval`` result file was run with (defaults for what it did not record)."""
     import dataclasses
 
-    from ..settings import Settings
+    from thread_rag.settings import Settings
 
     known = {f.name for f in dataclasses.fields(Settings)}
     rec = {**RECORDED_LATER, **(x.get("settings") or {})}
@@ -151,8 +151,8 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
                     memo.inner.score("warm up", ["warm up"])  # load the model outside the timed loop
             steps = None
             if s.QUESTION_STEPS:
-                from ..agent.steps import QuestionSteps
-                from ..llm.backends import limit, make_chat_model
+                from thread_rag.agent.steps import QuestionSteps
+                from thread_rag.llm.backends import limit, make_chat_model
 
                 if chat_model is None:
                     chat_model = make_chat_model(base)
@@ -168,7 +168,7 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
             retriever._reranker = reranker
     out = {"configs": results, "per_query": per_query, "qids": [q.qid for q in ds.queries]}
     if steps_of:
-        from ..llm.backends import describe
+        from thread_rag.llm.backends import describe
 
         out["steps"] = steps_of  # per configuration, each question's lookups, answers and added search
         out["chat_model"] = describe(chat_model)
@@ -178,7 +178,7 @@ def run_retrieval(engine, keymap: dict, ds, configs: list[str], chunk_k: int = 5
 def _memo_for(memos: dict, reranker, base, s) -> "ScoreMemo":
     """The score memo of the reranker ``s`` runs: the retriever's own, or the packaged cross-encoder again
     truncated to another ``RERANK_MAX_TOKENS`` (its scores are other scores, so it has its own memo)."""
-    from ..retrieve.rerank import make_reranker
+    from thread_rag.retrieve.rerank import make_reranker
 
     key = _truncation(s) or base.RERANK_MAX_TOKENS
     if key not in memos:

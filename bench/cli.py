@@ -1,19 +1,79 @@
-"""Dispatch for ``thread-rag bench``."""
+"""The lab's command line: ``python -m bench KIND`` (or ``thread-rag bench KIND`` from a clone)."""
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
-from ..errors import ThreadRagError
-from ..settings import load_settings
+from thread_rag.errors import ThreadRagError
+from thread_rag.settings import load_settings
 from . import command_line
 from .datasets import shared_data
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, as the product's commands say it
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser(prog: str = "python -m bench") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Benchmarks of THREAD-RAG on ../shared/data "
+                                "(THREAD_RAG_SHARED_DATA): the lab, apart from the product it measures.")
+    p.add_argument("kind", choices=list(KINDS), help="the benchmark")
+    p.add_argument("--dataset", default=None, help="data set (suite: comma-separated, default all three)")
+    p.add_argument("--limit", type=int, default=None, help="questions (per data set for suite); shrinks the corpus")
+    p.add_argument("--questions", type=int, default=None, help="retrieval: a seeded sample of N questions of the "
+                   "split, over the full corpus; eval: synthetic structure questions (default 100)")
+    p.add_argument("--model-questions", dest="model_questions", type=int, default=0,
+                   help="eval: also N questions written by the chat model")
+    p.add_argument("--k", type=int, default=None, help="entry chunks per question (context 5, answers/suite 3)")
+    p.add_argument("--out", default=None, help="suite: folder for the JSON results (default bench_results)")
+    p.add_argument("--base", default=None, help="suite: folder of an earlier suite run whose top-k answers stand as "
+                   "the paired baseline (top-k is answered again on 3 questions to check they match)")
+    p.add_argument("--markdown", action="store_true")
+    p.add_argument("--write", default=None, help="report: replace the generated tables of this file "
+                                                 "(bench_results/DETAILS.md)")
+    p.add_argument("--configs", default=None, help="comma-separated configurations")
+    p.add_argument("--file", default=None, help="document for ingest/windows benchmarks")
+    p.add_argument("--clients", type=int, default=20, help="serve: concurrent clients")
+    p.add_argument("--full", type=int, default=20, help="serve: full answers among the requests (0: quotes only)")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--split", choices=["dev", "test"], default=None,
+                   help="answers, retrieval: question half (answers default test; retrieval default all; dev is for tuning)")
+    p.add_argument("--chunks", type=int, default=100000, help="scale: grow the library to this many chunks")
+    p.add_argument("--checkpoints", default="10000,30000,100000", help="scale: measure at these chunk counts")
+    p.add_argument("--queries", type=int, default=30, help="scale: queries per configuration and checkpoint")
+    p.add_argument("--reuse", action="store_true",
+                   help="scale: no ingest; measure queries, fresh open and one added document again on the library "
+                        "an earlier run grew")
+    p.add_argument("--no-download", dest="download", action="store_false",
+                   help="scale: no Debian documentation packages (apt-get download); shared sets and Python's own text")
+    p.add_argument("--data-dir", dest="data_dir", default=None, help="the library a kind opens or grows (scale)")
+    return p
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
+    """A benchmark run; an error a user can cause is one line (``error: ...``), as in the product's doors."""
+    from thread_rag.errors import debugging, one_line, trace
+
+    args = build_parser(prog).parse_args(argv)
+    try:
+        return run_bench(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        if debugging():
+            print(trace(exc), file=sys.stderr)
+        return 1
+
+
 def run_bench(args) -> int:
     """``thread-rag bench KIND``: the kind's function from the table at the end of this module."""
-    from ..render import make_console
+    from thread_rag.render import make_console
 
     if args.kind not in KINDS:
         raise ThreadRagError(f"unknown benchmark {args.kind}")
@@ -28,8 +88,8 @@ def _show(out: dict, args, table=None) -> int:
 
 
 def _retrieval(settings, args, err) -> int:
-    from ..render import progress_bar
-    from ..retrieve.pipeline import PIPELINES
+    from thread_rag.render import progress_bar
+    from thread_rag.retrieve.pipeline import PIPELINES
     from .corpus import open_corpus_engine
     from .datasets import check_disjoint, load_dataset
     from .report import retrieval_table
@@ -77,8 +137,8 @@ def _ingest(settings, args, err) -> int:
 
 
 def _compare(settings, args, err) -> int:
-    from ..atomic import atomic_write_json
-    from ..render import progress_bar
+    from thread_rag.atomic import atomic_write_json
+    from thread_rag.render import progress_bar
     from .compare import compare_table, run_compare_bench
 
     with progress_bar(err, disable=False) as bar:
@@ -146,7 +206,7 @@ def _answers(settings, args, err) -> int:
 
 
 def _suite(settings, args, err) -> int:
-    from ..render import progress_bar
+    from thread_rag.render import progress_bar
     from .report import suite_report
     from .suite import run_suite
 
@@ -228,8 +288,8 @@ def _intents(settings, args, err) -> int:
 def _scale(settings, args, err) -> int:
     import shutil
 
-    from ..atomic import atomic_write_json
-    from ..render import progress_bar
+    from thread_rag.atomic import atomic_write_json
+    from thread_rag.render import progress_bar
     from .report import scale_svg, scale_table
     from .scale import remeasure, run_scale_bench
 
@@ -267,7 +327,7 @@ def _commit() -> str | None:
 
     try:
         r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                           cwd=Path(__file__).resolve().parents[2])
+                           cwd=Path(__file__).resolve().parents[1])
         return r.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ThreadRagError
+from thread_rag.errors import ThreadRagError
 from . import command_line
 from .datasets import shared_data
 
@@ -49,7 +49,7 @@ SWEEP = (1.0, 0.99, 0.98, 0.97, 0.95, 0.9)
 # --------------------------------------------------------------------------------------------- truth
 def txt_words(path: Path) -> tuple[list[str], list[int]]:
     """Normalised word keys of a TXT file (``compare.labels`` normalisation) and the line of each."""
-    from ..compare.labels import tokens, word_key
+    from thread_rag.compare.labels import tokens, word_key
 
     keys, lines = [], []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n")):
@@ -106,7 +106,7 @@ def _first_word_of_line(word_lines: list[int], n_lines: int) -> list[int]:
 
 def map_chunks(chunks, keys: list[str]) -> list[tuple[int, int] | None]:
     """Each chunk's span [lo, hi) of TXT words, by voting on normalised word 4-grams (None: not found)."""
-    from ..compare.labels import Keyed
+    from thread_rag.compare.labels import Keyed
 
     index: dict = defaultdict(list)
     for p in range(len(keys) - GRAM + 1):
@@ -244,11 +244,11 @@ def _files(settings) -> dict:
 
 def _cli_run(home: Path, a: str, b: str) -> tuple[float, int]:
     """Wall time and peak RSS (KiB) of ``thread-rag compare A B --json`` in a fresh process."""
-    code = ("import sys, io, contextlib; from thread_rag.cli import main; from thread_rag.bench import peak_rss_kib\n"
+    code = ("import sys, io, contextlib; from thread_rag.cli import main; from bench import peak_rss_kib\n"
             "buf = io.StringIO()\n"
             "with contextlib.redirect_stdout(buf): rc = main(sys.argv[1:])\n"
             "sys.stderr.write(f'RC {rc} MAXRSS {peak_rss_kib()}\\n')")  # its own peak, not the bench's
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", code, "--data-dir", str(home), "compare", a, b, "--json"],
                        capture_output=True, text=True, env=env)
@@ -261,8 +261,8 @@ def _cli_run(home: Path, a: str, b: str) -> tuple[float, int]:
 
 
 def run_compare_bench(settings, args, progress=None) -> dict:
-    from ..compare.align import AlignParams
-    from ..compare.labels import LabelParams
+    from thread_rag.compare.align import AlignParams
+    from thread_rag.compare.labels import LabelParams
     from .corpus import bench_home
     from .retrieval import machine
 
@@ -308,7 +308,7 @@ def _doc_info(rec, path: Path) -> dict:
 
 def _index(settings, home: Path, files: dict) -> tuple:
     """The four files indexed into the bench's home (reused when already there): engine, doc ids, seconds."""
-    from ..engine import Engine
+    from thread_rag.engine import Engine
 
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "doc_cache")))
     t = time.perf_counter()
@@ -327,7 +327,7 @@ def _index(settings, home: Path, files: dict) -> tuple:
 def _measure_pair(engine, home: Path, files: dict, keys: tuple, doc_ids: tuple, role: str, truths: dict) -> dict:
     """One pair: end-to-end comparison (timed, memory), alignment alone, scores against the TXT diff, the
     false-change rate of a same-edition pair, and the sweeps."""
-    from ..compare.run import Side
+    from thread_rag.compare.run import Side
 
     res, timing, memory = _end_to_end(engine, home, *doc_ids)
     sides = []
@@ -375,7 +375,7 @@ def rule_ablation(sides, pairs: list, gold: dict, n: tuple, same_edition: bool) 
     """Leave-one-out of the labelling rules (``compare.labels.RULES``) on one pair, same alignment: the share
     of chunks called not same (the false-change rate on a same-edition pair) and the F1 scores, with all
     rules and with each one off."""
-    from ..compare.labels import RULES, LabelParams
+    from thread_rag.compare.labels import RULES, LabelParams
 
     out = {}
     for off in (None,) + RULES:
@@ -394,8 +394,8 @@ def rule_ablation(sides, pairs: list, gold: dict, n: tuple, same_edition: bool) 
 def _end_to_end(engine, home: Path, a_id: str, b_id: str) -> tuple[dict, dict, dict]:
     """``compare_documents`` on a fresh Engine as the CLI runs it (timed, then again under tracemalloc) and
     the CLI itself in a fresh process: (result, timings, memory)."""
-    from .. import tools
-    from ..engine import Engine
+    from thread_rag import tools
+    from thread_rag.engine import Engine
 
     def fresh():
         return Engine(engine.settings.replace(HOME=str(home), CACHE_PATH=str(home / "doc_cache")))
@@ -417,7 +417,7 @@ def _end_to_end(engine, home: Path, a_id: str, b_id: str) -> tuple[dict, dict, d
 
 def _timed_align(sides) -> tuple[list, float]:
     """The alignment alone, on already loaded vectors: (pairs, seconds)."""
-    from ..compare.align import align, heading_ids
+    from thread_rag.compare.align import align, heading_ids
 
     ha, hb = heading_ids([c.heading_path for c in sides[0].chunks], [c.heading_path for c in sides[1].chunks])
     t = time.perf_counter()
@@ -466,7 +466,7 @@ def _false_changes(rows: list[dict], spans: tuple, n: tuple, same_min: float) ->
 def _sweeps(sides, pairs: list, gold: dict, n: tuple) -> dict:
     """How the labels move with the coverage threshold and the window (same alignment), and with the
     alignment's parameters."""
-    from ..compare.labels import LabelParams
+    from thread_rag.compare.labels import LabelParams
 
     def scored(params=None, pr=pairs, same_min=1.0) -> dict:
         rd = _rows(sides, pr, params)
@@ -490,7 +490,7 @@ def _drop(d: dict, key: str) -> dict:
 
 def _rows(sides, pairs: list, params=None) -> list[dict]:
     """Rows of an alignment as the bench scores them (label, coverage, chunk ids)."""
-    from ..compare.labels import heading_titles, label_rows
+    from thread_rag.compare.labels import heading_titles, label_rows
 
     titles = heading_titles([c.heading_path for c in sides[0].chunks], [c.heading_path for c in sides[1].chunks])
     rows = label_rows([c.text for c in sides[0].chunks], [c.text for c in sides[1].chunks], pairs, params=params,
@@ -504,7 +504,7 @@ def section_alignment(rows: list[dict], chunks_a, chunks_b) -> dict:
     of that title. (Only documents with headings: PDFs.)"""
     from collections import Counter
 
-    from ..compare.labels import heading_key
+    from thread_rag.compare.labels import heading_key
 
     ka = [heading_key(c.heading_path) for c in chunks_a]
     kb = [heading_key(c.heading_path) for c in chunks_b]
@@ -532,7 +532,7 @@ def section_alignment(rows: list[dict], chunks_a, chunks_b) -> dict:
 
 def _match_sweep(sides, scored) -> dict:
     """Macro F1, counterparts and chunks not same for other alignment parameters (labels at their defaults)."""
-    from ..compare.align import AlignParams, align, heading_ids
+    from thread_rag.compare.align import AlignParams, align, heading_ids
 
     ha, hb = heading_ids([c.heading_path for c in sides[0].chunks], [c.heading_path for c in sides[1].chunks])
     base = AlignParams()

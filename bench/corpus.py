@@ -5,17 +5,17 @@ import hashlib
 import time
 from pathlib import Path
 
-from ..engine import Engine
-from ..errors import ThreadRagError
-from ..ingest.text import parse_text
-from ..settings import Settings
+from thread_rag.engine import Engine
+from thread_rag.errors import ThreadRagError
+from thread_rag.ingest.text import parse_text
+from thread_rag.settings import Settings
 
 
 def bench_home(settings: Settings, dataset: str) -> Path:
     s = settings
-    from ..ingest.loaders import LOADER_VERSION
+    from thread_rag.ingest.loaders import LOADER_VERSION
 
-    from ..packaged import PACKAGED_MINILM
+    from thread_rag.packaged import PACKAGED_MINILM
 
     recipe = f"{s.CHUNK_STRATEGY}-{s.CHUNK_TOKENS}-{s.CHUNK_OVERLAP}-L{LOADER_VERSION}"
     if s.EMBEDDER_MODEL != PACKAGED_MINILM:  # vectors of another embedder live in their own corpus home

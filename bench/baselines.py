@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..agent.answer import Source, number
-from ..agent.reading import entry_chunks, fit_sources, source_of
-from ..ids import ChunkId
+from thread_rag.agent.answer import Source, number
+from thread_rag.agent.reading import entry_chunks, fit_sources, source_of
+from thread_rag.ids import ChunkId
 
 
 def topk(hits: list, k: int, thread_of: Callable, count: Callable[[str], int], budget: int = 0) -> list[Source]:

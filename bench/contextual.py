@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..ids import ChunkId
-from ..ingest import text_for_embedding
+from thread_rag.ids import ChunkId
+from thread_rag.ingest import text_for_embedding
 from .metrics import bootstrap_ci, recall_at_k
 from .datasets import shared_data
 
@@ -22,7 +22,7 @@ def adjacent_pairs(chunk_ids: list[str]) -> int:
 
 
 def run_contextual_bench(settings, args) -> dict:
-    from ..threads.summarizers import ExtractiveSummarizer
+    from thread_rag.threads.summarizers import ExtractiveSummarizer
     from .corpus import open_corpus_engine
     from .datasets import load_dataset
     from .retrieval import doc_ranking, machine

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from statistics import median
 
-TESTS_DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+TESTS_DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 DOCS = [("DOC1", "widget-manual.md"), ("DOC2", "install-guide-2022.md"), ("DOC3", "install-guide-2024.md")]
 ROLES = {"requests.json": "guided the cue words, the margin and the object rules",
          "requests-heldout.json": "held out for the first version (112/132 when new), then guided the second",
@@ -71,7 +71,7 @@ def make_folder(root: Path) -> Path:
 def judge(requests: list[dict], recogniser, folder: Path) -> dict:
     """Right action and arguments per request (the question after a request too), library changes taken on questions,
     time per message, close calls put to the model (``recogniser`` counts them in ``asked``), the misses."""
-    from ..agent.intent import CHANGES, QUESTION
+    from thread_rag.agent.intent import CHANGES, QUESTION
 
     right, changes, ms, asked, wrong = 0, 0, [], 0, []
     for r in requests:
@@ -94,8 +94,8 @@ def judge(requests: list[dict], recogniser, folder: Path) -> dict:
 
 
 def run_intents(settings, limit: int | None = None) -> dict:
-    from ..agent import intent as I
-    from ..embedder import make_query_embedder
+    from thread_rag.agent import intent as I
+    from thread_rag.embedder import make_query_embedder
     from .retrieval import machine
 
     qe = make_query_embedder(settings, lambda: None)
@@ -132,7 +132,7 @@ def run_intents(settings, limit: int | None = None) -> dict:
 def _routing_prompts(embed, examples) -> dict:
     """The routed loop's 30 requests read by the recogniser (no model): right when the request's tool is the action
     (a search: a question); the chunk-by-id requests are counted apart."""
-    from ..agent import intent as I
+    from thread_rag.agent import intent as I
 
     rec = I.Recogniser(embed, lambda: [("DOC1", "install.en.pdf"), ("DOC2", "maint-guide.en.pdf")], None,
                        examples=examples)
@@ -148,8 +148,8 @@ def _routing_prompts(embed, examples) -> dict:
 
 def _model_call(settings):
     """The packaged chat model's constrained JSON call (what the chat's Agent uses), timed per call."""
-    from ..agent.answer import json_reply
-    from ..llm.backends import describe, make_chat_model
+    from thread_rag.agent.answer import json_reply
+    from thread_rag.llm.backends import describe, make_chat_model
 
     chat = make_chat_model(settings)
     seconds: list[float] = []

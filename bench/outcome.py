@@ -27,15 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..agent.outcome import NOT_ANSWERED, PARTLY
-from ..errors import ThreadRagError
+from thread_rag.agent.outcome import NOT_ANSWERED, PARTLY
+from thread_rag.errors import ThreadRagError
 from .datasets import shared_data
 
 SETS = Path("bench_results/outcome-sets")
 
 
 def _ask(engine, question: str, doc_id: str | None, hidden: list) -> dict:
-    from ..agent.loop import quote_answer
+    from thread_rag.agent.loop import quote_answer
 
     t = time.perf_counter()
     with engine.retriever.hiding(hidden):
@@ -119,7 +119,7 @@ def _disjoint(cal_questions: list, groups: dict) -> None:
 
 
 def run_outcome_bench(settings, args) -> dict:
-    from ..evaluate.calibrate import QUESTIONS, TARGET, calibrate, questions_for
+    from thread_rag.evaluate.calibrate import QUESTIONS, TARGET, calibrate, questions_for
     from .retrieval import machine
     from . import command_line
 
@@ -179,13 +179,13 @@ def _dataset_groups(settings, args, name: str):
 def _hand_written(settings, name: str):
     """The Debian guide (PDF) or this project's manual (docs/), indexed in the bench's own home, with the
     hand-written sets of ``SETS``."""
-    from ..engine import Engine
+    from thread_rag.engine import Engine
     from .corpus import bench_home
 
     home = bench_home(settings, f"outcome-{name}")
     engine = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(Path(home) / "doc_cache")))
     src = (shared_data() / "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"
-           if name == "debian" else Path(__file__).resolve().parents[2] / "docs")
+           if name == "debian" else Path(__file__).resolve().parents[1] / "docs")
     engine.index_paths([src])  # what changed since the home was made (docs/ is edited) is read again
     groups = {}
     tuned = json.loads((SETS / "partly.json").read_text())
@@ -213,8 +213,8 @@ def run_quote_bench(settings, args) -> dict:
     file indexed (one library per corpus), its question asked in quote mode within that document, and every snippet
     the quote must hold looked for in it (whitespace and case aside): a command's warning, a procedure's first and
     last steps."""
-    from ..agent.loop import quote_answer
-    from ..engine import Engine
+    from thread_rag.agent.loop import quote_answer
+    from thread_rag.engine import Engine
     from .corpus import bench_home
     from .retrieval import machine
     from . import command_line
@@ -227,7 +227,7 @@ def run_quote_bench(settings, args) -> dict:
         _held_out(cases, json.loads((SETS / "quote-completeness.json").read_text()), ("question", "must_hold"),
                   f"bench quotes: {name}")
     roots = {"debian": shared_data(), "aws": shared_data(),
-             "docs": Path(__file__).resolve().parents[2]}
+             "docs": Path(__file__).resolve().parents[1]}
     rows = []
     for corpus in sorted({c["corpus"] for c in cases}):
         home = bench_home(settings, f"quotes-{corpus}")

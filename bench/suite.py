@@ -22,8 +22,8 @@ import json
 import time
 from pathlib import Path
 
-from ..atomic import atomic_write_json
-from ..errors import ThreadRagError
+from thread_rag.atomic import atomic_write_json
+from thread_rag.errors import ThreadRagError
 from .retrieval import RECORDED_LATER as RETRIEVAL_RECORDED_LATER
 from . import command_line
 from .datasets import shared_data
@@ -72,7 +72,7 @@ def with_base(ds, engine, keymap, strategies, k, path: Path, progress=None, mode
               prev: dict | None = None) -> dict:
     """Answers for ``strategies`` paired against the top-k rows stored at ``path`` (see the module doc).
     ``prev``: that file already read (``earlier_suite``); ``model``: a chat model instead of the configured one (tests)."""
-    from ..llm.backends import make_chat_model
+    from thread_rag.llm.backends import make_chat_model
     from .answers import bench_settings, run_answers, summarise
 
     prev = prev or earlier_suite(path)

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ThreadRagError
-from ..settings import READERS as _READERS
+from thread_rag.errors import ThreadRagError
+from thread_rag.settings import READERS as _READERS
 from .baselines import BASELINES, reader_for
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 from .retrieval import HOP_SETTINGS, STEPS_SETTINGS
@@ -55,7 +55,7 @@ class StrategyError(ThreadRagError, ValueError):
 
 def parse_strategy(spec: str) -> tuple[str, dict]:
     """``reader`` or ``reader:NAME=VALUE[:NAME=VALUE]`` -> (reader, reading-setting changes); StrategyError else."""
-    from ..settings import Settings
+    from thread_rag.settings import Settings
 
     reader, *pairs = spec.split(":")
     if reader not in READERS:
@@ -77,7 +77,7 @@ K = 3                    # entry chunks for every strategy
 
 def score(text: str, refused: bool, answers: list[str]) -> dict:
     """F1, EM and gold-token recall of an answer against the best-matching gold answer; refusals score 0."""
-    from ..agent.answer import strip_markers
+    from thread_rag.agent.answer import strip_markers
 
     if refused:
         return {"f1": 0.0, "em": 0.0, "recall": 0.0}
@@ -152,8 +152,8 @@ def bench_settings(settings, k: int = K):
 def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=None, model=None) -> dict:
     """Answer every question of ``ds`` with each strategy, on ``engine.settings`` made equal for all
     (``bench_settings``). ``model``: a chat model to use instead of the configured one (tests pass a scripted fake)."""
-    from ..agent.loop import Agent
-    from ..llm.backends import describe, make_chat_model, reset_prompt_cache
+    from thread_rag.agent.loop import Agent
+    from thread_rag.llm.backends import describe, make_chat_model, reset_prompt_cache
 
     specs = {s: parse_strategy(s) for s in strategies}
     shared = bench_settings(engine.settings, k)

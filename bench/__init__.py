@@ -1,8 +1,16 @@
-"""Benchmarks on the shared data sets: one harness (``thread-rag bench KIND``), one loader per set."""
+"""The benchmark lab: benchmarks of the product on the shared data sets, one harness (``python -m bench KIND``, or
+``thread-rag bench KIND`` from a clone), one loader per set. Not part of the installed package; it uses the product
+through its public modules, and no product module imports it."""
 
 import sys as _sys
 
-from ..run_record import command_line  # noqa: F401 - the product's; every bench records its command
+from thread_rag import run_record as _run_record
+
+
+def command_line() -> str:
+    """The command as run (its THREAD_RAG_* settings first), as ``thread-rag bench ...`` or ``python -m bench ...``
+    says it: every result records it."""
+    return _run_record.command_line("thread-rag" if _sys.argv[1:2] == ["bench"] else "python -m bench")
 
 
 def proc_status_kib(field: str, pid: int | str = "self") -> int:

@@ -42,7 +42,7 @@ def _quantize(src: Path, dst: Path, kind: str) -> float:
 def _measure(path: Path, text: str, params: dict) -> dict:
     from llama_cpp import Llama
 
-    from ..llm.model_files import quiet_llama_cpp
+    from thread_rag.llm.model_files import quiet_llama_cpp
 
     kw = {"n_threads": 2, "n_threads_batch": 2, "n_batch": 512, "n_ubatch": 512, **params}
     quiet_llama_cpp()  # as every load: no descriptor redirected
@@ -64,7 +64,7 @@ def _measure(path: Path, text: str, params: dict) -> dict:
 
 
 def run_throughput_bench(settings, args) -> dict:
-    from ..llm.model_files import model_path
+    from thread_rag.llm.model_files import model_path
     from .retrieval import machine
 
     src = model_path(settings, settings.MAIN_MODEL)

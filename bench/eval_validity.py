@@ -28,8 +28,8 @@ def _doc_scores(ranked: list[str], gold: set) -> tuple[float, float]:
 
 
 def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> dict:
-    from ..evaluate.score import rank_of
-    from ..ids import ChunkId
+    from thread_rag.evaluate.score import rank_of
+    from thread_rag.ids import ChunkId
     from .metrics import ndcg_at_k
     from .retrieval import doc_ranking
 
@@ -51,7 +51,7 @@ def _search_synthetic(retriever, keymap: dict, questions: list, name: str) -> di
 
 
 def _refused(engine, texts: list[str]) -> list[bool]:
-    from ..agent.loop import quote_answer
+    from thread_rag.agent.loop import quote_answer
 
     return [bool(quote_answer(engine, t)["refused"]) for t in texts]
 
@@ -130,7 +130,7 @@ def spearman(a: list[float], b: list[float]) -> float | None:
 
 
 def run_eval_validity(settings, args, progress=None) -> dict:
-    from ..evaluate.questions import probe_questions, sample_mix, structure_questions
+    from thread_rag.evaluate.questions import probe_questions, sample_mix, structure_questions
     from .corpus import open_corpus_engine
     from .datasets import check_disjoint, load_dataset
     from .retrieval import default_spec, machine, parse_config, run_retrieval, search_settings
@@ -150,8 +150,8 @@ def run_eval_validity(settings, args, progress=None) -> dict:
     structure_s = time.perf_counter() - t0
     model_info = {}
     if getattr(args, "model_questions", 0):
-        from ..evaluate.model_questions import model_questions
-        from ..evaluate.run import _model
+        from thread_rag.evaluate.model_questions import model_questions
+        from thread_rag.evaluate.run import _model
 
         tries: list = []
         t1 = time.perf_counter()

@@ -33,8 +33,8 @@ CURVE_TOKENS = (0, 250, 500, 1000, 1500, 2000)
 def _first_token_curve(model, text: str) -> list[dict]:
     """Seconds to the first token of one streamed call against the prompt's size in LLM tokens: the answer
     prompt around a slice of guide text of each size (a different slice each time: no shared prefix)."""
-    from ..agent.answer import Source, answer_messages, stream_answer
-    from ..llm.backends import reset_prompt_cache
+    from thread_rag.agent.answer import Source, answer_messages, stream_answer
+    from thread_rag.llm.backends import reset_prompt_cache
 
     words, rows, at = text.split(), [], 0
     for n in CURVE_TOKENS:
@@ -58,10 +58,10 @@ def run_latency_bench(settings, args) -> dict:
     import tempfile
     from pathlib import Path
 
-    from ..agent.answer import warm_prefix
-    from ..agent.loop import Agent
-    from ..engine import Engine
-    from ..llm.backends import limit, reset_prompt_cache
+    from thread_rag.agent.answer import warm_prefix
+    from thread_rag.agent.loop import Agent
+    from thread_rag.engine import Engine
+    from thread_rag.llm.backends import limit, reset_prompt_cache
     from .baselines import reader_for
     from .retrieval import STEPS_SETTINGS, machine, search_settings
 
@@ -69,7 +69,7 @@ def run_latency_bench(settings, args) -> dict:
     readers = args.configs.split(",") if args.configs else ["topk", "walk", "explain"]
     unknown = [r for r in readers if r not in LATENCY_CONFIGS]
     if unknown:
-        from ..errors import ThreadRagError
+        from thread_rag.errors import ThreadRagError
 
         raise ThreadRagError(f"bench latency: unknown configuration {unknown[0]!r} ({', '.join(LATENCY_CONFIGS)})")
     try:

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..evaluate.stats import bootstrap_ci, paired_rows  # noqa: F401 - the product's; the lab uses them too
+from thread_rag.evaluate.stats import bootstrap_ci, paired_rows  # noqa: F401 - the product's; the lab uses them too
 
 
 def dcg(gains: Sequence[float]) -> float:

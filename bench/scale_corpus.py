@@ -174,7 +174,7 @@ def always_available(held_out_names: set[str]) -> list[SourceDoc]:
     """Python's reference topics not held out, and this repository's manual."""
     docs = [SourceDoc("python-topics", f"pydoc/{name}", name, False, lambda t=text: t)
             for name, text in python_topics().items() if name not in held_out_names]
-    repo_docs = Path(__file__).resolve().parents[2] / "docs"
+    repo_docs = Path(__file__).resolve().parents[1] / "docs"
     docs += [SourceDoc("thread-rag-docs", f"docs/{f.name}", f.name, True, _reader(f, "text"))
              for f in sorted(repo_docs.glob("*.md"))]
     return docs

@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from ..errors import ThreadRagError
+from thread_rag.errors import ThreadRagError
 from .metrics import bootstrap_ci, paired_rows, token_coverage, token_f1
 from .datasets import shared_data
 
@@ -39,7 +39,7 @@ DEBIAN_QUESTIONS = ["How do I write the installer image to a USB stick from Linu
 
 def parse_config(spec: str) -> tuple[str, dict]:
     """``name`` or ``name:SETTING=VALUE[:...]`` (quote settings only) -> (name, changes)."""
-    from ..settings import Settings
+    from thread_rag.settings import Settings
 
     name, *pairs = spec.split(":")
     if name not in CONFIGS:
@@ -61,7 +61,7 @@ def config_settings(settings, name: str, changes: dict):
 
 
 def best_gold(text: str, answers: list[str]) -> dict:
-    from ..agent.answer import strip_markers
+    from thread_rag.agent.answer import strip_markers
 
     clean = strip_markers(text)
     if not answers:
@@ -70,7 +70,7 @@ def best_gold(text: str, answers: list[str]) -> dict:
 
 
 def _span_stats(a) -> dict:
-    from ..agent.check import DANGEROUS
+    from thread_rag.agent.check import DANGEROUS
 
     bad = a.unsupported or []
     return {"checked": a.checked, "unsupported": len(bad),
@@ -152,9 +152,9 @@ def summarise(rows: list[dict], base: list[dict] | None) -> dict:
 
 def run_configs(engine, questions: list, configs: list[str], model=None, progress=None) -> dict:
     """``questions``: (qid, text, doc_id or None, gold answers). Each answered under each configuration."""
-    from ..agent.answer import warm_prefix
-    from ..agent.loop import Agent
-    from ..llm.backends import make_chat_model, reset_prompt_cache
+    from thread_rag.agent.answer import warm_prefix
+    from thread_rag.agent.loop import Agent
+    from thread_rag.llm.backends import make_chat_model, reset_prompt_cache
 
     specs = {c: parse_config(c) for c in configs}
     home = engine.settings
@@ -179,7 +179,7 @@ def run_configs(engine, questions: list, configs: list[str], model=None, progres
             if progress:
                 progress("grounding", done, total)
     base = next((rows[c] for c, (name, _) in specs.items() if name == "sources"), None)
-    from ..llm.backends import describe
+    from thread_rag.llm.backends import describe
 
     return {"configs": {c: summarise(r, base if specs[c][0] != "sources" else None) for c, r in rows.items()},
             "backend": describe(model) if model is not None else None, "rows": rows}
@@ -220,7 +220,7 @@ def _debian(settings, args, configs, progress) -> tuple[dict, dict]:
     import tempfile
     from pathlib import Path
 
-    from ..engine import Engine
+    from thread_rag.engine import Engine
     from .agent_bench import LATENCY_QUESTIONS
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-grounding-"))

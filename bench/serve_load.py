@@ -159,9 +159,9 @@ def run_serve_load(settings, args) -> dict:
     import tempfile
     from pathlib import Path
 
-    from ..agent.loop import Agent
-    from ..engine import Engine
-    from ..serve import build_app
+    from thread_rag.agent.loop import Agent
+    from thread_rag.engine import Engine
+    from thread_rag.serve import build_app
     from . import command_line
     from .retrieval import machine
 

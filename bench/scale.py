@@ -14,9 +14,9 @@ import os
 import time
 from pathlib import Path
 
-from ..engine import Engine
-from ..ingest import make_chunker, text_for_embedding
-from ..ingest.text import parse_text
+from thread_rag.engine import Engine
+from thread_rag.ingest import make_chunker, text_for_embedding
+from thread_rag.ingest.text import parse_text
 from . import peak_rss_kib, proc_status_kib
 from .metrics import percentile
 from .retrieval import machine, search_settings

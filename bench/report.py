@@ -340,7 +340,7 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", retrieval_table(x), ""]
-    from ..settings import Settings
+    from thread_rag.settings import Settings
     from .retrieval import default_spec
 
     default = default_spec(Settings())  # today's default pipeline, whatever the default was when a file was run
@@ -390,7 +390,7 @@ def report(directory: str | None = None) -> str:
         x = _load(d, name)
         if x:
             out += [f"### {name}", "", f"`{x.get('command', '')}`", "", refusal_table(x), ""]
-    from ..settings import Settings as _S
+    from thread_rag.settings import Settings as _S
 
     for p in sorted(d.glob("refusal-quote-*.json")):
         x = json.loads(p.read_text())
@@ -519,7 +519,7 @@ GENERATED = "# Generated tables (`thread-rag bench report`)"
 def write_report(target: str, directory: str | None = None) -> None:
     """Replace everything below the generated-tables heading of ``target`` (bench_results/DETAILS.md) with the report,
     so the tables there are only ever this command's output."""
-    from ..atomic import atomic_write_bytes
+    from thread_rag.atomic import atomic_write_bytes
 
     p = Path(target)
     text = p.read_text(encoding="utf-8")

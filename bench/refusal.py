@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..agent.loop import best_match
-from ..agent.reading import best_similarity
+from thread_rag.agent.loop import best_match
+from thread_rag.agent.reading import best_similarity
 from .datasets import shared_data
 
 GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.05)]
@@ -59,7 +59,7 @@ def quote_scores(engine, questions: list[str]) -> list[float | None]:
 def quote_agent(engine):
     """The answer path in quote mode with the evidence floor off (``QUOTE_MIN`` -100): every question gets its quote
     and the quote's best score, for a floor to be chosen on."""
-    from ..agent.loop import Agent
+    from thread_rag.agent.loop import Agent
 
     agent = Agent(engine)
     agent.settings = engine.settings.replace(ANSWER_MODE="quote", QUOTE_MIN=-100.0, INTENTS=False,
@@ -99,7 +99,7 @@ def in_band(cos: list[float], probs: list[float | None], settings) -> list[int]:
 def band_answers(engine, groups: dict, both: dict) -> dict:
     """Per group: each band question answered with leave to refuse (``WEAK_MATCH = "refuse"``) and without it
     (``"note"``)."""
-    from ..agent.loop import Agent
+    from thread_rag.agent.loop import Agent
 
     s = engine.settings
     leave = Agent(engine)
@@ -180,7 +180,7 @@ def run_band_bench(settings, args) -> dict:
     import json
     from pathlib import Path
 
-    from ..llm.backends import make_chat_model
+    from thread_rag.llm.backends import make_chat_model
     from .answers import K, open_sample
     from .retrieval import machine
     from . import command_line
