@@ -574,6 +574,42 @@ def test_searches_and_quotes_answer_while_an_upload_is_embedded(manual_engine):
         assert len(c.get("/documents").json()["documents"]) == len(before["documents"]) + 1
 
 
+def test_an_upload_that_waits_for_a_reading_answer_to_store_says_so(manual_engine):
+    """Issue 60: an upload whose chunks were embedded while a full answer read the library waited for the answer to
+    end before it stored, and /health showed its last step ("embed 12/12") all that time. It says "waiting to store"
+    until it has the library, then "store"."""
+    import threading
+
+    app = build_app(manual_engine, allow_writes=True, chat_model=fake_model())
+    holding, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def answering():  # what a full answer does while it streams
+        with app.state.door.library.reading():
+            holding.set()
+            release.wait(120)
+
+    def upload():
+        try:
+            c.post("/upload", files={"file": ("valve.md", b"# Valve\n\nOpen the inlet valve before the pump.\n")},
+                   timeout=120)
+        finally:
+            done.set()
+    with running(app) as c:
+        before = c.get("/health").json()["documents"]
+        threading.Thread(target=answering, daemon=True).start()
+        assert holding.wait(10)
+        threading.Thread(target=upload, daemon=True).start()
+        steps, deadline = [], time.time() + 60
+        while "waiting to store" not in steps and not done.is_set() and time.time() < deadline:
+            steps += [x["step"] for x in c.get("/health", timeout=5).json()["indexing"]]
+            time.sleep(0.05)
+        release.set()
+        assert "waiting to store" in steps, steps
+        assert done.wait(120)
+        after = c.get("/health").json()
+        assert after["documents"] == before + 1 and after["indexing"] == []
+
+
 def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_path):
     """/health counted the documents on the reading thread under the library lock, so while an upload was indexed it
     waited for the whole indexing (a monitor would take the server for dead). It answers at once, with the count

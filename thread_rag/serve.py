@@ -19,7 +19,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -144,10 +144,17 @@ class Door:
         """``fn`` (a change to the library) on the writing thread, with the library to itself."""
         return await self._change(self.library.writing_, fn, *args, **kw)
 
-    async def index(self, fn, *args, **kw):
+    async def index(self, fn, *args, on_hold: Callable[[str], None] = lambda step: None, **kw):
         """``fn`` (indexing, called with ``storing=``) on the writing thread, holding the library to itself only while
-        it stores: reads go on while a file is loaded and embedded."""
-        return await self._change(contextlib.nullcontext, fn, *args, storing=self.library.writing_, **kw)
+        it stores: reads go on while a file is loaded and embedded. ``on_hold`` hears "waiting to store" before it
+        takes the library (a full answer reading it holds the store back until it ends) and "store" once it has it."""
+        @contextlib.contextmanager
+        def storing():
+            on_hold("waiting to store")
+            with self.library.writing_():
+                on_hold("store")
+                yield
+        return await self._change(contextlib.nullcontext, fn, *args, storing=storing, **kw)
 
     async def _change(self, hold, fn, *args, **kw):
         def change():
@@ -627,13 +634,15 @@ async def receive_upload(door: Door, request: Request) -> dict:
     os.replace(tmp, target)
     stored = f"{folder.name}/{target.name}"
 
+    share = [0.0]
+
     def progress(step: str, done: int, total: int) -> None:  # ("[1/1] name: embed 120/384", KiB done, KiB in all)
-        door.indexed(folder.name, {"file": item.filename, "step": step.split(": ", 1)[-1],
-                                   "share": round(min(done / total, 1.0), 3) if total else 0.0})
+        share[0] = round(min(done / total, 1.0), 3) if total else share[0]
+        door.indexed(folder.name, {"file": item.filename, "step": step.split(": ", 1)[-1], "share": share[0]})
     progress("waiting", 0, 0)  # another upload or deletion under way finishes first
     try:
-        (result,) = (await door.index(tools.index_new_document, door.engine, str(target),
-                                      progress=progress))["results"]
+        (result,) = (await door.index(tools.index_new_document, door.engine, str(target), progress=progress,
+                                      on_hold=lambda step: progress(step, 0, 0)))["results"]
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
