@@ -62,7 +62,7 @@ def run_latency_bench(settings, args) -> dict:
     from thread_rag.agent.loop import Agent
     from thread_rag.engine import Engine
     from thread_rag.llm.backends import limit, reset_prompt_cache
-    from .baselines import reader_for
+    from .baselines import BASELINES
     from .retrieval import STEPS_SETTINGS, machine, search_settings
 
     home = Path(tempfile.mkdtemp(prefix="thread-rag-lat-"))
@@ -76,10 +76,10 @@ def run_latency_bench(settings, args) -> dict:
         e = Engine(settings.replace(HOME=str(home), CACHE_PATH=str(home / "cache"), MODEL_DIR=str(settings.model_dir)))
         e.index_file(args.file or str(shared_data() /
                                       "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf"))
-        agent = Agent(e)
+        agent = Agent(e, readers=BASELINES)
         agents = {}
         for r in readers:
-            agents[r] = Agent(e, chat_model=agent.model)
+            agents[r] = Agent(e, chat_model=agent.model, readers=BASELINES)
             agents[r].settings = e.settings.replace(**LATENCY_CONFIGS[r][1])
         _ = agent.model.invoke([HumanMessage("hi")], **limit(agent.model, 1))  # load the model outside the timings
         rows = []
@@ -89,7 +89,7 @@ def run_latency_bench(settings, args) -> dict:
                 who.clear()
                 reset_prompt_cache(agent.model)
                 warm_prefix(agent.model, who.settings.EXPLAIN_FROM)
-                a = who.ask(q, reader=reader_for(LATENCY_CONFIGS[r][0]))
+                a = who.ask(q, reader=LATENCY_CONFIGS[r][0])
                 rows.append({"question": q, "reader": r, "quote_s": a.timings.get("quote_s"),
                              "first_token_s": a.timings["first_token_s"],
                              "total_s": a.timings["total_s"], "refused": a.refused, "llm_calls": a.llm_calls,

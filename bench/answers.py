@@ -1,6 +1,7 @@
 """``thread-rag bench answers``: the embedded LLM answers the same questions from each strategy's reading.
 
-Equal terms: every strategy is the product's own answer path (``Agent.ask(..., reader=<strategy>)``), so
+Equal terms: every strategy is the product's own answer path (an ``Agent(engine, readers=BASELINES)`` asked
+with ``reader=<strategy>``), so
 all share the search (same ``k`` entry chunks), the answer prompt (``agent.answer.ANSWER_PROMPT``), the
 refusal policy (the relevance floor on the entry hits, ``RELEVANCE_MIN``, before any LLM call, and the
 weak-match band, ``MATCH_MIN`` with ``WEAK_MATCH``, where the answer prompt may let the model reply that the
@@ -34,7 +35,7 @@ import numpy as np
 
 from thread_rag.errors import ThreadRagError
 from thread_rag.settings import READERS as _READERS
-from .baselines import BASELINES, reader_for
+from .baselines import BASELINES
 from .metrics import bootstrap_ci, exact_match, paired_rows, token_coverage, token_f1
 from .retrieval import HOP_SETTINGS, STEPS_SETTINGS
 from . import command_line
@@ -159,13 +160,13 @@ def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=
     shared = bench_settings(engine.settings, k)
     engine.settings = shared
     model = model or make_chat_model(shared)
-    agent = Agent(engine, chat_model=model)
-    decider = Agent(engine, chat_model=model)
+    agent = Agent(engine, chat_model=model, readers=BASELINES)
+    decider = Agent(engine, chat_model=model, readers=BASELINES)
     decider.settings = shared.replace(DECIDE=True)
     varied = {}  # strategies with their own reading settings
     for s, (_, changes) in specs.items():
         if changes:
-            varied[s] = Agent(engine, chat_model=model)
+            varied[s] = Agent(engine, chat_model=model, readers=BASELINES)
             varied[s].settings = shared.replace(**changes)
     res: dict[str, list] = {s: [] for s in strategies}
     total, done = len(ds.queries) * len(strategies), 0
@@ -175,7 +176,7 @@ def run_answers(ds, engine, keymap, strategies: list[str], k: int = K, progress=
             who = varied.get(s) or (decider if base_reader == "decide" else agent)
             who.clear()
             reset_prompt_cache(model)  # no strategy reads another's evaluated prompt (first-token times)
-            reader = "walk" if base_reader == "decide" else reader_for(base_reader)
+            reader = "walk" if base_reader == "decide" else base_reader
             a = who.ask(q.text, doc_id=doc_id, reader=reader)
             res[s].append(_row(q, s, a, engine))
             done += 1

@@ -1,5 +1,6 @@
 """The readings the walk is measured against, kept with the benchmarks that compare them (``bench answers``,
-``bench suite``, ``bench reading``, ``bench context``): the answer path runs them through ``Agent.ask(reader=fn)``.
+``bench suite``, ``bench reading``, ``bench context``): an agent made with ``Agent(engine, readers=BASELINES)``
+reads them on its one answer path (``ask(reader="topk")``).
 
 ``topk``: the hits' own texts, one source each (the plain-RAG baseline).
 ``sentence_window``: each hit with its raw neighbours (+-1 chunk), merged (the sentence-window baseline).
@@ -67,8 +68,3 @@ def parent_doc(hits: list, k: int, thread_of: Callable, count: Callable[[str], i
 
 BASELINES = {"topk": topk, "sentence_window": sentence_window, "parent_doc": parent_doc}
 
-
-def reader_for(name: str):
-    """What ``Agent.ask(reader=...)`` takes for a strategy name: a baseline's function, else the name itself (a
-    reader of the answer path: ``walk``, ``windows``, ``nested``)."""
-    return BASELINES.get(name, name)

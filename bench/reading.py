@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .answers import StrategyError, bench_settings, parse_strategy, shared_settings
-from .baselines import reader_for
+from .baselines import BASELINES
 from .metrics import bootstrap_ci, paired_rows, span_found, token_coverage
 from . import command_line
 
@@ -34,7 +34,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
     model = model or make_chat_model(shared)  # its tokenizer counts the budget, as in the answers benchmark
     agents = {}
     for s, (_, changes) in specs.items():
-        agents[s] = Agent(engine, chat_model=model)
+        agents[s] = Agent(engine, chat_model=model, readers=BASELINES)
         agents[s].settings = shared.replace(**changes)
     rows = {s: [] for s in strategies}
     for q, doc_id in zip(ds.queries, ds.scope_doc_ids(keymap)):
@@ -42,7 +42,7 @@ def run_reading(settings, ds, engine, keymap, strategies: list[str], k: int = K,
         qvec = engine.query_embedder.embed_queries([q.text])[0]
         gold = q.spans[0] if q.spans else (q.answers or [""])[0]
         for s, (reader, _) in specs.items():
-            sources = agents[s].read(reader_for(reader), q.text, hits, qvec, doc_id)
+            sources = agents[s].read(reader, q.text, hits, qvec, doc_id)
             text = "\n\n".join(x.text for x in sources)
             rows[s].append({"qid": q.qid, "coverage": token_coverage(text, gold), "span": span_found(text, gold),
                             "tokens": sum(x.tokens for x in sources), "sources": len(sources)})

@@ -168,10 +168,11 @@ def test_sources_of_two_documents_with_one_name_are_told_apart(make_engine, tmp_
     engine = make_engine()
     engine.index_paths([str(tmp_path / "amd64"), str(tmp_path / "arm64")])
     agent, _ = agent_with(engine)
+    agent.readers["topk"] = topk
     question = "How much memory does the installer need?"
     hits = engine.retriever.search(question, k=2).hits
     qvec = engine.query_embedder.embed_queries([question])[0]
-    names = sorted(s.doc_name for s in agent.read(topk, question, hits, qvec, k=2))
+    names = sorted(s.doc_name for s in agent.read("topk", question, hits, qvec, k=2))
     assert names == ["install.en.txt (amd64)", "install.en.txt (arm64)"], names
 
 

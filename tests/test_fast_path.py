@@ -435,15 +435,20 @@ def test_windows_reader_frames_sources_with_neighbour_summaries(manual_engine):
 def test_every_reader_answers_through_the_same_path(manual_engine):
     from thread_rag.settings import READERS
 
-    agent, model = agent_with(manual_engine, answer=cite_one)
-    for name, reader in [(r, r) for r in READERS] + list(BASELINES.items()):  # the product's and the benchmarks'
+    from thread_rag.agent.loop import Agent
+
+    _, model = agent_with(manual_engine, answer=cite_one)
+    agent = Agent(manual_engine, chat_model=model, readers=BASELINES)  # the lab's readings, composed in by name
+    for name in [*READERS, *BASELINES]:  # the product's and the benchmarks'
         agent.clear()
-        ans = agent.ask("how do I pre-heat summaries?", reader=reader)
+        ans = agent.ask("how do I pre-heat summaries?", reader=name)
         assert ans.mode == f"fast/{name}" and not ans.refused and ans.sources, name
-        assert sum(s["tokens"] for s in ans.sources) <= manual_engine.settings.READ_BUDGET + 400, reader
+        assert sum(s["tokens"] for s in ans.sources) <= manual_engine.settings.READ_BUDGET + 400, name
     agent.clear()
-    with pytest.raises(Exception, match="unknown reader"):
+    with pytest.raises(Exception, match="unknown reader 'bogus' .*topk"):
         agent.ask("how do I pre-heat summaries?", reader="bogus")
+    with pytest.raises(Exception, match="unknown reader 'topk'"):  # a plain agent has the answer path's only
+        agent_with(manual_engine)[0].ask("how do I pre-heat summaries?", reader="topk")
 
 
 def test_post_reading_decision_searches_once_more_under_the_same_budget(manual_engine):
@@ -507,9 +512,10 @@ def test_reading_stays_on_the_generation_the_search_ranked(make_engine, tmp_path
     read the new version's chunks at the old version's positions (before: IndexError or a mix of versions)."""
     e, q, hits, _ = ranked_then_replaced(make_engine, tmp_path)
     agent, _ = agent_with(e, answer=cite_one)
+    agent.readers.update(BASELINES)
     qvec = e.query_embedder.embed_queries([q])[0]
     ranked = {h.chunk_id: h.text for h in hits}
-    for reader in ("walk", "windows", *BASELINES.values()):
+    for reader in ("walk", "windows", *BASELINES):
         sources = agent.read(reader, q, hits, qvec)
         new = ["step 37 and rests" in s.text for s in sources]
         read = [(c, s.text) for s in sources for c in s.chunk_ids if c in ranked]

@@ -82,11 +82,6 @@ def over_the_limit(message: str) -> tuple[str, str]:
                   f"question was answered: {last[:120]!r}")
 
 
-def reader_name(reader: str | Callable) -> str:
-    """A reader's name in traces and ``mode``: the name given, or a benchmark baseline's function name."""
-    return reader if isinstance(reader, str) else reader.__name__
-
-
 class _GenerationGone(Exception):
     """A document's generation the search ranked was replaced and removed before it was read."""
 
@@ -131,8 +126,11 @@ class Agent:
     before_model = None  # called before the model is used (the chat: wait for its background load)
 
     def __init__(self, engine, chat_model=None, on_event: Callable[[str, dict], None] | None = None,
-                 before_model: Callable[[], None] | None = None):
+                 before_model: Callable[[], None] | None = None, readers: dict[str, Callable] | None = None):
+        """``readers``: readings by name beside the answer path's own (``READERS``), each a function
+        ``(hits, k, thread_of, count, budget) -> sources`` (the benchmark lab composes its baselines in so)."""
         self.engine = engine
+        self.readers = dict(readers or {})
         self.settings = engine.settings
         self._model = chat_model  # the engine's is reached for at the first call (a bad question is named first)
         self.before_model = before_model
@@ -193,12 +191,11 @@ class Agent:
             return question
 
     def ask(self, question: str, on_token: Callable[[str], None] | None = None, doc_id: str | None = None,
-            reader: str | Callable | None = None, anyway: bool = False, changes: bool = True,
+            reader: str | None = None, anyway: bool = False, changes: bool = True,
             pages: tuple | None = None, heading: str | None = None) -> Answer:
         """Answer one message. ``doc_id`` scopes it to one document. ``reader`` picks what the model reads
         (``walk``: the budgeted walk, the default; ``windows``: the walk framed by neighbour summaries; ``nested``:
-        nested_retrieve passages; or a function ``(hits, k, thread_of, count, budget) -> sources``, as the
-        benchmarks pass the readings they compare the walk with, ``bench/baselines.py``). Requests (list, index,
+        nested_retrieve passages; or one of the ``readers`` this agent was made with). Requests (list, index,
         remove, ...) are recognised first (``intent``) and carried out (``actions``); ``changes`` False (the HTTP
         ``/query``): none that changes the library. ``anyway``: a question the documents do not answer is explained
         all the same (its outcome stays *not answered*). ``pages`` (first, last) and ``heading`` (a text the heading
@@ -247,12 +244,12 @@ class Agent:
         return intent
 
     # -- the fast path: code jumps and walks, the model reads once -----------------------
-    def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str | Callable, t0: float,
+    def _ask_fast(self, question: str, on_token, doc_id: str | None, reader: str, t0: float,
                   anyway: bool = False, k: int | None = None) -> Answer:
         """A question answered: search, walk, quote, outcome, the checked explanation (``k``: how many passages the
         nested reader reads, when the message asked for a number)."""
         s = self.settings
-        name = reader_name(reader)
+        name = reader
         standalone = self.condense(question)
         calls = 0
         hits = self._search(standalone, doc_id, max(s.READ_K, 1))
@@ -447,8 +444,8 @@ class Agent:
         self.on_event("tool", trace[-1])
         return merged
 
-    def _trace_read(self, trace: list, reader: str | Callable, sources: list, t_read: float) -> None:
-        trace.append({"step": len(trace), "tool": f"read:{reader_name(reader)}", "ok": True, "error": None,
+    def _trace_read(self, trace: list, reader: str, sources: list, t_read: float) -> None:
+        trace.append({"step": len(trace), "tool": f"read:{reader}", "ok": True, "error": None,
                       "result": [f"[{x.n}] " + x.chunk_ids[0] + (".." + x.chunk_ids[-1] if len(x.chunk_ids) > 1 else "")
                                  for x in sources], "ms": round((time.perf_counter() - t_read) * 1000, 1)})
         self.on_event("tool", trace[-1])
@@ -480,7 +477,7 @@ class Agent:
         """The search's hits for ``text`` in this question's scope (its document, pages and heading)."""
         return self.engine.retriever.search(text, doc_id=doc_id, k=k, **self.where).hits
 
-    def read(self, reader: str | Callable, query: str, hits: list, qvec, doc_id: str | None = None,
+    def read(self, reader: str, query: str, hits: list, qvec, doc_id: str | None = None,
              k: int | None = None) -> list[Source]:
         """The numbered sources the model will read (from the first ``k`` hits, default ``READ_K``), each document
         at the generation the search ranked; if another process re-indexed it since and that generation is
@@ -516,11 +513,11 @@ class Agent:
             return thread
         return thread_of
 
-    def _read(self, reader: str | Callable, query: str, hits: list, qvec, doc_id, k, thread_of: Callable) -> list[Source]:
+    def _read(self, reader: str, query: str, hits: list, qvec, doc_id, k, thread_of: Callable) -> list[Source]:
         s, e = self.settings, self.engine
         k = s.READ_K if k is None else k
-        if callable(reader):  # a reading the benchmarks compare the walk with (bench/baselines.py)
-            return reader(hits, k, thread_of, self._count, s.READ_BUDGET)
+        if reader in self.readers:  # one this agent was made with (the lab's baselines)
+            return self.readers[reader](hits, k, thread_of, self._count, s.READ_BUDGET)
         if reader in ("walk", "windows"):
             return walk_sources(hits, k, thread_of, e.retriever.index, qvec, self._count, s.READ_BUDGET,
                                 max_walk=s.WALK_MAX, walk_threshold=s.WALK_THRESHOLD, walk_query_min=s.WALK_QUERY_MIN,
@@ -530,7 +527,7 @@ class Agent:
             res = e.nested.retrieve(query, limit=k, doc_id=doc_id)  # "give me 4 separate passages": 4 (the budget holds)
             return nested_sources(res.hits, e.thread, self._count, s.READ_BUDGET,
                                   best=lambda ids: closest(e.retriever.index, qvec, ids)[0])
-        raise ThreadRagError(f"unknown reader {reader!r} ({', '.join(READERS)})")
+        raise ThreadRagError(f"unknown reader {reader!r} ({', '.join([*READERS, *self.readers])})")
 
     def _neighbour_summary(self, thread_of: Callable, chunk, step: int) -> str:
         """The summary of the chunk ``step`` away from ``chunk``, in the version ``thread_of`` reads, as a window
