@@ -610,6 +610,50 @@ def test_an_upload_that_waits_for_a_reading_answer_to_store_says_so(manual_engin
         assert after["documents"] == before + 1 and after["indexing"] == []
 
 
+def test_reads_go_on_while_an_upload_waits_for_another_process_writing_the_library(manual_engine):
+    """Issue 60: an upload took the server's own write lock, then waited there for the library's file lock while
+    another process (a `thread-rag index` of a big folder) wrote: every search and quote of the server waited with
+    it. It waits for the file lock first, holding nothing of the server's, and reads answer meanwhile."""
+    import threading
+
+    from thread_rag.atomic import file_lock
+
+    app = build_app(manual_engine, allow_writes=True, chat_model=fake_model())
+    held, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def other_process():  # a lock of its own on the file (flock: per open file, as another process's would be)
+        with file_lock(manual_engine.home / "write.lock"):
+            held.set()
+            release.wait(120)
+
+    def upload():
+        try:
+            c.post("/upload", files={"file": ("valve.md", b"# Valve\n\nOpen the inlet valve before the pump.\n")},
+                   timeout=120)
+        finally:
+            done.set()
+    with running(app) as c:
+        before = c.get("/health").json()["documents"]
+        threading.Thread(target=other_process, daemon=True).start()
+        assert held.wait(10)
+        threading.Thread(target=upload, daemon=True).start()
+        deadline = time.time() + 60
+        while not any(x["step"] in ("waiting to store", "store") for x in c.get("/health").json()["indexing"]):
+            assert time.time() < deadline and not done.is_set()
+            time.sleep(0.05)
+        time.sleep(0.5)  # the upload is waiting for the other process
+        try:
+            t = time.perf_counter()
+            r = c.post("/search", json={"query": "how are summaries cached", "k": 3}, timeout=10)
+            q = c.post("/query", json={"question": "How are summaries cached?", "mode": "quote"}, timeout=10)
+            took = time.perf_counter() - t
+        finally:
+            release.set()
+        assert r.status_code == q.status_code == 200 and took < 10 and not done.is_set()
+        assert done.wait(120)
+        assert c.get("/health").json()["documents"] == before + 1
+
+
 def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_path):
     """/health counted the documents on the reading thread under the library lock, so while an upload was indexed it
     waited for the whole indexing (a monitor would take the server for dead). It answers at once, with the count

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -56,6 +57,7 @@ class Engine:
     def __init__(self, settings: Settings | None = None, *, embedder=None, summarizer=None, chat_model=None):
         self.settings = settings or load_settings()
         self.home = self.settings.home
+        self._writer: int | None = None  # the thread holding the write lock (``write_lock``)
         self.shared = bool(self.settings.CHROMA_HOST.strip())  # the catalog lives on the Chroma server
         fresh = self.fresh
         if self.home.exists() or not fresh:
@@ -311,10 +313,19 @@ class Engine:
 
     @contextlib.contextmanager
     def write_lock(self, timeout: float | None = None):
+        """The library's write lock (a file lock, held against other processes). A thread that holds it already
+        takes it again at no cost: a server takes it before its own readers' lock, and the store inside it."""
+        if self._writer == threading.get_ident():
+            yield
+            return
         self.writable()
         (self.home / "index.lock").touch()  # there before a copy of the library is ever mounted read-only
         with file_lock(self.home / "write.lock", timeout=timeout):
-            yield
+            self._writer = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._writer = None
 
     def pending_dir(self) -> Path:
         """Where a write's pending marker is kept until it commits (recovery reads them)."""
@@ -328,6 +339,8 @@ class Engine:
     def recover(self, full: bool = False, sweep: bool = True) -> list[str]:
         """Remove what a killed writer left behind. Runs only if no writer holds the lock. ``sweep``: also dead
         writers' temporaries (see ``recover_locked``)."""
+        if self._writer == threading.get_ident():
+            return []  # this thread is writing: its own marker is no dead writer's
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(self.write_lock(timeout=0))

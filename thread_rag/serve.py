@@ -142,7 +142,7 @@ class Door:
 
     async def write(self, fn, *args, **kw):
         """``fn`` (a change to the library) on the writing thread, with the library to itself."""
-        return await self._change(self.library.writing_, fn, *args, **kw)
+        return await self._change(self.changing, fn, *args, **kw)
 
     async def index(self, fn, *args, on_hold: Callable[[str], None] = lambda step: None, **kw):
         """``fn`` (indexing, called with ``storing=``) on the writing thread, holding the library to itself only while
@@ -151,10 +151,17 @@ class Door:
         @contextlib.contextmanager
         def storing():
             on_hold("waiting to store")
-            with self.library.writing_():
+            with self.changing():
                 on_hold("store")
                 yield
         return await self._change(contextlib.nullcontext, fn, *args, storing=storing, **kw)
+
+    @contextlib.contextmanager
+    def changing(self):
+        """The library to this server's change alone: first the library's file lock (another process may be
+        writing; this server's reads go on meanwhile), then this server's readers' lock."""
+        with self.engine.write_lock(), self.library.writing_():
+            yield
 
     async def _change(self, hold, fn, *args, **kw):
         def change():
