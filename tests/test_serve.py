@@ -26,6 +26,22 @@ def running(app):
 
 
 REPO_DOCS = REPO / "docs"
+VALVE = b"# Valve\n\nOpen the inlet valve before the pump.\n"  # a one-chunk upload
+
+
+def uploading(c, name: str, body: bytes):
+    """``body`` posted as the upload ``name`` on a thread of its own: an event set when the request has ended."""
+    import threading
+
+    done = threading.Event()
+
+    def upload():
+        try:
+            c.post("/upload", files={"file": (name, body)}, timeout=600)
+        finally:
+            done.set()
+    threading.Thread(target=upload, daemon=True).start()
+    return done
 
 
 def fake_model(**kw):
@@ -540,22 +556,13 @@ def test_searches_and_quotes_answer_while_an_upload_is_embedded(manual_engine):
     """Issue 60: an upload held the library for its whole indexing (load, chunk, embed, store), so every search,
     quote and document list waited behind it. It holds the library only while it stores: while its chunks are
     embedded, a search and a quote answer, from the library as it was."""
-    import threading
-
     words = (REPO_DOCS / "05-agent-and-chat.md").read_text().split()
     body = "".join(f"## Step {s}\n\n" + " ".join(words[(s * 41) % 900:(s * 41) % 900 + 300]) + "\n\n"
                    for s in range(120))
     with running(build_app(manual_engine, allow_writes=True, chat_model=fake_model())) as c:
         before = c.get("/documents").json()
-        done = threading.Event()
-
-        def upload():
-            try:
-                c.post("/upload", files={"file": ("steps.md", body.encode())}, timeout=600)
-            finally:
-                done.set()
         started = time.perf_counter()
-        threading.Thread(target=upload, daemon=True).start()
+        done = uploading(c, "steps.md", body.encode())
         answered = []
         while not done.is_set():
             step = [x["step"] for x in c.get("/health", timeout=5).json()["indexing"]]
@@ -581,24 +588,18 @@ def test_an_upload_that_waits_for_a_reading_answer_to_store_says_so(manual_engin
     import threading
 
     app = build_app(manual_engine, allow_writes=True, chat_model=fake_model())
-    holding, release, done = threading.Event(), threading.Event(), threading.Event()
+    holding, release = threading.Event(), threading.Event()
 
     def answering():  # what a full answer does while it streams
         with app.state.door.library.reading():
             holding.set()
             release.wait(120)
 
-    def upload():
-        try:
-            c.post("/upload", files={"file": ("valve.md", b"# Valve\n\nOpen the inlet valve before the pump.\n")},
-                   timeout=120)
-        finally:
-            done.set()
     with running(app) as c:
         before = c.get("/health").json()["documents"]
         threading.Thread(target=answering, daemon=True).start()
         assert holding.wait(10)
-        threading.Thread(target=upload, daemon=True).start()
+        done = uploading(c, "valve.md", VALVE)
         steps, deadline = [], time.time() + 60
         while "waiting to store" not in steps and not done.is_set() and time.time() < deadline:
             steps += [x["step"] for x in c.get("/health", timeout=5).json()["indexing"]]
@@ -619,24 +620,18 @@ def test_reads_go_on_while_an_upload_waits_for_another_process_writing_the_libra
     from thread_rag.atomic import file_lock
 
     app = build_app(manual_engine, allow_writes=True, chat_model=fake_model())
-    held, release, done = threading.Event(), threading.Event(), threading.Event()
+    held, release = threading.Event(), threading.Event()
 
     def other_process():  # a lock of its own on the file (flock: per open file, as another process's would be)
         with file_lock(manual_engine.home / "write.lock"):
             held.set()
             release.wait(120)
 
-    def upload():
-        try:
-            c.post("/upload", files={"file": ("valve.md", b"# Valve\n\nOpen the inlet valve before the pump.\n")},
-                   timeout=120)
-        finally:
-            done.set()
     with running(app) as c:
         before = c.get("/health").json()["documents"]
         threading.Thread(target=other_process, daemon=True).start()
         assert held.wait(10)
-        threading.Thread(target=upload, daemon=True).start()
+        done = uploading(c, "valve.md", VALVE)
         deadline = time.time() + 60
         while not any(x["step"] in ("waiting to store", "store") for x in c.get("/health").json()["indexing"]):
             assert time.time() < deadline and not done.is_set()
@@ -659,21 +654,12 @@ def test_health_answers_at_once_while_an_upload_is_indexed(manual_engine, tmp_pa
     waited for the whole indexing (a monitor would take the server for dead). It answers at once, with the count
     as last read, ``writing`` true while a change is under way and ``indexing``: the upload's file, stage and
     progress (the page said "indexing ..." and nothing more until the end)."""
-    import threading
-
     words = (REPO_DOCS / "03-searching.md").read_text().split()
     body = "".join(f"## Part {s}\n\n" + " ".join(words[(s * 37) % 900:(s * 37) % 900 + 300]) + "\n\n" for s in range(120))
     with running(build_app(manual_engine, allow_writes=True, chat_model=fake_model())) as c:
         before = c.get("/health").json()
-        done = threading.Event()
-
-        def upload():
-            try:
-                c.post("/upload", files={"file": ("parts.md", body.encode())})
-            finally:
-                done.set()
         started = time.perf_counter()
-        threading.Thread(target=upload, daemon=True).start()
+        done = uploading(c, "parts.md", body.encode())
         seen, stages = [], []
         while not seen or not done.is_set():
             t = time.perf_counter()
