@@ -7,10 +7,13 @@ import sys as _sys
 from thread_rag import run_record as _run_record
 
 
+DOOR = "python -m bench"  # how the lab was started: ``cli.main`` sets it ("thread-rag" for ``thread-rag bench``)
+
+
 def command_line() -> str:
     """The command as run (its THREAD_RAG_* settings first), as ``thread-rag bench ...`` or ``python -m bench ...``
     says it: every result records it."""
-    return _run_record.command_line("thread-rag" if _sys.argv[1:2] == ["bench"] else "python -m bench")
+    return _run_record.command_line(DOOR)
 
 
 def proc_status_kib(field: str, pid: int | str = "self") -> int:

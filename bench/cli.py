@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -51,6 +52,9 @@ def build_parser(prog: str = "python -m bench") -> argparse.ArgumentParser:
     p.add_argument("--no-download", dest="download", action="store_false",
                    help="scale: no Debian documentation packages (apt-get download); shared sets and Python's own text")
     p.add_argument("--data-dir", dest="data_dir", default=None, help="the library a kind opens or grows (scale)")
+    p.add_argument("--json", action="store_true", help="accepted as every command takes it (results are JSON "
+                   "unless --markdown)")
+    p.add_argument("--debug", action="store_true", help="after an error's one line, print its traceback")
     return p
 
 
@@ -58,7 +62,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     """A benchmark run; an error a user can cause is one line (``error: ...``), as in the product's doors."""
     from thread_rag.errors import debugging, one_line, trace
 
-    args = build_parser(prog).parse_args(argv)
+    import bench
+
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if args.data_dir is not None and not args.data_dir.strip():
+        parser.error("--data-dir is empty: give a folder, or leave the option out")
+    if args.debug:
+        os.environ["THREAD_RAG_DEBUG"] = "1"
+    bench.DOOR = "thread-rag" if prog == "thread-rag bench" else "python -m bench"
     try:
         return run_bench(args)
     except KeyboardInterrupt:
@@ -72,7 +84,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
 
 
 def run_bench(args) -> int:
-    """``thread-rag bench KIND``: the kind's function from the table at the end of this module."""
+    """``python -m bench KIND`` (or ``thread-rag bench KIND``): the kind's function from the table at the end of
+    this module."""
     from thread_rag.render import make_console
 
     if args.kind not in KINDS:

@@ -94,8 +94,12 @@ def test_a_recorded_command_names_the_settings_it_ran_with(monkeypatch, no_env):
 
     monkeypatch.setenv("THREAD_RAG_QUESTION_STEPS", "4")
     monkeypatch.setenv("THREAD_RAG_HOME", "/somewhere")        # where, not how: left out
-    monkeypatch.setattr(sys, "argv", ["thread-rag", "bench", "answers", "--dataset", "musique"])
-    assert command_line() == "THREAD_RAG_QUESTION_STEPS=4 thread-rag bench answers --dataset musique"
+    import bench
+
+    monkeypatch.setattr(bench, "DOOR", "thread-rag")  # as bench.cli.main sets it for `thread-rag bench`
+    monkeypatch.setattr(sys, "argv", ["thread-rag", "--data-dir", "x", "bench", "answers", "--dataset", "musique"])
+    assert command_line() == "THREAD_RAG_QUESTION_STEPS=4 thread-rag --data-dir x bench answers --dataset musique"
+    monkeypatch.setattr(bench, "DOOR", "python -m bench")
     monkeypatch.setattr(sys, "argv", ["/repo/bench/__main__.py", "answers", "--dataset", "musique"])
     assert command_line() == "THREAD_RAG_QUESTION_STEPS=4 python -m bench answers --dataset musique"
 

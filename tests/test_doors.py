@@ -912,10 +912,22 @@ def test_every_command_of_the_parser_has_one_function_in_the_table():
     offered = set(cli.build_parser().commands)
     assert not set(cli.COMMANDS) & set(cli.WITHOUT_ENGINE)
     assert set(cli.COMMANDS) | set(cli.WITHOUT_ENGINE) == offered
-    from bench import cli as bench_cli
 
-    kinds = next(a.choices for a in bench_cli.build_parser()._actions if a.dest == "kind")
-    assert set(kinds) == set(bench_cli.KINDS)  # and the lab's parser offers every benchmark kind it has
+
+
+def test_thread_rag_bench_hands_its_whole_command_line_to_the_lab(capsys, no_env):
+    """`thread-rag bench ...` is the lab's own command line (options before or after the kind, the global ones
+    before `bench`), with the lab's one-line errors under the name the user typed."""
+    from thread_rag import cli
+
+    for argv in (["bench"], ["--data-dir", "/nowhere", "bench", "--limit", "1", "nope"]):
+        with pytest.raises(SystemExit) as stop:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.startswith("error: ") and "see `thread-rag bench --help`" in err, err
+    assert cli._bench_args(["--json", "--data-dir=/d", "bench", "--limit", "2", "answers"]) == \
+        ["--limit", "2", "answers", "--json", "--data-dir=/d"]
+    assert cli._bench_args(["search", "bench"]) is None and cli._bench_args(["--debug"]) is None
 
 
 def test_preheat_counts_a_model_failure_and_lets_a_bug_surface_keeping_what_it_made(manual_engine):

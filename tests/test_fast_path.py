@@ -449,6 +449,8 @@ def test_every_reader_answers_through_the_same_path(manual_engine):
         agent.ask("how do I pre-heat summaries?", reader="bogus")
     with pytest.raises(Exception, match="unknown reader 'topk'"):  # a plain agent has the answer path's only
         agent_with(manual_engine)[0].ask("how do I pre-heat summaries?", reader="topk")
+    with pytest.raises(ValueError, match="answer path's own names"):  # a reading never hides the walk
+        Agent(manual_engine, chat_model=model, readers={"walk": BASELINES["topk"]})
 
 
 def test_post_reading_decision_searches_once_more_under_the_same_budget(manual_engine):

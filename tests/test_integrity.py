@@ -117,6 +117,32 @@ def test_a_live_writer_blocks_startup_cleanup(make_engine, tmp_path):
     assert not tmp.exists()
 
 
+def test_the_write_lock_is_taken_again_by_its_own_thread_only(make_engine):
+    """A server takes the library's write lock before its readers' lock, and the store inside takes it again: the
+    thread holding it passes, any other thread of the process waits (and times out) as another process would."""
+    import threading
+
+    e = make_engine()
+    e.home.mkdir(parents=True)  # a library's folder (a fresh one is made by its first write)
+    got = []
+
+    def other():
+        try:
+            with e.write_lock(timeout=0.2):
+                got.append("taken")
+        except TimeoutError:
+            got.append("timed out")
+    with e.write_lock():
+        with e.write_lock(timeout=0):  # this thread again: at once
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+        assert e._writer == threading.get_ident()
+    assert got == ["timed out"] and e._writer is None
+    other()
+    assert got == ["timed out", "taken"]
+
+
 def test_model_join_removes_stale_parts_of_dead_joiners(tmp_path, monkeypatch, live_pid):
     import hashlib
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import select
+import signal
 import sys
 import threading
 import time
@@ -114,6 +115,9 @@ def test_a_chat_session_in_a_real_terminal(tmp_path, embedder):
            "THREAD_RAG_OLLAMA_HOST": f"http://127.0.0.1:{srv.server_address[1]}"}
     pid, fd = pty.fork()
     if pid == 0:  # the child: the chat, as a user starts it
+        # with Ctrl-C live: a suite started in the background (`pytest &`) has SIGINT ignored, which exec keeps, and
+        # Python then installs no KeyboardInterrupt handler (the stream went on under the "^C")
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.chdir(tmp_path)
         os.execve(sys.executable, [sys.executable, str(REPO / "runner.py")], env)
     term = Terminal(fd)

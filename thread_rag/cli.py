@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .errors import ThreadRagError, shown
 from .records import page_range
@@ -165,6 +165,10 @@ def _print_json(obj: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    lab = _bench_args(argv)
+    if lab is not None:  # the lab parses its own command line (its --help lists the kinds)
+        return _one_line_errors(lambda: _run_lab(lab))
     ap = build_parser()
     args = ap.parse_args(argv)
     if getattr(args, "data_dir", None) is not None and not args.data_dir.strip():  # a script's unset variable
@@ -173,8 +177,21 @@ def main(argv: list[str] | None = None) -> int:
         args.cmd = "chat"
     if args.debug:
         os.environ["THREAD_RAG_DEBUG"] = "1"  # the chat and the tool doors read it too
+    return _one_line_errors(lambda: _dispatch(args))
+
+
+def _bench_args(argv: list[str]) -> list[str] | None:
+    """The lab's arguments when the command is ``bench`` (the global options before it go with them), else None."""
+    i = 0
+    while i < len(argv) and (argv[i] in ("--json", "--debug", "--data-dir") or argv[i].startswith("--data-dir=")):
+        i += 2 if argv[i] == "--data-dir" else 1
+    return [*argv[i + 1:], *argv[:i]] if argv[i:i + 1] == ["bench"] else None
+
+
+def _one_line_errors(run: Callable[[], int]) -> int:
+    """``run()``, with every error a user can cause said in one line (exit 1), never a traceback."""
     try:
-        return _dispatch(args)
+        return run()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -223,19 +240,23 @@ def _cmd_doctor(args, out) -> int:
     return run_doctor(args)
 
 
-def _cmd_bench(args, out) -> int:
-    """The lab is not part of the package: it runs from a clone (``bench/`` beside ``thread_rag/``)."""
+def _cmd_bench(args, out) -> int:  # reached by a parse only in tests of the table: main hands ``bench`` on first
+    return _run_lab([*args.rest, *(["--data-dir", args.data_dir] if getattr(args, "data_dir", None) else [])])
+
+
+def _run_lab(argv: list[str]) -> int:
+    """The benchmark lab, which is not part of the package: it runs from a clone (``bench/`` beside
+    ``thread_rag/`` and the project's pyproject.toml; never another distribution's ``bench``)."""
     import importlib
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    if not (root / "bench" / "cli.py").is_file():
+    if not ((root / "bench" / "baselines.py").is_file() and (root / "pyproject.toml").is_file()):
         raise ThreadRagError("the benchmark lab is not installed with the package: run it from a clone of the "
                              "repository (python -m bench KIND)")
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    data_dir = ["--data-dir", args.data_dir] if getattr(args, "data_dir", None) else []
-    return importlib.import_module("bench.cli").main([*args.rest, *data_dir], prog="thread-rag bench")
+    return importlib.import_module("bench.cli").main(argv, prog="thread-rag bench")
 
 
 def _cmd_chat(engine, args, out) -> int:

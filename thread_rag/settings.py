@@ -586,8 +586,8 @@ _ROUTED = ("removed with the model-driven loop (AGENT_MODE = routed): the packag
 RETIRED_DEFAULTS = {"AGENT_MODE": "fast", "MAX_STEPS": 4, "HYDE": False, "LOST_IN_MIDDLE": False}  # what they were
 REMOVED = {"COLBERT_MODEL": "removed: stage 2 uses the embedder's own token vectors (a ColBERT checkpoint would "
                             "need its document side encoded at index time, and none ships offline)",
-           "SHARED_DATA": "moved to the benchmark lab: set THREAD_RAG_SHARED_DATA in the environment of `thread-rag "
-                          "bench` (default ../shared/data)",
+           "SHARED_DATA": "moved to the benchmark lab: set THREAD_RAG_SHARED_DATA in the environment of `python -m "
+                          "bench` or `thread-rag bench` (default ../shared/data)",
            **{name: _ROUTED for name in RETIRED_DEFAULTS}}
 NOT_A_LITERAL = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)  # what literal_eval raises
 

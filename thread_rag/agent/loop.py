@@ -131,6 +131,8 @@ class Agent:
         ``(hits, k, thread_of, count, budget) -> sources`` (the benchmark lab composes its baselines in so)."""
         self.engine = engine
         self.readers = dict(readers or {})
+        if set(self.readers) & set(READERS):
+            raise ValueError(f"readers {sorted(set(self.readers) & set(READERS))} are the answer path's own names")
         self.settings = engine.settings
         self._model = chat_model  # the engine's is reached for at the first call (a bad question is named first)
         self.before_model = before_model
