@@ -44,6 +44,26 @@ def uploading(c, name: str, body: bytes):
     return done
 
 
+@contextlib.contextmanager
+def held_elsewhere(lock):
+    """``lock`` (a context manager) held on a thread of its own for the block, as a streaming answer or another
+    process holds it."""
+    import threading
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lock:
+            held.set()
+            release.wait(120)
+    threading.Thread(target=hold, daemon=True).start()
+    assert held.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+
+
 def fake_model(**kw):
     model = ScriptedChatModel(**kw)
     model.calls = []
@@ -585,26 +605,15 @@ def test_an_upload_that_waits_for_a_reading_answer_to_store_says_so(manual_engin
     """Issue 60: an upload whose chunks were embedded while a full answer read the library waited for the answer to
     end before it stored, and /health showed its last step ("embed 12/12") all that time. It says "waiting to store"
     until it has the library, then "store"."""
-    import threading
-
     app = build_app(manual_engine, allow_writes=True, chat_model=fake_model())
-    holding, release = threading.Event(), threading.Event()
-
-    def answering():  # what a full answer does while it streams
-        with app.state.door.library.reading():
-            holding.set()
-            release.wait(120)
-
     with running(app) as c:
         before = c.get("/health").json()["documents"]
-        threading.Thread(target=answering, daemon=True).start()
-        assert holding.wait(10)
-        done = uploading(c, "valve.md", VALVE)
-        steps, deadline = [], time.time() + 60
-        while "waiting to store" not in steps and not done.is_set() and time.time() < deadline:
-            steps += [x["step"] for x in c.get("/health", timeout=5).json()["indexing"]]
-            time.sleep(0.05)
-        release.set()
+        with held_elsewhere(app.state.door.library.reading()):  # what a full answer does while it streams
+            done = uploading(c, "valve.md", VALVE)
+            steps, deadline = [], time.time() + 60
+            while "waiting to store" not in steps and not done.is_set() and time.time() < deadline:
+                steps += [x["step"] for x in c.get("/health", timeout=5).json()["indexing"]]
+                time.sleep(0.05)
         assert "waiting to store" in steps, steps
         assert done.wait(120)
         after = c.get("/health").json()
@@ -615,35 +624,23 @@ def test_reads_go_on_while_an_upload_waits_for_another_process_writing_the_libra
     """Issue 60: an upload took the server's own write lock, then waited there for the library's file lock while
     another process (a `thread-rag index` of a big folder) wrote: every search and quote of the server waited with
     it. It waits for the file lock first, holding nothing of the server's, and reads answer meanwhile."""
-    import threading
-
     from thread_rag.atomic import file_lock
 
     app = build_app(manual_engine, allow_writes=True, chat_model=fake_model())
-    held, release = threading.Event(), threading.Event()
-
-    def other_process():  # a lock of its own on the file (flock: per open file, as another process's would be)
-        with file_lock(manual_engine.home / "write.lock"):
-            held.set()
-            release.wait(120)
-
     with running(app) as c:
         before = c.get("/health").json()["documents"]
-        threading.Thread(target=other_process, daemon=True).start()
-        assert held.wait(10)
-        done = uploading(c, "valve.md", VALVE)
-        deadline = time.time() + 60
-        while not any(x["step"] in ("waiting to store", "store") for x in c.get("/health").json()["indexing"]):
-            assert time.time() < deadline and not done.is_set()
-            time.sleep(0.05)
-        time.sleep(0.5)  # the upload is waiting for the other process
-        try:
+        # a lock of its own on the file (flock: per open file, as another process's would be)
+        with held_elsewhere(file_lock(manual_engine.home / "write.lock")):
+            done = uploading(c, "valve.md", VALVE)
+            deadline = time.time() + 60
+            while not any(x["step"] in ("waiting to store", "store") for x in c.get("/health").json()["indexing"]):
+                assert time.time() < deadline and not done.is_set()
+                time.sleep(0.05)
+            time.sleep(0.5)  # the upload is waiting for the other process
             t = time.perf_counter()
             r = c.post("/search", json={"query": "how are summaries cached", "k": 3}, timeout=10)
             q = c.post("/query", json={"question": "How are summaries cached?", "mode": "quote"}, timeout=10)
             took = time.perf_counter() - t
-        finally:
-            release.set()
         assert r.status_code == q.status_code == 200 and took < 10 and not done.is_set()
         assert done.wait(120)
         assert c.get("/health").json()["documents"] == before + 1
