@@ -21,7 +21,7 @@ from .html import load_html
 from .pdf import COMMAND_LINE, load_pdf, reflow
 from .text import assign_offsets, load_text
 
-LOADER_VERSION = 11  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
+LOADER_VERSION = 12  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
 #                    appendix running headers, DOCX text boxes once, cp1250/cp1252 by symbols inside words; 4: plain
 #                    text's numbered section lines are headings, box-drawn tables pipe rows, comment and laid-out
 #                    lines keep their breaks, and the chunker keeps a block's line breaks and indentation; 5: a PDF's
@@ -34,7 +34,9 @@ LOADER_VERSION = 11  # part of the index recipe: a changed loader re-indexes on 
 #                    page's tables of figures are rows with their labels, column headers, units and title, and a
 #                    chunk that starts inside a table repeats its header row; 10: a sparse column is its own, a
 #                    table's title and header never come from the table above, contents pages and code no tables;
-#                    11: a statement's title at the margin beside the company's name over the columns is its title)
+#                    11: a statement's title at the margin beside the company's name over the columns is its title;
+#                    12: a PDF's word broken at a line's end is joined as the document prints it elsewhere, a path
+#                    broken after its "/" whole, two English words keep their hyphen: ``pdf.reflow``)
 
 SUPPORTED_SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".txt": "text", ".text": "text", ".md": "markdown",
                       ".markdown": "markdown", ".rst": "text", ".html": "html", ".htm": "html",

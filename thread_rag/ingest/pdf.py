@@ -58,7 +58,7 @@ def load_pdf(p: Path, password: str | None, ocr: bool = True, progress=None) -> 
     ocr_pages = _ocr_blank_pages(p, reader, page_lines, code_lines, failed, progress) if ocr else []
     running, running_prefix = _running_lines(page_lines, n_pages)
     by_page = _headings_by_page(reader, page_lines, styles, code_lines, ocr_pages, running, running_prefix)
-    built = _Built()
+    built = _Built(words=printed_words(page_lines))
     for pg, lines in enumerate(page_lines):
         _page_blocks(built, pg, lines, code_lines[pg], list(by_page.get(pg, [])), running, running_prefix,
                      titles.get(pg, {}))
@@ -291,6 +291,7 @@ class _Built:
     """The document's blocks built so far and the heading path (depth, title) they are under."""
     blocks: list[Block] = field(default_factory=list)
     path: list[tuple[int, str]] = field(default_factory=list)
+    words: frozenset = frozenset()  # the words the document prints whole (``printed_words``)
 
     def enter(self, depth: int, title: str) -> None:
         """Open a heading: it replaces those at its depth or deeper."""
@@ -309,7 +310,7 @@ class _Built:
 def _flush(built: _Built, pg: int, para: list[str], kept: list[str]) -> None:
     """Emit the paragraph being gathered (reflowed), then the kept lines (code, table rows) as one block."""
     if para:
-        built.add(reflow(para), pg)
+        built.add(reflow(para, built.words), pg)
         para.clear()
     if kept:
         built.add("\n".join(kept), pg)
@@ -625,15 +626,76 @@ def _title_match(line: str, title: str) -> bool:
     return a == b or a.endswith(" " + b) or (len(b) > 12 and a.startswith(b) and len(a) < len(b) + 12)
 
 
-def reflow(lines: list[str]) -> str:
-    """One paragraph's lines joined, a hyphenated wrap rejoined (a PDF page's, and an image's OCR'd lines:
-    ``loaders._line_blocks``)."""
+def printed_words(page_lines: list[list[str]]) -> frozenset:
+    """The words a document prints whole, lower case: every piece between spaces and "/" of its lines (a line's
+    last piece left out where the line ends in "-", and the next line's first: a break may have cut them), trimmed of punctuation, hyphens inside
+    kept ("non-free", "installer-amd64"). What a word broken at a line's end is joined by (``reflow``)."""
+    out = set()
+    for lines in page_lines:
+        broke = False
+        for ln in lines:
+            pieces = ln.split()
+            whole = pieces[1 if broke else 0:-1 if ln.rstrip().endswith("-") else None]
+            for piece in whole:
+                out.update(w for w in (_WORD_EDGE.sub("", x).lower() for x in piece.split("/")) if w)
+            broke = ln.rstrip().endswith("-")
+    return frozenset(out)
+
+
+_WORD_EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
+_LEFT = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*-$|/-$")  # a line's broken word (and "/-": a path broken after a "/")
+_RIGHT = re.compile(r"[A-Za-z0-9]+")
+
+
+def _broken(left: str, right: str, words: frozenset) -> str | None:
+    """How a line ending in ``left`` (its last piece, ending in "-") joins the next line, beginning with ``right``:
+    "" (the word whole), "-" (a hyphen of its own) or None (not a broken word: a space). The document's own spelling
+    first (the word printed whole, then printed with its hyphen), then a path's "/-", a compound ("up-to-"), English
+    words (the whole word known: joined; both halves known words of three letters or more: "laptop-specific", not
+    "un-bootable"), else joined as before between
+    lower-case letters, the hyphen kept before a capital or a digit ("EEP-ROM", "10-12")."""
+    m, r = _LEFT.search(left.split("/")[-1] if not left.endswith("/-") else left), _RIGHT.match(right)
+    if not m or not r:
+        return None
+    head, tail = m.group(0)[:-1].lower(), r.group(0).lower()
+    if head.endswith("/") or not head:
+        return ""
+    if words and head + tail in words:
+        return ""
+    if words and f"{head}-{tail}" in words:
+        return "-"
+    if "-" in head:
+        return "-"
+    known = _known_words()
+    if head + tail in known:
+        return ""
+    if len(head) > 2 and len(tail) > 2 and all(w in known or w in words for w in (head, tail)):
+        return "-"
+    return "" if head[-1:].isalpha() and right[:1].islower() else "-"  # "EEP-ROM", "10-12": the hyphen stays
+
+
+def _known_words() -> frozenset:
+    """English words (the packaged MiniLM's whole words, as OCR's respacing reads them); none if it is missing."""
+    from ..errors import ModelUnavailableError
+    from .ocr import _lexicon
+
+    try:
+        return _lexicon().keys()
+    except (ModelUnavailableError, OSError, ValueError):
+        return frozenset()
+
+
+def reflow(lines: list[str], words: frozenset = frozenset()) -> str:
+    """One paragraph's lines joined, a word broken at a line's end rejoined (``_broken``: as the document prints it,
+    ``words`` from ``printed_words``) (a PDF page's, and an image's OCR'd lines: ``loaders._line_blocks``)."""
     out = ""
     for ln in lines:
         if not out:
             out = ln
-        elif out.endswith("-") and ln[:1].islower() and len(out) > 1 and out[-2].isalpha():
-            out = out[:-1] + ln
-        else:
+            continue
+        how = _broken(out.rsplit(None, 1)[-1], ln, words) if out.endswith("-") and len(out) > 1 else None
+        if how is None:
             out += " " + ln
+        else:
+            out = out[:-1] + how + ln
     return out.replace("\xa0", " ")

@@ -1,0 +1,55 @@
+"""A word a PDF broke at a line's end is joined as the document prints it elsewhere (issue 59: the quote of the
+Debian guide read "netboot/debian-installer/amd64/- linux")."""
+from __future__ import annotations
+
+from thread_rag.ingest.loaders import load_document
+from thread_rag.ingest.pdf import printed_words, reflow
+
+from table_pdf import write_pdf
+
+LINES = [
+    "The network boot files are netboot/debian-installer/amd64/linux and its initrd, with the non-free",
+    "firmware and the preseeding file. Preseeding answers the questions at install time.",
+    "",
+    "To boot from the hard disk, download the kernel netboot/debian-installer/amd64/-",
+    "linux and the initrd. Some cards need non-",
+    "free firmware for their laptop-",
+    "specific functions. The distri-",
+    "bution is unique, and the pre-",
+    "seeding file is read first. Some routers drop keep-",
+    "alive packets; see the Debian GNU/-",
+    "Linux FAQ. The EEP-",
+    "ROM holds the firmware.",
+]
+
+
+def test_a_pdf_joins_a_broken_word_as_the_document_prints_it(tmp_path):
+    items = [(72, 720 - 12 * i, text, 10) for i, text in enumerate(LINES) if text]
+    pdf = write_pdf(tmp_path / "guide.pdf", [items])
+    text = " ".join(b.text for b in load_document(pdf).blocks)
+    assert "netboot/debian-installer/amd64/linux and the initrd" in text  # a path broken after its "/"
+    assert "non-free firmware for their laptop-specific functions" in text  # printed so elsewhere; two words
+    assert "The distribution is unique" in text and "the preseeding file is read first" in text
+    assert "drop keep-alive packets" in text and "the Debian GNU/Linux FAQ" in text
+    assert "The EEPROM holds" in text or "The EEP-ROM holds" in text  # never "EEP- ROM"
+    assert "/- " not in text and "- " not in text.replace(" - ", "")
+
+
+def test_reflow_without_the_document_s_words_reads_english():
+    assert reflow(["The distri-", "bution is unique."]) == "The distribution is unique."
+    assert reflow(["a well-", "known tool"]) == "a well-known tool"  # two English words
+    assert reflow(["the disk is un-", "bootable now"]) == "the disk is unbootable now"  # "un" is a prefix
+    assert reflow(["the frobni-", "cator runs"]) == "the frobnicator runs"  # no evidence: joined, as before
+    assert reflow(["pages 10-", "12 and the EEP-", "ROM"]) == "pages 10-12 and the EEP-ROM"
+
+
+def test_reflow_reads_the_evidence_in_order():
+    words = printed_words([["the non-free firmware and a uploaded file", "see the laptop manual"]])
+    assert reflow(["some non-", "free firmware"], words) == "some non-free firmware"   # printed with its hyphen
+    assert reflow(["the up-", "loaded file"], words) == "the uploaded file"             # printed whole
+    assert reflow(["the up-to-", "date list"], words) == "the up-to-date list"          # a compound already
+    assert reflow(["the laptop-", "specific keys"], words) == "the laptop-specific keys"  # two known words
+    assert reflow(["in amd64/-", "linux"], words) == "in amd64/linux"                    # a path's break
+    cut = printed_words([["the Wider-", "spruchsbeweis holds"]])
+    assert "spruchsbeweis" not in cut and "wider" not in cut and "holds" in cut  # the pieces of a break are no words
+    assert reflow(["- item one", "- item two"], words) == "- item one - item two"       # no word broken
