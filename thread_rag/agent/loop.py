@@ -37,8 +37,9 @@ from .answer import (DECIDE_SCHEMA, HoldBack, Source, answer_messages, ask_sourc
                      holding_chunks, json_reply, matched_citations, quote_sources, said_not_in_docs,
                      stream_answer, written_citations)
 from .check import CheckedStream, SourceText, citations_hold, unsupported
-from .outcome import NOT_ANSWERED, PARTLY, Evidence, Judge, Outcome, lowered, parts, stand_out, word_evidence
-from .quote import Quote, QuoteSettings, choose_quote, quote_lines, reading, score_units
+from .outcome import (NOT_ANSWERED, PART_UNITS, PARTLY, Evidence, Judge, Outcome, lowered, parts, stand_out,
+                      word_evidence)
+from .quote import Quote, QuoteSettings, choose_quote, quote_lines, reading, score_units, top_units
 from .actions import act
 from .intent import QUESTION, Examples, Intent, Recogniser
 from .reading import best_similarity, closest, nested_sources, walk_sources
@@ -363,6 +364,7 @@ class Agent:
                           units=len(scored), reading=quote_lines(reading(scored, quoted, s.EXPLAIN_WORDS), sources),
                           cut=cut)
             quote.margin, quote.spread = stand_out(scored)
+            quote.top = top_units(scored, PART_UNITS) if PART_UNITS else set()
         except (ModelUnavailableError, ModelCallError) as exc:  # no cross-encoder, or it failed: no quote, the
             # explanation reads the sources
             quote = Quote(note=f"no quote: {exc}")
@@ -374,7 +376,8 @@ class Agent:
 
     def _outcome(self, judge: Judge, question: str, sources: list, quote, base: dict) -> Outcome:
         """Answered, partly or not answered (``agent/outcome.py``), from the quote and the search's evidence; a
-        question of several parts is judged part by part (one more cross-encoder pass over what was read each)."""
+        question of several parts is judged part by part (one more cross-encoder pass each, over the ``PART_UNITS``
+        units the whole question scored best)."""
         t = time.perf_counter()
         index = self.engine.retriever.index
         rel, match = base["relevance"], base["match"]
@@ -391,7 +394,7 @@ class Agent:
         if len(asked) > 1 and quote.best is not None:
             for q in asked:
                 try:
-                    scored = score_units(q, sources, self._logits)
+                    scored = score_units(q, sources, self._logits, among=quote.top or None)
                 except ModelCallError:  # the cross-encoder failed now: the question is judged whole
                     by_part = {}
                     break

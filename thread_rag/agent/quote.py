@@ -132,6 +132,8 @@ class Quote:
     #                                             ("steps 4-7 of 7 not shown (word budget)"; from ``choose_quote``)
     margin: float | None = None                 # how far the best unit stands above the best of the other sources
     spread: float | None = None                 # ... and above the median unit of what was read
+    top: set = field(default_factory=set)       # (source, order) of the units scored best: a part of the question
+    #                                             is scored among them (``outcome.PART_UNITS``)
 
     def text(self) -> str:
         return "\n".join(x.shown(prev) for prev, x in zip([None] + self.lines, self.lines))
@@ -426,15 +428,24 @@ def scored_text(u: Unit, heading: str) -> str:
     return f"{heading}\n{' '.join(body.split())}" if heading else " ".join(body.split())
 
 
-def score_units(question: str, sources: list, logits: Callable[[str, list[str]], np.ndarray]) -> list[Unit]:
-    """The sources' units, each with the cross-encoder's logit for (question, unit); headings are not scored."""
+def score_units(question: str, sources: list, logits: Callable[[str, list[str]], np.ndarray],
+                among: set | None = None) -> list[Unit]:
+    """The sources' units, each with the cross-encoder's logit for (question, unit); headings are not scored.
+    ``among``: only the units whose (source, order) it holds are scored; the others keep -inf (still there for what
+    a quoted unit needs)."""
     us = [u for u in source_units(sources) if u.kind != "heading"]
     heading = {s.n: s.heading for s in sources}
-    if us:
-        vals = logits(question, [scored_text(u, heading.get(u.source, "")) for u in us])
-        for u, v in zip(us, vals):
+    todo = us if among is None else [u for u in us if (u.source, u.order) in among]
+    if todo:
+        vals = logits(question, [scored_text(u, heading.get(u.source, "")) for u in todo])
+        for u, v in zip(todo, vals):
             u.score = float(v)
     return us
+
+
+def top_units(scored: list[Unit], n: int) -> set:
+    """The (source, order) of the ``n`` best-scored units."""
+    return {(u.source, u.order) for u in sorted(scored, key=lambda u: -u.score)[:n]}
 
 
 def _needs(u: Unit, us: list[Unit], words: int) -> list[Unit]:
