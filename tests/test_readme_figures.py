@@ -169,6 +169,15 @@ PAGES = {
          "scored once more per part, a median {} s on this project's manual and {} s on the Debian guide (at most {} "
          "s), where the quote itself took a median {} s and {} s."),
         ("outcome-cost.json", [["outcome_over_1s"], ["outcome_all", "n"]], "({} of {} questions over 1 s)"),
+        ("yesno-debian-prompt2.json", [["fit", "auc", "p_yes"], ["fit", "auc", "match"]],
+         "an area under the ROC curve of {} against {} for the\n  best passage's"),
+        ("yesno-debian-prompt1.json", [["fit", "auc", "p_yes"]], "({} with a plainer prompt"),
+        ("yesno-debian-prompt2.json", [["fit", "cheap+p_yes", "unanswerable_refused_at_one_answerable_refused"],
+                                       ["fit", "unanswerable"],
+                                       ["fit", "cheap", "unanswerable_refused_at_one_answerable_refused"],
+                                       ["fit", "unanswerable"], ["fit", "median_yesno_s"], ["fit", "median_tokens"]],
+         "it refuses {} of {} unanswerable questions where one answerable question is\n  refused, against {} of {} "
+         "without it, for a median {} s per question ({:.0f} prompt tokens)"),
         ("outcome-aws-docs-qa.json", [["calibration", "seconds"], ["calibration", "chunks"]],
          "Calibrating took {} s on aws-docs-qa's\n  {} chunks"),
         ("outcome-debian.json", [["calibration", "seconds"], ["calibration", "chunks"]],
