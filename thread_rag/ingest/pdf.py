@@ -12,6 +12,7 @@ import logging
 import math
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -628,8 +629,9 @@ def _title_match(line: str, title: str) -> bool:
 
 def printed_words(page_lines: list[list[str]]) -> frozenset:
     """The words a document prints whole, lower case: every piece between spaces and "/" of its lines (a line's
-    last piece left out where the line ends in "-", and the next line's first: a break may have cut them), trimmed of punctuation, hyphens inside
-    kept ("non-free", "installer-amd64"). What a word broken at a line's end is joined by (``reflow``)."""
+    last piece left out where the line ends in "-", and the next line's first: a break may have cut them), trimmed
+    of punctuation, hyphens inside kept ("non-free", "installer-amd64"). What a word broken at a line's end is
+    joined by (``reflow``)."""
     out = set()
     for lines in page_lines:
         broke = False
@@ -652,8 +654,8 @@ def _broken(left: str, right: str, words: frozenset) -> str | None:
     "" (the word whole), "-" (a hyphen of its own) or None (not a broken word: a space). The document's own spelling
     first (the word printed whole, then printed with its hyphen), then a path's "/-", a compound ("up-to-"), English
     words (the whole word known: joined; both halves known words of three letters or more: "laptop-specific", not
-    "un-bootable"), else joined as before between
-    lower-case letters, the hyphen kept before a capital or a digit ("EEP-ROM", "10-12")."""
+    "un-bootable"), else joined as before between lower-case letters, the hyphen kept before a capital or a digit
+    ("EEP-ROM", "10-12")."""
     m, r = _LEFT.search(left.split("/")[-1] if not left.endswith("/-") else left), _RIGHT.match(right)
     if not m or not r:
         return None
@@ -674,7 +676,7 @@ def _broken(left: str, right: str, words: frozenset) -> str | None:
     return "" if head[-1:].isalpha() and right[:1].islower() else "-"  # "EEP-ROM", "10-12": the hyphen stays
 
 
-def _known_words() -> frozenset:
+def _known_words() -> Collection[str]:
     """English words (the packaged MiniLM's whole words, as OCR's respacing reads them); none if it is missing."""
     from ..errors import ModelUnavailableError
     from .ocr import _lexicon
