@@ -233,6 +233,11 @@ PAGES = {
         ("eval-validity-aws-docs-qa.json", [["validity", "separated_pairs_mrr@10", k]
                                             for k in ("separated_by_real", "pairs")],
          "aws-docs-qa's real questions tell {} of {} pairs apart"),
+        ("hyphen-joins.json", [["sets", "debian", "files", "docs-debian-procedural/installation-guide-amd64-en/install.en.pdf",
+                                "differ"], ["sets", "debian", "differ"], ["sets", "docling", "differ"]],
+         'it joins {} such words of the Debian amd64 guide otherwise ("netboot/debian-installer/amd64/linux", '
+         '"non-free", "keep-alive"; {} in the three Debian PDFs, {} in the docling PDFs)'),
+        ("hyphen-joins.json", [["sets", "financebench", "differ"]], "loader 12 joins {} words the filings broke"),
         ("eval-run-debian.json", [["summary", "retrieval", k, "mean"] for k in ("hit@1", "hit@5", "mrr@10")],
          "hit@1 {}, hit@5 {}, MRR@10 {}"),
         ("filings-dev.json", [["page_hit_at_1", "mean"], ["page_hit_at_1", "ci95", 0], ["page_hit_at_1", "ci95", 1]],
