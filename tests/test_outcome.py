@@ -190,6 +190,16 @@ def test_each_part_is_scored_among_the_lines_the_whole_question_scored_best(widg
     best = {t for t, _ in sorted(zip(asked[-3][1], real(question, asked[-3][1])), key=lambda x: -x[1])[:3]}
     assert all(len(t) == 3 and set(t) == best for _, t in asked[-2:])
     assert (some["kind"], some["missing"]) == (whole["kind"], whole["missing"]) == (PARTLY, ["how long does it take?"])
+    # a calibration reads each part's margin and spread over every line, as it was fitted: every line is scored
+    from thread_rag.agent.outcome import FEATURES, Calibration
+
+    n = len(FEATURES)
+    cal = Calibration([0.1] * n, 0.0, [0.0] * n, [1.0] * n, 0.5, 0.05)
+    monkeypatch.setattr(widget, "calibration", lambda: cal)
+    widget.settings = widget.settings.replace(CALIBRATION="on")
+    asked.clear()
+    quote_answer(widget, question)
+    assert all(len(t) == units for _, t in asked[-2:])
 
 
 def test_a_question_under_the_cosine_floor_still_shows_the_nearest_lines_as_related(widget, monkeypatch):

@@ -163,7 +163,8 @@ PAGES = {
                                ["corpora", "debian", "outcome_several_parts", "median_s"], ["outcome_all", "max_s"],
                                ["corpora", "docs", "quote", "median_s"], ["corpora", "debian", "quote", "median_s"]],
          "one-part question's decision takes a median {} s on the Debian guide; a question of several parts is "
-         "scored once more per part, over the 16 lines the whole question scored best (`PART_UNITS`), a median {} s "
+         "scored once more per part, over the 16 lines the whole question scored best (`PART_UNITS`; over every line "
+         "with a calibration, whose features read them all), a median {} s "
          "on this project's manual and {} s on the Debian guide (at most {} s), where the quote itself took a median "
          "{} s and {} s."),
         ("outcome-cost.json", [["outcome_over_1s"], ["outcome_all", "n"], ["corpora", "docs", "outcome_over_1s"]],
@@ -172,7 +173,8 @@ PAGES = {
                              ["corpora", "debian", "summary", "top16", "outcome_median_s"],
                              ["corpora", "docs", "summary", "same_outcome"],
                              ["corpora", "debian", "summary", "same_outcome"]],
-         "took a median\n{} s on the Debian guide against {} s, with the same outcome for all {} and {} two-part "
+         "took a median\n{} s on the Debian guide against {} s, with the same outcome at the floors for all {} and {} "
+         "two-part "
          "questions"),
         ("yesno-debian-prompt2.json", [["fit", "auc", "p_yes"], ["fit", "auc", "match"]],
          "an area under the ROC curve of {} against {} for the\n  best passage's"),

@@ -23,7 +23,8 @@ from .pdfium_lock import PDFIUM
 IMAGE_WIDTH = 1000           # pixels across a rendered page
 MIN_SHARED = 12              # characters a line and the page must share, at least, to count as found there
 QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u00ad": "", "\u2013": "-",
-                        "\u2014": "-", "\ufb01": "fi", "\ufb02": "fl"})
+                        "\u2014": "-", "\ufb01": "fi", "\ufb02": "fl",
+                        "\ufffe": ""})  # pdfium's mark of a hyphen it took for a line-end break (the break dropped)
 
 
 @dataclass
@@ -148,12 +149,18 @@ def _page_text(page) -> _PageText:
 
 def even(raw: str) -> tuple[str, list[int]]:
     """``raw`` lowercased, quotes and dashes made plain, runs of space one space, a hyphen ending a line of print
-    joined to the next; with each kept character's index in ``raw``."""
+    joined to the next, and a hyphen inside a word left out: the loader keeps or drops a broken word's hyphen by the
+    document's spelling ("keep-alive", "installation"), so neither side's hyphen may decide a match. With each kept
+    character's index in ``raw``."""
     out, index, i = [], [], 0
     while i < len(raw):
         c = raw[i].translate(QUOTES).lower()
-        if c == "-" and raw[i + 1:i + 3] == "\r\n" and i + 3 < len(raw) and raw[i + 3].isalpha():
-            i += 3  # "instal-\r\nlation": the word, whole
+        if c == "-" and raw[i + 1:i + 3] == "\r\n" and i + 3 < len(raw) and not raw[i + 3].isspace() and out \
+                and (out[-1].isalnum() or out[-1] == "/"):
+            i += 3  # "instal-\r\nlation", "keep-\r\nalive": the word, whole
+            continue
+        if c == "-" and out and out[-1].isalnum() and raw[i + 1:i + 2].isalnum():
+            i += 1  # "keep-alive" as "keepalive", on the page and in the quote alike
             continue
         if not c or (c.isspace() and (not out or out[-1] == " ")):
             i += 1

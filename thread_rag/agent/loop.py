@@ -377,7 +377,7 @@ class Agent:
     def _outcome(self, judge: Judge, question: str, sources: list, quote, base: dict) -> Outcome:
         """Answered, partly or not answered (``agent/outcome.py``), from the quote and the search's evidence; a
         question of several parts is judged part by part (one more cross-encoder pass each, over the ``PART_UNITS``
-        units the whole question scored best)."""
+        units the whole question scored best; over every unit with a calibration, whose features read them all)."""
         t = time.perf_counter()
         index = self.engine.retriever.index
         rel, match = base["relevance"], base["match"]
@@ -391,10 +391,12 @@ class Agent:
         whole = evidence(question, quote.best, quote.text(), quote.margin, quote.spread)
         by_part = {}
         asked = parts(question)
+        # a calibration reads each part's margin and spread over every line, as it was fitted: it scores them all
+        among = (quote.top or None) if judge.calibration is None else None
         if len(asked) > 1 and quote.best is not None:
             for q in asked:
                 try:
-                    scored = score_units(q, sources, self._logits, among=quote.top or None)
+                    scored = score_units(q, sources, self._logits, among=among)
                 except ModelCallError:  # the cross-encoder failed now: the question is judged whole
                     by_part = {}
                     break

@@ -18,7 +18,7 @@ from ..records import Block, LoadedDocument
 from .docx import load_docx
 from .epub import load_epub
 from .html import load_html
-from .pdf import COMMAND_LINE, load_pdf, reflow
+from .pdf import COMMAND_LINE, load_pdf, printed_words, reflow
 from .text import assign_offsets, load_text
 
 LOADER_VERSION = 12  # part of the index recipe: a changed loader re-indexes on the next run (3: 2026-12-03,
@@ -135,8 +135,13 @@ def _load_image(p: Path, ocr: bool) -> LoadedDocument:
 
 
 def _line_blocks(lines: list[str], page: int) -> list[Block]:
-    """OCR'd lines as blocks: paragraphs ("" between them) reflowed, command lines kept as lines of their own."""
+    """OCR'd lines as blocks: paragraphs ("" between them) reflowed (a broken word joined as the image prints it
+    elsewhere), command lines kept as lines of their own."""
     blocks, para, kept = [], [], []
+    words = printed_words([lines])
+
+    def rejoined(which: list) -> str:
+        return reflow(which, words)
 
     def flush(which: list, text) -> None:
         if which:
@@ -145,10 +150,10 @@ def _line_blocks(lines: list[str], page: int) -> list[Block]:
 
     for ln in lines + [""]:
         if COMMAND_LINE.match(ln):
-            flush(para, reflow)
+            flush(para, rejoined)
             kept.append(ln)
         elif not ln.strip():
-            flush(para, reflow)
+            flush(para, rejoined)
             flush(kept, "\n".join)
         else:
             flush(kept, "\n".join)

@@ -644,47 +644,62 @@ def printed_words(page_lines: list[list[str]]) -> frozenset:
     return frozenset(out)
 
 
-_WORD_EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
-_LEFT = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*-$|/-$")  # a line's broken word (and "/-": a path broken after a "/")
-_RIGHT = re.compile(r"[A-Za-z0-9]+")
+_WORD_EDGE = re.compile(r"^[\W_]+|[\W_]+$")
+_LEFT = re.compile(r"[^\W_][\w-]*-$|/-$")  # a line's broken word (and "/-": a path broken after a "/")
+_RIGHT = re.compile(r"[^\W_]+")
+_PREFIXES = frozenset("over under sub pre inter super out".split())  # "over-write": one word, not two
+_SUFFIXES = frozenset("able ible less ness ment ward wards ship wise ful".split())  # "boot-able", "head-less"
 
 
 def _broken(left: str, right: str, words: frozenset) -> str | None:
     """How a line ending in ``left`` (its last piece, ending in "-") joins the next line, beginning with ``right``:
     "" (the word whole), "-" (a hyphen of its own) or None (not a broken word: a space). The document's own spelling
-    first (the word printed whole, then printed with its hyphen), then a path's "/-", a compound ("up-to-"), English
-    words (the whole word known: joined; both halves known words of three letters or more: "laptop-specific", not
-    "un-bootable"), else joined as before between lower-case letters, the hyphen kept before a capital or a digit
-    ("EEP-ROM", "10-12")."""
+    first (the word printed whole, then printed with its hyphen), then a path's "/-", a compound ("up-to-") or a name
+    with a digit ("installer-amd64"), English words (the whole word known: joined; two known English words of three
+    letters or more, neither a prefix nor a suffix: "laptop-specific", not "un-bootable" or "boot-able"), else joined
+    as before between lower-case letters, the hyphen kept before a capital ("EEP-ROM"). A whole word is only joined across a capital
+    when both halves are in capitals ("PAR-TICULAR"), never "A-" and "B testing"."""
+    if left.endswith("--"):  # a dash, not a broken word
+        return None
     m, r = _LEFT.search(left.split("/")[-1] if not left.endswith("/-") else left), _RIGHT.match(right)
     if not m or not r:
         return None
-    head, tail = m.group(0)[:-1].lower(), r.group(0).lower()
-    if head.endswith("/") or not head:
+    head, tail = m.group(0)[:-1], r.group(0)
+    if head.endswith("/"):
         return ""
-    if words and head + tail in words:
+    whole_ok = tail[:1].islower() or (len(head) > 1 and len(tail) > 1 and head.isupper() and tail.isupper())
+    head, tail = head.lower(), tail.lower()
+    if words and whole_ok and head + tail in words:
         return ""
     if words and f"{head}-{tail}" in words:
         return "-"
-    if "-" in head:
+    if "-" in head or any(ch in "0123456789" for ch in head + tail):  # "up-to-date"; "installer-amd64", "SMF-28"
         return "-"
     known = _known_words()
-    if head + tail in known:
+    if whole_ok and head + tail in known:
         return ""
-    if len(head) > 2 and len(tail) > 2 and all(w in known or w in words for w in (head, tail)):
+    if len(head) > 2 and len(tail) > 2 and head in known and tail in known and head not in _PREFIXES \
+            and tail not in _SUFFIXES:
         return "-"
     return "" if head[-1:].isalpha() and right[:1].islower() else "-"  # "EEP-ROM", "10-12": the hyphen stays
 
 
-def _known_words() -> Collection[str]:
-    """English words (the packaged MiniLM's whole words, as OCR's respacing reads them); none if it is missing."""
-    from ..errors import ModelUnavailableError
-    from .ocr import _lexicon
+_KNOWN: Collection[str] | None = None
 
-    try:
-        return _lexicon().keys()
-    except (ModelUnavailableError, OSError, ValueError):
-        return frozenset()
+
+def _known_words() -> Collection[str]:
+    """English words (the packaged MiniLM's whole words, as OCR's respacing reads them); none if it is missing or
+    unreadable (read once either way)."""
+    global _KNOWN
+    if _KNOWN is None:
+        from ..errors import ModelUnavailableError
+        from .ocr import _lexicon
+
+        try:
+            _KNOWN = _lexicon().keys()
+        except (ModelUnavailableError, OSError, ValueError, KeyError):
+            _KNOWN = frozenset()
+    return _KNOWN
 
 
 def reflow(lines: list[str], words: frozenset = frozenset()) -> str:
