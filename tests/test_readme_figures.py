@@ -220,7 +220,7 @@ PAGES = {
         ("compare-debian.json", [["pairs", "pdf-amd64/pdf-arm64", "default", "same", "f1"],
                                  ["pairs", "pdf-amd64/pdf-arm64", "default", "changed_or_only", "f1"],
                                  ["pairs", "pdf-amd64/pdf-arm64", "default", "counterpart_accuracy"]],
-         "\"same\" F1 {}, \"changed or only\n  in one\" F1 {}, counterparts aligned {}"),
+         "\"same\" F1 {},\n  \"changed or only in one\" F1 {}, counterparts aligned {}"),
         ("eval-validity-aws-docs-qa.json", [["validity", "kendall_tau_mrr@10"]], "Kendall tau {} on aws-docs-qa"),
         ("eval-validity-musique.json", [["validity", "kendall_tau_mrr@10"]], "{} on\nmusique"),
         ("eval-validity-limit-small.json", [["validity", "kendall_tau_mrr@10"]], "and {} on limit-small"),
