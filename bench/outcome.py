@@ -44,7 +44,8 @@ def _ask(engine, question: str, doc_id: str | None, hidden: list) -> dict:
     return {"question": question, "doc": doc_id, "hidden": len(hidden), "kind": o.get("kind"), "score": o.get("score"),
             "missing": o.get("missing", []), "evidence": {k: v for k, v in (o.get("evidence") or {}).items()
                                                           if k != "parts"},
-            "seconds": round(time.perf_counter() - t, 3)}
+            "seconds": round(time.perf_counter() - t, 3),
+            "quote_s": r["timings"].get("quote_s"), "outcome_s": r["timings"].get("outcome_s")}  # the path's stages
 
 
 def _rate(rows: list, refused) -> dict:

@@ -14,7 +14,7 @@ import numpy as np
 
 from thread_rag.agent.loop import quote_answer
 from thread_rag.agent.outcome import parts
-from bench.outcome import _hand_written
+from bench.outcome import _ask, _hand_written
 from bench.retrieval import machine
 from thread_rag.settings import load_settings
 
@@ -33,12 +33,9 @@ for corpus in ("docs", "debian"):
     rows = []
     for group, items in groups.items():
         for question, doc_id, hidden, *_ in items:
-            with engine.retriever.hiding(hidden):
-                r = quote_answer(engine, question, doc_id=doc_id)
-            t = r["timings"]
+            r = _ask(engine, question, doc_id, hidden)
             rows.append({"group": group, "question": question, "parts": len(parts(question)),
-                         "quote_s": t.get("quote_s"), "outcome_s": t.get("outcome_s"),
-                         "kind": (r.get("outcome") or {}).get("kind")})
+                         "quote_s": r["quote_s"], "outcome_s": r["outcome_s"], "kind": r["kind"]})
     engine.close()
     one = [r for r in rows if r["parts"] == 1]
     several = [r for r in rows if r["parts"] > 1]

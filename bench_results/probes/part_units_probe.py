@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the lab, bench/
 import thread_rag.agent.loop as loop
 from thread_rag.agent.loop import quote_answer
 from thread_rag.agent.outcome import PART_UNITS, parts
-from bench.outcome import _hand_written, _partly_right
+from bench.outcome import _ask, _hand_written, _partly_right
 from bench.retrieval import machine
 from thread_rag.settings import load_settings
 
@@ -37,14 +37,10 @@ for corpus in ("docs", "debian"):
             order = list(ARMS) if len(rows) % 2 == 0 else list(ARMS)[::-1]
             for arm in order:
                 loop.PART_UNITS = ARMS[arm]
-                with engine.retriever.hiding(hidden):
-                    r = quote_answer(engine, question, doc_id=doc_id)
-                o = r.get("outcome") or {}
-                row[arm] = {"kind": o.get("kind"), "missing": o.get("missing", []),
-                            "outcome_s": r["timings"].get("outcome_s"), "quote_s": r["timings"].get("quote_s")}
+                r = _ask(engine, question, doc_id, hidden)
+                row[arm] = {k: r[k] for k in ("kind", "missing", "outcome_s", "quote_s")}
                 if keywords:
-                    row[arm]["named"] = _partly_right({"kind": o.get("kind"), "missing": o.get("missing", [])},
-                                                      keywords[0])
+                    row[arm]["named"] = _partly_right(r, keywords[0])
             rows.append(row)
     loop.PART_UNITS = PART_UNITS
     summary = {}

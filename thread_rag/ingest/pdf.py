@@ -636,11 +636,10 @@ def printed_words(page_lines: list[list[str]]) -> frozenset:
     for lines in page_lines:
         broke = False
         for ln in lines:
-            pieces = ln.split()
-            whole = pieces[1 if broke else 0:-1 if ln.rstrip().endswith("-") else None]
-            for piece in whole:
+            pieces, breaks = ln.split(), ln.rstrip().endswith("-")
+            for piece in pieces[1 if broke else 0:-1 if breaks else None]:
                 out.update(w for w in (_WORD_EDGE.sub("", x).lower() for x in piece.split("/")) if w)
-            broke = ln.rstrip().endswith("-")
+            broke = breaks
     return frozenset(out)
 
 
@@ -657,8 +656,8 @@ def _broken(left: str, right: str, words: frozenset) -> str | None:
     first (the word printed whole, then printed with its hyphen), then a path's "/-", a compound ("up-to-") or a name
     with a digit ("installer-amd64"), English words (the whole word known: joined; two known English words of three
     letters or more, neither a prefix nor a suffix: "laptop-specific", not "un-bootable" or "boot-able"), else joined
-    as before between lower-case letters, the hyphen kept before a capital ("EEP-ROM"). A whole word is only joined across a capital
-    when both halves are in capitals ("PAR-TICULAR"), never "A-" and "B testing"."""
+    as before between lower-case letters, the hyphen kept before a capital ("EEP-ROM"). A whole word is only joined
+    across a capital when both halves are in capitals ("PAR-TICULAR"), never "A-" and "B testing"."""
     if left.endswith("--"):  # a dash, not a broken word
         return None
     m, r = _LEFT.search(left.split("/")[-1] if not left.endswith("/-") else left), _RIGHT.match(right)
@@ -669,9 +668,9 @@ def _broken(left: str, right: str, words: frozenset) -> str | None:
         return ""
     whole_ok = tail[:1].islower() or (len(head) > 1 and len(tail) > 1 and head.isupper() and tail.isupper())
     head, tail = head.lower(), tail.lower()
-    if words and whole_ok and head + tail in words:
+    if whole_ok and head + tail in words:
         return ""
-    if words and f"{head}-{tail}" in words:
+    if f"{head}-{tail}" in words:
         return "-"
     if "-" in head or any(ch in "0123456789" for ch in head + tail):  # "up-to-date"; "installer-amd64", "SMF-28"
         return "-"
